@@ -1,0 +1,167 @@
+"""One typed configuration, merged from every place a user may set it.
+
+Precedence, lowest first: built-in defaults, ``[tool.engram]`` in ``pyproject.toml``,
+``.engram/config.toml``, then overrides from the editor (LSP ``initializationOptions`` and
+``workspace/configuration`` section ``engram``) or the command line. Each capability owns
+one section class here; unknown keys are reported as warnings, never fatal, so an editor
+with a newer settings schema does not break an older server.
+"""
+
+from __future__ import annotations
+
+import logging
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import attrs
+import cattrs
+
+from engram.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+@attrs.define
+class EmbedConfig:
+    #: ``"default"`` = the bundled all-MiniLM-L6-v2 int8 ONNX installed by pip; any fastembed
+    #: model name; or a path to a local model directory. ``"none"`` disables dense search.
+    model: str = "default"
+    batch_size: int = 32
+    threads: int | None = None
+
+
+@attrs.define
+class RetrievalConfig:
+    default_k: int = 10
+    rrf_k: int = 60
+    candidates: int = 50
+    default_budget_tokens: int = 2000
+    stale_after_days: int = 30
+
+
+@attrs.define
+class SafetyConfig:
+    max_content_chars: int = 8000
+    duplicate_ratio: float = 90.0  # rapidfuzz token_set_ratio, 0..100
+    duplicate_cosine: float = 0.92
+
+
+@attrs.define
+class DiagnosticsConfig:
+    max_per_file: int = 20
+    #: trust level 1..4 (V5 §13): minimum confidence 0.80 / 0.65 / 0.55 / 0.45
+    trust_level: int = 2
+    #: memory type -> "error" | "warning" | "information" | "hint"
+    severity: dict[str, str] = attrs.field(factory=dict)
+    #: memory type -> severity, for agent-facing LSP configs (OpenCode only forwards errors)
+    agent_severity: dict[str, str] = attrs.field(factory=dict)
+    debounce_ms: int = 300
+
+
+@attrs.define
+class IndexConfig:
+    max_file_bytes: int = 1_000_000
+    exclude: list[str] = attrs.field(factory=list)
+    index_on_start: bool = True
+
+
+@attrs.define
+class ObserverConfig:
+    enabled: bool = True
+    session_type: str = "interactive"
+    methodology: str = "native"
+
+
+@attrs.define
+class McpConfig:
+    max_connections: int = 10
+    idle_ttl_seconds: float = 900.0
+    connect_timeout_seconds: float = 20.0
+    call_timeout_seconds: float = 60.0
+    search_limit: int = 15
+
+
+@attrs.define
+class LlmConfig:
+    """Optional OpenAI-compatible endpoint (e.g. a local Ollama); never required."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+
+
+@attrs.define
+class EngramConfig:
+    embed: EmbedConfig = attrs.field(factory=EmbedConfig)
+    retrieval: RetrievalConfig = attrs.field(factory=RetrievalConfig)
+    safety: SafetyConfig = attrs.field(factory=SafetyConfig)
+    diagnostics: DiagnosticsConfig = attrs.field(factory=DiagnosticsConfig)
+    index: IndexConfig = attrs.field(factory=IndexConfig)
+    observer: ObserverConfig = attrs.field(factory=ObserverConfig)
+    mcp: McpConfig = attrs.field(factory=McpConfig)
+    llm: LlmConfig = attrs.field(factory=LlmConfig)
+
+
+class ConfigError(ValueError):
+    """A configuration value has the wrong type; the message names the key."""
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except (tomllib.TOMLDecodeError, OSError) as exc:
+        log.warning("ignoring %s: %s", path, exc)
+        return {}
+
+
+def _converter() -> cattrs.Converter:
+    return cattrs.Converter(forbid_extra_keys=False)
+
+
+def _drop_unknown(raw: dict[str, Any], cls: type, prefix: str = "") -> dict[str, Any]:
+    known = {a.name: a for a in attrs.fields(cls)}
+    clean: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = key.replace("-", "_")
+        if name not in known:
+            log.warning("unknown setting engram.%s%s ignored", prefix, key)
+            continue
+        field_type = known[name].type
+        if isinstance(value, dict) and attrs.has(field_type):  # type: ignore[arg-type]
+            clean[name] = _drop_unknown(value, field_type, f"{prefix}{key}.")  # type: ignore[arg-type]
+        else:
+            clean[name] = value
+    return clean
+
+
+def config_from_dict(raw: dict[str, Any]) -> EngramConfig:
+    """Structure a merged settings dict; a wrong type raises :class:`ConfigError`."""
+    try:
+        return _converter().structure(_drop_unknown(raw, EngramConfig), EngramConfig)
+    except cattrs.BaseValidationError as exc:
+        raise ConfigError("invalid setting: " + "; ".join(cattrs.transform_error(exc))) from exc
+
+
+def load_config(workspace: Workspace, overrides: dict[str, Any] | None = None) -> EngramConfig:
+    """Merge pyproject ``[tool.engram]``, ``.engram/config.toml`` and ``overrides``."""
+    merged: dict[str, Any] = {}
+    pyproject = _read_toml(workspace.root / "pyproject.toml")
+    merged = _deep_merge(merged, pyproject.get("tool", {}).get("engram", {}) or {})
+    merged = _deep_merge(merged, _read_toml(workspace.engram_dir / "config.toml"))
+    if overrides:
+        merged = _deep_merge(merged, overrides)
+    return config_from_dict(merged)

@@ -1,0 +1,47 @@
+"""The memory model: record types, vocabularies, decay defaults and the JSON codec."""
+
+from engram.model.codec import SchemaError, memory_from_dict, memory_to_dict
+from engram.model.memory import (
+    ANCHORED_DIAGNOSTIC_TYPES,
+    DEFAULT_HALF_LIVES,
+    SCHEMA_VERSION,
+    CodeAnchor,
+    CorrectionKind,
+    Memory,
+    MemoryRelation,
+    MemoryScope,
+    MemorySource,
+    MemoryType,
+    Provenance,
+    RelationType,
+    UniversalPhase,
+    WorkUnitRef,
+    content_hash,
+    make_citation_text,
+    new_memory_id,
+    utcnow,
+)
+
+__all__ = [
+    "ANCHORED_DIAGNOSTIC_TYPES",
+    "DEFAULT_HALF_LIVES",
+    "SCHEMA_VERSION",
+    "CodeAnchor",
+    "CorrectionKind",
+    "Memory",
+    "MemoryRelation",
+    "MemoryScope",
+    "MemorySource",
+    "MemoryType",
+    "Provenance",
+    "RelationType",
+    "SchemaError",
+    "UniversalPhase",
+    "WorkUnitRef",
+    "content_hash",
+    "make_citation_text",
+    "memory_from_dict",
+    "memory_to_dict",
+    "new_memory_id",
+    "utcnow",
+]

@@ -1,0 +1,84 @@
+"""JSON (un)structuring of memories with cattrs, and schema migrations.
+
+One converter is built per call site that needs it (no module-level mutable state is
+shared by accident); it is cheap. Datetimes travel as ISO 8601 strings in UTC.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import cattrs
+
+from engram.model.memory import SCHEMA_VERSION, Memory
+
+
+class SchemaError(ValueError):
+    """A stored or imported record cannot be read as a memory."""
+
+
+def _parse_dt(value: Any, _type: object) -> datetime:
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=False)
+    conv.register_unstructure_hook(datetime, lambda dt: dt.astimezone(UTC).isoformat())
+    conv.register_structure_hook(datetime, _parse_dt)
+    conv.register_unstructure_hook_func(
+        lambda t: isinstance(t, type) and issubclass(t, enum.Enum), lambda e: e.value
+    )
+    conv.register_structure_hook(Any, lambda v, _t: v)
+    return conv
+
+
+def _v0_to_v1(raw: dict[str, Any]) -> dict[str, Any]:
+    """v0 (pre-release exports) kept ``file``/``symbol`` flat on the record."""
+    if "file" in raw and not raw.get("anchors"):
+        raw["anchors"] = [{"file": raw.pop("file"), "symbol": raw.pop("symbol", None)}]
+    raw.pop("file", None)
+    raw.pop("symbol", None)
+    return raw
+
+
+#: ``MIGRATIONS[n]`` upgrades a raw record from schema n to n+1.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _v0_to_v1}
+
+
+def migrate(raw: dict[str, Any]) -> dict[str, Any]:
+    version = int(raw.get("schema_version", 0))
+    if version > SCHEMA_VERSION:
+        raise SchemaError(
+            f"memory {raw.get('id', '?')} has schema {version}, newer than this Engram "
+            f"({SCHEMA_VERSION}); upgrade Engram"
+        )
+    while version < SCHEMA_VERSION:
+        raw = MIGRATIONS[version](dict(raw))
+        version += 1
+        raw["schema_version"] = version
+    return raw
+
+
+def memory_to_dict(memory: Memory, converter: cattrs.Converter | None = None) -> dict[str, Any]:
+    result: dict[str, Any] = (converter or make_converter()).unstructure(memory)
+    return result
+
+
+def memory_from_dict(raw: dict[str, Any], converter: cattrs.Converter | None = None) -> Memory:
+    try:
+        return (converter or make_converter()).structure(migrate(dict(raw)), Memory)
+    except SchemaError:
+        raise
+    except Exception as exc:  # cattrs raises ClassValidationError groups; flatten to one line
+        if isinstance(exc, cattrs.BaseValidationError):
+            detail = "; ".join(cattrs.transform_error(exc))
+        else:
+            detail = str(exc)
+        raise SchemaError(f"not a valid memory record: {detail}") from exc

@@ -1,0 +1,260 @@
+"""The memory record and its vocabulary (seed V3 §4, V5 §3, §18; Memory Bridge §1).
+
+Everything that Engram remembers is a :class:`Memory`. The enums mirror the seeds'
+TypeScript unions so that exported JSON is readable by people who know those documents.
+Records are plain attrs classes: the store flattens them to columns, the CLI and the
+protocol layers turn them into JSON through :mod:`engram.model.codec`.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import math
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+
+class MemoryType(enum.StrEnum):
+    """What kind of knowledge a memory holds (V3 §4 / V5 §3)."""
+
+    GOTCHA = "gotcha"
+    DECISION = "decision"
+    PREFERENCE = "preference"
+    PATTERN = "pattern"
+    REQUIREMENT = "requirement"
+    ERROR_PATTERN = "error_pattern"
+    MODULE_INSIGHT = "module_insight"
+    PREFETCH_PATTERN = "prefetch_pattern"
+    WORK_STATE = "work_state"
+    CAUSAL_DEPENDENCY = "causal_dependency"
+    TASK_CALIBRATION = "task_calibration"
+    E2E_OBSERVATION = "e2e_observation"
+    DEAD_END = "dead_end"
+    WORK_UNIT_OUTCOME = "work_unit_outcome"
+    WORKFLOW_RECIPE = "workflow_recipe"
+    CONTEXT_COST = "context_cost"
+
+
+class MemorySource(enum.StrEnum):
+    """Who produced a memory; drives the source-trust multiplier (V5 §7)."""
+
+    AGENT_EXPLICIT = "agent_explicit"
+    OBSERVER_INFERRED = "observer_inferred"
+    QA_AUTO = "qa_auto"
+    MCP_AUTO = "mcp_auto"
+    COMMIT_AUTO = "commit_auto"
+    USER_TAUGHT = "user_taught"
+
+
+class MemoryScope(enum.StrEnum):
+    GLOBAL = "global"
+    MODULE = "module"
+    WORK_UNIT = "work_unit"
+    SESSION = "session"
+
+
+class RelationType(enum.StrEnum):
+    REQUIRED_WITH = "required_with"
+    CONFLICTS_WITH = "conflicts_with"
+    VALIDATES = "validates"
+    SUPERSEDES = "supersedes"
+    DERIVED_FROM = "derived_from"
+
+
+class UniversalPhase(enum.StrEnum):
+    """The six methodology-independent phases (V3 §3)."""
+
+    DEFINE = "define"
+    IMPLEMENT = "implement"
+    VALIDATE = "validate"
+    REFINE = "refine"
+    EXPLORE = "explore"
+    REFLECT = "reflect"
+
+
+class CorrectionKind(enum.StrEnum):
+    """How a user says a memory is wrong (V3 §10 correction modal)."""
+
+    INCORRECT = "incorrect"  # the content is wrong: deprecate it
+    OUTDATED = "outdated"  # it was true once: mark stale
+    WRONG_SCOPE = "wrong_scope"  # true, but not here: lower confidence, needs review
+    NOT_USEFUL = "not_useful"  # noise: lower confidence
+
+
+#: Default decay half-lives in days (V5 §18). ``None`` means the type never decays.
+DEFAULT_HALF_LIVES: dict[MemoryType, float | None] = {
+    MemoryType.WORK_STATE: 7,
+    MemoryType.E2E_OBSERVATION: 30,
+    MemoryType.ERROR_PATTERN: 60,
+    MemoryType.GOTCHA: 60,
+    MemoryType.MODULE_INSIGHT: 90,
+    MemoryType.DEAD_END: 90,
+    MemoryType.CAUSAL_DEPENDENCY: 120,
+    MemoryType.DECISION: None,
+    MemoryType.WORKFLOW_RECIPE: 120,
+    MemoryType.TASK_CALIBRATION: 180,
+    MemoryType.PREFETCH_PATTERN: 60,
+    MemoryType.WORK_UNIT_OUTCOME: 90,
+    MemoryType.CONTEXT_COST: 90,
+    MemoryType.PREFERENCE: None,
+    MemoryType.PATTERN: 180,
+    MemoryType.REQUIREMENT: None,
+}
+
+#: Memory types that belong on a code location and therefore surface as diagnostics.
+ANCHORED_DIAGNOSTIC_TYPES: frozenset[MemoryType] = frozenset(
+    {
+        MemoryType.GOTCHA,
+        MemoryType.DEAD_END,
+        MemoryType.ERROR_PATTERN,
+        MemoryType.DECISION,
+        MemoryType.REQUIREMENT,
+        MemoryType.E2E_OBSERVATION,
+    }
+)
+
+#: Schema version of the memory record; bump it and add a step to ``codec.MIGRATIONS``.
+SCHEMA_VERSION = 1
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_memory_id() -> str:
+    """Short, sortable-enough, collision-safe ids that fit in a citation (``m-3f2a9c1e7b``)."""
+    return "m-" + uuid.uuid4().hex[:10]
+
+
+def content_hash(text: str | bytes) -> str:
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+@attrs.define
+class WorkUnitRef:
+    """A methodology-independent pointer to a unit of work (V3 §3)."""
+
+    methodology: str = "native"
+    hierarchy: list[str] = attrs.field(factory=list)
+    label: str = ""
+
+
+@attrs.define
+class CodeAnchor:
+    """Where a memory bites: a file, optionally a symbol and a line range.
+
+    ``content_hash`` is the hash of the anchored lines when the memory was made, so that a
+    memory can follow its code when lines move (we search for the same hash nearby) and
+    can be marked stale when the code under it changed.
+    Lines are 0-based and ``end_line`` is inclusive, matching LSP ranges.
+    """
+
+    file: str
+    symbol: str | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    content_hash: str | None = None
+
+
+@attrs.define
+class MemoryRelation:
+    relation_type: RelationType
+    target_memory_id: str | None = None
+    target_file: str | None = None
+    confidence: float = 1.0
+    auto_extracted: bool = False
+
+
+@attrs.define
+class Provenance:
+    session_id: str | None = None
+    commit_sha: str | None = None
+    methodology: str | None = None
+    confirmed_by_sessions: list[str] = attrs.field(factory=list)
+
+
+def _clamp_confidence(_inst: object, _attr: object, value: float) -> None:
+    if not (0.0 <= value <= 1.0) or math.isnan(value):
+        raise ValueError(f"confidence must be between 0 and 1, got {value}")
+
+
+@attrs.define
+class Memory:
+    """One remembered piece of knowledge.
+
+    ``extra`` carries the per-type structured fields of the seeds' extended interfaces
+    (dead_end.approach_tried, workflow_recipe.steps, prefetch_pattern.always_read_files …)
+    so that the core record stays one flat, indexable shape.
+    """
+
+    content: str
+    type: MemoryType = MemoryType.MODULE_INSIGHT
+    id: str = attrs.field(factory=new_memory_id)
+    source: MemorySource = MemorySource.USER_TAUGHT
+    scope: MemoryScope = MemoryScope.MODULE
+    confidence: float = attrs.field(default=0.7, validator=_clamp_confidence)
+    tags: list[str] = attrs.field(factory=list)
+    related_files: list[str] = attrs.field(factory=list)
+    related_modules: list[str] = attrs.field(factory=list)
+    anchors: list[CodeAnchor] = attrs.field(factory=list)
+    provenance: Provenance = attrs.field(factory=Provenance)
+    relations: list[MemoryRelation] = attrs.field(factory=list)
+    work_unit: WorkUnitRef | None = None
+    decay_half_life_days: float | None = None
+    pinned: bool = False
+    needs_review: bool = False
+    user_verified: bool = False
+    deprecated: bool = False
+    stale_at: datetime | None = None
+    citation_text: str = ""
+    created_at: datetime = attrs.field(factory=utcnow)
+    updated_at: datetime = attrs.field(factory=utcnow)
+    last_accessed_at: datetime = attrs.field(factory=utcnow)
+    access_count: int = 0
+    valid_from: datetime = attrs.field(factory=utcnow)
+    valid_until: datetime | None = None
+    flags: list[str] = attrs.field(factory=list)
+    extra: dict[str, Any] = attrs.field(factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    def __attrs_post_init__(self) -> None:
+        if self.decay_half_life_days is None and self.type in DEFAULT_HALF_LIVES:
+            self.decay_half_life_days = DEFAULT_HALF_LIVES[self.type]
+        if not self.citation_text:
+            self.citation_text = make_citation_text(self.content)
+
+    @property
+    def is_stale(self) -> bool:
+        return self.stale_at is not None
+
+    def is_valid_at(self, when: datetime) -> bool:
+        """Bi-temporal validity: was this fact true in the world at ``when``?"""
+        if when < self.valid_from:
+            return False
+        return self.valid_until is None or when < self.valid_until
+
+    def current_confidence(self, now: datetime | None = None) -> float:
+        """Confidence after decay by half-life since last access (V5 §18); pinned never decays."""
+        if self.pinned or not self.decay_half_life_days:
+            return self.confidence
+        now = now or utcnow()
+        days = max(0.0, (now - self.last_accessed_at).total_seconds() / 86400.0)
+        return self.confidence * math.pow(0.5, days / self.decay_half_life_days)
+
+    def citation(self) -> str:
+        """The chip agents and editors show: ``[Memory m-3f2a9c1e7b: JWT 24h expiry]``."""
+        return f"[Memory {self.id}: {self.citation_text}]"
+
+
+def make_citation_text(content: str, limit: int = 40) -> str:
+    """A short label for citation chips (V5 §3: at most 40 characters)."""
+    first = " ".join(content.strip().split())
+    if len(first) <= limit:
+        return first
+    cut = first[: limit - 1].rsplit(" ", 1)[0] or first[: limit - 1]
+    return cut + "…"
