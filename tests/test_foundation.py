@@ -1,0 +1,90 @@
+"""The memory model, the codec and workspace confinement."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from engram.config import ConfigError, config_from_dict, load_config
+from engram.model import (
+    CodeAnchor,
+    Memory,
+    MemoryType,
+    SchemaError,
+    memory_from_dict,
+    memory_to_dict,
+)
+from engram.workspace import Workspace, WorkspaceError
+
+
+def test_memory_round_trips_through_json_codec() -> None:
+    memory = Memory(
+        "Token refresh fails silently when Redis is unreachable",
+        type=MemoryType.GOTCHA,
+        anchors=[CodeAnchor("auth.py", "refresh", 3, 9, "abc")],
+        extra={"steps": [{"order": 1, "description": "x"}]},
+    )
+    raw = memory_to_dict(memory)
+    assert raw["type"] == "gotcha"
+    assert isinstance(raw["created_at"], str)
+    assert memory_from_dict(raw) == memory
+
+
+def test_type_defaults_decay_and_citation() -> None:
+    gotcha = Memory("x" * 100, type=MemoryType.GOTCHA)
+    assert gotcha.decay_half_life_days == 60
+    assert len(gotcha.citation_text) <= 40
+    decision = Memory("use sessions", type=MemoryType.DECISION)
+    assert decision.decay_half_life_days is None
+    old = gotcha.last_accessed_at - timedelta(days=60)
+    gotcha.last_accessed_at = old
+    assert gotcha.current_confidence() == pytest.approx(gotcha.confidence / 2, rel=1e-3)
+    gotcha.pinned = True
+    assert gotcha.current_confidence() == gotcha.confidence
+
+
+def test_v0_records_migrate_and_future_schema_is_refused() -> None:
+    migrated = memory_from_dict({"content": "c", "type": "gotcha", "file": "a.py"})
+    assert migrated.anchors[0].file == "a.py"
+    with pytest.raises(SchemaError, match="newer"):
+        memory_from_dict({"content": "c", "schema_version": 99})
+    with pytest.raises(SchemaError, match="type"):
+        memory_from_dict({"content": "c", "type": "nonsense", "schema_version": 1})
+
+
+def test_confidence_out_of_range_is_refused() -> None:
+    with pytest.raises(ValueError, match="confidence"):
+        Memory("c", confidence=1.5)
+
+
+def test_workspace_confines_paths(tmp_workspace: Workspace, tmp_path: Path) -> None:
+    (tmp_workspace.root / "a.py").write_text("x = 1\n")
+    assert tmp_workspace.relative("a.py") == "a.py"
+    with pytest.raises(WorkspaceError, match="outside"):
+        tmp_workspace.resolve("../outside.txt")
+    outside = tmp_path / "secret"
+    outside.write_text("s")
+    (tmp_workspace.root / "link").symlink_to(outside)
+    with pytest.raises(WorkspaceError, match="outside"):
+        tmp_workspace.resolve("link")
+
+
+def test_engram_dir_carries_its_own_gitignore(tmp_workspace: Workspace) -> None:
+    path = tmp_workspace.ensure_engram_dir()
+    assert (path / ".gitignore").read_text().strip().endswith("*")
+
+
+def test_config_merges_pyproject_engram_toml_and_overrides(tmp_workspace: Workspace) -> None:
+    (tmp_workspace.root / "pyproject.toml").write_text(
+        "[tool.engram.retrieval]\ndefault_k = 7\n[tool.engram.embed]\nmodel = 'a'\n"
+    )
+    tmp_workspace.ensure_engram_dir()
+    (tmp_workspace.engram_dir / "config.toml").write_text("[embed]\nmodel = 'b'\n")
+    config = load_config(tmp_workspace, {"diagnostics": {"max_per_file": 3}})
+    assert config.retrieval.default_k == 7
+    assert config.embed.model == "b"
+    assert config.diagnostics.max_per_file == 3
+    with pytest.raises(ConfigError, match="default_k"):
+        config_from_dict({"retrieval": {"default_k": "many"}})
