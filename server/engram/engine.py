@@ -1,0 +1,1119 @@
+"""The composition root: one :class:`Engine` per workspace, held by the CLI, LSP and MCP server.
+
+Why one object: every front end must apply the same rules (redaction before storage,
+near-duplicate merging, confinement of paths, trust updates) and share one store, one
+embedder and one code graph per process. The engine builds each component lazily on first
+use, so ``engram --help`` and LSP ``initialize`` never pay for LanceDB, the ONNX model or
+tree-sitter. Writes take one lock (the LSP calls from several threads); embeddings are
+computed outside it because they are the slow part.
+
+Components owned by other packages are imported inside methods. Until a package exists,
+the method that needs it raises :class:`~engram.errors.NotAvailable` with a one-line
+reason; it never fakes a result.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import logging
+import os
+import platform
+import shutil
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from engram.config import EngramConfig, load_config
+from engram.errors import EngramError, InvalidInput, NotAvailable, NotFound
+from engram.lifecycle import (
+    ParsedImport,
+    PruneReport,
+    apply_access,
+    apply_confirmation,
+    apply_correction,
+    export_memories,
+    find_duplicate,
+    merge_memories,
+    parse_import,
+    plan_prune,
+    redact_secrets,
+)
+from engram.model import (
+    CodeAnchor,
+    CorrectionKind,
+    Memory,
+    MemoryScope,
+    MemorySource,
+    MemoryType,
+    Provenance,
+    UniversalPhase,
+    content_hash,
+    utcnow,
+)
+from engram.workspace import Workspace, WorkspaceError
+
+log = logging.getLogger(__name__)
+
+#: Candidates fetched per search when looking for a near-duplicate.
+DUPLICATE_CANDIDATES = 8
+#: Largest import file we read (a rules file or an export), in bytes.
+MAX_IMPORT_BYTES = 50_000_000
+
+
+# --------------------------------------------------------------------------- result types
+
+
+@attrs.define
+class RememberResult:
+    """What :meth:`Engine.remember` did: the stored record, whether it merged into an
+    existing memory, and which kinds of secret were redacted (to tell the user)."""
+
+    memory: Memory
+    merged: bool = False
+    redactions: list[str] = attrs.field(factory=list)
+    duplicate_reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.memory.id,
+            "merged": self.merged,
+            "redactions": list(self.redactions),
+            "citation": self.memory.citation(),
+        }
+
+
+@attrs.define
+class DoctorCheck:
+    """One line of ``engram doctor``: ``ok`` False means the user should act on ``detail``."""
+
+    name: str
+    ok: bool
+    detail: str
+    #: "error" blocks a capability; "warning" degrades it; "info" is just a fact.
+    level: str = "info"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail, "level": self.level}
+
+
+@attrs.define
+class ImportReport:
+    """What :meth:`Engine.import_` did with a file."""
+
+    path: str
+    kind: str
+    added: int = 0
+    merged: int = 0
+    skipped: list[str] = attrs.field(factory=list)
+    redacted: int = 0
+    ids: list[str] = attrs.field(factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+ProgressCallback = Callable[[str, int, int | None], None]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _parse_enum(enum_cls: type[Any], value: Any, what: str) -> Any:
+    if isinstance(value, enum_cls):
+        return value
+    if isinstance(value, str):
+        try:
+            return enum_cls(value.strip().lower().replace("-", "_"))
+        except ValueError:
+            pass
+    valid = ", ".join(m.value for m in enum_cls)
+    raise InvalidInput(f"unknown {what} {value!r}; valid values: {valid}")
+
+
+def parse_type(value: MemoryType | str) -> MemoryType:
+    result: MemoryType = _parse_enum(MemoryType, value, "memory type")
+    return result
+
+
+def parse_source(value: MemorySource | str) -> MemorySource:
+    result: MemorySource = _parse_enum(MemorySource, value, "source")
+    return result
+
+
+def parse_scope(value: MemoryScope | str) -> MemoryScope:
+    result: MemoryScope = _parse_enum(MemoryScope, value, "scope")
+    return result
+
+
+def parse_phase(value: UniversalPhase | str | None) -> UniversalPhase | None:
+    if value is None:
+        return None
+    result: UniversalPhase = _parse_enum(UniversalPhase, value, "phase")
+    return result
+
+
+def parse_correction(value: CorrectionKind | str) -> CorrectionKind:
+    result: CorrectionKind = _parse_enum(CorrectionKind, value, "correction kind")
+    return result
+
+
+def validate_text(content: Any, max_chars: int) -> str:
+    """The memory text, or :class:`InvalidInput` saying why it cannot be stored."""
+    if not isinstance(content, str):
+        raise InvalidInput("memory text must be a string")
+    if "\x00" in content or "\ufffd" in content:
+        raise InvalidInput("memory text looks binary (it contains NUL or undecodable bytes)")
+    controls = sum(1 for ch in content if ord(ch) < 32 and ch not in "\n\r\t")
+    if controls and controls * 20 > len(content):
+        raise InvalidInput("memory text looks binary (too many control characters)")
+    text = content.strip()
+    if not text:
+        raise InvalidInput("memory text is empty")
+    if len(text) > max_chars:
+        raise InvalidInput(
+            f"memory text is {len(text)} characters, over the limit of {max_chars} "
+            "(safety.max_content_chars); store a summary and anchor it to the file instead"
+        )
+    return text
+
+
+def _optional_module(name: str, what: str) -> Any:
+    """Import an Engram package that another helper may not have delivered yet."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (exc.name == name or name.startswith(exc.name + ".")):
+            raise NotAvailable(f"{what} not available yet ({name} is not installed)") from exc
+        raise
+
+
+def _require(module: Any, attr: str, what: str) -> Any:
+    value = getattr(module, attr, None)
+    if value is None:
+        raise NotAvailable(f"{what} not available yet ({module.__name__}.{attr} is missing)")
+    return value
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+class Engine:
+    """All use cases of Engram for one workspace. Thread-safe; cheap to construct."""
+
+    workspace: Workspace
+    config: EngramConfig
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        config: EngramConfig,
+        *,
+        read_only: bool = False,
+        store: Any | None = None,
+        embedder: Any | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.workspace = workspace
+        self.config = config
+        self.read_only = read_only
+        self._clock = clock
+        self._write_lock = threading.RLock()
+        self._init_lock = threading.RLock()
+        self._store: Any | None = store
+        self._embedder: Any | None = embedder
+        self._embedder_reason: str | None = None if embedder is None else "injected"
+        self._embedder_loaded = embedder is not None or config.embed.model == "none"
+        if config.embed.model == "none" and embedder is None:
+            self._embedder_reason = "dense search disabled (embed.model = none)"
+        self._retriever: Any | None = None
+        self._codegraph: Any | None = None
+        self._observer: Any | None = None
+        self._file_index: dict[str, list[str]] | None = None
+        self._file_index_key: object = None
+
+    @classmethod
+    def open(
+        cls,
+        workspace: Workspace | str | Path | None = None,
+        overrides: dict[str, Any] | None = None,
+        *,
+        read_only: bool = False,
+    ) -> Engine:
+        """The engine for ``workspace`` (default: the git root enclosing the cwd)."""
+        ws = workspace if isinstance(workspace, Workspace) else Workspace.open(workspace)
+        config = load_config(ws, overrides)
+        return cls(ws, config, read_only=read_only)
+
+    # ------------------------------------------------------------------ components
+
+    @property
+    def store(self) -> Any:
+        """The memory store (LanceDB), opened on first use."""
+        if self._store is None:
+            with self._init_lock:
+                if self._store is None:
+                    module = _optional_module("engram.store", "the memory store")
+                    store_cls = _require(module, "MemoryStore", "the memory store")
+                    if not self.read_only:
+                        self.workspace.ensure_engram_dir()
+                    try:
+                        self._store = store_cls(self.workspace, read_only=self.read_only)
+                    except EngramError:
+                        raise
+                    except PermissionError as exc:
+                        raise EngramError(
+                            f"cannot open the store in {self.workspace.engram_dir}: "
+                            "permission denied"
+                        ) from exc
+        return self._store
+
+    @property
+    def embedder(self) -> Any | None:
+        """The embedding model, or ``None`` (then :attr:`embedder_status` says why)."""
+        if not self._embedder_loaded:
+            with self._init_lock:
+                if not self._embedder_loaded:
+                    try:
+                        module = _optional_module("engram.embed", "embeddings")
+                        load = _require(module, "load_embedder", "embeddings")
+                        status = load(self.config.embed, self.workspace)
+                        self._embedder = status.embedder
+                        self._embedder_reason = str(status.reason)
+                    except NotAvailable as exc:
+                        self._embedder, self._embedder_reason = None, str(exc)
+                    self._embedder_loaded = True
+        return self._embedder
+
+    @property
+    def embedder_status(self) -> str:
+        _ = self.embedder
+        if self._embedder is not None:
+            return f"{self._embedder.model_id} ({self._embedder_reason or 'loaded'})"
+        return self._embedder_reason or "no embedding model"
+
+    @property
+    def retriever(self) -> Any:
+        if self._retriever is None:
+            with self._init_lock:
+                if self._retriever is None:
+                    module = _optional_module("engram.retrieval", "retrieval")
+                    retriever_cls = _require(module, "Retriever", "retrieval")
+                    self._retriever = retriever_cls(
+                        self.store,
+                        self.embedder,
+                        self.config.retrieval,
+                        graph=self._graph_or_none(),
+                    )
+        return self._retriever
+
+    def _graph_or_none(self) -> Any | None:
+        try:
+            return self.codegraph
+        except NotAvailable:
+            return None
+        except EngramError as exc:
+            log.info("code graph unavailable for retrieval: %s", exc)
+            return None
+
+    @property
+    def codegraph(self) -> Any:
+        if self._codegraph is None:
+            with self._init_lock:
+                if self._codegraph is None:
+                    module = _optional_module("engram.codegraph", "the code graph")
+                    graph_cls = _require(module, "CodeGraph", "the code graph")
+                    self._codegraph = graph_cls(self.workspace)
+        return self._codegraph
+
+    @property
+    def observer(self) -> Any:
+        if self._observer is None:
+            with self._init_lock:
+                if self._observer is None:
+                    module = _optional_module("engram.observer", "the observer")
+                    observer_cls = _require(module, "Observer", "the observer")
+                    self._observer = observer_cls(self)
+        return self._observer
+
+    def _filter(self, **kwargs: Any) -> Any:
+        module = _optional_module("engram.store", "the memory store")
+        return _require(module, "MemoryFilter", "the memory store")(**kwargs)
+
+    # ------------------------------------------------------------------ remember
+
+    def _relative(self, path: str | os.PathLike[str]) -> str:
+        rel = self.workspace.relative(path)
+        if rel == ".":
+            raise InvalidInput(f"{path} is the workspace itself, not a file")
+        return rel
+
+    def _anchor(
+        self, file: str, symbol: str | None, start_line: int | None, end_line: int | None
+    ) -> CodeAnchor:
+        """A code anchor with workspace-relative path and, when known, the lines' hash."""
+        rel = self._relative(file)
+        if start_line is not None and start_line < 0:
+            raise InvalidInput("line numbers start at 1")
+        if end_line is not None and start_line is not None and end_line < start_line:
+            raise InvalidInput(f"line range {start_line + 1}-{end_line + 1} is backwards")
+        if end_line is None and start_line is not None:
+            end_line = start_line
+        if symbol and start_line is None:
+            start_line, end_line = self._symbol_range(rel, symbol)
+        anchored_hash: str | None = None
+        path = self.workspace.root / rel
+        if start_line is not None and path.is_file():
+            try:
+                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                lines = []
+            if lines:
+                last = min(end_line if end_line is not None else start_line, len(lines) - 1)
+                if start_line < len(lines):
+                    anchored_hash = content_hash("\n".join(lines[start_line : last + 1]))
+        return CodeAnchor(
+            file=rel,
+            symbol=symbol or None,
+            start_line=start_line,
+            end_line=end_line,
+            content_hash=anchored_hash,
+        )
+
+    def _symbol_range(self, rel: str, symbol: str) -> tuple[int | None, int | None]:
+        """Symbol -> (start, end) lines from the code graph when it knows the symbol."""
+        try:
+            graph = self.codegraph
+        except EngramError:
+            return None, None
+        lookup = getattr(graph, "symbol_range", None)
+        try:
+            if callable(lookup):
+                found = lookup(rel, symbol)
+                if found:
+                    return int(found[0]), int(found[1])
+            symbols_in = getattr(graph, "symbols_in", None)
+            if callable(symbols_in):
+                for sym in symbols_in(rel):
+                    name = getattr(sym, "qualified_name", None) or getattr(sym, "name", None)
+                    if name == symbol or (
+                        isinstance(name, str) and name.rsplit(".", 1)[-1] == symbol
+                    ):
+                        return int(sym.start_line), int(sym.end_line)
+        except Exception as exc:  # the graph is an optional helper; never fail remember
+            log.debug("symbol lookup failed for %s:%s: %s", rel, symbol, exc)
+        return None, None
+
+    def _prepare(self, memory: Memory) -> tuple[Memory, list[str]]:
+        """Validate, redact and normalise one memory before it is stored."""
+        text = validate_text(memory.content, self.config.safety.max_content_chars)
+        redaction = redact_secrets(text)
+        updates: dict[str, Any] = {}
+        if redaction.text != memory.content:
+            updates["content"] = redaction.text
+            if memory.citation_text and redaction.redacted:
+                updates["citation_text"] = ""
+        if redaction.redacted:
+            updates["flags"] = list(dict.fromkeys([*memory.flags, "redacted"]))
+        files = [self._relative(f) for f in memory.related_files]
+        anchors = [attrs.evolve(a, file=self._relative(a.file)) for a in memory.anchors]
+        updates["related_files"] = list(dict.fromkeys(files))
+        updates["anchors"] = anchors
+        updates["tags"] = list(dict.fromkeys(t.strip() for t in memory.tags if t and t.strip()))
+        if memory.citation_text and "citation_text" not in updates:
+            # a custom citation (imports) may carry a secret of its own
+            updates["citation_text"] = redact_secrets(memory.citation_text).text
+        # evolve re-runs __attrs_post_init__, which derives an empty citation from the
+        # redacted content
+        return attrs.evolve(memory, **updates), redaction.kinds
+
+    def remember(
+        self,
+        content: str,
+        *,
+        type: MemoryType | str = "gotcha",
+        source: MemorySource | str = "user_taught",
+        file: str | None = None,
+        symbol: str | None = None,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        tags: Sequence[str] = (),
+        related_files: Sequence[str] = (),
+        scope: MemoryScope | str | None = None,
+        confidence: float | None = None,
+        session_id: str | None = None,
+        needs_review: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> RememberResult:
+        """Store one memory (redacted, merged into a near-duplicate when there is one).
+
+        Lines are 0-based and inclusive, as in LSP; the CLI converts from 1-based.
+        """
+        mtype = parse_type(type)
+        msource = parse_source(source)
+        mscope = (
+            parse_scope(scope)
+            if scope is not None
+            else (MemoryScope.MODULE if file else MemoryScope.GLOBAL)
+        )
+        if confidence is not None and not (0.0 <= confidence <= 1.0):
+            raise InvalidInput(f"confidence must be between 0 and 1, got {confidence}")
+        if symbol is not None and not symbol.strip():
+            raise InvalidInput("symbol name is empty")
+        if file is None and (symbol or start_line is not None):
+            raise InvalidInput("a symbol or line range needs a file (--file)")
+        text = validate_text(content, self.config.safety.max_content_chars)
+        anchors = [self._anchor(file, symbol, start_line, end_line)] if file else []
+        memory = Memory(
+            content=text,
+            type=mtype,
+            source=msource,
+            scope=mscope,
+            confidence=confidence if confidence is not None else _default_confidence(msource),
+            tags=list(tags),
+            related_files=list(related_files),
+            anchors=anchors,
+            provenance=Provenance(session_id=session_id),
+            needs_review=needs_review,
+            extra=dict(extra or {}),
+        )
+        return self.remember_many([memory])[0]
+
+    def remember_many(
+        self, memories: Sequence[Memory], progress: ProgressCallback | None = None
+    ) -> list[RememberResult]:
+        """The remember pipeline for a batch: one embedding call, one store write."""
+        self._check_writable()
+        prepared: list[tuple[Memory, list[str]]] = [self._prepare(m) for m in memories]
+        if not prepared:
+            return []
+        now = self._clock()
+        stamped = [attrs.evolve(m, updated_at=now) for m, _ in prepared]
+        vectors = self._embed_memories(stamped, progress)
+        results: list[RememberResult] = []
+        with self._write_lock:
+            store = self.store
+            to_add: list[Memory] = []
+            add_vectors: list[Any] = []
+            to_update: dict[str, Memory] = {}
+            batch_pool: list[Memory] = []
+            for index, (memory, (_, kinds)) in enumerate(zip(stamped, prepared, strict=True)):
+                vector = vectors[index] if vectors is not None else None
+                candidates = self._duplicate_candidates(memory, vector, batch_pool, to_update)
+                match = find_duplicate(
+                    memory,
+                    candidates,
+                    ratio_threshold=self.config.safety.duplicate_ratio,
+                    cosine_threshold=self.config.safety.duplicate_cosine,
+                )
+                if match is not None:
+                    merged = merge_memories(match.memory, memory, now=now)
+                    if any(m.id == merged.id for m in to_add):
+                        to_add = [merged if m.id == merged.id else m for m in to_add]
+                    else:
+                        to_update[merged.id] = merged
+                    batch_pool = [merged if m.id == merged.id else m for m in batch_pool]
+                    results.append(RememberResult(merged, True, kinds, match.reason))
+                else:
+                    to_add.append(memory)
+                    add_vectors.append(vector)
+                    batch_pool.append(memory)
+                    results.append(RememberResult(memory, False, kinds))
+            self._write(store, to_add, add_vectors, list(to_update.values()))
+        # results hold the final state of merged records (a later one may merge again)
+        final = {m.id: m for m in [*to_add, *to_update.values()]}
+        return [attrs.evolve(r, memory=final.get(r.memory.id, r.memory)) for r in results]
+
+    def _embed_memories(
+        self, memories: Sequence[Memory], progress: ProgressCallback | None
+    ) -> Any | None:
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        embed_mod = _optional_module("engram.embed", "embeddings")
+        text_of = _require(embed_mod, "memory_embedding_text", "embeddings")
+        texts = [text_of(m) for m in memories]
+        batch = max(1, self.config.embed.batch_size)
+        if len(texts) <= batch:
+            return embedder.embed(texts)
+        import numpy as np
+
+        parts = []
+        for start in range(0, len(texts), batch):
+            parts.append(embedder.embed(texts[start : start + batch]))
+            if progress is not None:
+                progress("embedding", min(start + batch, len(texts)), len(texts))
+        return np.vstack(parts)
+
+    def _duplicate_candidates(
+        self,
+        memory: Memory,
+        vector: Any | None,
+        batch_pool: Sequence[Memory],
+        pending: dict[str, Memory],
+    ) -> list[tuple[Memory, float | None]]:
+        store = self.store
+        flt = self._filter(types=[memory.type])
+        scores: dict[str, float | None] = {}
+        try:
+            for mid, _score in store.keyword_search(memory.content, DUPLICATE_CANDIDATES, flt):
+                scores.setdefault(mid, None)
+        except Exception as exc:  # an FTS hiccup must not block remembering
+            log.debug("keyword dedup search failed: %s", exc)
+        if vector is not None:
+            for mid, cosine in store.vector_search(vector, DUPLICATE_CANDIDATES, flt):
+                scores[mid] = float(cosine)
+        found = {m.id: m for m in store.get_many(list(scores))}
+        found.update({mid: m for mid, m in pending.items() if mid in found})
+        pairs: list[tuple[Memory, float | None]] = [
+            (found[mid], cos) for mid, cos in scores.items() if mid in found
+        ]
+        pairs.extend((m, None) for m in batch_pool if m.type == memory.type)
+        return pairs
+
+    def _write(
+        self,
+        store: Any,
+        to_add: Sequence[Memory],
+        add_vectors: Sequence[Any],
+        to_update: Sequence[Memory],
+    ) -> None:
+        model_id = self._embedder.model_id if self._embedder is not None else None
+        if to_add:
+            vectors = None
+            if model_id is not None and all(v is not None for v in add_vectors):
+                import numpy as np
+
+                vectors = np.vstack(list(add_vectors)).astype("float32")
+            store.add(list(to_add), vectors, model_id)
+        if to_update:
+            store.update(list(to_update))
+        self._file_index = None
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise EngramError("this engine was opened read-only")
+
+    # ------------------------------------------------------------------ read
+
+    def get(self, memory_id: str) -> Memory:
+        memory_id = (memory_id or "").strip()
+        if not memory_id:
+            raise InvalidInput("memory id is empty")
+        memory = self.store.get(memory_id)
+        if memory is None:
+            raise NotFound(f"no memory with id {memory_id}")
+        return memory  # type: ignore[no-any-return]
+
+    def list(
+        self,
+        *,
+        type: MemoryType | str | Sequence[MemoryType | str] | None = None,
+        source: MemorySource | str | Sequence[MemorySource | str] | None = None,
+        file: str | None = None,
+        needs_review: bool | None = None,
+        include_deprecated: bool = False,
+        limit: int | None = None,
+    ) -> list[Memory]:
+        types = None if type is None else [parse_type(t) for t in _as_list(type)]
+        sources = None if source is None else [parse_source(s) for s in _as_list(source)]
+        rel = self._relative(file) if file else None
+        if limit is not None and limit < 0:
+            raise InvalidInput("limit must be positive")
+        flt = self._filter(
+            types=types,
+            sources=sources,
+            file=rel,
+            needs_review=needs_review,
+            include_deprecated=include_deprecated,
+        )
+        return list(self.store.list(flt, limit))
+
+    def memories_for_file(self, rel_path: str) -> builtins.list[Memory]:
+        """Memories anchored to or related to one file: for diagnostics and hover.
+
+        Served from the store's in-process snapshot through a file -> ids index that is
+        rebuilt only when the store's content changes, so the hover path never scans.
+        """
+        try:
+            rel = self._relative(rel_path)
+        except (WorkspaceError, InvalidInput):
+            return []
+        store = self.store
+        key = getattr(store, "version", None)
+        key = key() if callable(key) else key
+        index = self._file_index
+        if index is None or key is None or key != self._file_index_key:
+            with self._init_lock:
+                if key is None:
+                    return list(store.list(self._filter(file=rel)))
+                by_file: dict[str, list[str]] = {}
+                for memory in store.list(self._filter()):
+                    files = {a.file for a in memory.anchors} | set(memory.related_files)
+                    for name in files:
+                        by_file.setdefault(name, []).append(memory.id)
+                self._file_index, self._file_index_key = by_file, key
+                index = by_file
+        return [m for m in store.get_many(index.get(rel, [])) if not m.deprecated]
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        phase: UniversalPhase | str | None = None,
+        file: str | None = None,
+        types: Sequence[MemoryType | str] | None = None,
+        record: bool = True,
+    ) -> builtins.list[Any]:
+        """Explicit search: stale memories come back, marked stale."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("search query is empty")
+        if k <= 0 or k > 1000:
+            raise InvalidInput(f"k must be between 1 and 1000, got {k}")
+        module = _optional_module("engram.retrieval", "retrieval")
+        request = _require(module, "SearchRequest", "retrieval")(
+            query=query.strip(),
+            k=k,
+            phase=parse_phase(phase),
+            file=self._relative(file) if file else None,
+            types=[parse_type(t) for t in types] if types else None,
+        )
+        hits = list(self.retriever.search(request))
+        if record and hits and not self.read_only:
+            self._record_access_quietly([h.memory.id for h in hits])
+        return hits
+
+    def search_code(self, query: str, *, k: int = 10) -> builtins.list[Any]:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("search query is empty")
+        if k <= 0 or k > 1000:
+            raise InvalidInput(f"k must be between 1 and 1000, got {k}")
+        graph = self.codegraph
+        for name in ("search_code", "search"):
+            method = getattr(graph, name, None)
+            if callable(method):
+                return list(method(query.strip(), k=k))
+        raise NotAvailable("code search not available yet (the code graph has no search)")
+
+    def context(
+        self,
+        *,
+        file: str | None = None,
+        symbol: str | None = None,
+        query: str | None = None,
+        phase: UniversalPhase | str | None = None,
+        budget_tokens: int | None = None,
+        record: bool = True,
+    ) -> Any:
+        """A token-budgeted pack of the memories that matter for a file or a question."""
+        if not file and not (query and query.strip()):
+            raise InvalidInput("context needs a file or a query")
+        budget = (
+            budget_tokens
+            if budget_tokens is not None
+            else (self.config.retrieval.default_budget_tokens)
+        )
+        if not isinstance(budget, int) or budget <= 0:
+            raise InvalidInput(f"budget must be a positive number of tokens, got {budget}")
+        rel = self._relative(file) if file else None
+        module = _optional_module("engram.retrieval", "retrieval")
+        request = _require(module, "ContextRequest", "retrieval")(
+            file=rel,
+            symbol=symbol or None,
+            query=query.strip() if query else None,
+            phase=parse_phase(phase),
+            budget_tokens=budget,
+        )
+        pack = self.retriever.context(request)
+        if record and not self.read_only:
+            ids = [item.memory.id for item in getattr(pack, "items", []) if hasattr(item, "memory")]
+            if ids:
+                self._record_access_quietly(ids)
+        return pack
+
+    # ------------------------------------------------------------------ corrections
+
+    def _mutate(self, memory_id: str, change: Callable[[Memory], Memory]) -> Memory:
+        self._check_writable()
+        with self._write_lock:
+            updated = change(self.get(memory_id))
+            self.store.update([updated])
+            self._file_index = None
+        return updated
+
+    def forget(self, memory_id: str) -> Memory:
+        self._check_writable()
+        with self._write_lock:
+            memory = self.get(memory_id)
+            self.store.delete([memory.id])
+            self._file_index = None
+        return memory
+
+    def confirm(self, memory_id: str) -> Memory:
+        return self._mutate(memory_id, lambda m: apply_confirmation(m, now=self._clock()))
+
+    def flag(self, memory_id: str, kind: CorrectionKind | str, note: str | None = None) -> Memory:
+        correction = parse_correction(kind)
+        clean_note = redact_secrets(note).text.strip() if note else None
+        return self._mutate(
+            memory_id, lambda m: apply_correction(m, correction, clean_note, now=self._clock())
+        )
+
+    def pin(self, memory_id: str, pinned: bool = True) -> Memory:
+        return self._mutate(
+            memory_id, lambda m: attrs.evolve(m, pinned=pinned, updated_at=self._clock())
+        )
+
+    def record_access(self, ids: Sequence[str]) -> None:
+        """Memories were injected: bump access counts (and trust, V5 §18)."""
+        if not ids:
+            return
+        self._check_writable()
+        now = self._clock()
+        with self._write_lock:
+            found = self.store.get_many(list(dict.fromkeys(ids)))
+            if found:
+                self.store.update([apply_access(m, now=now) for m in found])
+
+    def _record_access_quietly(self, ids: Sequence[str]) -> None:
+        try:
+            self.record_access(ids)
+        except Exception as exc:  # bookkeeping must never fail a read
+            log.info("could not record access: %s", exc)
+
+    # ------------------------------------------------------------------ code graph, observer
+
+    def impact(self, file: str, symbol: str | None = None) -> Any:
+        rel = self._relative(file)
+        module = _optional_module("engram.codegraph", "impact analysis")
+        analyzer_cls = _require(module, "ImpactAnalyzer", "impact analysis")
+        analyzer = (
+            analyzer_cls(self.codegraph)
+            if _takes_graph(analyzer_cls)
+            else analyzer_cls(self.workspace)
+        )
+        return analyzer.impact(rel, symbol)
+
+    def index(self, progress: Any | None = None, cancel: Callable[[], bool] | None = None) -> Any:
+        graph = self.codegraph
+        try:
+            return graph.index(progress=progress, cancel=cancel)
+        except TypeError:
+            return graph.index(progress)
+
+    def observe(self, event: dict[str, Any]) -> Any:
+        if not isinstance(event, dict):
+            raise InvalidInput("an observer event must be a JSON object")
+        return self.observer.observe(event)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def prune(self, *, dry_run: bool = False) -> PruneReport:
+        """Apply the lifecycle rules (stale files, decay, grace periods) to the store."""
+        now = self._clock()
+        root = self.workspace.root
+
+        def exists(rel: str) -> bool:
+            return (root / rel).exists()
+
+        with self._write_lock:
+            memories = self.store.list(self._filter(include_deprecated=True))
+            report = plan_prune(memories, now, exists)
+            if not dry_run:
+                self._check_writable()
+                if report.updated:
+                    self.store.update(report.updated)
+                if report.deleted:
+                    self.store.delete(report.deleted)
+                self._file_index = None
+        return report
+
+    def export(self, fmt: str = "json") -> str:
+        memories = self.store.list(self._filter(include_deprecated=True))
+        return export_memories(memories, fmt, now=self._clock())
+
+    def import_(self, path: Path | str, progress: ProgressCallback | None = None) -> ImportReport:
+        """Import an Engram export (JSON/Markdown) or a rules file (CLAUDE.md, AGENTS.md …)."""
+        source = Path(path).expanduser()
+        try:
+            if source.is_dir():
+                raise InvalidInput(f"{source} is a directory, not a file")
+            size = source.stat().st_size
+            if size > MAX_IMPORT_BYTES:
+                raise InvalidInput(f"{source} is {size} bytes, too large to import")
+            raw = source.read_bytes()
+        except FileNotFoundError as exc:
+            raise InvalidInput(f"{source} does not exist") from exc
+        except PermissionError as exc:
+            raise InvalidInput(f"cannot read {source}: permission denied") from exc
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {source}: {exc.strerror or exc}") from exc
+        if b"\x00" in raw:
+            raise InvalidInput(f"{source} looks binary; import reads JSON or Markdown text")
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{source} is not UTF-8 text") from exc
+        parsed: ParsedImport = parse_import(source, text)
+        report = ImportReport(path=str(source), kind=parsed.kind, skipped=list(parsed.skipped))
+        accepted: list[Memory] = []
+        for memory in parsed.memories:
+            try:
+                accepted.append(self._reanchor_import(memory))
+            except (InvalidInput, WorkspaceError) as exc:
+                report.skipped.append(f"{memory.id}: {exc}")
+        results: list[RememberResult] = []
+        existing_ids = {m.id for m in self.store.get_many([m.id for m in accepted])}
+        fresh = [m for m in accepted if m.id not in existing_ids]
+        known = [m for m in accepted if m.id in existing_ids]
+        if known:  # re-importing our own export: update in place, never duplicate
+            prepared = [self._prepare(m) for m in known]
+            with self._write_lock:
+                self.store.update([m for m, _ in prepared])
+            report.merged += len(known)
+            report.ids += [m.id for m, _ in prepared]
+            report.redacted += sum(1 for _, kinds in prepared if kinds)
+        if fresh:
+            try:
+                results = self.remember_many(fresh, progress)
+            except InvalidInput:
+                results = []
+                for memory in fresh:  # fall back one by one so one bad record is skipped
+                    try:
+                        results += self.remember_many([memory])
+                    except InvalidInput as exc:
+                        report.skipped.append(f"{memory.id}: {exc}")
+        for result in results:
+            report.ids.append(result.memory.id)
+            report.merged += int(result.merged)
+            report.added += int(not result.merged)
+            report.redacted += int(bool(result.redactions))
+        return report
+
+    def _reanchor_import(self, memory: Memory) -> Memory:
+        """Imported paths must still be inside this workspace (an export may come from
+        another machine); paths that escape are refused rather than stored."""
+        for anchor in memory.anchors:
+            self._relative(anchor.file)
+        for rel in memory.related_files:
+            self._relative(rel)
+        return memory
+
+    # ------------------------------------------------------------------ status
+
+    def stats(self) -> dict[str, Any]:
+        memories = self.store.list(self._filter(include_deprecated=True))
+        by_type: dict[str, int] = {}
+        by_source: dict[str, int] = {}
+        by_scope: dict[str, int] = {}
+        for memory in memories:
+            by_type[memory.type.value] = by_type.get(memory.type.value, 0) + 1
+            by_source[memory.source.value] = by_source.get(memory.source.value, 0) + 1
+            by_scope[memory.scope.value] = by_scope.get(memory.scope.value, 0) + 1
+        active = [m for m in memories if not m.deprecated]
+        return {
+            "workspace": str(self.workspace.root),
+            "total": len(memories),
+            "active": len(active),
+            "needs_review": sum(1 for m in active if m.needs_review),
+            "stale": sum(1 for m in active if m.is_stale),
+            "deprecated": len(memories) - len(active),
+            "pinned": sum(1 for m in active if m.pinned),
+            "user_verified": sum(1 for m in active if m.user_verified),
+            "anchored": sum(1 for m in active if m.anchors),
+            "by_type": dict(sorted(by_type.items())),
+            "by_source": dict(sorted(by_source.items())),
+            "by_scope": dict(sorted(by_scope.items())),
+            "store_bytes": _dir_size(self.workspace.engram_dir),
+            "embedding_model": self.embedder_status,
+        }
+
+    def doctor(self) -> builtins.list[DoctorCheck]:
+        """Everything a user needs to know to see why something does not work."""
+        from engram import __version__
+
+        checks = [
+            DoctorCheck(
+                "python",
+                sys.version_info >= (3, 11),
+                f"{platform.python_version()} ({sys.executable})",
+            ),
+            DoctorCheck("engram", True, __version__),
+            DoctorCheck("packages", True, _package_versions()),
+            DoctorCheck("workspace", True, str(self.workspace.root)),
+        ]
+        engram_dir = self.workspace.engram_dir
+        writable = os.access(engram_dir if engram_dir.exists() else self.workspace.root, os.W_OK)
+        checks.append(
+            DoctorCheck(
+                "writable",
+                writable,
+                f"{engram_dir} is writable" if writable else f"{engram_dir} is not writable",
+                "info" if writable else "error",
+            )
+        )
+        try:
+            count = int(self.store.count())
+            checks.append(DoctorCheck("store", True, f"{count} memories in {engram_dir}"))
+        except Exception as exc:
+            checks.append(DoctorCheck("store", False, _one_line(exc), "error"))
+        embedder = self.embedder
+        checks.append(
+            DoctorCheck(
+                "embedding model",
+                embedder is not None,
+                self.embedder_status
+                if embedder is not None
+                else f"{self.embedder_status}; search uses keywords and the code graph only",
+                "info" if embedder is not None else "warning",
+            )
+        )
+        checks.append(_grammar_check())
+        try:
+            graph = self.codegraph
+            describe = getattr(graph, "describe", None) or getattr(graph, "stats", None)
+            detail = str(describe()) if callable(describe) else "available"
+            checks.append(DoctorCheck("code graph", True, detail))
+        except EngramError as exc:
+            checks.append(DoctorCheck("code graph", False, str(exc), "warning"))
+        except Exception as exc:
+            checks.append(DoctorCheck("code graph", False, _one_line(exc), "warning"))
+        git = shutil.which("git")
+        checks.append(
+            DoctorCheck(
+                "git",
+                git is not None,
+                git or "git not found on PATH (history features are off)",
+                "info" if git else "warning",
+            )
+        )
+        checks.append(
+            DoctorCheck(
+                "git repository",
+                (self.workspace.root / ".git").exists(),
+                "yes" if (self.workspace.root / ".git").exists() else "not a git repository",
+                "info",
+            )
+        )
+        return checks
+
+    def close(self) -> None:
+        with self._write_lock:
+            for component in (self._store, self._codegraph):
+                closer = getattr(component, "close", None)
+                if callable(closer):
+                    try:
+                        closer()
+                    except Exception as exc:
+                        log.debug("close failed: %s", exc)
+            self._store = None
+            self._codegraph = None
+            self._retriever = None
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------- small helpers
+
+
+def _default_confidence(source: MemorySource) -> float:
+    """Initial confidence by who said it: people and explicit agent notes start higher."""
+    return {
+        MemorySource.USER_TAUGHT: 0.8,
+        MemorySource.AGENT_EXPLICIT: 0.7,
+        MemorySource.COMMIT_AUTO: 0.7,
+        MemorySource.QA_AUTO: 0.6,
+        MemorySource.MCP_AUTO: 0.6,
+        MemorySource.OBSERVER_INFERRED: 0.5,
+    }[source]
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        return [value]
+    return list(value)
+
+
+def _takes_graph(cls: Any) -> bool:
+    import inspect
+
+    try:
+        params = list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    return bool(params) and params[0].name in ("graph", "codegraph", "code_graph")
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    if not path.exists():
+        return 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(dirpath) / name).stat().st_size
+            except OSError:
+                continue
+    return total
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".strip(": ")
+
+
+def _package_versions() -> str:
+    from importlib import metadata
+
+    names = ["lancedb", "fastembed", "onnxruntime", "tree-sitter", "pygls", "mcp", "rapidfuzz"]
+    parts = []
+    for name in names:
+        try:
+            parts.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{name} missing")
+    return ", ".join(parts)
+
+
+def _grammar_check() -> DoctorCheck:
+    from importlib.util import find_spec
+
+    languages = {
+        "python": "tree_sitter_python",
+        "javascript": "tree_sitter_javascript",
+        "typescript": "tree_sitter_typescript",
+        "go": "tree_sitter_go",
+        "rust": "tree_sitter_rust",
+        "java": "tree_sitter_java",
+    }
+    found = [lang for lang, mod in languages.items() if find_spec(mod) is not None]
+    missing = [lang for lang in languages if lang not in found]
+    ok = find_spec("tree_sitter") is not None and not missing
+    detail = "grammars: " + (", ".join(found) or "none")
+    if missing:
+        detail += f"; missing: {', '.join(missing)}"
+    return DoctorCheck("tree-sitter", ok, detail, "info" if ok else "warning")
+
+
+__all__ = [
+    "DoctorCheck",
+    "Engine",
+    "ImportReport",
+    "RememberResult",
+    "parse_correction",
+    "parse_phase",
+    "parse_scope",
+    "parse_source",
+    "parse_type",
+    "validate_text",
+]

@@ -1,0 +1,47 @@
+"""The errors a user can cause, each carrying one line to show them.
+
+Every front end (CLI, LSP, MCP server) catches :data:`USER_ERRORS` and shows ``str(exc)``
+as-is: the message is written for the person at the keyboard, not for a developer, so it
+says what was wrong and, where it can, what to do instead. Anything else is a bug and is
+reported as such.
+"""
+
+from __future__ import annotations
+
+from engram.config import ConfigError
+from engram.workspace import WorkspaceError
+
+
+class EngramError(Exception):
+    """Base of every user-facing failure; ``str(exc)`` is one line for the user."""
+
+
+class NotFound(EngramError):
+    """A memory id (or another named thing) does not exist."""
+
+
+class InvalidInput(EngramError):
+    """An argument is malformed: unknown type, empty text, bad budget …"""
+
+
+class StoreLocked(EngramError):
+    """Another process holds the writer lock longer than we are willing to wait."""
+
+
+class NotAvailable(EngramError):
+    """A capability is not installed or not built yet (e.g. no code graph)."""
+
+
+#: The exceptions that mean "the user asked for something that cannot be done".
+USER_ERRORS: tuple[type[Exception], ...] = (EngramError, WorkspaceError, ConfigError)
+
+__all__ = [
+    "USER_ERRORS",
+    "ConfigError",
+    "EngramError",
+    "InvalidInput",
+    "NotAvailable",
+    "NotFound",
+    "StoreLocked",
+    "WorkspaceError",
+]

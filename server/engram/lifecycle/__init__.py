@@ -1,0 +1,44 @@
+"""Memory lifecycle: redaction, near-duplicate merging, corrections, pruning, export/import.
+
+Pure functions over :class:`engram.model.Memory`; the engine applies their results to the
+store under its writer lock. Nothing here imports a heavy dependency at import time.
+"""
+
+from engram.lifecycle.corrections import (
+    apply_access,
+    apply_confirmation,
+    apply_correction,
+    was_corrected,
+)
+from engram.lifecycle.dedup import DuplicateMatch, find_duplicate, merge_memories, text_ratio
+from engram.lifecycle.portability import (
+    EXPORT_FORMATS,
+    ParsedImport,
+    classify_rule,
+    export_memories,
+    parse_import,
+    parse_rules,
+)
+from engram.lifecycle.prune import PruneReport, plan_prune
+from engram.lifecycle.redaction import RedactionResult, redact_secrets
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "DuplicateMatch",
+    "ParsedImport",
+    "PruneReport",
+    "RedactionResult",
+    "apply_access",
+    "apply_confirmation",
+    "apply_correction",
+    "classify_rule",
+    "export_memories",
+    "find_duplicate",
+    "merge_memories",
+    "parse_import",
+    "parse_rules",
+    "plan_prune",
+    "redact_secrets",
+    "text_ratio",
+    "was_corrected",
+]

@@ -1,0 +1,131 @@
+"""Near-duplicate detection and merging (Memory Bridge §3.3).
+
+Agents and people say the same thing many times. Instead of storing copies (which crowd
+out other memories in a token budget), a new memory that is nearly the same as an existing
+one of the same type is merged into it and the existing one gains confidence: being
+re-learned is evidence. Two guards keep the merge honest: the types must match, and a
+sentence that differs by a negation ("do X" / "never do X") is never a duplicate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import attrs
+
+from engram.model import CodeAnchor, Memory, utcnow
+
+#: Confidence gained when a memory is learned again, and its ceiling (V5 §18).
+MERGE_CONFIDENCE_BUMP = 0.05
+CONFIDENCE_CAP = 0.95
+
+_NEGATIONS = frozenset(
+    {"not", "never", "no", "don't", "dont", "doesn't", "isn't", "avoid", "without", "cannot"}
+)
+_WORD = re.compile(r"[a-z0-9_']+")
+
+
+def normalise_text(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _negations(text: str) -> frozenset[str]:
+    words = set(_WORD.findall(text.lower()))
+    return frozenset(w for w in words if w in _NEGATIONS or w.endswith("n't"))
+
+
+def text_ratio(a: str, b: str) -> float:
+    """rapidfuzz ``ratio`` on normalised text, 0..100 (imported lazily: it is C code)."""
+    from rapidfuzz import fuzz
+
+    return float(fuzz.ratio(normalise_text(a), normalise_text(b)))
+
+
+@attrs.frozen
+class DuplicateMatch:
+    memory: Memory
+    ratio: float
+    cosine: float | None
+
+    @property
+    def reason(self) -> str:
+        if self.cosine is not None:
+            return f"text ratio {self.ratio:.0f}, cosine {self.cosine:.3f}"
+        return f"text ratio {self.ratio:.0f}"
+
+
+def find_duplicate(
+    new: Memory,
+    candidates: Iterable[tuple[Memory, float | None]],
+    *,
+    ratio_threshold: float,
+    cosine_threshold: float,
+) -> DuplicateMatch | None:
+    """The best existing memory ``new`` duplicates, or ``None``.
+
+    ``candidates`` are (memory, cosine or None) pairs from keyword and dense search.
+    Deprecated memories never absorb a new one (the user said they were wrong).
+    """
+    best: DuplicateMatch | None = None
+    new_neg = _negations(new.content)
+    for existing, cosine in candidates:
+        if existing.id == new.id or existing.type != new.type or existing.deprecated:
+            continue
+        if _negations(existing.content) != new_neg:
+            continue
+        ratio = text_ratio(new.content, existing.content)
+        if ratio >= ratio_threshold or (cosine is not None and cosine >= cosine_threshold):
+            score = max(ratio / 100.0, cosine or 0.0)
+            best_score = -1.0 if best is None else max(best.ratio / 100.0, best.cosine or 0.0)
+            if score > best_score:
+                best = DuplicateMatch(existing, ratio, cosine)
+    return best
+
+
+def _union(first: Sequence[str], second: Sequence[str]) -> list[str]:
+    seen: dict[str, None] = dict.fromkeys(first)
+    seen.update(dict.fromkeys(second))
+    return list(seen)
+
+
+def _anchor_key(anchor: CodeAnchor) -> tuple[str, str | None, int | None]:
+    return (anchor.file, anchor.symbol, anchor.start_line)
+
+
+def merge_memories(existing: Memory, new: Memory, *, now: datetime | None = None) -> Memory:
+    """``existing`` updated with what ``new`` adds; the id and history of ``existing`` stay.
+
+    Content: the longer text wins (a re-statement usually adds detail); tags, files,
+    modules and anchors are unioned; confidence rises by :data:`MERGE_CONFIDENCE_BUMP`
+    (capped, never lowered); the new session is recorded as a confirmation.
+    """
+    now = now or utcnow()
+    anchors = {_anchor_key(a): a for a in existing.anchors}
+    for anchor in new.anchors:
+        anchors.setdefault(_anchor_key(anchor), anchor)
+    sessions = list(existing.provenance.confirmed_by_sessions)
+    if new.provenance.session_id and new.provenance.session_id not in sessions:
+        sessions.append(new.provenance.session_id)
+    bumped = max(
+        existing.confidence, min(CONFIDENCE_CAP, existing.confidence + MERGE_CONFIDENCE_BUMP)
+    )
+    bumped = max(bumped, min(new.confidence, CONFIDENCE_CAP))
+    content = new.content if len(new.content) > len(existing.content) else existing.content
+    merged_extra = {**new.extra, **existing.extra}
+    merged_extra["merge_count"] = int(existing.extra.get("merge_count", 0)) + 1
+    return attrs.evolve(
+        existing,
+        content=content,
+        citation_text=existing.citation_text if content == existing.content else "",
+        tags=_union(existing.tags, new.tags),
+        related_files=_union(existing.related_files, new.related_files),
+        related_modules=_union(existing.related_modules, new.related_modules),
+        anchors=list(anchors.values()),
+        confidence=bumped,
+        provenance=attrs.evolve(existing.provenance, confirmed_by_sessions=sessions),
+        stale_at=None,
+        updated_at=now,
+        extra=merged_extra,
+    )

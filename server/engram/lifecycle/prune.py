@@ -1,0 +1,125 @@
+"""Pruning: how memories age out (V3 §13, V5 §18).
+
+The rules are a pure function of the memories, the clock and a "does this file exist"
+probe, so they are tested without a store and without sleeping; the engine applies the
+resulting plan under its writer lock. Nothing the user verified or pinned is ever removed
+by a rule; the worst that happens to it is a stale mark when its file is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+
+import attrs
+
+from engram.model import Memory, MemoryScope, MemorySource, MemoryType
+
+SESSION_TTL = timedelta(days=7)
+DEPRECATED_GRACE = timedelta(days=30)
+LOW_CONFIDENCE = 0.2
+LOW_CONFIDENCE_IDLE = timedelta(days=60)
+#: A decaying memory is soft-deleted once idle for this many half-lives (V5 §18).
+HALF_LIVES_TO_EXPIRE = 3
+
+
+@attrs.define
+class PruneReport:
+    """What a prune did (or would do with ``dry_run``): ids and the rule that fired."""
+
+    stale_marked: list[str] = attrs.field(factory=list)
+    deprecated: list[str] = attrs.field(factory=list)
+    deleted: list[str] = attrs.field(factory=list)
+    reasons: dict[str, str] = attrs.field(factory=dict)
+    updated: list[Memory] = attrs.field(factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "stale_marked": self.stale_marked,
+            "deprecated": self.deprecated,
+            "deleted": self.deleted,
+            "reasons": self.reasons,
+        }
+
+
+def _files_of(memory: Memory) -> list[str]:
+    files = dict.fromkeys(a.file for a in memory.anchors)
+    files.update(dict.fromkeys(memory.related_files))
+    return [f for f in files if f and f != "."]
+
+
+def _deprecated_at(memory: Memory, fallback: datetime) -> datetime:
+    raw = memory.extra.get("deprecated_at")
+    if isinstance(raw, str):
+        try:
+            return datetime.fromisoformat(raw)
+        except ValueError:
+            return fallback
+    return fallback
+
+
+def plan_prune(
+    memories: Iterable[Memory], now: datetime, file_exists: Callable[[str], bool]
+) -> PruneReport:
+    """Apply the lifecycle rules to ``memories`` and return what changes."""
+    report = PruneReport()
+    for memory in memories:
+        protected = memory.user_verified or memory.pinned
+
+        def delete(reason: str, memory: Memory = memory) -> None:
+            report.deleted.append(memory.id)
+            report.reasons[memory.id] = reason
+
+        # 1. Deprecated records are hard-deleted after a grace period (never verified ones).
+        if memory.deprecated:
+            if not memory.user_verified and now - _deprecated_at(memory, memory.updated_at) > (
+                DEPRECATED_GRACE
+            ):
+                delete("deprecated for more than 30 days")
+            continue
+        # 2. Session scope is transient by design.
+        if (
+            memory.scope is MemoryScope.SESSION
+            and not protected
+            and now - memory.created_at > SESSION_TTL
+        ):
+            delete("session memory older than 7 days")
+            continue
+        # 3. Files gone: commit-derived insights go, everything else is marked stale.
+        files = _files_of(memory)
+        missing = [f for f in files if not file_exists(f)]
+        if files and missing:
+            if (
+                len(missing) == len(files)
+                and memory.source is MemorySource.COMMIT_AUTO
+                and memory.type is MemoryType.MODULE_INSIGHT
+                and not protected
+            ):
+                delete("all related files were deleted")
+                continue
+            if memory.stale_at is None:
+                memory = attrs.evolve(memory, stale_at=now, updated_at=now)
+                report.stale_marked.append(memory.id)
+                report.reasons[memory.id] = f"file gone: {missing[0]}"
+                report.updated.append(memory)
+        if protected:
+            continue
+        idle = now - memory.last_accessed_at
+        # 4. Low confidence and long unused, for durable scopes (V3 §13 step 2).
+        if (
+            memory.scope in (MemoryScope.GLOBAL, MemoryScope.MODULE)
+            and memory.current_confidence(now) < LOW_CONFIDENCE
+            and idle > LOW_CONFIDENCE_IDLE
+        ):
+            delete("confidence below 0.2 and unused for 60 days")
+            report.updated = [m for m in report.updated if m.id != memory.id]
+            continue
+        # 5. Idle for three half-lives: soft delete (V5 §18).
+        half_life = memory.decay_half_life_days
+        if half_life and idle > timedelta(days=half_life * HALF_LIVES_TO_EXPIRE):
+            extra = {**memory.extra, "deprecated_at": now.isoformat()}
+            expired = attrs.evolve(memory, deprecated=True, updated_at=now, extra=extra)
+            report.updated = [m for m in report.updated if m.id != memory.id] + [expired]
+            report.deprecated.append(memory.id)
+            report.reasons[memory.id] = f"unused for {HALF_LIVES_TO_EXPIRE} half-lives"
+    return report
