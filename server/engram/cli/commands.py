@@ -1,0 +1,627 @@
+"""The ``engram`` subcommands. Imported only after argv was parsed.
+
+Each command opens the :class:`~engram.engine.Engine`, calls one use case and renders the
+result: human text on stdout by default, exactly one JSON document with ``--json``, and
+notes for the user (redactions, merges, skipped work, progress) on stderr so that stdout
+stays machine-readable for hooks and scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from engram.cli import render
+from engram.engine import Engine
+from engram.errors import EngramError, InvalidInput, NotAvailable
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _workspace_arg(args: argparse.Namespace) -> str | None:
+    value = getattr(args, "workspace", None)
+    return str(value) if value else None
+
+
+def open_engine(args: argparse.Namespace, *, read_only: bool = False) -> Engine:
+    return Engine.open(_workspace_arg(args), read_only=read_only)
+
+
+def note(message: str) -> None:
+    """A one-line message for the person at the terminal (never on stdout)."""
+    sys.stderr.write(f"engram: {message}\n")
+
+
+def emit_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[Callable[..., None]]:
+    """A rich progress bar on stderr; the callback accepts (message, done, total)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    task = progress.add_task(label, total=None)
+
+    def update(message: Any = None, done: Any = None, total: Any = None, **_: Any) -> None:
+        fields: dict[str, Any] = {}
+        if isinstance(message, str) and message:
+            fields["description"] = f"{label}: {message}"
+        if isinstance(done, int | float):
+            fields["completed"] = done
+        if isinstance(total, int | float):
+            fields["total"] = total
+        progress.update(task, **fields)
+
+    with progress:
+        yield update
+
+
+# --------------------------------------------------------------------------- memories
+
+
+def _read_text_arg(text: str) -> str:
+    if text != "-":
+        return text
+    data = sys.stdin.buffer.read()
+    if b"\x00" in data:
+        raise InvalidInput("memory text looks binary (it contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("memory text on stdin is not UTF-8 text") from exc
+
+
+_LINE_RANGE = re.compile(r"^\s*(\d+)\s*(?:[-:]\s*(\d+)\s*)?$")
+
+
+def parse_line_range(value: str | None) -> tuple[int | None, int | None]:
+    """``12`` or ``12-20`` (1-based, inclusive) -> 0-based (start, end)."""
+    if value is None:
+        return None, None
+    match = _LINE_RANGE.match(value)
+    if not match:
+        raise InvalidInput(f"--line must be A or A-B with line numbers from 1, got {value!r}")
+    start = int(match.group(1))
+    end = int(match.group(2)) if match.group(2) else start
+    if start < 1 or end < 1:
+        raise InvalidInput("line numbers start at 1")
+    if end < start:
+        raise InvalidInput(f"line range {value} is backwards")
+    return start - 1, end - 1
+
+
+def cmd_remember(args: argparse.Namespace) -> int:
+    text = _read_text_arg(args.text)
+    start, end = parse_line_range(args.line)
+    with open_engine(args) as engine:
+        result = engine.remember(
+            text,
+            type=args.type,
+            source=args.source,
+            file=args.file,
+            symbol=args.symbol,
+            start_line=start,
+            end_line=end,
+            tags=args.tag,
+            scope=args.scope,
+            session_id=args.session,
+        )
+    if result.redactions:
+        note(
+            "redacted before storing: "
+            + ", ".join(k.replace("_", " ") for k in result.redactions)
+            + " (rotate any real secret)"
+        )
+    if result.merged:
+        note(
+            f"merged into existing memory {result.memory.id} ({result.duplicate_reason}); "
+            f"confidence now {result.memory.confidence:.2f}"
+        )
+    if args.json:
+        emit_json(result.to_dict())
+    else:
+        print(result.memory.id)
+    return 0
+
+
+def _types(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    return [v for value in values for v in value.split(",") if v.strip()]
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        if args.code:
+            code_hits = engine.search_code(args.query, k=args.k)
+            if args.json:
+                emit_json({"query": args.query, "hits": [render.to_jsonable(h) for h in code_hits]})
+            else:
+                render.print_code_hits(code_hits)
+            return 0
+        hits = engine.search(
+            args.query, k=args.k, phase=args.phase, file=args.file, types=_types(args.type)
+        )
+    if args.json:
+        emit_json({"query": args.query, "hits": [render.hit_to_dict(h) for h in hits]})
+    else:
+        render.print_hits(hits)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        memories = engine.list(
+            type=_types(args.type),
+            source=_types(args.source),
+            file=args.file,
+            needs_review=True if args.review else None,
+            include_deprecated=args.all,
+            limit=args.limit,
+        )
+    if args.json:
+        emit_json({"count": len(memories), "memories": [render.memory_dict(m) for m in memories]})
+    else:
+        render.print_memory_table(memories)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        memory = engine.get(args.id)
+    if args.json:
+        emit_json(render.memory_dict(memory))
+    else:
+        print(render.memory_card(memory))
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        memory = engine.forget(args.id)
+    print(f"forgot {memory.id}: {memory.citation_text}")
+    return 0
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        memory = engine.confirm(args.id)
+    print(f"confirmed {memory.id} (confidence {memory.confidence:.2f}, verified)")
+    return 0
+
+
+def cmd_flag(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        memory = engine.flag(args.id, args.kind, args.note)
+    state = []
+    if memory.deprecated:
+        state.append("deprecated")
+    if memory.is_stale:
+        state.append("stale")
+    if memory.needs_review:
+        state.append("needs review")
+    state.append(f"confidence {memory.confidence:.2f}")
+    print(f"flagged {memory.id} as {args.kind.strip().lower()}: {', '.join(state)}")
+    return 0
+
+
+def cmd_pin(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        memory = engine.pin(args.id, not args.unpin)
+    print(f"{'pinned' if memory.pinned else 'unpinned'} {memory.id}")
+    return 0
+
+
+def _parse_budget(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        budget = int(value.strip())
+    except ValueError as exc:
+        raise InvalidInput(f"--budget must be a whole number of tokens, got {value!r}") from exc
+    if budget <= 0:
+        raise InvalidInput(f"--budget must be positive, got {budget}")
+    if budget > 1_000_000:
+        raise InvalidInput(f"--budget {budget} is unreasonably large (max 1000000)")
+    return budget
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    if not args.file and not args.query:
+        raise InvalidInput("give a FILE or --query TEXT")
+    budget = _parse_budget(args.budget)
+    with open_engine(args) as engine:
+        if args.file:
+            path = engine.workspace.resolve(args.file)
+            if not path.exists():
+                raise InvalidInput(f"{args.file} does not exist in {engine.workspace.root}")
+        pack = engine.context(
+            file=args.file,
+            symbol=args.symbol,
+            query=args.query,
+            phase=args.phase,
+            budget_tokens=budget,
+        )
+    if args.json:
+        emit_json(render.to_jsonable(pack))
+    else:
+        text = getattr(pack, "text", "") or ""
+        if text.strip():
+            print(text.rstrip("\n"))
+        else:
+            target = args.file or args.query
+            note(
+                f"no memories yet for {target}; teach one with "
+                f"'engram remember --file {args.file or 'PATH'} \"...\"'"
+            )
+    return 0
+
+
+# --------------------------------------------------------------------------- code, observer
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    summary: dict[str, Any] = {}
+    with open_engine(args) as engine:
+        try:
+            with progress_bar("indexing code") as update:
+                report = engine.index(progress=update)
+            summary["code"] = render.to_jsonable(report)
+            if not args.json:
+                note(f"code graph: {render.one_line_summary(report)}")
+        except NotAvailable as exc:
+            summary["code"] = {"skipped": str(exc)}
+            note(f"skipped code indexing: {exc}")
+        summary["history"] = _mine_history(engine, args.json)
+        summary["memories"] = _backfill_embeddings(engine, args.json)
+    if args.json:
+        emit_json(summary)
+    return 0
+
+
+def _mine_history(engine: Engine, quiet: bool) -> dict[str, Any]:
+    try:
+        import importlib
+
+        module = importlib.import_module("engram.history")
+        history_cls = getattr(module, "GitHistory", None)
+    except ModuleNotFoundError:
+        history_cls = None
+    if history_cls is None:
+        note("skipped git history: the history package is not available yet")
+        return {"skipped": "history not available yet"}
+    if not (engine.workspace.root / ".git").exists():
+        note("skipped git history: the workspace is not a git repository")
+        return {"skipped": "not a git repository"}
+    history = history_cls(engine.workspace)
+    with progress_bar("mining git history") as update:
+        try:
+            report = history.mine(progress=update)
+        except TypeError:
+            report = history.mine()
+    if not quiet:
+        note(f"git history: {render.one_line_summary(report)}")
+    return dict(render.to_jsonable(report) or {})
+
+
+def _backfill_embeddings(engine: Engine, quiet: bool) -> dict[str, Any]:
+    """Embed memories that have no vector for the current model (after a model switch)."""
+    embedder = engine.embedder
+    store = engine.store
+    count = int(store.count())
+    if embedder is None:
+        if not quiet:
+            note(f"memories: {count} stored; no embedding model ({engine.embedder_status})")
+        return {"count": count, "embedded": 0, "model": None}
+    missing_fn = getattr(store, "missing_vectors", None)
+    missing = list(missing_fn(embedder.model_id)) if callable(missing_fn) else []
+    embedded = 0
+    if missing:
+        import importlib
+
+        memory_embedding_text = importlib.import_module("engram.embed").memory_embedding_text
+        batch = max(1, engine.config.embed.batch_size)
+        with progress_bar("embedding memories") as update:
+            for start in range(0, len(missing), batch):
+                chunk = missing[start : start + batch]
+                vectors = embedder.embed([memory_embedding_text(m) for m in chunk])
+                store.update(chunk, vectors, embedder.model_id)
+                embedded += len(chunk)
+                update("", embedded, len(missing))
+    if not quiet:
+        note(f"memories: {count} stored, {embedded} newly embedded with {embedder.model_id}")
+    return {"count": count, "embedded": embedded, "model": embedder.model_id}
+
+
+def _split_target(target: str, root: Path) -> tuple[str, str | None]:
+    """``path/to/file.py:Symbol`` -> (file, symbol); a path that exists as-is wins."""
+    if (root / target).exists() or Path(target).exists() or ":" not in target:
+        return target, None
+    file, symbol = target.rsplit(":", 1)
+    if not file or not symbol.strip():
+        raise InvalidInput(f"expected FILE or FILE:SYMBOL, got {target!r}")
+    return file, symbol.strip()
+
+
+def cmd_impact(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        file, symbol = _split_target(args.target, engine.workspace.root)
+        if not engine.workspace.resolve(file).exists():
+            raise InvalidInput(f"{file} does not exist in {engine.workspace.root}")
+        report = engine.impact(file, symbol)
+    if args.json:
+        emit_json(render.to_jsonable(report))
+    else:
+        render.print_impact(report)
+    return 0
+
+
+def _read_events(raw: str) -> list[Any]:
+    text = raw.strip()
+    if not text:
+        raise InvalidInput("no event on stdin (expected a JSON object or JSON lines)")
+    try:
+        doc = json.loads(text)
+        return doc if isinstance(doc, list) else [doc]
+    except json.JSONDecodeError:
+        pass
+    events: list[Any] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"stdin line {number} is not JSON: {exc.msg}") from exc
+    return events
+
+
+def cmd_observe(args: argparse.Namespace) -> int:
+    data = sys.stdin.buffer.read()
+    try:
+        raw = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("observer input is not UTF-8 text") from exc
+    events = _read_events(raw)
+    outputs: list[Any] = []
+    with open_engine(args) as engine:
+        if args.format == "claude-code":
+            import importlib
+
+            try:
+                adapter = importlib.import_module("engram.observer.claude_code")
+            except ModuleNotFoundError as exc:
+                raise NotAvailable("the Claude Code adapter is not available yet") from exc
+            handle = getattr(adapter, "handle_hook", None)
+            if callable(handle):
+                # the adapter owns the whole hook protocol (context injection on stdout)
+                for payload in events:
+                    out = handle(engine, payload)
+                    if out is not None:
+                        outputs.append(out)
+                for out in outputs:
+                    sys.stdout.write(out if isinstance(out, str) else json.dumps(out) + "\n")
+                return 0
+            adapt = getattr(adapter, "adapt", None)
+            if not callable(adapt):
+                raise NotAvailable("the Claude Code adapter is not available yet")
+            adapted: list[Any] = []
+            for payload in events:
+                result = adapt(payload)
+                adapted.extend(result if isinstance(result, list) else [result])
+            events = [e for e in adapted if e is not None]
+        for event in events:
+            if not isinstance(event, dict):
+                raise InvalidInput("each observer event must be a JSON object")
+            outputs.append(engine.observe(event))
+    if args.format == "engram" and outputs:
+        emit_json(
+            [render.to_jsonable(o) for o in outputs]
+            if len(outputs) > 1
+            else (render.to_jsonable(outputs[0]))
+        )
+    return 0
+
+
+# --------------------------------------------------------------------------- servers
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    import importlib
+
+    try:
+        mcp_cli = importlib.import_module("engram.mcp.cli")
+    except ModuleNotFoundError as exc:
+        raise NotAvailable("the MCP hub is not available yet (engram.mcp.cli)") from exc
+    from engram.cli.main import OneLineParser
+
+    parser = OneLineParser(prog="engram mcp", description="The lazy MCP hub.")
+    parser.add_argument("--workspace", "-w", metavar="DIR", default=_workspace_arg(args))
+    mcp_cli.configure_parser(parser)
+    sub_args = parser.parse_args(list(args.mcp_args))
+    return int(mcp_cli.run(sub_args) or 0)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import importlib
+
+    try:
+        lsp = importlib.import_module("engram.lsp")
+    except ModuleNotFoundError as exc:
+        raise NotAvailable("the language server is not available yet (engram.lsp)") from exc
+    run_server = getattr(lsp, "run_server", None)
+    if not callable(run_server):
+        raise NotAvailable("the language server is not available yet (engram.lsp.run_server)")
+    tcp = args.tcp
+    if tcp is not None and not re.fullmatch(r"[^:\s]*:\d{1,5}", tcp):
+        raise InvalidInput(f"--tcp must be HOST:PORT, got {tcp!r}")
+    run_server(_workspace_arg(args), tcp)
+    return 0
+
+
+def cmd_mcp_serve(args: argparse.Namespace) -> int:
+    import importlib
+
+    try:
+        server = importlib.import_module("engram.mcp.server")
+    except ModuleNotFoundError as exc:
+        raise NotAvailable("the Engram MCP server is not available yet") from exc
+    run_stdio = getattr(server, "run_stdio", None)
+    if not callable(run_stdio):
+        raise NotAvailable("the Engram MCP server is not available yet (run_stdio)")
+    run_stdio(_workspace_arg(args))
+    return 0
+
+
+# --------------------------------------------------------------------------- status, files
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        checks = engine.doctor()
+    if args.json:
+        emit_json(
+            {
+                "ok": all(c.ok or c.level != "error" for c in checks),
+                "checks": [c.to_dict() for c in checks],
+            }
+        )
+    else:
+        for check in checks:
+            mark = "ok  " if check.ok else ("FAIL" if check.level == "error" else "warn")
+            print(f"{mark}  {check.name:<16} {check.detail}")
+    return 0 if all(c.ok or c.level != "error" for c in checks) else 1
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        stats = engine.stats()
+    if args.json:
+        emit_json(stats)
+    else:
+        print(render.stats_text(stats))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    fmt = args.format
+    if fmt is None:
+        fmt = (
+            "md" if args.file and str(args.file).lower().endswith((".md", ".markdown")) else "json"
+        )
+    with open_engine(args) as engine:
+        text = engine.export(fmt)
+        count = int(engine.store.count())
+    if args.file and args.file != "-":
+        target = Path(args.file).expanduser()
+        if target.is_dir():
+            raise InvalidInput(f"{target} is a directory; give a file name")
+        if not target.parent.exists():
+            raise InvalidInput(f"directory {target.parent} does not exist")
+        target.write_text(text, encoding="utf-8")
+        note(f"exported {count} memories to {target}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    path = Path(args.file).expanduser()
+    if not path.exists():
+        raise InvalidInput(f"{args.file} does not exist")
+    with open_engine(args) as engine, progress_bar(f"importing {path.name}") as update:
+        report = engine.import_(path, progress=update)
+    if args.json:
+        emit_json(report.to_dict())
+        return 0
+    print(
+        f"imported {path.name} ({report.kind}): {report.added} added, {report.merged} merged"
+        + (f", {len(report.skipped)} skipped" if report.skipped else "")
+    )
+    if report.redacted:
+        note(f"redacted secrets in {report.redacted} memories before storing them")
+    for reason in report.skipped[:5]:
+        note(f"skipped {reason}")
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        report = engine.prune(dry_run=args.dry_run)
+    if args.json:
+        emit_json({"dry_run": args.dry_run, **report.to_dict()})
+        return 0
+    verb = "would" if args.dry_run else "did"
+    print(
+        f"prune {verb}: mark {len(report.stale_marked)} stale, deprecate "
+        f"{len(report.deprecated)}, delete {len(report.deleted)}"
+    )
+    for memory_id, reason in list(report.reasons.items())[:20]:
+        print(f"  {memory_id}  {reason}")
+    return 0
+
+
+COMMANDS: dict[str, Handler] = {
+    "remember": cmd_remember,
+    "search": cmd_search,
+    "list": cmd_list,
+    "show": cmd_show,
+    "forget": cmd_forget,
+    "confirm": cmd_confirm,
+    "flag": cmd_flag,
+    "pin": cmd_pin,
+    "context": cmd_context,
+    "index": cmd_index,
+    "impact": cmd_impact,
+    "observe": cmd_observe,
+    "mcp": cmd_mcp,
+    "serve": cmd_serve,
+    "mcp-serve": cmd_mcp_serve,
+    "doctor": cmd_doctor,
+    "stats": cmd_stats,
+    "export": cmd_export,
+    "import": cmd_import,
+    "prune": cmd_prune,
+}
+
+
+def run_command(args: argparse.Namespace) -> int:
+    _quiet_logging()
+    handler = COMMANDS.get(args.command)
+    if handler is None:
+        raise EngramError(f"unknown command {args.command}")
+    return handler(args)
+
+
+def _quiet_logging() -> None:
+    """Library chatter stays out of the way; our own warnings are one line each."""
+    import logging
+    import os
+
+    debug = os.environ.get("ENGRAM_DEBUG", "") not in ("", "0", "false", "no")
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="engram: %(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if not debug:
+        for name in ("lancedb", "pylance", "fastembed", "onnxruntime", "httpx", "urllib3"):
+            logging.getLogger(name).setLevel(logging.ERROR)

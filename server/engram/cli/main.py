@@ -1,0 +1,260 @@
+"""Entry point of the ``engram`` console script.
+
+Only the standard library is imported here: the parser is built, argv parsed, and then the
+chosen command's module is imported. Every failure a user can cause ends as ONE line on
+stderr and a non-zero exit code; a bug ends as one line too, with a hint to set
+``ENGRAM_DEBUG=1`` for the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+#: Exit codes: 1 = the user's request failed, 2 = bad usage, 70 = internal error (EX_SOFTWARE).
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+MEMORY_TYPES_HELP = (
+    "gotcha, decision, preference, pattern, requirement, error_pattern, module_insight, "
+    "dead_end, workflow_recipe, … (default: gotcha)"
+)
+SOURCES_HELP = (
+    "user_taught (default), agent_explicit, observer_inferred, qa_auto, mcp_auto, commit_auto"
+)
+PHASES_HELP = "define, implement, validate, refine, explore, reflect"
+CORRECTION_KINDS_HELP = (
+    "incorrect (deprecate it), outdated (mark stale), wrong_scope (lower confidence, "
+    "needs review), not_useful (lower confidence)"
+)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line that points at ``--help``."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _workspace_parent() -> OneLineParser:
+    parent = OneLineParser(add_help=False)
+    parent.add_argument(
+        "--workspace",
+        "-w",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="the workspace (default: the git root enclosing the current directory)",
+    )
+    return parent
+
+
+def build_parser() -> OneLineParser:
+    ws = _workspace_parent()
+    parser = OneLineParser(
+        prog="engram",
+        description=(
+            "Engram: code memory for editors and agents. Remember what was learned about a "
+            "codebase and get it back where it matters."
+        ),
+        epilog="Run 'engram COMMAND --help' for a command's options. Docs: docs/cli.md",
+    )
+    parser.add_argument("--workspace", "-w", metavar="DIR", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+
+    def add(name: str, help_text: str) -> OneLineParser:
+        return sub.add_parser(name, help=help_text, description=help_text, parents=[ws])
+
+    p = add("remember", "store a memory (prints its id, or the id it merged into)")
+    p.add_argument("text", metavar="TEXT", help="what to remember; '-' reads it from stdin")
+    p.add_argument("--type", "-t", metavar="T", default="gotcha", help=MEMORY_TYPES_HELP)
+    p.add_argument("--file", "-f", metavar="PATH", help="anchor the memory to this file")
+    p.add_argument("--symbol", "-s", metavar="NAME", help="anchor to this symbol in --file")
+    p.add_argument("--line", "-l", metavar="A[-B]", help="anchor to lines A..B (1-based)")
+    p.add_argument("--tag", metavar="X", action="append", default=[], help="a tag (repeatable)")
+    p.add_argument("--source", metavar="S", default="user_taught", help=SOURCES_HELP)
+    p.add_argument("--scope", metavar="S", help="global, module, work_unit or session")
+    p.add_argument("--session", metavar="ID", help="session id recorded in provenance")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = add("search", "search memories (or code with --code)")
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--k", "-k", type=int, default=10, metavar="N", help="number of results")
+    p.add_argument("--phase", metavar="P", help=PHASES_HELP)
+    p.add_argument("--code", action="store_true", help="search code chunks, not memories")
+    p.add_argument("--type", "-t", metavar="T", action="append", help="only this memory type")
+    p.add_argument("--file", "-f", metavar="PATH", help="boost memories near this file")
+
+    p = add("list", "list memories")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--type", "-t", metavar="T", action="append", help="only this type")
+    p.add_argument("--source", metavar="S", action="append", help="only this source")
+    p.add_argument("--file", "-f", metavar="PATH", help="only memories about this file")
+    p.add_argument("--review", action="store_true", help="only memories that need review")
+    p.add_argument("--all", action="store_true", help="include deprecated memories")
+    p.add_argument("--limit", type=int, metavar="N", help="at most N memories")
+
+    p = add("show", "show one memory in full")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = add("forget", "delete a memory")
+    p.add_argument("id", metavar="ID")
+
+    p = add("confirm", "mark a memory as verified by you (raises its confidence)")
+    p.add_argument("id", metavar="ID")
+
+    p = add("flag", "say a memory is wrong, and how")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--kind", "-k", metavar="K", required=True, help=CORRECTION_KINDS_HELP)
+    p.add_argument("--note", metavar="TEXT", help="why (kept with the correction)")
+
+    p = add("pin", "pin a memory (pinned memories never decay)")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--unpin", action="store_true", help="remove the pin")
+
+    p = add("context", "the memory context an editor or agent gets for a file or question")
+    p.add_argument("file", metavar="FILE", nargs="?")
+    p.add_argument("--query", "-q", metavar="TEXT", help="a question instead of a file")
+    p.add_argument("--symbol", "-s", metavar="NAME", help="focus on this symbol in FILE")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--phase", metavar="P", help=PHASES_HELP)
+    p.add_argument("--budget", metavar="TOKENS", help="token budget (default 2000)")
+
+    p = add("index", "index the workspace: code graph, git history, memory embeddings")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = add("impact", "what a change to FILE (or FILE:SYMBOL) may break")
+    p.add_argument("target", metavar="FILE[:SYMBOL]")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = add("observe", "feed observer events (JSON or JSON lines) from stdin")
+    p.add_argument(
+        "--format",
+        choices=["engram", "claude-code"],
+        default="engram",
+        help="engram events, or a Claude Code hook payload as the hook receives it",
+    )
+
+    sub.add_parser(
+        "mcp",
+        help="the lazy MCP hub: refresh | list | search | call | status | trust",
+        add_help=False,
+        prefix_chars="\x00",  # hand every argument, --help included, to engram.mcp.cli
+    ).add_argument("mcp_args", nargs=argparse.REMAINDER)
+
+    p = add("serve", "run the language server (stdio, or TCP with --tcp)")
+    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+
+    add("mcp-serve", "run Engram as an MCP server on stdio (for agents)")
+
+    p = add("doctor", "check the installation, store, model, grammars and git")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = add("stats", "counts of memories by type, source and state")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = add("export", "export all memories (JSON or Markdown) to FILE or stdout")
+    p.add_argument("file", metavar="FILE", nargs="?")
+    p.add_argument("--format", choices=["json", "md"], default=None, help="default: json")
+
+    p = add("import", "import an export, or CLAUDE.md / AGENTS.md / .cursorrules rules")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = add("prune", "apply the lifecycle rules: stale files, decay, expired sessions")
+    p.add_argument("--dry-run", action="store_true", help="only say what would change")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    return parser
+
+
+def _debug() -> bool:
+    return os.environ.get("ENGRAM_DEBUG", "") not in ("", "0", "false", "no")
+
+
+def _fail(message: str, code: int = EXIT_ERROR) -> int:
+    first = " ".join(str(message).split()) or "failed"
+    sys.stderr.write(f"engram: error: {first}\n")
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``engram`` command; returns (and, as a script, exits with) its status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from engram import __version__
+
+        print(f"engram {__version__}")
+        return 0
+    if not args.command:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        from engram.cli.commands import run_command
+
+        return run_command(args)
+    except KeyboardInterrupt:
+        sys.stderr.write("engram: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader (head, less) went away: not an error worth a message
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        return 0
+    except Exception as exc:
+        return _report(exc)
+
+
+def _report(exc: Exception) -> int:
+    from engram.errors import USER_ERRORS
+
+    if _debug():
+        import traceback
+
+        traceback.print_exc()
+    if isinstance(exc, USER_ERRORS):
+        return _fail(str(exc))
+    if isinstance(exc, PermissionError):
+        where = f" {exc.filename}" if exc.filename else ""
+        return _fail(f"permission denied:{where}")
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return _fail(f"{exc.strerror or exc}{where}")
+    user_error_hint = _store_error_message(exc)
+    if user_error_hint:
+        return _fail(user_error_hint)
+    detail = " ".join(str(exc).split())[:200]
+    sys.stderr.write(
+        f"engram: internal error: {type(exc).__name__}: {detail} "
+        "(run with ENGRAM_DEBUG=1 for the traceback)\n"
+    )
+    return EXIT_INTERNAL
+
+
+def _store_error_message(exc: Exception) -> str | None:
+    """Errors from the storage libraries that mean "your store is damaged", in one line."""
+    module = type(exc).__module__ or ""
+    if module.startswith(("lancedb", "pyarrow", "lance")) or "Lance" in type(exc).__name__:
+        return (
+            "the memory store in .engram/ could not be read "
+            f"({type(exc).__name__}); it may be damaged: restore it from an export "
+            "or move .engram/memories.lance away and re-import"
+        )
+    return None
+
+
+def entry() -> None:
+    raise SystemExit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,270 @@
+"""Turning engine results into terminal text and JSON.
+
+Plain text, one memory per line, so ``grep`` and ``cut`` work on it; JSON through one
+function (:func:`to_jsonable`) that understands attrs records, ``to_dict()`` methods,
+enums, datetimes and paths, so reports from other packages serialise without special cases.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from engram.model import Memory, memory_to_dict, utcnow
+
+
+def to_jsonable(value: Any) -> Any:
+    """Any result object as JSON-ready data."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Memory):
+        return memory_dict(value)
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return to_jsonable(to_dict())
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return value.as_posix()
+    if attrs.has(type(value)):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in attrs.fields(type(value))}
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, Sequence | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "__dict__"):
+        return {k: to_jsonable(v) for k, v in vars(value).items() if not k.startswith("_")}
+    return str(value)
+
+
+def memory_dict(memory: Memory) -> dict[str, Any]:
+    data = memory_to_dict(memory)
+    data["citation"] = memory.citation()
+    data["current_confidence"] = round(memory.current_confidence(), 4)
+    return data
+
+
+def hit_to_dict(hit: Any) -> dict[str, Any]:
+    memory: Memory = hit.memory
+    return {
+        "id": memory.id,
+        "score": float(getattr(hit, "score", 0.0)),
+        "stale": bool(getattr(hit, "stale", memory.is_stale)),
+        "reasons": list(getattr(hit, "reasons", [])),
+        "citation": memory.citation(),
+        "type": memory.type.value,
+        "source": memory.source.value,
+        "confidence": memory.confidence,
+        "content": memory.content,
+        "anchors": [to_jsonable(a) for a in memory.anchors],
+        "memory": memory_dict(memory),
+    }
+
+
+def where(memory: Memory) -> str:
+    if not memory.anchors:
+        return memory.related_files[0] if memory.related_files else "-"
+    anchor = memory.anchors[0]
+    text = anchor.file
+    if anchor.start_line is not None:
+        text += f":{anchor.start_line + 1}"
+        if anchor.end_line is not None and anchor.end_line != anchor.start_line:
+            text += f"-{anchor.end_line + 1}"
+    if anchor.symbol:
+        text += f" ({anchor.symbol})"
+    return text
+
+
+def _first_line(text: str, limit: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _state(memory: Memory) -> str:
+    marks = []
+    if memory.pinned:
+        marks.append("pinned")
+    if memory.user_verified:
+        marks.append("verified")
+    if memory.needs_review:
+        marks.append("review")
+    if memory.is_stale:
+        marks.append("stale")
+    if memory.deprecated:
+        marks.append("deprecated")
+    return ",".join(marks)
+
+
+def print_memory_table(memories: Sequence[Memory]) -> None:
+    if not memories:
+        import sys
+
+        sys.stderr.write("engram: no memories match\n")
+        return
+    for m in memories:
+        state = _state(m)
+        print(
+            f"{m.id}  {m.type.value:<15} {m.source.value:<17} {m.confidence:.2f}  "
+            f"{where(m)}  {_first_line(m.content, 70)}" + (f"  [{state}]" if state else "")
+        )
+
+
+def print_hits(hits: Sequence[Any]) -> None:
+    if not hits:
+        import sys
+
+        sys.stderr.write("engram: no memories match\n")
+        return
+    for rank, hit in enumerate(hits, start=1):
+        memory: Memory = hit.memory
+        stale = "  [STALE: may be outdated]" if getattr(hit, "stale", False) else ""
+        print(
+            f"{rank:>2}. {memory.id}  {float(hit.score):.3f}  [{memory.type.value}] "
+            f"{_first_line(memory.content, 90)}{stale}"
+        )
+        location = where(memory)
+        if location != "-":
+            print(f"    {location}")
+
+
+def print_code_hits(hits: Sequence[Any]) -> None:
+    if not hits:
+        import sys
+
+        sys.stderr.write("engram: no code matches\n")
+        return
+    for rank, hit in enumerate(hits, start=1):
+        data = to_jsonable(hit)
+        if not isinstance(data, dict):
+            print(f"{rank:>2}. {data}")
+            continue
+        file = data.get("file") or data.get("path") or "?"
+        start = data.get("start_line")
+        symbol = data.get("symbol") or data.get("name") or ""
+        score = data.get("score")
+        line = f":{int(start) + 1}" if isinstance(start, int) else ""
+        score_text = f"{float(score):.3f}  " if isinstance(score, int | float) else ""
+        print(f"{rank:>2}. {score_text}{file}{line}  {symbol}".rstrip())
+
+
+def memory_card(memory: Memory) -> str:
+    now = utcnow()
+    lines = [
+        f"{memory.id}  [{memory.type.value}] [{memory.source.value}] scope {memory.scope.value}",
+        f"confidence {memory.confidence:.2f} (now {memory.current_confidence(now):.2f})"
+        + (
+            f", half-life {memory.decay_half_life_days:g} days"
+            if memory.decay_half_life_days
+            else ", never decays"
+        ),
+    ]
+    for anchor in memory.anchors:
+        text = f"anchor: {anchor.file}"
+        if anchor.start_line is not None:
+            end = anchor.end_line if anchor.end_line is not None else anchor.start_line
+            text += f" lines {anchor.start_line + 1}-{end + 1}"
+        if anchor.symbol:
+            text += f" symbol {anchor.symbol}"
+        lines.append(text)
+    if memory.related_files:
+        lines.append("related: " + ", ".join(memory.related_files))
+    if memory.tags:
+        lines.append("tags: " + ", ".join(memory.tags))
+    prov = memory.provenance
+    origin = [f"created {memory.created_at:%Y-%m-%d %H:%M}"]
+    if prov.session_id:
+        origin.append(f"session {prov.session_id}")
+    if prov.commit_sha:
+        origin.append(f"commit {prov.commit_sha[:10]}")
+    if prov.confirmed_by_sessions:
+        origin.append(f"re-learned in {len(prov.confirmed_by_sessions)} sessions")
+    origin.append(f"used {memory.access_count}×")
+    lines.append(" · ".join(origin))
+    state = _state(memory)
+    if state:
+        lines.append("state: " + state.replace(",", ", "))
+    for correction in (
+        memory.extra.get("corrections", [])
+        if isinstance(memory.extra.get("corrections"), list)
+        else []
+    ):
+        if isinstance(correction, dict):
+            lines.append(
+                f"correction: {correction.get('kind')} at {str(correction.get('at', ''))[:16]}"
+                + (f" ({correction['note']})" if correction.get("note") else "")
+            )
+    lines.append(f"citation: {memory.citation()}")
+    lines.append("")
+    lines.append(memory.content)
+    return "\n".join(lines)
+
+
+def one_line_summary(report: Any) -> str:
+    data = to_jsonable(report)
+    if isinstance(data, dict):
+        parts = [
+            f"{k.replace('_', ' ')} {v}"
+            for k, v in data.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        ]
+        return ", ".join(parts) or "done"
+    return str(data)
+
+
+def print_impact(report: Any) -> None:
+    text = getattr(report, "text", None)
+    if isinstance(text, str) and text.strip():
+        print(text.rstrip())
+        return
+    data = to_jsonable(report)
+    items = None
+    if isinstance(data, dict):
+        for key in ("affected", "items", "impacted", "files"):
+            if isinstance(data.get(key), list):
+                items = data[key]
+                break
+    if items is None:
+        import json
+
+        print(json.dumps(data, indent=2, default=str))
+        return
+    if not items:
+        print("nothing in the workspace depends on it")
+        return
+    for item in items:
+        if isinstance(item, dict):
+            name = item.get("file") or item.get("path") or item.get("name") or "?"
+            symbol = item.get("symbol")
+            weight = item.get("weight", item.get("score"))
+            reason = item.get("reason") or item.get("via") or ""
+            weight_text = f"{float(weight):.2f}  " if isinstance(weight, int | float) else ""
+            print(f"{weight_text}{name}{'::' + symbol if symbol else ''}  {reason}".rstrip())
+        else:
+            print(item)
+
+
+def stats_text(stats: Mapping[str, Any]) -> str:
+    lines = [
+        f"workspace      {stats.get('workspace')}",
+        f"memories       {stats.get('active')} active, {stats.get('deprecated')} deprecated "
+        f"({stats.get('needs_review')} need review, {stats.get('stale')} stale, "
+        f"{stats.get('pinned')} pinned, {stats.get('user_verified')} verified)",
+    ]
+    for key in ("by_type", "by_source", "by_scope"):
+        values = stats.get(key) or {}
+        if values:
+            joined = ", ".join(f"{k} {v}" for k, v in values.items())
+            lines.append(f"{key.replace('_', ' '):<14} {joined}")
+    size = int(stats.get("store_bytes") or 0)
+    lines.append(f"store size     {size / 1_048_576:.1f} MiB")
+    lines.append(f"embedding      {stats.get('embedding_model')}")
+    return "\n".join(lines)
