@@ -1,0 +1,5 @@
+(import_declaration (scoped_identifier) @import.module)
+(import_declaration (identifier) @import.module)
+(package_declaration (scoped_identifier) @package)
+(package_declaration (identifier) @package)
+(import_declaration (scoped_identifier) @import.module (asterisk) @import.wildcard)

@@ -1,0 +1,2 @@
+(call function: (identifier) @call.name)
+(call function: (attribute object: (_) @call.object attribute: (identifier) @call.name))

@@ -1,0 +1,6 @@
+(mod_item name: (identifier) @import.module !body)
+(use_declaration argument: (scoped_identifier) @import.module)
+(use_declaration argument: (identifier) @import.module)
+(use_declaration argument: (use_as_clause path: (_) @import.module))
+(use_declaration argument: (scoped_use_list path: (_) @import.module list: (use_list [(identifier) @import.name (scoped_identifier name: (identifier) @import.name) (use_as_clause path: (identifier) @import.name)])))
+(use_declaration argument: (use_wildcard (_) @import.module))

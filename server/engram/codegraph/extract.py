@@ -1,0 +1,224 @@
+"""Facts about one source file, read from its syntax tree with the language's queries.
+
+The extractor knows only the capture-name convention of ``grammars/README.md``; what a
+language calls a class or an import lives in its ``.scm`` files. Syntax errors do not stop
+extraction: tree-sitter recovers and we keep what it could parse.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser, Tree
+
+    from engram.codegraph.languages import LoadedLanguage
+
+#: Definition kinds that make a nested function a method and prefix qualified names.
+CONTAINER_KINDS = frozenset({"class", "interface", "struct", "trait", "impl", "enum", "module"})
+#: Kinds used only for nesting; they do not become graph nodes.
+HIDDEN_KINDS = frozenset({"impl"})
+
+
+@attrs.define
+class Definition:
+    name: str
+    kind: str
+    qualname: str
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    start_byte: int
+    end_byte: int
+    parent: int | None = None  # index into FileFacts.definitions
+    exported: bool = False
+
+
+@attrs.define
+class ImportRef:
+    module: str
+    names: list[str] = attrs.field(factory=list)
+    wildcard: bool = False
+    line: int = 0
+
+
+@attrs.define
+class CallRef:
+    name: str
+    obj: str | None
+    line: int
+    caller: int | None  # index of the enclosing definition, None = module level
+
+
+@attrs.define
+class InheritanceRef:
+    class_name: str
+    base: str
+    kind: str  # "extends" | "implements"
+    line: int
+
+
+@attrs.define
+class FileFacts:
+    language: str
+    definitions: list[Definition] = attrs.field(factory=list)
+    imports: list[ImportRef] = attrs.field(factory=list)
+    calls: list[CallRef] = attrs.field(factory=list)
+    inheritance: list[InheritanceRef] = attrs.field(factory=list)
+    package: str | None = None
+    has_errors: bool = False
+
+
+def _text(node: Node) -> str:
+    raw = node.text or b""
+    return raw.decode("utf-8", errors="replace")
+
+
+def _strip_quotes(text: str) -> str:
+    return text.strip().strip("\"'`")
+
+
+def _matches(loaded: LoadedLanguage, kind: str, root: Node) -> list[tuple[int, dict[str, Any]]]:
+    from tree_sitter import QueryCursor
+
+    query = loaded.queries.get(kind)
+    if query is None:
+        return []
+    return list(QueryCursor(query).matches(root))
+
+
+def parse(parser: Parser, loaded: LoadedLanguage, source: bytes) -> Tree:
+    parser.language = loaded.language
+    return parser.parse(source)
+
+
+def extract(loaded: LoadedLanguage, tree: Tree) -> FileFacts:
+    """All facts of one parsed file; the tree is not kept."""
+    root = tree.root_node
+    facts = FileFacts(language=loaded.spec.name, has_errors=root.has_error)
+    _collect_definitions(loaded, root, facts)
+    _collect_imports(loaded, root, facts)
+    _collect_calls(loaded, root, facts)
+    _collect_inheritance(loaded, root, facts)
+    return facts
+
+
+def _collect_definitions(loaded: LoadedLanguage, root: Node, facts: FileFacts) -> None:
+    seen: dict[tuple[int, int], Definition] = {}
+    exported: set[str] = set()
+    for _, caps in _matches(loaded, "definitions", root):
+        for cap_name, nodes in caps.items():
+            if cap_name == "export.name":
+                exported.update(_text(n) for n in nodes)
+        def_caps = [(k, v) for k, v in caps.items() if k.startswith("definition.")]
+        names = caps.get("name")
+        if not def_caps or not names:
+            continue
+        cap_name, nodes = def_caps[0]
+        node = nodes[0]
+        key = (node.start_byte, node.end_byte)
+        if key in seen:
+            continue
+        seen[key] = Definition(
+            name=_text(names[0]),
+            kind=cap_name.removeprefix("definition."),
+            qualname="",
+            start_line=node.start_point[0] + 1,
+            end_line=node.end_point[0] + 1,
+            start_byte=node.start_byte,
+            end_byte=node.end_byte,
+        )
+    ordered = sorted(seen.values(), key=lambda d: (d.start_byte, -d.end_byte))
+    stack: list[int] = []
+    for index, definition in enumerate(ordered):
+        while stack and ordered[stack[-1]].end_byte < definition.end_byte:
+            stack.pop()
+        # a definition nested in a non-container keeps the container chain for its name
+        definition.parent = stack[-1] if stack else None
+        parent = ordered[definition.parent] if definition.parent is not None else None
+        if parent is not None:
+            if definition.kind == "function" and parent.kind in CONTAINER_KINDS - {"module"}:
+                definition.kind = "method"
+            definition.qualname = f"{parent.qualname}.{definition.name}"
+        else:
+            definition.qualname = definition.name
+            definition.exported = definition.name in exported
+        stack.append(index)
+    facts.definitions = ordered
+
+
+def _collect_imports(loaded: LoadedLanguage, root: Node, facts: FileFacts) -> None:
+    by_key: dict[tuple[str, int], ImportRef] = {}
+    for _, caps in _matches(loaded, "imports", root):
+        if "package" in caps:
+            facts.package = _text(caps["package"][0])
+            continue
+        modules = caps.get("import.module")
+        if not modules:
+            continue
+        node = modules[0]
+        module = _strip_quotes(_text(node))
+        if not module:
+            continue
+        line = node.start_point[0] + 1
+        ref = by_key.setdefault((module, line), ImportRef(module=module, line=line))
+        for name_node in caps.get("import.name", []):
+            name = _text(name_node)
+            if name not in ref.names:
+                ref.names.append(name)
+        if "import.wildcard" in caps:
+            ref.wildcard = True
+    facts.imports = list(by_key.values())
+
+
+def _enclosing(definitions: list[Definition], starts: list[int], byte: int) -> int | None:
+    index = bisect.bisect_right(starts, byte) - 1
+    while index >= 0:
+        definition = definitions[index]
+        if definition.start_byte <= byte < definition.end_byte:
+            return index
+        parent = definition.parent
+        if parent is None:
+            return None
+        index = parent
+    return None
+
+
+def _collect_calls(loaded: LoadedLanguage, root: Node, facts: FileFacts) -> None:
+    starts = [d.start_byte for d in facts.definitions]
+    seen: set[tuple[str, str | None, int | None]] = set()
+    for _, caps in _matches(loaded, "calls", root):
+        names = caps.get("call.name")
+        if not names:
+            continue
+        node = names[0]
+        name = _text(node)
+        objects = caps.get("call.object")
+        obj = _text(objects[0]) if objects else None
+        if obj is not None and len(obj) > 80:
+            obj = None
+        caller = _enclosing(facts.definitions, starts, node.start_byte)
+        key = (name, obj, caller)
+        if key in seen:  # one edge per (callee, caller) is enough for the graph
+            continue
+        seen.add(key)
+        facts.calls.append(CallRef(name, obj, node.start_point[0] + 1, caller))
+
+
+def _collect_inheritance(loaded: LoadedLanguage, root: Node, facts: FileFacts) -> None:
+    seen: set[tuple[str, str, str]] = set()
+    for _, caps in _matches(loaded, "inheritance", root):
+        classes = caps.get("class.name")
+        if not classes:
+            continue
+        class_name = _text(classes[0])
+        for kind in ("extends", "implements"):
+            for base_node in caps.get(kind, []):
+                key = (class_name, _text(base_node), kind)
+                if key not in seen:
+                    seen.add(key)
+                    facts.inheritance.append(
+                        InheritanceRef(class_name, key[1], kind, base_node.start_point[0] + 1)
+                    )

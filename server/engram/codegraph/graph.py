@@ -1,0 +1,1132 @@
+"""The structural code graph in SQLite: files, symbols, edges and a bounded closure table.
+
+Why this shape:
+
+* **Two phases per run.** Phase 1 parses changed files (one at a time: no AST outlives its
+  file) and stores their symbols plus *raw* references (import specs, callee names). Phase 2
+  resolves the references of every file marked stale against the current file list, derives
+  file-level dependencies and updates the closure. A file's ``stale_at`` is set in phase 1 and
+  cleared in phase 2, so an interrupted run resumes exactly where it stopped.
+* **Batched transactions.** Phase 1 commits every :data:`BATCH_SIZE` files; nothing half
+  written is ever visible (WAL, one transaction per batch).
+* **Closure table on files.** ``closure(ancestor, descendant)`` means *descendant depends on
+  ancestor* within :data:`MAX_DEPTH` hops, with the product of edge weights (V3 §6) and the
+  path. Impact and neighbour queries are index lookups. When a file's dependencies change
+  only the rows whose descendant can reach it are recomputed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import posixpath
+import sqlite3
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from engram.codegraph.extract import HIDDEN_KINDS, FileFacts, ImportRef
+from engram.codegraph.languages import LanguageRegistry, is_indexable, language_for
+from engram.codegraph.project import ProjectFact, detect_project
+from engram.codegraph.resolve import ImportResolver, read_go_modules
+from engram.codegraph.walk import iter_workspace_files
+from engram.config import EngramConfig, IndexConfig
+from engram.workspace import Workspace
+
+if TYPE_CHECKING:
+    from tree_sitter import Parser
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+MAX_DEPTH = 3
+BATCH_SIZE = 100
+BINARY_SNIFF_BYTES = 8192
+#: Impact propagation weights per edge type (V3 §6).
+EDGE_WEIGHTS: dict[str, float] = {
+    "imports": 0.9,
+    "calls": 0.8,
+    "implements": 0.7,
+    "extends": 0.7,
+    "exports": 0.6,
+    "contains": 1.0,
+}
+DEPENDENCY_KINDS = ("imports", "calls", "extends", "implements")
+_RECEIVER_WORDS = frozenset({"self", "this", "cls", "super", "Self"})
+
+ProgressCallback = Callable[[int, int, str], None]
+CancelCallback = Callable[[], bool]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    language TEXT,
+    hash TEXT,
+    size INTEGER,
+    mtime_ns INTEGER,
+    status TEXT NOT NULL DEFAULT 'ok',
+    note TEXT,
+    package TEXT,
+    stale_at REAL
+);
+CREATE INDEX IF NOT EXISTS files_stale ON files(stale_at) WHERE stale_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS nodes (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    qualname TEXT NOT NULL,
+    start_line INTEGER,
+    end_line INTEGER,
+    parent_id INTEGER,
+    exported INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS nodes_file ON nodes(file_id);
+CREATE INDEX IF NOT EXISTS nodes_name ON nodes(name);
+CREATE TABLE IF NOT EXISTS imports (
+    file_id INTEGER NOT NULL,
+    module TEXT NOT NULL,
+    names TEXT NOT NULL,
+    wildcard INTEGER NOT NULL,
+    line INTEGER NOT NULL,
+    resolved INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS imports_file ON imports(file_id);
+CREATE TABLE IF NOT EXISTS edges (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    src_file INTEGER,
+    src_node INTEGER,
+    dst_file INTEGER,
+    dst_name TEXT,
+    target TEXT,
+    weight REAL NOT NULL,
+    line INTEGER
+);
+CREATE INDEX IF NOT EXISTS edges_src ON edges(src_file, kind);
+CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst_file, kind, dst_name);
+CREATE TABLE IF NOT EXISTS file_deps (
+    src INTEGER NOT NULL,
+    dst INTEGER NOT NULL,
+    weight REAL NOT NULL,
+    kinds TEXT NOT NULL,
+    PRIMARY KEY (src, dst)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS file_deps_dst ON file_deps(dst);
+CREATE TABLE IF NOT EXISTS closure (
+    ancestor INTEGER NOT NULL,
+    descendant INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    weight REAL NOT NULL,
+    path TEXT NOT NULL,
+    PRIMARY KEY (ancestor, descendant)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS closure_descendant ON closure(descendant);
+"""
+
+
+@attrs.define
+class Symbol:
+    """A definition for the LSP (hover, anchors by symbol) and the impact report."""
+
+    name: str
+    kind: str
+    qualname: str
+    file: str
+    start_line: int
+    end_line: int
+    exported: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.define
+class IndexReport:
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    files_skipped: int = 0
+    bytes_indexed: int = 0
+    nodes: int = 0
+    edges: int = 0
+    closure_rows: int = 0
+    seconds: float = 0.0
+    interrupted: bool = False
+    #: files added or modified in this run: the ones whose code chunks need re-embedding
+    changed_files: list[str] = attrs.field(factory=list)
+    removed_files: list[str] = attrs.field(factory=list)
+    #: one line per file that was skipped or only partly understood
+    notes: list[str] = attrs.field(factory=list)
+    project_facts: list[ProjectFact] = attrs.field(factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = attrs.asdict(self, recurse=False)
+        data["project_facts"] = [f.to_dict() for f in self.project_facts]
+        return data
+
+
+@attrs.define
+class ReindexResult:
+    path: str
+    changed: bool
+    removed: bool = False
+    milliseconds: float = 0.0
+
+
+class IndexInterrupted(Exception):
+    """Raised inside a run when the cancel callback says stop; the run is resumable."""
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+class CodeGraph:
+    """The code graph of one workspace, stored in ``.engram/graph.sqlite``.
+
+    Thread-safe (one connection guarded by a lock): the LSP may re-index an edited file
+    while a hover asks for symbols. Implements :class:`engram.retrieval.GraphProvider`.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        config: EngramConfig | IndexConfig | None = None,
+        *,
+        db_path: Path | None = None,
+        registry: LanguageRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.workspace = workspace
+        if isinstance(config, EngramConfig):
+            config = config.index
+        self.config: IndexConfig = config or IndexConfig()
+        self._db_path = db_path
+        self._registry = registry or LanguageRegistry()
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._parser: Parser | None = None
+        self._resolver: ImportResolver | None = None
+
+    # -- connection ------------------------------------------------------------------------
+    @property
+    def db_path(self) -> Path:
+        if self._db_path is None:
+            self._db_path = self.workspace.ensure_engram_dir() / "graph.sqlite"
+        return self._db_path
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.db_path, timeout=30, isolation_level=None, check_same_thread=False
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=OFF")
+            conn.executescript(_SCHEMA)
+            row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
+                )
+            elif int(row[0]) != SCHEMA_VERSION:
+                conn.close()
+                self.db_path.unlink(missing_ok=True)
+                return self._db()
+            self._conn = conn
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> CodeGraph:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _get_parser(self) -> Parser:
+        if self._parser is None:
+            from tree_sitter import Parser
+
+            self._parser = Parser()
+        return self._parser
+
+    # -- indexing --------------------------------------------------------------------------
+    def index(
+        self,
+        progress: ProgressCallback | None = None,
+        cancel: CancelCallback | None = None,
+    ) -> IndexReport:
+        """Bring the graph up to date with the workspace; resumable after an interruption.
+
+        ``progress(done, total, path)`` is called per file; ``cancel()`` returning true stops
+        the run after the current file (the report says ``interrupted``). A
+        ``KeyboardInterrupt`` rolls back the open batch and propagates.
+        """
+        started = time.perf_counter()
+        report = IndexReport()
+        with self._lock:
+            conn = self._db()
+            listed, _ = self._list_files()
+            report.files_seen = len(listed)
+            known = {
+                row[0]: (row[1], row[2], row[3], row[4])
+                for row in conn.execute("SELECT path, hash, size, mtime_ns, status FROM files")
+            }
+            removed = sorted(set(known) - set(listed))
+            added = [p for p in listed if p not in known]
+            try:
+                self._phase_parse(listed, known, report, progress, cancel)
+                if removed:
+                    self._remove_files(removed)
+                    report.files_removed = len(removed)
+                    report.removed_files = removed
+                self._resolver = None
+                if added or removed:
+                    self._mark_reresolvable(added, removed)
+                    self._sync_modules()
+                self._phase_resolve(cancel)
+            except IndexInterrupted:
+                report.interrupted = True
+            except BaseException:
+                if conn.in_transaction:
+                    conn.rollback()
+                raise
+            if progress is not None:
+                progress(report.files_seen, report.files_seen, "")
+            report.project_facts = detect_project(self.workspace.root)
+            report.nodes = conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
+            report.edges = conn.execute("SELECT count(*) FROM edges").fetchone()[0]
+            report.closure_rows = conn.execute("SELECT count(*) FROM closure").fetchone()[0]
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _list_files(self) -> tuple[list[str], list[str]]:
+        listed: list[str] = []
+        go_mods: list[str] = []
+        for rel in iter_workspace_files(self.workspace.root, self.config.exclude):
+            if posixpath.basename(rel) == "go.mod":
+                go_mods.append(rel)
+            if is_indexable(rel):
+                listed.append(rel)
+        self._go_mod_paths = go_mods
+        return listed, go_mods
+
+    def _phase_parse(
+        self,
+        listed: list[str],
+        known: dict[str, tuple[str | None, int | None, int | None, str]],
+        report: IndexReport,
+        progress: ProgressCallback | None,
+        cancel: CancelCallback | None,
+    ) -> None:
+        conn = self._db()
+        total = len(listed)
+        conn.execute("BEGIN")
+        in_batch = 0
+        for done, rel in enumerate(listed):
+            if cancel is not None and cancel():
+                conn.commit()
+                raise IndexInterrupted
+            if progress is not None:
+                progress(done, total, rel)
+            absolute = self.workspace.root / rel
+            try:
+                stat = absolute.stat()
+            except OSError:
+                continue
+            previous = known.get(rel)
+            if (
+                previous is not None
+                and previous[1] == stat.st_size
+                and previous[2] == stat.st_mtime_ns
+                and previous[3] != "error"
+            ):
+                report.files_unchanged += 1
+                continue
+            outcome = self._store_path(rel, stat.st_size, stat.st_mtime_ns, previous)
+            if outcome is None:
+                report.files_unchanged += 1
+                continue
+            status, note = outcome
+            if status == "ok":
+                report.files_indexed += 1
+                report.bytes_indexed += stat.st_size
+                report.changed_files.append(rel)
+            else:
+                report.files_skipped += 1
+            if note:
+                report.notes.append(f"{rel}: {note}")
+            in_batch += 1
+            if in_batch >= BATCH_SIZE:
+                conn.commit()
+                conn.execute("BEGIN")
+                in_batch = 0
+        conn.commit()
+
+    def _store_path(
+        self,
+        rel: str,
+        size: int,
+        mtime_ns: int,
+        previous: tuple[str | None, int | None, int | None, str] | None,
+    ) -> tuple[str, str | None] | None:
+        """Read and store one file; ``None`` when its content hash is unchanged."""
+        conn = self._db()
+        absolute = self.workspace.root / rel
+        if size > self.config.max_file_bytes:
+            digest = f"size:{size}:{mtime_ns}"
+            if previous is not None and previous[0] == digest:
+                return None
+            note = (
+                f"skipped: {size} bytes is over index.max_file_bytes ({self.config.max_file_bytes})"
+            )
+            self._write_file(rel, digest, size, mtime_ns, "skipped", note, None)
+            return "skipped", note
+        try:
+            data = absolute.read_bytes()
+        except OSError as exc:
+            note = f"unreadable: {exc.strerror or exc}"
+            self._write_file(rel, None, size, mtime_ns, "error", note, None)
+            return "error", note
+        digest = content_hash(data)
+        if previous is not None and previous[0] == digest and previous[3] != "error":
+            conn.execute("UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, rel))
+            return None
+        return self._store_bytes(rel, data, digest, size, mtime_ns)
+
+    def _store_bytes(
+        self, rel: str, data: bytes, digest: str, size: int, mtime_ns: int
+    ) -> tuple[str, str | None]:
+        if b"\0" in data[:BINARY_SNIFF_BYTES]:
+            binary_note = "skipped: binary content"
+            self._write_file(rel, digest, size, mtime_ns, "binary", binary_note, None)
+            return "binary", binary_note
+        spec = language_for(rel)
+        loaded = self._registry.get(spec) if spec is not None else None
+        facts: FileFacts | None = None
+        note: str | None = None
+        if loaded is not None:
+            from engram.codegraph.extract import extract, parse
+
+            try:
+                facts = extract(loaded, parse(self._get_parser(), loaded, data))
+            except Exception as exc:  # a grammar bug must not end the run
+                log.warning("parse failed for %s: %s", rel, exc)
+                note = f"parse failed: {exc}"
+            if facts is not None and facts.has_errors:
+                note = "syntax errors: partial structure"
+        file_id = self._write_file(
+            rel, digest, size, mtime_ns, "ok", note, spec.name if spec else None
+        )
+        if facts is not None:
+            self._write_facts(file_id, facts)
+        return "ok", note
+
+    def _write_file(
+        self,
+        rel: str,
+        digest: str | None,
+        size: int,
+        mtime_ns: int,
+        status: str,
+        note: str | None,
+        language: str | None,
+    ) -> int:
+        conn = self._db()
+        row = conn.execute(
+            """INSERT INTO files(path, language, hash, size, mtime_ns, status, note, stale_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+               ON CONFLICT(path) DO UPDATE SET language=excluded.language, hash=excluded.hash,
+                 size=excluded.size, mtime_ns=excluded.mtime_ns, status=excluded.status,
+                 note=excluded.note, stale_at=excluded.stale_at, package=NULL
+               RETURNING id""",
+            (rel, language, digest, size, mtime_ns, status, note, self._clock()),
+        ).fetchone()
+        file_id = int(row[0])
+        # the file's own part of the graph is rebuilt from scratch
+        conn.execute("DELETE FROM nodes WHERE file_id=?", (file_id,))
+        conn.execute("DELETE FROM edges WHERE src_file=?", (file_id,))
+        conn.execute("DELETE FROM imports WHERE file_id=?", (file_id,))
+        return file_id
+
+    def _write_facts(self, file_id: int, facts: FileFacts) -> None:
+        conn = self._db()
+        if facts.package:
+            conn.execute("UPDATE files SET package=? WHERE id=?", (facts.package, file_id))
+        node_ids: list[int | None] = []
+        for definition in facts.definitions:
+            parent_id = node_ids[definition.parent] if definition.parent is not None else None
+            if definition.kind in HIDDEN_KINDS:
+                node_ids.append(parent_id)  # children attach to the nearest visible ancestor
+                continue
+            cursor = conn.execute(
+                """INSERT INTO nodes(file_id, kind, name, qualname, start_line, end_line,
+                                     parent_id, exported) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    file_id,
+                    definition.kind,
+                    definition.name,
+                    definition.qualname,
+                    definition.start_line,
+                    definition.end_line,
+                    parent_id,
+                    int(definition.exported),
+                ),
+            )
+            node_id = int(cursor.lastrowid or 0)
+            node_ids.append(node_id)
+            conn.execute(
+                """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, weight, line)
+                   VALUES ('contains', ?, ?, ?, ?, ?, ?)""",
+                (file_id, parent_id, file_id, definition.qualname, EDGE_WEIGHTS["contains"],
+                 definition.start_line),
+            )  # fmt: skip
+            if definition.exported:
+                conn.execute(
+                    """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, weight, line)
+                       VALUES ('exports', ?, NULL, ?, ?, ?, ?)""",
+                    (file_id, file_id, definition.name, EDGE_WEIGHTS["exports"],
+                     definition.start_line),
+                )  # fmt: skip
+        conn.executemany(
+            "INSERT INTO imports(file_id, module, names, wildcard, line) VALUES (?, ?, ?, ?, ?)",
+            [
+                (file_id, ref.module, json.dumps(ref.names), int(ref.wildcard), ref.line)
+                for ref in facts.imports
+            ],
+        )
+        conn.executemany(
+            """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, target, weight, line)
+               VALUES ('calls', ?, ?, NULL, ?, ?, ?, ?)""",
+            [
+                (file_id, node_ids[c.caller] if c.caller is not None else None, c.name, c.obj,
+                 EDGE_WEIGHTS["calls"], c.line)
+                for c in facts.calls
+            ],
+        )  # fmt: skip
+        class_ids = {
+            d.name: node_ids[i]
+            for i, d in enumerate(facts.definitions)
+            if d.kind not in HIDDEN_KINDS and node_ids[i] is not None
+        }
+        conn.executemany(
+            """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, weight, line)
+               VALUES (?, ?, ?, NULL, ?, ?, ?)""",
+            [
+                (ref.kind, file_id, class_ids.get(ref.class_name), ref.base,
+                 EDGE_WEIGHTS[ref.kind], ref.line)
+                for ref in facts.inheritance
+            ],
+        )  # fmt: skip
+
+    def _file_id(self, rel: str) -> int | None:
+        row = self._db().execute("SELECT id FROM files WHERE path=?", (rel,)).fetchone()
+        return int(row[0]) if row else None
+
+    def _remove_files(self, paths: Sequence[str]) -> None:
+        conn = self._db()
+        conn.execute("BEGIN")
+        now = self._clock()
+        for rel in paths:
+            file_id = self._file_id(rel)
+            if file_id is None:
+                continue
+            # files that depended on it must re-resolve (their imports now dangle)
+            conn.execute(
+                "UPDATE files SET stale_at=? WHERE id IN (SELECT src FROM file_deps WHERE dst=?)",
+                (now, file_id),
+            )
+            conn.execute(
+                "UPDATE files SET stale_at=? WHERE id IN "
+                "(SELECT descendant FROM closure WHERE ancestor=? AND depth<?)",
+                (now, file_id, MAX_DEPTH),
+            )
+            for table, column in (("nodes", "file_id"), ("edges", "src_file"),
+                                  ("imports", "file_id"), ("file_deps", "src"),
+                                  ("file_deps", "dst"), ("closure", "ancestor"),
+                                  ("closure", "descendant")):  # fmt: skip
+                conn.execute(f"DELETE FROM {table} WHERE {column}=?", (file_id,))
+            conn.execute("UPDATE edges SET dst_file=NULL WHERE dst_file=?", (file_id,))
+            conn.execute("DELETE FROM files WHERE id=?", (file_id,))
+        conn.commit()
+
+    def _mark_reresolvable(self, added: Sequence[str], removed: Sequence[str]) -> None:
+        """Files with unresolved imports that may now resolve to a new file become stale."""
+        if not added:
+            return
+        conn = self._db()
+        stems: set[str] = set()
+        for rel in added:
+            base = posixpath.basename(rel)
+            stems.add(base.split(".")[0])
+            parent = posixpath.basename(posixpath.dirname(rel))
+            if parent:
+                stems.add(parent)
+        conn.execute("BEGIN")
+        now = self._clock()
+        if len(stems) > 200:
+            conn.execute(
+                "UPDATE files SET stale_at=? WHERE id IN "
+                "(SELECT file_id FROM imports WHERE resolved=0)",
+                (now,),
+            )
+        else:
+            for stem in stems:
+                pattern = f"%{stem}%"
+                conn.execute(
+                    "UPDATE files SET stale_at=? WHERE stale_at IS NULL AND id IN "
+                    "(SELECT file_id FROM imports WHERE resolved=0 "
+                    " AND (module LIKE ? OR names LIKE ?))",
+                    (now, pattern, pattern),
+                )
+        conn.commit()
+
+    def _sync_modules(self) -> None:
+        """Module nodes are the folders; each contains its files."""
+        conn = self._db()
+        conn.execute("BEGIN")
+        conn.execute("DELETE FROM edges WHERE kind='contains' AND src_file IS NULL")
+        conn.execute("DELETE FROM nodes WHERE kind='module' AND file_id IS NULL")
+        by_dir: dict[str, list[int]] = defaultdict(list)
+        for file_id, path in conn.execute("SELECT id, path FROM files"):
+            by_dir[posixpath.dirname(path)].append(file_id)
+        for directory, file_ids in sorted(by_dir.items()):
+            name = posixpath.basename(directory) or "."
+            cursor = conn.execute(
+                "INSERT INTO nodes(file_id, kind, name, qualname) VALUES (NULL, 'module', ?, ?)",
+                (name, directory or "."),
+            )
+            module_id = cursor.lastrowid
+            conn.executemany(
+                """INSERT INTO edges(kind, src_file, src_node, dst_file, weight)
+                   VALUES ('contains', NULL, ?, ?, ?)""",
+                [(module_id, fid, EDGE_WEIGHTS["contains"]) for fid in file_ids],
+            )
+        conn.commit()
+
+    # -- phase 2: resolution and closure ---------------------------------------------------
+    def _get_resolver(self) -> ImportResolver:
+        if self._resolver is None:
+            conn = self._db()
+            paths = [row[0] for row in conn.execute("SELECT path FROM files")]
+            go_mod_paths = getattr(self, "_go_mod_paths", None)
+            if go_mod_paths is None:
+                go_mod_paths = self._scan_go_mods()
+                self._go_mod_paths = go_mod_paths
+            contents: dict[str, bytes] = {}
+            for rel in go_mod_paths:
+                try:
+                    contents[rel] = (self.workspace.root / rel).read_bytes()
+                except OSError:
+                    continue
+            self._resolver = ImportResolver(paths, read_go_modules(contents))
+        return self._resolver
+
+    def _scan_go_mods(self) -> list[str]:
+        return [
+            rel
+            for rel in iter_workspace_files(self.workspace.root, self.config.exclude)
+            if posixpath.basename(rel) == "go.mod"
+        ]
+
+    def _phase_resolve(self, cancel: CancelCallback | None) -> None:
+        conn = self._db()
+        stale = [int(r[0]) for r in conn.execute("SELECT id FROM files WHERE stale_at IS NOT NULL")]
+        if not stale:
+            return
+        if cancel is not None and cancel():
+            raise IndexInterrupted
+        resolver = self._get_resolver()
+        conn.execute("BEGIN")
+        changed = self._resolve_files(stale, resolver)
+        self._update_closure(changed)
+        conn.executemany("UPDATE files SET stale_at=NULL WHERE id=?", [(i,) for i in stale])
+        conn.commit()
+
+    def _resolve_files(self, file_ids: Sequence[int], resolver: ImportResolver) -> set[int]:
+        """Resolve references of ``file_ids``; returns the files whose dependencies changed."""
+        conn = self._db()
+        path_to_id = {row[1]: int(row[0]) for row in conn.execute("SELECT id, path FROM files")}
+        id_to_path = {v: k for k, v in path_to_id.items()}
+        changed: set[int] = set()
+        for file_id in file_ids:
+            rel = id_to_path.get(file_id)
+            if rel is None:
+                continue
+            spec = language_for(rel)
+            before = {
+                (int(r[0]), float(r[1]))
+                for r in conn.execute("SELECT dst, weight FROM file_deps WHERE src=?", (file_id,))
+            }
+            deps = self._resolve_one(file_id, rel, spec, resolver, path_to_id, id_to_path)
+            conn.execute("DELETE FROM file_deps WHERE src=?", (file_id,))
+            conn.executemany(
+                "INSERT INTO file_deps(src, dst, weight, kinds) VALUES (?, ?, ?, ?)",
+                [
+                    (file_id, dst, weight, ",".join(sorted(kinds)))
+                    for dst, (weight, kinds) in deps.items()
+                ],
+            )
+            after = {(dst, weight) for dst, (weight, _) in deps.items()}
+            if before != after:
+                changed.add(file_id)
+        return changed
+
+    def _resolve_one(
+        self,
+        file_id: int,
+        rel: str,
+        spec: Any,
+        resolver: ImportResolver,
+        path_to_id: dict[str, int],
+        id_to_path: dict[int, str],
+    ) -> dict[int, tuple[float, set[str]]]:
+        conn = self._db()
+        conn.execute("DELETE FROM edges WHERE src_file=? AND kind='imports'", (file_id,))
+        deps: dict[int, tuple[float, set[str]]] = {}
+
+        def add_dep(dst: int, kind: str) -> None:
+            if dst == file_id:
+                return
+            weight, kinds = deps.get(dst, (0.0, set()))
+            kinds.add(kind)
+            deps[dst] = (max(weight, EDGE_WEIGHTS[kind]), kinds)
+
+        imported_names: dict[str, list[int]] = defaultdict(list)
+        module_aliases: dict[str, list[int]] = defaultdict(list)
+        package = conn.execute("SELECT package FROM files WHERE id=?", (file_id,)).fetchone()[0]
+        rows = conn.execute(
+            "SELECT rowid, module, names, wildcard, line FROM imports WHERE file_id=?", (file_id,)
+        ).fetchall()
+        for rowid, module, names_json, wildcard, line in rows:
+            ref = ImportRef(module, json.loads(names_json), bool(wildcard), int(line))
+            targets = (
+                [path_to_id[t] for t in resolver.resolve(spec.resolver, rel, ref, package)
+                 if t in path_to_id]
+                if spec is not None else []
+            )  # fmt: skip
+            conn.execute("UPDATE imports SET resolved=? WHERE rowid=?", (int(bool(targets)), rowid))
+            for target in targets:
+                add_dep(target, "imports")
+                conn.execute(
+                    """INSERT INTO edges(kind, src_file, dst_file, target, weight, line)
+                       VALUES ('imports', ?, ?, ?, ?, ?)""",
+                    (file_id, target, module, EDGE_WEIGHTS["imports"], line),
+                )
+                for name in ref.names:
+                    imported_names[name].append(target)
+                alias = module.replace("::", "/").replace(".", "/").rstrip("/").split("/")[-1]
+                module_aliases[alias].append(target)
+        # names the calls may refer to
+        own = {r[0] for r in conn.execute("SELECT name FROM nodes WHERE file_id=?", (file_id,))}
+        dep_files = sorted(deps)
+        dep_defs: dict[str, list[int]] = defaultdict(list)
+        if dep_files:
+            marks = ",".join("?" * len(dep_files))
+            for fid, name in conn.execute(
+                f"SELECT file_id, name FROM nodes WHERE file_id IN ({marks})", dep_files
+            ):
+                dep_defs[name].append(int(fid))
+        package_defs: dict[str, list[int]] = defaultdict(list)
+        if spec is not None and spec.package_is_directory:
+            siblings = [
+                path_to_id[p]
+                for p in resolver.files_in_dir(posixpath.dirname(rel), spec.extensions)
+                if p in path_to_id and p != rel
+            ]
+            if siblings:
+                marks = ",".join("?" * len(siblings))
+                for fid, name in conn.execute(
+                    f"SELECT file_id, name FROM nodes WHERE file_id IN ({marks}) "
+                    "AND parent_id IS NULL",
+                    siblings,
+                ):
+                    package_defs[name].append(int(fid))
+
+        def pick(name: str, obj: str | None) -> int | None:
+            local = obj is None or obj in _RECEIVER_WORDS
+            if local and name in own:
+                return file_id
+            if obj is not None and obj in module_aliases:
+                hits = [f for f in module_aliases[obj] if f in dep_defs.get(name, [])]
+                if hits:
+                    return hits[0]
+            if name in imported_names:
+                return imported_names[name][0]
+            if name in dep_defs:
+                return dep_defs[name][0]
+            if name in package_defs:
+                return package_defs[name][0]
+            if name in own:
+                return file_id
+            return None
+
+        updates: list[tuple[int | None, int]] = []
+        for edge_id, kind, name, obj in conn.execute(
+            "SELECT id, kind, dst_name, target FROM edges WHERE src_file=? "
+            "AND kind IN ('calls', 'extends', 'implements')",
+            (file_id,),
+        ).fetchall():
+            dst = pick(name, obj if kind == "calls" else None)
+            updates.append((dst, edge_id))
+            if dst is not None:
+                add_dep(dst, kind)
+        conn.executemany("UPDATE edges SET dst_file=? WHERE id=?", updates)
+        return deps
+
+    def _forward_bfs(
+        self, start: int, adjacency: dict[int, list[tuple[int, float]]]
+    ) -> dict[int, tuple[int, float, list[int]]]:
+        """Everything ``start`` depends on within MAX_DEPTH: ancestor -> (depth, weight, path)."""
+        conn = self._db()
+
+        def neighbours(node: int) -> list[tuple[int, float]]:
+            if node not in adjacency:
+                adjacency[node] = [
+                    (int(r[0]), float(r[1]))
+                    for r in conn.execute("SELECT dst, weight FROM file_deps WHERE src=?", (node,))
+                ]
+            return adjacency[node]
+
+        best: dict[int, tuple[int, float, list[int]]] = {}
+        frontier: list[tuple[int, float, list[int]]] = [(start, 1.0, [start])]
+        for depth in range(1, MAX_DEPTH + 1):
+            next_frontier: dict[int, tuple[int, float, list[int]]] = {}
+            for node, weight, path in frontier:
+                for dst, edge_weight in neighbours(node):
+                    if dst == start or dst in path:
+                        continue
+                    total = weight * edge_weight
+                    known = best.get(dst)
+                    if known is not None and known[0] < depth:
+                        continue
+                    if known is None or total > known[1]:
+                        entry = (depth, total, [*path, dst])
+                        best[dst] = entry
+                        next_frontier[dst] = entry
+            frontier = [(n, w, p) for n, (_, w, p) in next_frontier.items()]
+            if not frontier:
+                break
+        return best
+
+    def _update_closure(self, changed: set[int]) -> None:
+        """Recompute closure rows whose descendant can reach a changed file."""
+        if not changed:
+            return
+        conn = self._db()
+        total_files = conn.execute("SELECT count(*) FROM files").fetchone()[0] or 1
+        affected: set[int] = set(changed)
+        marks = ",".join("?" * len(changed))
+        for (descendant,) in conn.execute(
+            f"SELECT descendant FROM closure WHERE ancestor IN ({marks}) AND depth < ?",
+            [*changed, MAX_DEPTH],
+        ):
+            affected.add(int(descendant))
+        # and through the new edges: reverse BFS over the current dependencies
+        frontier = set(changed)
+        for _ in range(MAX_DEPTH - 1):
+            if not frontier:
+                break
+            marks = ",".join("?" * len(frontier))
+            found = {
+                int(r[0])
+                for r in conn.execute(
+                    f"SELECT src FROM file_deps WHERE dst IN ({marks})", list(frontier)
+                )
+            }
+            frontier = found - affected
+            affected |= found
+        if len(affected) > total_files // 2:
+            conn.execute("DELETE FROM closure")
+            affected = {int(r[0]) for r in conn.execute("SELECT DISTINCT src FROM file_deps")}
+        else:
+            ids = sorted(affected)
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                conn.execute(f"DELETE FROM closure WHERE descendant IN ({marks})", chunk)
+        adjacency: dict[int, list[tuple[int, float]]] = {}
+        rows: list[tuple[int, int, int, float, str]] = []
+        for descendant in sorted(affected):
+            for ancestor, (depth, weight, path) in self._forward_bfs(descendant, adjacency).items():
+                rows.append((ancestor, descendant, depth, weight, json.dumps(path[::-1])))
+            if len(rows) > 5000:
+                conn.executemany("INSERT OR REPLACE INTO closure VALUES (?, ?, ?, ?, ?)", rows)
+                rows = []
+        conn.executemany("INSERT OR REPLACE INTO closure VALUES (?, ?, ?, ?, ?)", rows)
+
+    # -- single-file updates ---------------------------------------------------------------
+    def reindex_file(self, path: str | os.PathLike[str]) -> ReindexResult:
+        """Re-read one file (after an edit or save); only its part of the graph changes."""
+        started = time.perf_counter()
+        rel = self.workspace.relative(path)
+        absolute = self.workspace.root / rel
+        with self._lock:
+            conn = self._db()
+            existing = conn.execute(
+                "SELECT hash, size, mtime_ns, status FROM files WHERE path=?", (rel,)
+            ).fetchone()
+            if not absolute.is_file() or not is_indexable(rel):
+                if existing is None:
+                    return ReindexResult(rel, changed=False)
+                self._remove_files([rel])
+                self._resolver = None
+                self._sync_modules()
+                self._phase_resolve(None)
+                return ReindexResult(
+                    rel, changed=True, removed=True,
+                    milliseconds=(time.perf_counter() - started) * 1000,
+                )  # fmt: skip
+            stat = absolute.stat()
+            previous = (existing[0], existing[1], existing[2], existing[3]) if existing else None
+            conn.execute("BEGIN")
+            try:
+                outcome = self._store_path(rel, stat.st_size, stat.st_mtime_ns, previous)
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
+            if outcome is None:
+                elapsed = (time.perf_counter() - started) * 1000
+                return ReindexResult(rel, changed=False, milliseconds=elapsed)
+            if existing is None:
+                self._resolver = None
+                self._mark_reresolvable([rel], [])
+                self._sync_modules()
+            self._phase_resolve(None)
+        return ReindexResult(rel, changed=True, milliseconds=(time.perf_counter() - started) * 1000)
+
+    # -- queries ---------------------------------------------------------------------------
+    def files(self) -> list[tuple[str, str | None, str | None, str]]:
+        """``(path, language, content hash, status)`` of every known file."""
+        with self._lock:
+            return [
+                (r[0], r[1], r[2], r[3])
+                for r in self._db().execute(
+                    "SELECT path, language, hash, status FROM files ORDER BY path"
+                )
+            ]
+
+    def has_file(self, rel: str) -> bool:
+        with self._lock:
+            return self._file_id(rel) is not None
+
+    def neighbours(self, files: Sequence[str], depth: int = 1) -> dict[str, float]:
+        """Files next to ``files`` in the dependency graph, both directions, best weight.
+
+        Depth 1 reads direct dependencies; deeper reads the closure table (≤ MAX_DEPTH).
+        Implements :class:`engram.retrieval.GraphProvider`.
+        """
+        depth = max(1, min(depth, MAX_DEPTH))
+        with self._lock:
+            conn = self._db()
+            ids = [i for i in (self._file_id(f) for f in files) if i is not None]
+            if not ids:
+                return {}
+            marks = ",".join("?" * len(ids))
+            weights: dict[int, float] = {}
+            queries = (
+                (
+                    f"SELECT dst, weight FROM file_deps WHERE src IN ({marks})",
+                    f"SELECT src, weight FROM file_deps WHERE dst IN ({marks})",
+                )
+                if depth == 1
+                else (
+                    f"SELECT ancestor, weight FROM closure "
+                    f"WHERE descendant IN ({marks}) AND depth<=?",
+                    f"SELECT descendant, weight FROM closure "
+                    f"WHERE ancestor IN ({marks}) AND depth<=?",
+                )
+            )
+            params: list[Any] = list(ids) if depth == 1 else [*ids, depth]
+            for sql in queries:
+                for other, weight in conn.execute(sql, params):
+                    other = int(other)
+                    if other in ids:
+                        continue
+                    weights[other] = max(weights.get(other, 0.0), float(weight))
+            return self._paths_for(weights)
+
+    def _paths_for(self, weights: dict[int, float]) -> dict[str, float]:
+        if not weights:
+            return {}
+        return {path: weights[file_id] for file_id, path in self._names_for(weights).items()}
+
+    def import_neighbours(self, target: str) -> dict[str, float]:
+        """Files that import ``target`` or that it imports (import edges only, depth 1)."""
+        with self._lock:
+            conn = self._db()
+            file_id = self._file_id(target)
+            if file_id is None:
+                return {}
+            weights: dict[int, float] = {}
+            for sql in (
+                "SELECT DISTINCT dst_file FROM edges WHERE kind='imports' AND src_file=? "
+                "AND dst_file IS NOT NULL",
+                "SELECT DISTINCT src_file FROM edges WHERE kind='imports' AND dst_file=?",
+            ):
+                for (other,) in conn.execute(sql, (file_id,)):
+                    if int(other) != file_id:
+                        weights[int(other)] = EDGE_WEIGHTS["imports"]
+            return self._paths_for(weights)
+
+    def dependencies(self, target: str) -> dict[str, float]:
+        """Files ``target`` depends on directly (file -> weight)."""
+        with self._lock:
+            file_id = self._file_id(target)
+            if file_id is None:
+                return {}
+            rows = self._db().execute("SELECT dst, weight FROM file_deps WHERE src=?", (file_id,))
+            return self._paths_for({int(r[0]): float(r[1]) for r in rows})
+
+    def dependents(
+        self, target: str, max_depth: int = MAX_DEPTH
+    ) -> list[tuple[str, int, float, list[str]]]:
+        """``(file, depth, weight, path)`` of files depending on ``target``, nearest first.
+
+        ``path`` runs from the target to the dependent.
+        """
+        with self._lock:
+            conn = self._db()
+            file_id = self._file_id(target)
+            if file_id is None:
+                return []
+            rows = conn.execute(
+                "SELECT descendant, depth, weight, path FROM closure WHERE ancestor=? AND depth<=? "
+                "ORDER BY depth, weight DESC",
+                (file_id, max_depth),
+            ).fetchall()
+            needed: set[int] = set()
+            decoded = []
+            for descendant, depth, weight, path in rows:
+                ids = [int(x) for x in json.loads(path)]
+                needed.update(ids)
+                decoded.append((int(descendant), int(depth), float(weight), ids))
+            id_to_name = self._names_for(needed)
+            return [
+                (id_to_name[d], depth, weight, [id_to_name[i] for i in ids if i in id_to_name])
+                for d, depth, weight, ids in decoded
+                if d in id_to_name
+            ]
+
+    def _names_for(self, ids: Iterable[int]) -> dict[int, str]:
+        wanted = list(ids)
+        out: dict[int, str] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for file_id, path in self._db().execute(
+                f"SELECT id, path FROM files WHERE id IN ({marks})", chunk
+            ):
+                out[int(file_id)] = str(path)
+        return out
+
+    def symbol_dependents(self, target: str, symbol: str) -> list[tuple[str, str, int]]:
+        """``(file, kind, line)`` of references to ``symbol`` of ``target`` from other files."""
+        name = symbol.rsplit(".", 1)[-1]
+        with self._lock:
+            conn = self._db()
+            file_id = self._file_id(target)
+            if file_id is None:
+                return []
+            rows = conn.execute(
+                """SELECT f.path, e.kind, e.line FROM edges e JOIN files f ON f.id = e.src_file
+                   WHERE e.dst_file=? AND e.dst_name=? AND e.src_file != ?
+                   AND e.kind IN ('calls', 'extends', 'implements')
+                   ORDER BY f.path, e.line""",
+                (file_id, name, file_id),
+            ).fetchall()
+            rows += conn.execute(
+                """SELECT f.path, 'imports', i.line FROM imports i JOIN files f ON f.id = i.file_id
+                   JOIN edges e ON e.src_file = i.file_id AND e.kind='imports' AND e.dst_file=?
+                        AND e.line = i.line
+                   WHERE i.names LIKE ? AND i.file_id != ?""",
+                (file_id, f'%"{name}"%', file_id),
+            ).fetchall()
+            return sorted({(str(r[0]), str(r[1]), int(r[2] or 0)) for r in rows})
+
+    def importers(self, target: str) -> list[str]:
+        """Files with an import edge to ``target``."""
+        with self._lock:
+            file_id = self._file_id(target)
+            if file_id is None:
+                return []
+            return sorted(
+                str(r[0])
+                for r in self._db().execute(
+                    "SELECT DISTINCT f.path FROM edges e JOIN files f ON f.id=e.src_file "
+                    "WHERE e.kind='imports' AND e.dst_file=?",
+                    (file_id,),
+                )
+            )
+
+    def symbols_in(self, file: str) -> list[Symbol]:
+        """Definitions of one file in source order (no module nodes)."""
+        with self._lock:
+            return [
+                Symbol(r[0], r[1], r[2], file, int(r[3]), int(r[4]), bool(r[5]))
+                for r in self._db().execute(
+                    """SELECT n.name, n.kind, n.qualname, n.start_line, n.end_line, n.exported
+                       FROM nodes n JOIN files f ON f.id = n.file_id
+                       WHERE f.path=? ORDER BY n.start_line, n.end_line DESC""",
+                    (file,),
+                )
+            ]
+
+    def symbol_at(self, file: str, line: int) -> Symbol | None:
+        """The innermost definition spanning ``line`` (1-based)."""
+        best: Symbol | None = None
+        for symbol in self.symbols_in(file):
+            if symbol.start_line <= line <= symbol.end_line and (
+                best is None
+                or symbol.end_line - symbol.start_line <= best.end_line - best.start_line
+            ):
+                best = symbol
+        return best
+
+    def find_symbol(self, file: str, name: str) -> Symbol | None:
+        """A definition by qualified name, else by plain name (first in source order)."""
+        symbols = self.symbols_in(file)
+        for symbol in symbols:
+            if symbol.qualname == name:
+                return symbol
+        for symbol in symbols:
+            if symbol.name == name:
+                return symbol
+        return None
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            conn = self._db()
+            return {
+                table: int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+                for table in ("files", "nodes", "edges", "file_deps", "closure")
+            }
+
+
+def build_graph_at(root: Path, db_path: Path, config: IndexConfig | None = None) -> CodeGraph:
+    """Index a checkout (e.g. a repository at an older commit in a temp dir) into ``db_path``.
+
+    Used by the co-change evaluation to get the import graph as it was at the split commit.
+    """
+    graph = CodeGraph(Workspace.open(root), config, db_path=db_path)
+    graph.index()
+    return graph
