@@ -88,3 +88,18 @@ def test_config_merges_pyproject_engram_toml_and_overrides(tmp_workspace: Worksp
     assert config.diagnostics.max_per_file == 3
     with pytest.raises(ConfigError, match="default_k"):
         config_from_dict({"retrieval": {"default_k": "many"}})
+
+
+def test_config_accepts_camel_case_env_and_warns_on_unknown(
+    tmp_workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = load_config(
+        tmp_workspace,
+        {"diagnostics": {"trustLevel": 3, "severity": {"dead_end": "error"}, "bogusKey": 1}},
+        environ={"ENGRAM_EMBED__MODEL": "none", "ENGRAM_RETRIEVAL__DEFAULT_K": "4", "HOME": "/x"},
+    )
+    assert config.diagnostics.trust_level == 3
+    assert config.diagnostics.severity == {"dead_end": "error"}
+    assert config.embed.model == "none"
+    assert config.retrieval.default_k == 4
+    assert "engram.diagnostics.bogus_key" in caplog.text

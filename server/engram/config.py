@@ -1,8 +1,11 @@
 """One typed configuration, merged from every place a user may set it.
 
 Precedence, lowest first: built-in defaults, ``[tool.engram]`` in ``pyproject.toml``,
-``.engram/config.toml``, then overrides from the editor (LSP ``initializationOptions`` and
-``workspace/configuration`` section ``engram``) or the command line. Each capability owns
+``.engram/config.toml``, environment variables ``ENGRAM_<SECTION>__<KEY>`` (for example
+``ENGRAM_EMBED__MODEL=none``; values are parsed as TOML when they parse, else taken as
+strings), then overrides from the editor (LSP ``initializationOptions`` and
+``workspace/configuration`` section ``engram``) or the command line. Keys may be written in
+snake_case, kebab-case or camelCase (VS Code settings are camelCase). Each capability owns
 one section class here; unknown keys are reported as warnings, never fatal, so an editor
 with a newer settings schema does not break an older server.
 """
@@ -10,7 +13,10 @@ with a newer settings schema does not break an older server.
 from __future__ import annotations
 
 import logging
+import os
+import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -132,11 +138,39 @@ def _converter() -> cattrs.Converter:
     return cattrs.Converter(forbid_extra_keys=False)
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def _normalise_key(key: str) -> str:
+    return _CAMEL.sub(r"_\1", key).replace("-", "_").lower()
+
+
+def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Settings from ``ENGRAM_<SECTION>__<KEY>`` variables (double underscore between levels)."""
+    environ = os.environ if environ is None else environ
+    result: dict[str, Any] = {}
+    for name, text in environ.items():
+        if not name.startswith("ENGRAM_") or "__" not in name:
+            continue
+        path = [part.lower() for part in name[len("ENGRAM_") :].split("__") if part]
+        if len(path) < 2:
+            continue
+        try:
+            value: Any = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text
+        node = result
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return result
+
+
 def _drop_unknown(raw: dict[str, Any], cls: type, prefix: str = "") -> dict[str, Any]:
-    known = {a.name: a for a in attrs.fields(cls)}
+    known = {a.name: a for a in attrs.fields(attrs.resolve_types(cls))}
     clean: dict[str, Any] = {}
     for key, value in raw.items():
-        name = key.replace("-", "_")
+        name = _normalise_key(key)
         if name not in known:
             log.warning("unknown setting engram.%s%s ignored", prefix, key)
             continue
@@ -156,12 +190,35 @@ def config_from_dict(raw: dict[str, Any]) -> EngramConfig:
         raise ConfigError("invalid setting: " + "; ".join(cattrs.transform_error(exc))) from exc
 
 
-def load_config(workspace: Workspace, overrides: dict[str, Any] | None = None) -> EngramConfig:
-    """Merge pyproject ``[tool.engram]``, ``.engram/config.toml`` and ``overrides``."""
+def load_config(
+    workspace: Workspace,
+    overrides: dict[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> EngramConfig:
+    """Merge pyproject ``[tool.engram]``, ``.engram/config.toml``, env and ``overrides``."""
     merged: dict[str, Any] = {}
     pyproject = _read_toml(workspace.root / "pyproject.toml")
-    merged = _deep_merge(merged, pyproject.get("tool", {}).get("engram", {}) or {})
-    merged = _deep_merge(merged, _read_toml(workspace.engram_dir / "config.toml"))
+    merged = _deep_merge(merged, _normalise_tree(pyproject.get("tool", {}).get("engram", {}) or {}))
+    merged = _deep_merge(merged, _normalise_tree(_read_toml(workspace.engram_dir / "config.toml")))
+    merged = _deep_merge(merged, env_overrides(environ))
     if overrides:
-        merged = _deep_merge(merged, overrides)
+        merged = _deep_merge(merged, _normalise_tree(overrides))
     return config_from_dict(merged)
+
+
+def _normalise_tree(raw: dict[str, Any]) -> dict[str, Any]:
+    """Normalise keys at every level so that camelCase and snake_case merge together.
+
+    Values of free-form mappings (``diagnostics.severity`` maps memory types) keep their keys.
+    """
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = _normalise_key(key)
+        if isinstance(value, dict) and name not in _FREE_FORM:
+            out[name] = _normalise_tree(value)
+        else:
+            out[name] = value
+    return out
+
+
+_FREE_FORM = frozenset({"severity", "agent_severity"})
