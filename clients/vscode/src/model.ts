@@ -1,0 +1,112 @@
+/**
+ * Shapes of the server's executeCommand results (docs/commands.md), read defensively:
+ * an older or newer server must never break the view.
+ */
+
+export interface MemorySummary {
+  id: string;
+  type: string;
+  content: string;
+  confidence: number;
+  source: string;
+  files: string[];
+  needsReview: boolean;
+  stale: boolean;
+  citation: string;
+}
+
+export interface Stats {
+  total: number;
+  needsReview: number;
+  stale: number;
+  byType: Record<string, number>;
+  indexing?: string;
+}
+
+function asRecord(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === "object" ? (value as Record<string, unknown>) : {};
+}
+
+function asNumber(value: unknown, fallback = 0): number {
+  return typeof value === "number" && Number.isFinite(value) ? value : fallback;
+}
+
+function asStringArray(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
+}
+
+export function parseMemory(raw: unknown): MemorySummary | undefined {
+  const rec = asRecord(raw);
+  const inner = rec["memory"] !== undefined ? asRecord(rec["memory"]) : rec;
+  const id = inner["id"];
+  if (typeof id !== "string") {
+    return undefined;
+  }
+  const anchors = Array.isArray(inner["anchors"]) ? inner["anchors"] : [];
+  const anchorFiles = anchors.map((a) => asRecord(a)["file"]).filter((f): f is string => typeof f === "string");
+  const files = [...new Set([...anchorFiles, ...asStringArray(inner["related_files"])])];
+  const content = typeof inner["content"] === "string" ? inner["content"] : "";
+  const citationText = typeof inner["citation_text"] === "string" ? inner["citation_text"] : content.slice(0, 40);
+  return {
+    id,
+    type: typeof inner["type"] === "string" ? inner["type"] : "memory",
+    content,
+    confidence: asNumber(inner["confidence"], 0),
+    source: typeof inner["source"] === "string" ? inner["source"] : "",
+    files,
+    needsReview: inner["needs_review"] === true,
+    stale: rec["stale"] === true || (inner["stale_at"] !== null && inner["stale_at"] !== undefined),
+    citation: typeof rec["citation"] === "string" ? rec["citation"] : `[Memory ${id}: ${citationText}]`,
+  };
+}
+
+/** A list result may be a bare array or an object with `memories`, `items`, `hits` or `results`. */
+export function parseMemoryList(raw: unknown): MemorySummary[] {
+  let list: unknown = raw;
+  if (!Array.isArray(raw)) {
+    const rec = asRecord(raw);
+    list = rec["memories"] ?? rec["items"] ?? rec["hits"] ?? rec["results"] ?? [];
+  }
+  return Array.isArray(list) ? list.map(parseMemory).filter((m): m is MemorySummary => m !== undefined) : [];
+}
+
+export function parseStats(raw: unknown): Stats {
+  const rec = asRecord(raw);
+  const memories = asRecord(rec["memories"]);
+  const byTypeRaw = asRecord(rec["by_type"] ?? memories["by_type"]);
+  const byType: Record<string, number> = {};
+  for (const [key, value] of Object.entries(byTypeRaw)) {
+    byType[key] = asNumber(value);
+  }
+  return {
+    total: asNumber(rec["total"] ?? memories["total"]),
+    needsReview: asNumber(rec["needs_review"] ?? memories["needs_review"]),
+    stale: asNumber(rec["stale"] ?? memories["stale"]),
+    byType,
+    indexing: typeof rec["indexing"] === "string" ? rec["indexing"] : undefined,
+  };
+}
+
+export function moduleOf(file: string): string {
+  const parts = file.split("/");
+  return parts.length > 1 ? parts.slice(0, -1).join("/") : "(root)";
+}
+
+export function statusText(stats: Stats | undefined, progress: string | undefined): string {
+  if (progress) {
+    return `$(sync~spin) Engram: ${progress}`;
+  }
+  if (!stats) {
+    return "$(book) Engram: starting…";
+  }
+  const review = stats.needsReview > 0 ? ` · ${stats.needsReview} to review` : "";
+  return `$(book) Engram: ${stats.total} memories${review}`;
+}
+
+export function summaryText(raw: unknown): string {
+  const rec = asRecord(raw);
+  const applied = Array.isArray(rec["applied"]) ? rec["applied"].length : asNumber(rec["applied"]);
+  const learned = Array.isArray(rec["learned"]) ? rec["learned"].length : asNumber(rec["learned"]);
+  const review = Array.isArray(rec["needs_review"]) ? rec["needs_review"].length : asNumber(rec["needs_review"]);
+  return `Engram session: ${applied} memories applied, ${learned} learned, ${review} need review.`;
+}

@@ -1,0 +1,24 @@
+/**
+ * VS Code settings -> the `engram` configuration section the server reads.
+ *
+ * VS Code flattens `engram.diagnostics.trustLevel` into nested objects already; we only
+ * drop client-only keys so the server does not warn about them.
+ */
+
+const CLIENT_ONLY_KEYS = new Set(["python", "serverArgs"]);
+
+export type SettingsObject = { [key: string]: unknown };
+
+export function toServerSettings(section: SettingsObject | undefined | null): SettingsObject {
+  const result: SettingsObject = {};
+  if (!section) {
+    return result;
+  }
+  for (const [key, value] of Object.entries(section)) {
+    if (CLIENT_ONLY_KEYS.has(key) || typeof value === "function") {
+      continue;
+    }
+    result[key] = value;
+  }
+  return result;
+}

@@ -1,0 +1,77 @@
+/**
+ * The Memory view's structure, computed from server data without touching `vscode`
+ * (so it is unit-tested): health, browse by type, browse by module, review queue.
+ */
+
+import { MemorySummary, Stats, moduleOf } from "./model";
+
+export interface TreeNode {
+  label: string;
+  description?: string;
+  tooltip?: string;
+  kind: "group" | "memory" | "info";
+  memory?: MemorySummary;
+  children?: TreeNode[];
+}
+
+function memoryNode(memory: MemorySummary): TreeNode {
+  const flags = [memory.needsReview ? "needs review" : "", memory.stale ? "stale" : ""].filter(Boolean).join(", ");
+  return {
+    label: memory.content.split("\n")[0].slice(0, 80),
+    description: `${memory.type} · ${memory.confidence.toFixed(2)}${flags ? " · " + flags : ""}`,
+    tooltip: `${memory.citation}\nsource: ${memory.source}\nfiles: ${memory.files.join(", ") || "—"}\n\n${memory.content}`,
+    kind: "memory",
+    memory,
+  };
+}
+
+function groupBy(memories: MemorySummary[], key: (m: MemorySummary) => string[]): TreeNode[] {
+  const groups = new Map<string, MemorySummary[]>();
+  for (const memory of memories) {
+    for (const k of key(memory)) {
+      const list = groups.get(k) ?? [];
+      list.push(memory);
+      groups.set(k, list);
+    }
+  }
+  return [...groups.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([label, items]) => ({
+      label,
+      description: String(items.length),
+      kind: "group" as const,
+      children: items.map(memoryNode),
+    }));
+}
+
+export function buildTree(stats: Stats | undefined, memories: MemorySummary[], review: MemorySummary[]): TreeNode[] {
+  const health: TreeNode = {
+    label: "Health",
+    kind: "group",
+    children: stats
+      ? [
+          { label: "Total", description: String(stats.total), kind: "info" },
+          { label: "Needs review", description: String(stats.needsReview), kind: "info" },
+          { label: "Stale", description: String(stats.stale), kind: "info" },
+          ...Object.entries(stats.byType)
+            .sort(([, a], [, b]) => b - a)
+            .map(([type, count]) => ({ label: type, description: String(count), kind: "info" as const })),
+        ]
+      : [{ label: "Server not ready", kind: "info" }],
+  };
+  return [
+    health,
+    { label: "By type", kind: "group", children: groupBy(memories, (m) => [m.type]) },
+    {
+      label: "By module",
+      kind: "group",
+      children: groupBy(memories, (m) => (m.files.length ? [...new Set(m.files.map(moduleOf))] : ["(global)"])),
+    },
+    {
+      label: "Review queue",
+      description: String(review.length),
+      kind: "group",
+      children: review.map(memoryNode),
+    },
+  ];
+}

@@ -1,0 +1,103 @@
+/**
+ * A recording stand-in for the `vscode` module and for vscode-languageclient, installed
+ * through Node's module loader so `src/extension.ts` runs unchanged under `node --test`.
+ */
+
+import Module from "node:module";
+
+export interface Recorder {
+  commands: Map<string, (...args: unknown[]) => unknown>;
+  errors: string[];
+  infos: string[];
+  clients: { id: string; serverOptions: Record<string, unknown>; clientOptions: Record<string, unknown>; started: boolean }[];
+  settings: Record<string, unknown>;
+  treeProviders: string[];
+}
+
+export function installMocks(settings: Record<string, unknown> = {}): Recorder {
+  const rec: Recorder = { commands: new Map(), errors: [], infos: [], clients: [], settings, treeProviders: [] };
+  class EventEmitter {
+    private listeners: ((v: unknown) => void)[] = [];
+    event = (listener: (v: unknown) => void) => {
+      this.listeners.push(listener);
+      return { dispose() {} };
+    };
+    fire(value: unknown) {
+      this.listeners.forEach((l) => l(value));
+    }
+  }
+  const disposable = { dispose() {} };
+  const vscode = {
+    EventEmitter,
+    TreeItem: class {
+      constructor(
+        public label: string,
+        public collapsibleState: number,
+      ) {}
+    },
+    TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
+    StatusBarAlignment: { Left: 1, Right: 2 },
+    Uri: { joinPath: (base: { fsPath: string }, p: string) => ({ fsPath: `${base.fsPath}/${p}` }) },
+    window: {
+      createOutputChannel: () => ({ info() {}, warn() {}, error() {}, show() {}, dispose() {} }),
+      createStatusBarItem: () => ({ text: "", show() {}, dispose() {} }),
+      registerTreeDataProvider: (id: string) => {
+        rec.treeProviders.push(id);
+        return disposable;
+      },
+      showErrorMessage: async (message: string) => {
+        rec.errors.push(message);
+        return undefined;
+      },
+      showInformationMessage: async (message: string) => {
+        rec.infos.push(message);
+        return undefined;
+      },
+    },
+    workspace: {
+      workspaceFolders: [{ uri: { fsPath: "/tmp/engram-ws" } }],
+      getConfiguration: () => ({ get: (key: string) => rec.settings[key], ...rec.settings }),
+      onDidSaveTextDocument: () => disposable,
+      asRelativePath: (uri: { fsPath: string }) => uri.fsPath,
+    },
+    extensions: { getExtension: () => undefined },
+    commands: {
+      registerCommand: (id: string, fn: (...args: unknown[]) => unknown) => {
+        if (rec.commands.has(id)) {
+          throw new Error(`command ${id} registered twice`);
+        }
+        rec.commands.set(id, fn);
+        return disposable;
+      },
+      executeCommand: async () => undefined,
+    },
+  };
+  const languageclient = {
+    State: { Stopped: 1, Starting: 3, Running: 2 },
+    TransportKind: { stdio: 0 },
+    LanguageClient: class {
+      state = 1;
+      constructor(id: string, _name: string, serverOptions: Record<string, unknown>, clientOptions: Record<string, unknown>) {
+        rec.clients.push({ id, serverOptions, clientOptions, started: false });
+      }
+      onDidChangeState() {
+        return disposable;
+      }
+      async start() {
+        rec.clients[rec.clients.length - 1].started = true;
+      }
+      async stop() {}
+      async sendRequest() {
+        return {};
+      }
+    },
+  };
+  const loader = Module as unknown as { _load: (request: string, ...rest: unknown[]) => unknown };
+  const original = loader._load;
+  loader._load = function (request: string, ...rest: unknown[]) {
+    if (request === "vscode") return vscode;
+    if (request === "vscode-languageclient/node") return languageclient;
+    return original.call(this, request, ...rest);
+  };
+  return rec;
+}

@@ -1,0 +1,79 @@
+import { strict as assert } from "node:assert";
+import { test } from "node:test";
+
+import { buildTree } from "../src/tree";
+import { choosePython, missingServerMessage } from "../src/python";
+import { buildServerCommand } from "../src/serverCommand";
+import { toServerSettings } from "../src/settings";
+import { moduleOf, parseMemoryList, parseStats, statusText, summaryText } from "../src/model";
+
+test("python: setting wins, then the Python extension, then python3", () => {
+  const api = { environments: { getActiveEnvironmentPath: () => ({ path: "/venv/bin/python" }) } };
+  assert.deepEqual(choosePython(" /opt/py ", api), { command: "/opt/py", source: "setting" });
+  assert.deepEqual(choosePython("", api), { command: "/venv/bin/python", source: "python-extension" });
+  const legacy = { settings: { getExecutionDetails: () => ({ execCommand: ["/legacy/python"] }) } };
+  assert.equal(choosePython(undefined, legacy).command, "/legacy/python");
+  assert.equal(choosePython(undefined, undefined).source, "default");
+});
+
+test("python: missing interpreter and missing package get different fixes", () => {
+  const choice = { command: "/nope/python", source: "setting" as const };
+  assert.match(missingServerMessage(choice, "spawn /nope/python ENOENT"), /was not found/);
+  assert.match(missingServerMessage(choice, "ModuleNotFoundError: No module named 'engram'"), /pip install engram/);
+});
+
+test("server command is python -m engram serve in the workspace", () => {
+  const cmd = buildServerCommand("/venv/bin/python", "/ws", ["--log-level", "debug"]);
+  assert.equal(cmd.command, "/venv/bin/python");
+  assert.deepEqual(cmd.args, ["-m", "engram", "serve", "--workspace", "/ws", "--log-level", "debug"]);
+  assert.equal(cmd.cwd, "/ws");
+  assert.deepEqual(buildServerCommand("py", undefined).args, ["-m", "engram", "serve"]);
+});
+
+test("client-only settings are not sent to the server", () => {
+  const out = toServerSettings({ python: "/x", serverArgs: [], diagnostics: { trustLevel: 3 }, get: () => 1 });
+  assert.deepEqual(out, { diagnostics: { trustLevel: 3 } });
+  assert.deepEqual(toServerSettings(undefined), {});
+});
+
+test("memory lists are read from any of the server's result shapes", () => {
+  const raw = {
+    hits: [
+      {
+        memory: { id: "m-1", type: "gotcha", content: "Redis must be up", confidence: 0.8, source: "user_taught",
+          anchors: [{ file: "src/auth/a.py" }], related_files: ["src/auth/b.py"], needs_review: true, stale_at: null },
+        stale: false,
+        citation: "[Memory m-1: Redis must be up]",
+      },
+      { nonsense: true },
+    ],
+  };
+  const list = parseMemoryList(raw);
+  assert.equal(list.length, 1);
+  assert.deepEqual(list[0].files, ["src/auth/a.py", "src/auth/b.py"]);
+  assert.equal(list[0].needsReview, true);
+  assert.equal(parseMemoryList([{ id: "m-2", content: "x" }])[0].citation, "[Memory m-2: x]");
+  assert.deepEqual(parseMemoryList("junk"), []);
+});
+
+test("stats, status text and session summary", () => {
+  const stats = parseStats({ total: 12, needs_review: 2, stale: 1, by_type: { gotcha: 7, decision: 5 } });
+  assert.equal(stats.total, 12);
+  assert.equal(statusText(stats, undefined), "$(book) Engram: 12 memories · 2 to review");
+  assert.match(statusText(stats, "indexing 40%"), /indexing 40%/);
+  assert.equal(parseStats({ memories: { total: 3 } }).total, 3);
+  assert.match(summaryText({ applied: [1, 2], learned: [1], needs_review: [] }), /2 memories applied, 1 learned, 0 need review/);
+});
+
+test("memory tree: health, by type, by module, review queue", () => {
+  const memories = parseMemoryList([
+    { id: "a", type: "gotcha", content: "g", anchors: [{ file: "src/x/a.py" }] },
+    { id: "b", type: "decision", content: "d" },
+  ]);
+  const tree = buildTree(parseStats({ total: 2, by_type: { gotcha: 1, decision: 1 } }), memories, [memories[0]]);
+  assert.deepEqual(tree.map((n) => n.label), ["Health", "By type", "By module", "Review queue"]);
+  assert.deepEqual(tree[1].children?.map((n) => n.label), ["decision", "gotcha"]);
+  assert.deepEqual(tree[2].children?.map((n) => n.label), ["(global)", "src/x"]);
+  assert.equal(tree[3].children?.[0].memory?.id, "a");
+  assert.equal(moduleOf("a.py"), "(root)");
+});
