@@ -1,0 +1,334 @@
+--- Engram for Neovim: starts `engram serve`, and adds commands to search, teach, review
+--- and inspect memories. Diagnostics and hover come through Neovim's own LSP client.
+local M = {}
+
+local defaults = {
+  --- Python interpreter that has the engram package; `vim.g.engram_python` or python3.
+  python = nil,
+  --- Full command; default `{python, '-m', 'engram', 'serve'}`.
+  cmd = nil,
+  --- Files that mark a workspace root.
+  root_markers = { '.git', '.engram' },
+  --- nil = attach to every filetype.
+  filetypes = nil,
+  --- Sent as initializationOptions and answered to workspace/configuration (section engram).
+  settings = {},
+  --- Where list results go: 'quickfix' or 'float'.
+  results = 'quickfix',
+}
+
+M.config = vim.deepcopy(defaults)
+
+local function python()
+  return M.config.python or vim.g.engram_python or 'python3'
+end
+
+--- The command line that starts the server (also used by :checkhealth).
+function M.server_cmd()
+  if M.config.cmd then
+    return M.config.cmd
+  end
+  return { python(), '-m', 'engram', 'serve' }
+end
+
+local function has_new_lsp_config()
+  return vim.fn.has('nvim-0.11') == 1 and vim.lsp.config ~= nil and vim.lsp.enable ~= nil
+end
+
+local function engram_client(bufnr)
+  local get = vim.lsp.get_clients or vim.lsp.get_active_clients
+  local clients = get({ name = 'engram', bufnr = bufnr })
+  if #clients == 0 then
+    clients = get({ name = 'engram' })
+  end
+  return clients[1]
+end
+
+local function notify(msg, level)
+  vim.notify('Engram: ' .. msg, level or vim.log.levels.INFO)
+end
+
+--- Run an Engram executeCommand and call `on_result(result)`; errors are shown, not raised.
+function M.execute(command, args, on_result, bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local client = engram_client(bufnr)
+  if not client then
+    notify('the server is not running in this buffer (see :checkhealth engram)', vim.log.levels.ERROR)
+    return
+  end
+  local params = { command = command, arguments = { args or vim.empty_dict() } }
+  local handler = function(err, result)
+    if err then
+      notify(command .. ' failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      return
+    end
+    if on_result then
+      on_result(result)
+    end
+  end
+  if vim.fn.has('nvim-0.11') == 1 then
+    client:request('workspace/executeCommand', params, handler, bufnr)
+  else
+    client.request('workspace/executeCommand', params, handler, bufnr)
+  end
+end
+
+local function relpath(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local client = engram_client(bufnr)
+  local root = client and client.config and client.config.root_dir
+  if root and name:sub(1, #root + 1) == root .. '/' then
+    return name:sub(#root + 2)
+  end
+  return name
+end
+
+--- Memories out of any of the server's list shapes.
+local function memory_list(result)
+  if type(result) ~= 'table' then
+    return {}
+  end
+  local list = result
+  if not vim.islist(result) then
+    list = result.memories or result.items or result.hits or result.results or {}
+  end
+  local out = {}
+  for _, raw in ipairs(list) do
+    local mem = raw.memory or raw
+    if type(mem) == 'table' and mem.id then
+      table.insert(out, { memory = mem, stale = raw.stale, citation = raw.citation })
+    end
+  end
+  return out
+end
+
+local function location(mem)
+  local anchor = mem.anchors and mem.anchors[1]
+  if anchor and anchor.file then
+    return anchor.file, (anchor.start_line or 0) + 1
+  end
+  if mem.related_files and mem.related_files[1] then
+    return mem.related_files[1], 1
+  end
+  return nil, 1
+end
+
+local function float(lines, filetype)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].filetype = filetype or 'markdown'
+  vim.bo[buf].bufhidden = 'wipe'
+  local width = math.min(100, math.floor(vim.o.columns * 0.8))
+  local height = math.min(#lines + 1, math.floor(vim.o.lines * 0.7))
+  local win = vim.api.nvim_open_win(buf, true, {
+    relative = 'editor',
+    width = width,
+    height = math.max(height, 1),
+    row = math.floor((vim.o.lines - height) / 2),
+    col = math.floor((vim.o.columns - width) / 2),
+    style = 'minimal',
+    border = 'rounded',
+    title = ' Engram ',
+  })
+  vim.keymap.set('n', 'q', function()
+    vim.api.nvim_win_close(win, true)
+  end, { buffer = buf, nowait = true })
+  return buf, win
+end
+
+--- Show memories in the quickfix list (or a float), with their citation ids.
+function M.show_memories(title, result)
+  local items, lines = {}, {}
+  local root = (engram_client(0) or { config = {} }).config.root_dir or vim.fn.getcwd()
+  for _, hit in ipairs(memory_list(result)) do
+    local mem = hit.memory
+    local file, lnum = location(mem)
+    local text = string.format('[%s %s] %s%s', mem.type or '?', mem.id, (mem.content or ''):gsub('\n', ' '),
+      hit.stale and ' (stale)' or '')
+    table.insert(lines, text)
+    table.insert(items, {
+      filename = file and (root .. '/' .. file) or nil,
+      lnum = lnum,
+      text = text,
+      user_data = { id = mem.id },
+    })
+  end
+  if M.config.results == 'float' then
+    float(#lines > 0 and lines or { 'No memories.' })
+  else
+    vim.fn.setqflist({}, ' ', { title = 'Engram: ' .. title, items = items })
+    if #items > 0 then
+      vim.cmd('copen')
+    else
+      notify('no memories for ' .. title)
+    end
+  end
+  return items
+end
+
+function M.search(query)
+  M.execute('engram.search', { query = query, k = 20 }, function(result)
+    M.show_memories('search "' .. query .. '"', result)
+  end)
+end
+
+function M.review()
+  M.execute('engram.review', {}, function(result)
+    M.show_memories('review queue', result)
+  end)
+end
+
+function M.context(query)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local args = (query and query ~= '') and { query = query } or { file = relpath(bufnr) }
+  M.execute('engram.context', args, function(result)
+    local text = type(result) == 'table' and result.text or vim.inspect(result)
+    float(vim.split(text ~= '' and text or 'No context.', '\n'))
+  end, bufnr)
+end
+
+function M.impact()
+  local bufnr = vim.api.nvim_get_current_buf()
+  M.execute('engram.impact', { file = relpath(bufnr) }, function(result)
+    float(vim.split(vim.json.encode(result or {}), '\n'), 'json')
+    pcall(vim.cmd, '%!python3 -m json.tool')
+  end, bufnr)
+end
+
+--- Remember the lines line1..line2 (1-based) of the current buffer.
+function M.remember(line1, line2, mtype, text)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local selected = vim.api.nvim_buf_get_lines(bufnr, line1 - 1, line2, false)
+  local send = function(content)
+    if not content or vim.trim(content) == '' then
+      return
+    end
+    M.execute('engram.remember', {
+      text = content,
+      type = mtype or 'gotcha',
+      file = relpath(bufnr),
+      start_line = line1 - 1,
+      end_line = line2 - 1,
+    }, function(result)
+      local id = type(result) == 'table' and (result.id or (result.memory and result.memory.id)) or result
+      notify('remembered ' .. tostring(id))
+    end, bufnr)
+  end
+  if text and text ~= '' then
+    send(text)
+  else
+    vim.ui.input({ prompt = 'Engram ' .. (mtype or 'gotcha') .. ': ', default = vim.trim(selected[1] or '') }, send)
+  end
+end
+
+--- The Engram diagnostic under the cursor (its data carries the memory id).
+function M.memory_at_cursor()
+  local lnum = vim.api.nvim_win_get_cursor(0)[1] - 1
+  for _, d in ipairs(vim.diagnostic.get(0, { lnum = lnum })) do
+    if d.source == 'engram' then
+      local data = d.user_data and d.user_data.lsp and d.user_data.lsp.data
+      if type(data) == 'table' and data.id then
+        return data.id
+      end
+    end
+  end
+  return nil
+end
+
+function M.flag(id, kind, note)
+  id = (id and id ~= '') and id or M.memory_at_cursor()
+  if not id then
+    notify('no memory id given and no Engram diagnostic under the cursor', vim.log.levels.WARN)
+    return
+  end
+  M.execute('engram.flag', { id = id, kind = kind or 'incorrect', note = note }, function()
+    notify('flagged ' .. id .. ' as ' .. (kind or 'incorrect'))
+  end)
+end
+
+function M.confirm(id)
+  id = (id and id ~= '') and id or M.memory_at_cursor()
+  if not id then
+    notify('no memory id given and no Engram diagnostic under the cursor', vim.log.levels.WARN)
+    return
+  end
+  M.execute('engram.confirm', { id = id }, function()
+    notify('confirmed ' .. id)
+  end)
+end
+
+local function create_commands()
+  local cmd = vim.api.nvim_create_user_command
+  cmd('EngramSearch', function(o)
+    M.search(o.args)
+  end, { nargs = '+', desc = 'Search Engram memories (quickfix)' })
+  cmd('EngramRemember', function(o)
+    local mtype, text = o.fargs[1], table.concat(vim.list_slice(o.fargs, 2), ' ')
+    M.remember(o.line1, o.line2, mtype, text)
+  end, { range = true, nargs = '*', desc = 'Remember the selected lines: [type] [text]' })
+  cmd('EngramImpact', function()
+    M.impact()
+  end, { desc = 'What a change to this file touches' })
+  cmd('EngramReview', function()
+    M.review()
+  end, { desc = 'Memories that need review (quickfix)' })
+  cmd('EngramContext', function(o)
+    M.context(o.args)
+  end, { nargs = '*', desc = 'Token-budgeted context for this file or a query' })
+  cmd('EngramFlag', function(o)
+    M.flag(o.fargs[1], o.fargs[2], table.concat(vim.list_slice(o.fargs, 3), ' '))
+  end, {
+    nargs = '*',
+    desc = 'Flag a memory: [id] [incorrect|outdated|wrong_scope|not_useful] [note]',
+  })
+  cmd('EngramConfirm', function(o)
+    M.confirm(o.fargs[1])
+  end, { nargs = '?', desc = 'Confirm a memory (id or the one under the cursor)' })
+end
+
+local function lsp_config()
+  return {
+    name = 'engram',
+    cmd = M.server_cmd(),
+    root_markers = M.config.root_markers,
+    filetypes = M.config.filetypes,
+    init_options = M.config.settings,
+    settings = { engram = M.config.settings },
+  }
+end
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
+  create_commands()
+  local conf = lsp_config()
+  if has_new_lsp_config() then
+    vim.lsp.config('engram', conf)
+    vim.lsp.enable('engram')
+  else
+    -- Neovim 0.8–0.10: start (or reuse) the client for every normal file buffer.
+    vim.api.nvim_create_autocmd('FileType', {
+      group = vim.api.nvim_create_augroup('engram_lsp', { clear = true }),
+      callback = function(args)
+        if vim.bo[args.buf].buftype ~= '' then
+          return
+        end
+        if conf.filetypes and not vim.tbl_contains(conf.filetypes, vim.bo[args.buf].filetype) then
+          return
+        end
+        local root = vim.fs.dirname(vim.fs.find(conf.root_markers, {
+          upward = true,
+          path = vim.fs.dirname(vim.api.nvim_buf_get_name(args.buf)),
+        })[1])
+        vim.lsp.start({
+          name = 'engram',
+          cmd = conf.cmd,
+          root_dir = root or vim.fn.getcwd(),
+          init_options = conf.init_options,
+          settings = conf.settings,
+        }, { bufnr = args.buf })
+      end,
+    })
+  end
+end
+
+return M
