@@ -218,11 +218,13 @@ class Engine:
         store: Any | None = None,
         embedder: Any | None = None,
         clock: Callable[[], datetime] = utcnow,
+        filter_factory: Callable[..., Any] | None = None,
     ) -> None:
         self.workspace = workspace
         self.config = config
         self.read_only = read_only
         self._clock = clock
+        self._filter_factory = filter_factory
         self._write_lock = threading.RLock()
         self._init_lock = threading.RLock()
         self._store: Any | None = store
@@ -342,8 +344,10 @@ class Engine:
         return self._observer
 
     def _filter(self, **kwargs: Any) -> Any:
-        module = _optional_module("engram.store", "the memory store")
-        return _require(module, "MemoryFilter", "the memory store")(**kwargs)
+        if self._filter_factory is None:
+            module = _optional_module("engram.store", "the memory store")
+            self._filter_factory = _require(module, "MemoryFilter", "the memory store")
+        return self._filter_factory(**kwargs)
 
     # ------------------------------------------------------------------ remember
 
@@ -469,7 +473,12 @@ class Engine:
             raise InvalidInput("a symbol or line range needs a file (--file)")
         text = validate_text(content, self.config.safety.max_content_chars)
         anchors = [self._anchor(file, symbol, start_line, end_line)] if file else []
+        now = self._clock()
         memory = Memory(
+            created_at=now,
+            updated_at=now,
+            last_accessed_at=now,
+            valid_from=now,
             content=text,
             type=mtype,
             source=msource,

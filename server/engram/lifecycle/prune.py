@@ -108,7 +108,7 @@ def plan_prune(
         # 4. Low confidence and long unused, for durable scopes (V3 §13 step 2).
         if (
             memory.scope in (MemoryScope.GLOBAL, MemoryScope.MODULE)
-            and memory.current_confidence(now) < LOW_CONFIDENCE
+            and memory.confidence < LOW_CONFIDENCE
             and idle > LOW_CONFIDENCE_IDLE
         ):
             delete("confidence below 0.2 and unused for 60 days")

@@ -1,0 +1,325 @@
+"""The engine's own rules over an in-memory store: validation, redaction, dedup, trust."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engram.config import EmbedConfig, EngramConfig, SafetyConfig
+from engram.engine import Engine
+from engram.errors import InvalidInput, NotFound
+from engram.model import CorrectionKind, MemorySource, MemoryType
+from engram.workspace import Workspace, WorkspaceError
+
+
+def test_remember_stores_a_typed_anchored_memory(engine: Engine, fake_store, tmp_workspace):
+    src = tmp_workspace.root / "auth.py"
+    src.write_text("def login():\n    token = make()\n    return token\n", encoding="utf-8")
+    result = engine.remember(
+        "login() must refresh the token before the 24h expiry",
+        type="gotcha",
+        file=str(src),
+        symbol="login",
+        start_line=0,
+        end_line=2,
+        tags=["auth", "auth", " "],
+    )
+    memory = fake_store.get(result.memory.id)
+    assert memory is not None and not result.merged and result.redactions == []
+    assert memory.type is MemoryType.GOTCHA and memory.source is MemorySource.USER_TAUGHT
+    anchor = memory.anchors[0]
+    assert (anchor.file, anchor.symbol, anchor.start_line, anchor.end_line) == (
+        "auth.py",
+        "login",
+        0,
+        2,
+    )
+    assert anchor.content_hash is not None and len(anchor.content_hash) == 16
+    assert memory.tags == ["auth"]
+    assert engine.memories_for_file("auth.py") == [memory]
+    assert engine.memories_for_file(str(src)) == [memory]
+    assert engine.memories_for_file("other.py") == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"content": ""}, "empty"),
+        ({"content": "   \n\t "}, "empty"),
+        ({"content": "abc\x00def"}, "binary"),
+        ({"content": "\x01\x02\x03\x04ab"}, "binary"),
+        ({"content": "ok", "type": "gotchaa"}, "valid values: gotcha, decision"),
+        ({"content": "ok", "source": "robot"}, "valid values: agent_explicit"),
+        ({"content": "ok", "scope": "planet"}, "valid values: global"),
+        ({"content": "ok", "confidence": 1.5}, "between 0 and 1"),
+        ({"content": "ok", "symbol": "foo"}, "needs a file"),
+    ],
+)
+def test_remember_refuses_bad_input(engine: Engine, kwargs, message):
+    with pytest.raises(InvalidInput, match=message):
+        engine.remember(**kwargs)
+
+
+def test_remember_refuses_content_over_the_limit(engine: Engine):
+    engine.config.safety = SafetyConfig(max_content_chars=50)
+    engine.remember("x" * 50)
+    with pytest.raises(InvalidInput, match="51 characters, over the limit of 50"):
+        engine.remember("y" * 51)
+
+
+def test_remember_refuses_paths_outside_the_workspace(engine: Engine, tmp_path: Path):
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text("x = 1\n")
+    with pytest.raises(WorkspaceError, match="outside the workspace"):
+        engine.remember("something about elsewhere", file=str(outside))
+    with pytest.raises(WorkspaceError):
+        engine.remember("something", file="../../etc/passwd")
+
+
+def test_secrets_are_redacted_before_storage_and_reported(engine: Engine, fake_store):
+    result = engine.remember(
+        "deploy with OPENAI key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789 and "
+        "postgres://app:hunter2hunter2@db.internal/prod"
+    )
+    stored = fake_store.get(result.memory.id)
+    assert "sk-proj-abc" not in stored.content and "hunter2" not in stored.content
+    assert "sk-proj" not in stored.citation_text
+    assert result.redactions == ["openai_api_key", "connection_string_password"]
+    assert "redacted" in stored.flags
+
+
+def test_near_duplicate_merges_instead_of_copying(engine: Engine, fake_store, clock):
+    first = engine.remember("Never call save() inside the request loop", tags=["db"])
+    second = engine.remember(
+        "never call save() inside the request loop.", tags=["perf"], session_id="s2"
+    )
+    assert second.merged and second.memory.id == first.memory.id
+    assert fake_store.count() == 1
+    merged = fake_store.get(first.memory.id)
+    assert merged.tags == ["db", "perf"]
+    assert merged.confidence == pytest.approx(first.memory.confidence + 0.05)
+    assert merged.provenance.confirmed_by_sessions == ["s2"]
+
+
+def test_merge_caps_confidence_and_respects_type_and_negation(engine: Engine, fake_store):
+    engine.remember("Use the retry wrapper for S3 uploads", type="preference", confidence=0.94)
+    again = engine.remember("Use the retry wrapper for S3 uploads", type="preference")
+    assert again.merged and again.memory.confidence == pytest.approx(0.95)
+    assert not engine.remember("Use the retry wrapper for S3 uploads", type="gotcha").merged
+    assert not engine.remember(
+        "Don't use the retry wrapper for S3 uploads", type="preference"
+    ).merged
+    assert fake_store.count() == 3
+
+
+def test_remember_many_merges_within_one_batch(engine: Engine, fake_store):
+    from engram.model import Memory
+
+    batch = [
+        Memory(content="Tests need the fake clock", type=MemoryType.PATTERN),
+        Memory(content="tests need the fake clock", type=MemoryType.PATTERN),
+        Memory(content="Indexing skips vendored files", type=MemoryType.PATTERN),
+    ]
+    results = engine.remember_many(batch)
+    assert [r.merged for r in results] == [False, True, False]
+    assert fake_store.count() == 2
+    assert fake_store.writes == 1
+
+
+def test_corrections(engine: Engine, fake_store, clock):
+    ids = {
+        kind: engine.remember(
+            f"fact number {kind.value} about caching layers", confidence=0.7
+        ).memory.id
+        for kind in CorrectionKind
+    }
+    incorrect = engine.flag(ids[CorrectionKind.INCORRECT], "incorrect", note="it was wrong")
+    assert incorrect.deprecated and incorrect.valid_until == clock.now
+    assert incorrect.extra["corrections"][0] == {
+        "kind": "incorrect",
+        "at": clock.now.isoformat(),
+        "note": "it was wrong",
+    }
+    outdated = engine.flag(ids[CorrectionKind.OUTDATED], CorrectionKind.OUTDATED)
+    assert outdated.stale_at == clock.now and not outdated.deprecated
+    scope = engine.flag(ids[CorrectionKind.WRONG_SCOPE], "wrong-scope")
+    assert scope.needs_review and scope.confidence == pytest.approx(0.5)
+    noise = engine.flag(ids[CorrectionKind.NOT_USEFUL], "not_useful")
+    assert noise.confidence == pytest.approx(0.55) and not noise.needs_review
+    # deprecated memories leave normal listings but stay retrievable by id
+    assert ids[CorrectionKind.INCORRECT] not in {m.id for m in engine.list()}
+    assert engine.get(ids[CorrectionKind.INCORRECT]).deprecated
+    with pytest.raises(InvalidInput, match="valid values: incorrect, outdated"):
+        engine.flag(ids[CorrectionKind.OUTDATED], "meh")
+
+
+def test_confirm_pin_forget(engine: Engine, fake_store, clock):
+    memory = engine.remember("Cache keys include the tenant id", needs_review=True, confidence=0.6)
+    confirmed = engine.confirm(memory.memory.id)
+    assert confirmed.user_verified and not confirmed.needs_review
+    assert confirmed.confidence == pytest.approx(0.7)
+    assert engine.pin(memory.memory.id).pinned
+    assert not engine.pin(memory.memory.id, False).pinned
+    gone = engine.forget(memory.memory.id)
+    assert gone.id == memory.memory.id and fake_store.count() == 0
+    for call in (engine.get, engine.forget, engine.confirm):
+        with pytest.raises(NotFound, match="no memory with id"):
+            call(memory.memory.id)
+
+
+def test_access_count_trust_rules(engine: Engine, fake_store):
+    memory = engine.remember("Retry idempotent calls only", confidence=0.7, needs_review=True)
+    mid = memory.memory.id
+    for _ in range(4):
+        engine.record_access([mid])
+    assert fake_store.get(mid).confidence == pytest.approx(0.7)
+    engine.record_access([mid])
+    assert fake_store.get(mid).confidence == pytest.approx(0.75)
+    assert fake_store.get(mid).needs_review
+    for _ in range(5):
+        engine.record_access([mid])
+    after = fake_store.get(mid)
+    assert after.access_count == 10 and not after.needs_review
+    assert after.confidence == pytest.approx(0.8)
+    # a corrected memory earns no trust from being shown
+    engine.flag(mid, "not_useful")
+    before = fake_store.get(mid).confidence
+    for _ in range(5):
+        engine.record_access([mid])
+    assert fake_store.get(mid).confidence == pytest.approx(before)
+
+
+def test_list_filters(engine: Engine, tmp_workspace):
+    (tmp_workspace.root / "a.py").write_text("a = 1\n")
+    engine.remember("Gotcha in module a about imports", file="a.py")
+    engine.remember("We chose LanceDB for vectors", type="decision", source="agent_explicit")
+    engine.remember("Check flaky network tests", type="pattern", needs_review=True)
+    assert len(engine.list()) == 3
+    assert [m.type.value for m in engine.list(type="decision")] == ["decision"]
+    assert [m.source.value for m in engine.list(source=["agent_explicit"])] == ["agent_explicit"]
+    assert [m.anchors[0].file for m in engine.list(file="a.py")] == ["a.py"]
+    assert [m.type.value for m in engine.list(needs_review=True)] == ["pattern"]
+    with pytest.raises(InvalidInput, match="unknown memory type"):
+        engine.list(type="nope")
+
+
+def test_export_import_round_trip(engine: Engine, fake_store, tmp_workspace, tmp_path):
+    (tmp_workspace.root / "b.py").write_text("b = 2\n")
+    engine.remember("b.py must stay import-free", file="b.py", tags=["x"])
+    engine.remember("Prefer attrs over dataclasses", type="preference")
+    for fmt in ("json", "md"):
+        text = engine.export(fmt)
+        path = tmp_path / f"export.{fmt}"
+        path.write_text(text)
+        other = Engine(
+            tmp_workspace,
+            EngramConfig(embed=EmbedConfig(model="none")),
+            store=type(fake_store)(),
+            filter_factory=type(engine._filter()),
+        )
+        report = other.import_(path)
+        assert report.added == 2 and report.skipped == []
+        assert {m.content for m in other.list()} == {m.content for m in engine.list()}
+        assert {m.id for m in other.list()} == {m.id for m in engine.list()}
+        # importing again updates in place
+        again = other.import_(path)
+        assert again.added == 0 and again.merged == 2 and other.store.count() == 2
+    doc = json.loads(engine.export("json"))
+    assert doc["engram_export"] == 1 and doc["count"] == 2
+    with pytest.raises(InvalidInput, match="unknown export format"):
+        engine.export("xml")
+
+
+def test_import_rules_file(engine: Engine, tmp_path):
+    claude = tmp_path / "CLAUDE.md"
+    claude.write_text(
+        "# Project rules\n\n## Style\n- Never use print() in library code\n"
+        "- Prefer attrs for data classes\n\n## Architecture\n"
+        "- We decided on LanceDB because it is embedded\n"
+        "- Tests live under tests/<area>\n  with one folder per capability\n"
+        "```\n- not a rule inside code\n```\n"
+    )
+    report = engine.import_(claude)
+    assert report.kind == "rules" and report.added == 4
+    memories = {m.content: m for m in engine.list()}
+    assert memories["Never use print() in library code"].type is MemoryType.GOTCHA
+    assert memories["Prefer attrs for data classes"].type is MemoryType.PREFERENCE
+    assert memories["We decided on LanceDB because it is embedded"].type is MemoryType.DECISION
+    pattern = memories["Tests live under tests/<area> with one folder per capability"]
+    assert pattern.type is MemoryType.PATTERN
+    assert pattern.source is MemorySource.USER_TAUGHT
+    assert pattern.tags == ["project-rules", "architecture", "claude-md"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\x00\x01binary", "binary"),
+        (b"\xff\xfe\xfa", "UTF-8"),
+        (b'{"memories": 3}', "no 'memories'"),
+    ],
+)
+def test_import_bad_files(engine: Engine, tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(InvalidInput, match=message):
+        engine.import_(path)
+
+
+def test_import_missing_file_and_directory(engine: Engine, tmp_path):
+    with pytest.raises(InvalidInput, match="does not exist"):
+        engine.import_(tmp_path / "nope.md")
+    with pytest.raises(InvalidInput, match="is a directory"):
+        engine.import_(tmp_path)
+
+
+def test_prune_applies_rules(engine: Engine, fake_store, clock, tmp_workspace):
+    (tmp_workspace.root / "kept.py").write_text("x = 1\n")
+    (tmp_workspace.root / "gone.py").write_text("x = 1\n")
+    kept = engine.remember("kept.py has a subtle cache", file="kept.py").memory.id
+    gone = engine.remember("gone.py has a subtle cache", file="gone.py").memory.id
+    session = engine.remember("temporary note for this session", scope="session").memory.id
+    (tmp_workspace.root / "gone.py").unlink()
+    clock.advance(days=8)
+    dry = engine.prune(dry_run=True)
+    assert set(dry.deleted) == {session} and dry.stale_marked == [gone]
+    assert fake_store.count() == 3
+    report = engine.prune()
+    assert fake_store.get(session) is None
+    assert fake_store.get(gone).stale_at == clock.now
+    assert fake_store.get(kept).stale_at is None
+    assert report.reasons[gone] == "file gone: gone.py"
+
+
+def test_stats_and_doctor(engine: Engine):
+    engine.remember("One thing worth knowing about stats")
+    stats = engine.stats()
+    assert stats["total"] == 1 and stats["by_type"] == {"gotcha": 1}
+    checks = {c.name: c for c in engine.doctor()}
+    assert checks["store"].ok and "1 memories" in checks["store"].detail
+    assert (
+        not checks["embedding model"].ok
+        and "embed.model = none" in checks["embedding model"].detail
+    )
+    assert checks["python"].ok and checks["tree-sitter"].detail.startswith("grammars:")
+
+
+def test_read_only_engine_refuses_writes(engine: Engine, tmp_workspace: Workspace, fake_store):
+    ro = Engine(
+        tmp_workspace,
+        EngramConfig(embed=EmbedConfig(model="none")),
+        store=fake_store,
+        read_only=True,
+        filter_factory=type(engine._filter()),
+    )
+    with pytest.raises(Exception, match="read-only"):
+        ro.remember("x y z")
+
+
+def test_cosine_duplicate_merges(dense_engine: Engine, fake_store):
+    dense_engine.remember("the build cache lives in dot cache folder and must be cleared")
+    result = dense_engine.remember("must be cleared: the build cache lives in dot cache folder")
+    assert result.merged and fake_store.count() == 1
+    assert "cosine" in (result.duplicate_reason or "")
