@@ -1078,6 +1078,35 @@ class CodeGraph:
                 )
             )
 
+    def paths_with_basename(self, name: str) -> list[str]:
+        """Known files whose last path component is ``name`` (naming conventions)."""
+        escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        with self._lock:
+            return sorted(
+                str(r[0])
+                for r in self._db().execute(
+                    "SELECT path FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\'",
+                    (name, f"%/{escaped}"),
+                )
+            )
+
+    def fan_in(self, files: Sequence[str]) -> dict[str, int]:
+        """How many files depend directly on each of ``files`` (hub detection)."""
+        if not files:
+            return {}
+        with self._lock:
+            out: dict[str, int] = {}
+            for start in range(0, len(files), 500):
+                chunk = list(files[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                for path, count in self._db().execute(
+                    f"""SELECT f.path, count(d.src) FROM files f LEFT JOIN file_deps d
+                        ON d.dst = f.id WHERE f.path IN ({marks}) GROUP BY f.path""",
+                    chunk,
+                ):
+                    out[str(path)] = int(count)
+            return out
+
     def symbols_in(self, file: str) -> list[Symbol]:
         """Definitions of one file in source order (no module nodes)."""
         with self._lock:

@@ -12,7 +12,6 @@ import os
 import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +52,14 @@ def _git_files(root: Path) -> list[str] | None:
 def _walk_files(root: Path) -> Iterator[str]:
     import pathspec
 
-    specs: list[tuple[str, pathspec.PathSpec[Any]]] = []
+    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = Path(dirpath).relative_to(root).as_posix()
         rel_dir = "" if rel_dir == "." else rel_dir
         if ".gitignore" in filenames:
             try:
                 lines = (Path(dirpath) / ".gitignore").read_text(errors="replace").splitlines()
-                specs.append((rel_dir, pathspec.PathSpec.from_lines("gitwildmatch", lines)))
+                specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
             except OSError:
                 pass
 
@@ -93,7 +92,7 @@ def iter_workspace_files(root: Path, exclude: Sequence[str] = ()) -> Iterator[st
     """
     import pathspec
 
-    user_excludes = pathspec.PathSpec.from_lines("gitwildmatch", list(exclude)) if exclude else None
+    user_excludes = pathspec.GitIgnoreSpec.from_lines(list(exclude)) if exclude else None
     listed = _git_files(root) if (root / ".git").exists() else None
     paths: Iterator[str] = iter(sorted(listed)) if listed is not None else _walk_files(root)
     for rel in paths:

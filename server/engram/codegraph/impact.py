@@ -1,0 +1,332 @@
+"""Impact analysis: what a change to a file (or one of its symbols) is likely to touch.
+
+Three kinds of evidence, each optional, so the answer stays useful when one is missing:
+
+* the **structural graph** (imports, calls, inheritance; closure table, V3 §6),
+* **co-change** from git history (any :class:`CoChangeSource`, e.g. ``engram.history``),
+* **co-access** from observed sessions (any :class:`CoAccessSource`),
+
+plus **naming conventions** (``test_x.py``, ``x.test.ts``, ``x_test.go``, ``XTest.java``) for
+files no import reaches. The sources are combined with a noisy-OR: agreeing evidence
+raises a file's score, and a file supported by one source alone still ranks.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+from engram.codegraph.graph import MAX_DEPTH, CodeGraph, Symbol
+
+#: How much one unit of evidence counts, per source (noisy-OR inputs, 0..1).
+GRAPH_STRENGTH = 0.55
+COCHANGE_STRENGTH = 0.9
+COACCESS_STRENGTH = 0.5
+NAMING_STRENGTH = 0.6
+
+_TEST_DIR_RE = re.compile(r"(^|/)(tests?|__tests__|spec|specs|testing)(/|$)")
+_TEST_NAME_RE = re.compile(
+    r"(^test_.*\.py$|_test\.py$|^conftest\.py$|\.(test|spec)\.[cm]?[jt]sx?$|_test\.go$"
+    r"|(Test|Tests|IT)\.java$|_test\.rs$)"
+)
+
+
+@runtime_checkable
+class CoChangeSource(Protocol):
+    """Files that historically change together with ``file``: ``(partner, confidence, support)``.
+
+    Implemented by ``engram.history.GitHistory``; confidence is P(partner | file) in 0..1.
+    """
+
+    def cochange_partners(self, file: str, k: int = 10) -> list[tuple[str, float, int]]: ...
+
+
+@runtime_checkable
+class CoAccessSource(Protocol):
+    """Files opened or edited together with ``file`` in agent sessions: ``(partner, weight)``."""
+
+    def coaccess_partners(self, file: str, k: int = 10) -> list[tuple[str, float]]: ...
+
+
+def is_test_file(path: str) -> bool:
+    """True for files that follow a common test layout or naming convention."""
+    return bool(_TEST_DIR_RE.search(path) or _TEST_NAME_RE.search(posixpath.basename(path)))
+
+
+def test_names_for(path: str) -> list[str]:
+    """Basenames a test of ``path`` would have by convention, per language."""
+    base = posixpath.basename(path)
+    stem, ext = posixpath.splitext(base)
+    if stem.endswith(".d"):
+        stem = stem[:-2]
+    if ext in (".py", ".pyi"):
+        return [f"test_{stem}.py", f"{stem}_test.py", f"tests_{stem}.py"]
+    if ext in (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts"):
+        exts = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs")
+        return [f"{stem}.{kind}{e}" for kind in ("test", "spec") for e in exts]
+    if ext == ".go":
+        return [f"{stem}_test.go"]
+    if ext == ".java":
+        return [f"{stem}Test.java", f"{stem}Tests.java", f"{stem}IT.java"]
+    if ext == ".rs":
+        return [f"{stem}_test.rs", f"test_{stem}.rs"]
+    return []
+
+
+def source_names_for_test(path: str) -> list[str]:
+    """The reverse mapping: which source basenames a test file is named after."""
+    base = posixpath.basename(path)
+    for pattern, replacement in (
+        (r"^test_(.+)\.py$", r"\1.py"),
+        (r"^(.+)_test\.py$", r"\1.py"),
+        (r"^(.+)\.(test|spec)(\.[cm]?[jt]sx?)$", r"\1\3"),
+        (r"^(.+)_test\.go$", r"\1.go"),
+        (r"^(.+?)(Test|Tests|IT)\.java$", r"\1.java"),
+        (r"^(.+)_test\.rs$", r"\1.rs"),
+    ):
+        if re.match(pattern, base):
+            name = re.sub(pattern, replacement, base)
+            if name.endswith((".js", ".ts")):
+                stem = name.rsplit(".", 1)[0]
+                return [f"{stem}{e}" for e in (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs")]
+            return [name]
+    return []
+
+
+@attrs.define
+class Dependent:
+    file: str
+    depth: int
+    weight: float
+    path: list[str]
+
+
+@attrs.define
+class CoChangePartner:
+    file: str
+    confidence: float
+    support: int
+
+
+@attrs.define
+class SymbolReference:
+    file: str
+    kind: str
+    line: int
+
+
+@attrs.define
+class RankedFile:
+    file: str
+    score: float
+    reasons: list[str]
+
+
+@attrs.define
+class ImpactReport:
+    target: str
+    symbol: str | None = None
+    symbol_info: Symbol | None = None
+    in_graph: bool = True
+    direct_dependents: list[Dependent] = attrs.field(factory=list)
+    transitive_dependents: list[Dependent] = attrs.field(factory=list)
+    symbol_references: list[SymbolReference] = attrs.field(factory=list)
+    dependencies: list[str] = attrs.field(factory=list)
+    cochange: list[CoChangePartner] = attrs.field(factory=list)
+    tests: list[str] = attrs.field(factory=list)
+    ranked_files: list[RankedFile] = attrs.field(factory=list)
+    score: float = 0.0
+    notes: list[str] = attrs.field(factory=list)
+
+    @property
+    def impacted_files(self) -> list[str]:
+        """Every file the report names, target first: the engine attaches memories to these."""
+        seen: dict[str, None] = {self.target: None}
+        for dep in (*self.direct_dependents, *self.transitive_dependents):
+            seen.setdefault(dep.file, None)
+        for partner in self.cochange:
+            seen.setdefault(partner.file, None)
+        for test in self.tests:
+            seen.setdefault(test, None)
+        return list(seen)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = attrs.asdict(self)
+        data["impacted_files"] = self.impacted_files
+        return data
+
+
+def _noisy_or(parts: Sequence[float]) -> float:
+    product = 1.0
+    for part in parts:
+        product *= 1.0 - max(0.0, min(1.0, part))
+    return 1.0 - product
+
+
+def naming_partners(target: str, graph: CodeGraph) -> dict[str, str]:
+    """Files related to ``target`` by name alone: its tests, or the source a test is named for."""
+    partners: dict[str, str] = {}
+    for name in test_names_for(target):
+        for path in graph.paths_with_basename(name):
+            if path != target:
+                partners[path] = "test by naming convention"
+    for name in source_names_for_test(target):
+        for path in graph.paths_with_basename(name):
+            if path != target and not is_test_file(path):
+                partners[path] = "source named by this test"
+    return partners
+
+
+def rank_related_files(
+    target: str,
+    graph: CodeGraph | None,
+    cochange: CoChangeSource | None = None,
+    k: int = 10,
+    coaccess: CoAccessSource | None = None,
+) -> list[tuple[str, float]]:
+    """Files most likely to need changing with ``target``, best first: ``(file, score)``.
+
+    This is the ranking ``engram impact`` shows and the co-change evaluation scores.
+    """
+    return [(r.file, r.score) for r in _rank(target, graph, cochange, coaccess, k)]
+
+
+def _rank(
+    target: str,
+    graph: CodeGraph | None,
+    cochange: CoChangeSource | None,
+    coaccess: CoAccessSource | None,
+    k: int,
+    partners: list[tuple[str, float, int]] | None = None,
+) -> list[RankedFile]:
+    evidence: dict[str, list[float]] = {}
+    reasons: dict[str, list[str]] = {}
+
+    def add(file: str, strength: float, reason: str) -> None:
+        if file == target or strength <= 0:
+            return
+        evidence.setdefault(file, []).append(strength)
+        reasons.setdefault(file, []).append(reason)
+
+    if graph is not None:
+        dependents = {d[0]: d for d in graph.dependents(target, max_depth=2)}
+        dependencies = graph.neighbours([target], depth=1)
+        fan_in = graph.fan_in(list({*dependents, *dependencies}))
+        for file, (_, depth, weight, _) in dependents.items():
+            # a hub every file imports says little about this particular change
+            specificity = 1.0 / (1.0 + math.log1p(fan_in.get(file, 0)) / 4)
+            nearness = 0.5 ** (depth - 1)
+            add(
+                file,
+                GRAPH_STRENGTH * weight * specificity * nearness,
+                f"depends on target (depth {depth})",
+            )
+        for file, weight in dependencies.items():
+            if file in dependents:
+                continue
+            specificity = 1.0 / (1.0 + math.log1p(fan_in.get(file, 0)) / 2)
+            add(file, GRAPH_STRENGTH * 0.8 * weight * specificity, "target depends on it")
+        for file, reason in naming_partners(target, graph).items():
+            add(file, NAMING_STRENGTH, reason)
+    if cochange is not None:
+        if partners is None:
+            partners = cochange.cochange_partners(target, max(k * 3, 30))
+        for file, confidence, support in partners:
+            # low support is weak evidence even at high confidence (ROSE)
+            certainty = 1.0 - 1.0 / (1.0 + support)
+            add(file, COCHANGE_STRENGTH * confidence * certainty + 0.05, f"co-changed {support}x")
+    if coaccess is not None:
+        for file, weight in coaccess.coaccess_partners(target, max(k * 3, 30)):
+            add(file, COACCESS_STRENGTH * weight, "opened together")
+    ranked = [
+        RankedFile(file, round(_noisy_or(parts), 6), reasons[file])
+        for file, parts in evidence.items()
+    ]
+    ranked.sort(key=lambda r: (-r.score, r.file))
+    return ranked[:k]
+
+
+class ImpactAnalyzer:
+    """Impact reports over one graph, with optional history and co-access sources."""
+
+    def __init__(
+        self,
+        graph: CodeGraph,
+        cochange: CoChangeSource | None = None,
+        coaccess: CoAccessSource | None = None,
+    ) -> None:
+        self.graph = graph
+        self.cochange = cochange
+        self.coaccess = coaccess
+
+    def import_neighbours(self, target: str) -> dict[str, float]:
+        """The import graph alone (both directions, depth 1): the evaluation's baseline row."""
+        return self.graph.import_neighbours(target)
+
+    def rank_related_files(self, target: str, k: int = 10) -> list[tuple[str, float]]:
+        return rank_related_files(target, self.graph, self.cochange, k, self.coaccess)
+
+    def impact(self, file: str, symbol: str | None = None, k: int = 20) -> ImpactReport:
+        """Dependents, co-change partners, tests, a ranking and one score for ``file``."""
+        graph = self.graph
+        report = ImpactReport(target=file, symbol=symbol)
+        report.in_graph = graph.has_file(file)
+        if not report.in_graph:
+            report.notes.append(f"{file} is not in the code graph (not indexed or not source)")
+        dependents = graph.dependents(file) if report.in_graph else []
+        if symbol and report.in_graph:
+            report.symbol_info = graph.find_symbol(file, symbol)
+            if report.symbol_info is None:
+                report.notes.append(f"symbol {symbol!r} not found in {file}; file-level impact")
+            refs = graph.symbol_dependents(file, symbol)
+            report.symbol_references = [SymbolReference(f, kind, line) for f, kind, line in refs]
+            users = {ref.file for ref in report.symbol_references}
+            if users:
+                # the symbol's users, then what depends on them
+                by_file = {d[0]: d for d in dependents}
+                narrowed: dict[str, tuple[str, int, float, list[str]]] = {}
+                for user in users:
+                    narrowed[user] = by_file.get(user, (user, 1, 0.8, [file, user]))
+                    if narrowed[user][1] != 1:
+                        narrowed[user] = (user, 1, narrowed[user][2], [file, user])
+                    for dep_file, depth, weight, path in graph.dependents(user, MAX_DEPTH - 1):
+                        if dep_file == file or dep_file in narrowed:
+                            continue
+                        narrowed[dep_file] = (dep_file, depth + 1, weight * 0.8, [file, *path])
+                dependents = sorted(narrowed.values(), key=lambda d: (d[1], -d[2], d[0]))
+            elif report.symbol_info is not None:
+                report.notes.append(
+                    f"no resolved references to {symbol!r} from other files; file-level impact"
+                )
+        for dep_file, depth, weight, path in dependents:
+            entry = Dependent(dep_file, depth, round(weight, 6), path)
+            if depth == 1:
+                report.direct_dependents.append(entry)
+            else:
+                report.transitive_dependents.append(entry)
+        if report.in_graph:
+            report.dependencies = sorted(graph.dependencies(file))
+        partners: list[tuple[str, float, int]] = []
+        if self.cochange is not None:
+            try:
+                partners = self.cochange.cochange_partners(file, 30)
+            except Exception as exc:  # history is optional evidence, never a failure
+                report.notes.append(f"co-change unavailable: {exc}")
+        else:
+            report.notes.append("no git history source: co-change not considered")
+        report.cochange = [CoChangePartner(p, round(c, 4), s) for p, c, s in partners[:10]]
+        tests = {d.file for d in (*report.direct_dependents, *report.transitive_dependents)
+                 if is_test_file(d.file) and d.depth <= 2}  # fmt: skip
+        tests.update(p for p in naming_partners(file, graph) if is_test_file(p))
+        report.tests = sorted(tests)
+        report.ranked_files = _rank(file, graph, self.cochange, self.coaccess, k, partners)
+        mass = sum(d.weight for d in report.direct_dependents)
+        mass += 0.5 * sum(d.weight for d in report.transitive_dependents)
+        mass += sum(p.confidence for p in report.cochange)
+        report.score = round(1.0 - math.exp(-mass / 5.0), 4)
+        return report

@@ -1,0 +1,193 @@
+"""Incremental re-indexing, interruption and resume, and files that must not break a run."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from engram.codegraph import CodeGraph
+from engram.config import IndexConfig
+from engram.workspace import Workspace
+
+from .conftest import write_tree
+
+BASE = {
+    "a.py": "import b\ndef fa():\n    return b.fb()\n",
+    "b.py": "import c\ndef fb():\n    return c.fc()\n",
+    "c.py": "def fc():\n    return 1\n",
+    "d.py": "def fd():\n    return 2\n",
+}
+
+
+def closure(graph: CodeGraph) -> set[tuple[str, str, int]]:
+    conn = sqlite3.connect(graph.db_path)
+    rows = conn.execute(
+        """SELECT fa.path, fd.path, c.depth FROM closure c
+           JOIN files fa ON fa.id=c.ancestor JOIN files fd ON fd.id=c.descendant"""
+    ).fetchall()
+    conn.close()
+    return {(a, d, depth) for a, d, depth in rows}
+
+
+def fresh_closure(root: Path, tmp_path: Path) -> set[tuple[str, str, int]]:
+    graph = CodeGraph(Workspace.open(root), db_path=tmp_path / "fresh.sqlite")
+    graph.index()
+    result = closure(graph)
+    graph.close()
+    return result
+
+
+def test_reindex_replaces_edges_and_updates_closure(make_graph, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph(BASE)
+    root = graph.workspace.root
+    assert ("c.py", "a.py", 2) in closure(graph)
+    # b now depends on d instead of c
+    (root / "b.py").write_text("import d\ndef fb():\n    return d.fd()\n")
+    result = graph.reindex_file("b.py")
+    assert result.changed
+    assert set(graph.dependencies("b.py")) == {"d.py"}
+    rows = closure(graph)
+    assert ("c.py", "a.py", 2) not in rows and ("c.py", "b.py", 1) not in rows
+    assert ("d.py", "a.py", 2) in rows
+    assert rows == fresh_closure(root, tmp_path)
+    # unchanged content is skipped by hash
+    assert not graph.reindex_file("b.py").changed
+
+
+def test_index_skips_unchanged_files_by_hash(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph(BASE)
+    root = graph.workspace.root
+    report = graph.index()
+    assert report.files_indexed == 0 and report.files_unchanged == 4
+    # touched but identical content: not re-parsed
+    os.utime(root / "c.py", ns=(1, 1))
+    report = graph.index()
+    assert report.files_indexed == 0
+    (root / "c.py").write_text("def fc():\n    return 3\n")
+    report = graph.index()
+    assert report.files_indexed == 1 and report.changed_files == ["c.py"]
+
+
+def test_new_and_deleted_files_update_resolution(make_graph, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph({"main.py": "import later\n"})
+    root = graph.workspace.root
+    assert graph.dependencies("main.py") == {}
+    (root / "later.py").write_text("x = 1\n")
+    graph.reindex_file("later.py")
+    assert set(graph.dependencies("main.py")) == {"later.py"}
+    (root / "later.py").unlink()
+    report = graph.index()
+    assert report.removed_files == ["later.py"]
+    assert graph.dependencies("main.py") == {}
+    assert closure(graph) == fresh_closure(root, tmp_path)
+
+
+def test_interrupted_index_resumes_without_corruption(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    files = {f"m{i:03}.py": f"import m{i + 1:03}\ndef f{i}():\n    pass\n" for i in range(250)}
+    write_tree(root, files)
+    graph = CodeGraph(Workspace.open(root), IndexConfig())
+    seen: list[int] = []
+
+    def progress(done: int, total: int, path: str) -> None:
+        seen.append(done)
+
+    report = graph.index(progress=progress, cancel=lambda: len(seen) > 150)
+    assert report.interrupted
+    assert 100 <= graph.stats()["files"] < 250  # whole batches were committed
+    graph.close()
+
+    graph = CodeGraph(Workspace.open(root), IndexConfig())
+    report = graph.index()
+    assert not report.interrupted
+    assert report.files_indexed + report.files_unchanged == 250
+    assert report.files_indexed < 250  # the committed batch was not redone
+    assert ("m002.py", "m000.py", 2) in closure(graph)
+    assert closure(graph) == fresh_closure(root, tmp_path)
+    graph.close()
+
+
+def test_keyboard_interrupt_rolls_back_the_open_batch(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    write_tree(root, {f"m{i}.py": "x = 1\n" for i in range(30)})
+    graph = CodeGraph(Workspace.open(root), IndexConfig())
+
+    def progress(done: int, total: int, path: str) -> None:
+        if done == 10:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        graph.index(progress=progress)
+    assert graph.stats()["files"] == 0
+    assert graph.index().files_indexed == 30
+    graph.close()
+
+
+def test_binary_huge_and_badly_encoded_files_never_fail(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph(
+        {
+            "ok.py": "def fine():\n    pass\n",
+            "latin.py": "# caf\xe9\ndef f():\n    return 'na\xefve'\n".encode("latin-1"),
+            "blob.py": b"\x00\x01\x02binary",
+            "big.py": "x = 1\n" * 500,
+            "broken.py": "def broken(:\n    pass\nclass Ok:\n    pass\n",
+            "utf16.ts": "export const a = 1;".encode("utf-16"),
+        },
+        max_file_bytes=1000,
+    )
+    report = graph.index()  # everything already stored; nothing fails on a second run
+    assert report.files_indexed == 0
+    assert {s.name for s in graph.symbols_in("latin.py")} == {"f"}
+    assert "Ok" in {s.name for s in graph.symbols_in("broken.py")}
+    assert graph.symbols_in("blob.py") == [] and graph.symbols_in("big.py") == []
+    statuses = {path: status for path, _, _, status in graph.files()}
+    assert statuses["blob.py"] == "binary" and statuses["big.py"] == "skipped"
+    assert statuses["utf16.ts"] == "binary"
+
+
+def test_gitignore_is_respected(tmp_workspace: Workspace) -> None:
+    write_tree(
+        tmp_workspace.root,
+        {".gitignore": "generated/\n", "keep.py": "x = 1\n", "generated/out.py": "y = 2\n"},
+    )
+    graph = CodeGraph(tmp_workspace)
+    graph.index()
+    assert [p for p, *_ in graph.files()] == ["keep.py"]
+    graph.close()
+
+
+def test_gitignore_outside_git(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    write_tree(
+        root,
+        {
+            ".gitignore": "*.gen.py\n",
+            "a.py": "",
+            "b.gen.py": "",
+            "sub/.gitignore": "x.py\n",
+            "sub/x.py": "",
+            "sub/y.py": "",
+        },
+    )
+    graph = CodeGraph(Workspace.open(root))
+    graph.index()
+    assert [p for p, *_ in graph.files()] == ["a.py", "sub/y.py"]
+    graph.close()
+
+
+def test_project_facts(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph(
+        {
+            "pyproject.toml": '[project]\nname = "demo"\ndependencies = ["flask>=3", "attrs"]\n'
+            "[tool.pytest.ini_options]\n",
+            "package.json": '{"name": "web", "devDependencies": {"vitest": "1", "react": "18"}}',
+        }
+    )
+    facts = {f.key: f for f in graph.index().project_facts}
+    assert "Flask" in facts["project.frameworks.python"].content
+    assert facts["project.tests.python"].memory_type == "preference"
+    assert "React" in facts["project.frameworks.node"].content
+    assert "Vitest" in facts["project.tests.node"].content
