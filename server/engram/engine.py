@@ -236,6 +236,8 @@ class Engine:
         self._retriever: Any | None = None
         self._codegraph: Any | None = None
         self._observer: Any | None = None
+        self._history: Any | None = None
+        self._history_missing = False
         self._file_index: dict[str, list[str]] | None = None
         self._file_index_key: object = None
 
@@ -330,7 +332,7 @@ class Engine:
                 if self._codegraph is None:
                     module = _optional_module("engram.codegraph", "the code graph")
                     graph_cls = _require(module, "CodeGraph", "the code graph")
-                    self._codegraph = graph_cls(self.workspace)
+                    self._codegraph = graph_cls(self.workspace, self.config)
         return self._codegraph
 
     @property
@@ -390,28 +392,22 @@ class Engine:
         )
 
     def _symbol_range(self, rel: str, symbol: str) -> tuple[int | None, int | None]:
-        """Symbol -> (start, end) lines from the code graph when it knows the symbol."""
+        """Symbol -> 0-based (start, end) lines from the code graph when it knows it.
+
+        The file is re-indexed first (cheap, incremental) so a symbol written a moment ago
+        is found; the graph's lines are 1-based, anchors are 0-based like LSP.
+        """
         try:
             graph = self.codegraph
-        except EngramError:
-            return None, None
-        lookup = getattr(graph, "symbol_range", None)
-        try:
-            if callable(lookup):
-                found = lookup(rel, symbol)
-                if found:
-                    return int(found[0]), int(found[1])
-            symbols_in = getattr(graph, "symbols_in", None)
-            if callable(symbols_in):
-                for sym in symbols_in(rel):
-                    name = getattr(sym, "qualified_name", None) or getattr(sym, "name", None)
-                    if name == symbol or (
-                        isinstance(name, str) and name.rsplit(".", 1)[-1] == symbol
-                    ):
-                        return int(sym.start_line), int(sym.end_line)
-        except Exception as exc:  # the graph is an optional helper; never fail remember
+            if (self.workspace.root / rel).is_file() and not self.read_only:
+                graph.reindex_file(rel)
+            found = graph.find_symbol(rel, symbol)
+        except Exception as exc:  # the graph is optional here; never fail remember over it
             log.debug("symbol lookup failed for %s:%s: %s", rel, symbol, exc)
-        return None, None
+            return None, None
+        if found is None:
+            return None, None
+        return int(found.start_line) - 1, int(found.end_line) - 1
 
     def _prepare(self, memory: Memory) -> tuple[Memory, list[str]]:
         """Validate, redact and normalise one memory before it is stored."""
@@ -798,23 +794,33 @@ class Engine:
 
     # ------------------------------------------------------------------ code graph, observer
 
+    @property
+    def history(self) -> Any | None:
+        """Git co-change history (``engram.history``), or ``None`` when unavailable."""
+        if self._history is None and not self._history_missing:
+            with self._init_lock:
+                try:
+                    module = _optional_module("engram.history", "git history")
+                    history_cls = _require(module, "GitHistory", "git history")
+                    self._history = history_cls(self.workspace)
+                except NotAvailable as exc:
+                    log.info("%s", exc)
+                    self._history_missing = True
+        return self._history
+
     def impact(self, file: str, symbol: str | None = None) -> Any:
+        """What a change to ``file`` (or one symbol in it) may break: graph + co-change."""
         rel = self._relative(file)
         module = _optional_module("engram.codegraph", "impact analysis")
         analyzer_cls = _require(module, "ImpactAnalyzer", "impact analysis")
-        analyzer = (
-            analyzer_cls(self.codegraph)
-            if _takes_graph(analyzer_cls)
-            else analyzer_cls(self.workspace)
-        )
-        return analyzer.impact(rel, symbol)
+        history = self.history
+        cochange = history if hasattr(history, "cochange_partners") else None
+        analyzer = analyzer_cls(self.codegraph, cochange=cochange)
+        return analyzer.impact(rel, symbol or None)
 
     def index(self, progress: Any | None = None, cancel: Callable[[], bool] | None = None) -> Any:
-        graph = self.codegraph
-        try:
-            return graph.index(progress=progress, cancel=cancel)
-        except TypeError:
-            return graph.index(progress)
+        """Bring the code graph up to date; ``progress(done, total, path)`` per file."""
+        return self.codegraph.index(progress=progress, cancel=cancel)
 
     def observe(self, event: dict[str, Any]) -> Any:
         if not isinstance(event, dict):
@@ -1014,7 +1020,7 @@ class Engine:
 
     def close(self) -> None:
         with self._write_lock:
-            for component in (self._store, self._codegraph):
+            for component in (self._store, self._codegraph, self._history):
                 closer = getattr(component, "close", None)
                 if callable(closer):
                     try:
@@ -1023,6 +1029,7 @@ class Engine:
                         log.debug("close failed: %s", exc)
             self._store = None
             self._codegraph = None
+            self._history = None
             self._retriever = None
 
     def __enter__(self) -> Engine:
@@ -1051,16 +1058,6 @@ def _as_list(value: Any) -> list[Any]:
     if isinstance(value, str) or not isinstance(value, Sequence):
         return [value]
     return list(value)
-
-
-def _takes_graph(cls: Any) -> bool:
-    import inspect
-
-    try:
-        params = list(inspect.signature(cls).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    return bool(params) and params[0].name in ("graph", "codegraph", "code_graph")
 
 
 def _dir_size(path: Path) -> int:

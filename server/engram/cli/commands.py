@@ -283,7 +283,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
         try:
             with progress_bar("indexing code") as update:
-                report = engine.index(progress=update)
+                report = engine.index(
+                    progress=lambda done, total, path: update(str(path or ""), done, total)
+                )
             summary["code"] = render.to_jsonable(report)
             if not args.json:
                 note(f"code graph: {render.one_line_summary(report)}")
@@ -361,11 +363,21 @@ def _split_target(target: str, root: Path) -> tuple[str, str | None]:
     return file, symbol.strip()
 
 
+def _index_if_empty(engine: Engine) -> None:
+    """Impact on a never-indexed workspace would say nothing: index it first, once."""
+    stats = engine.codegraph.stats()
+    if int(stats.get("files", 0)) == 0:
+        note("the code graph is empty: indexing the workspace first")
+        with progress_bar("indexing code") as update:
+            engine.index(progress=lambda done, total, path: update(str(path or ""), done, total))
+
+
 def cmd_impact(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
         file, symbol = _split_target(args.target, engine.workspace.root)
         if not engine.workspace.resolve(file).exists():
             raise InvalidInput(f"{file} does not exist in {engine.workspace.root}")
+        _index_if_empty(engine)
         report = engine.impact(file, symbol)
     if args.json:
         emit_json(render.to_jsonable(report))

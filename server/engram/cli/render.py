@@ -221,35 +221,47 @@ def one_line_summary(report: Any) -> str:
 
 
 def print_impact(report: Any) -> None:
+    """Ranked files a change may break, with why; notes go to stderr."""
+    import sys
+
     text = getattr(report, "text", None)
     if isinstance(text, str) and text.strip():
         print(text.rstrip())
         return
     data = to_jsonable(report)
-    items = None
-    if isinstance(data, dict):
-        for key in ("affected", "items", "impacted", "files"):
-            if isinstance(data.get(key), list):
-                items = data[key]
-                break
-    if items is None:
-        import json
-
-        print(json.dumps(data, indent=2, default=str))
+    if not isinstance(data, dict):
+        print(data)
         return
+    target = data.get("target", "?") + (f"::{data['symbol']}" if data.get("symbol") else "")
+    score = data.get("score")
+    score_text = f" (impact score {float(score):.2f})" if isinstance(score, int | float) else ""
+    print(f"impact of {target}{score_text}")
+    items = next(
+        (
+            data[key]
+            for key in ("ranked_files", "affected", "items", "direct_dependents")
+            if isinstance(data.get(key), list) and data[key]
+        ),
+        [],
+    )
     if not items:
-        print("nothing in the workspace depends on it")
-        return
+        print("  nothing in the workspace depends on it")
     for item in items:
-        if isinstance(item, dict):
-            name = item.get("file") or item.get("path") or item.get("name") or "?"
-            symbol = item.get("symbol")
-            weight = item.get("weight", item.get("score"))
-            reason = item.get("reason") or item.get("via") or ""
-            weight_text = f"{float(weight):.2f}  " if isinstance(weight, int | float) else ""
-            print(f"{weight_text}{name}{'::' + symbol if symbol else ''}  {reason}".rstrip())
-        else:
-            print(item)
+        if not isinstance(item, dict):
+            print(f"  {item}")
+            continue
+        name = item.get("file") or item.get("path") or item.get("name") or "?"
+        weight = item.get("score", item.get("weight"))
+        reasons = item.get("reasons") or item.get("reason") or ""
+        if isinstance(reasons, list):
+            reasons = "; ".join(str(r) for r in reasons)
+        weight_text = f"{float(weight):.2f}  " if isinstance(weight, int | float) else ""
+        print(f"  {weight_text}{name}  {reasons}".rstrip())
+    tests = data.get("tests")
+    if isinstance(tests, list) and tests:
+        print("tests to run: " + ", ".join(str(t) for t in tests))
+    for note_text in data.get("notes") or []:
+        sys.stderr.write(f"engram: {note_text}\n")
 
 
 def stats_text(stats: Mapping[str, Any]) -> str:
