@@ -1,0 +1,25 @@
+"""How coding agents meet Engram: hook answers from a fast SQLite digest, the Claude Code
+adapter, and (in :mod:`engram.mcp.server`) the MCP tools."""
+
+from engram.agents.digest import Digest, lance_manifest_marker
+from engram.agents.hooks import (
+    HookBudget,
+    SessionLedger,
+    estimate_tokens,
+    hook_main,
+    pack,
+    render_memory,
+    run_claude_code_hook,
+)
+
+__all__ = [
+    "Digest",
+    "HookBudget",
+    "SessionLedger",
+    "estimate_tokens",
+    "hook_main",
+    "lance_manifest_marker",
+    "pack",
+    "render_memory",
+    "run_claude_code_hook",
+]

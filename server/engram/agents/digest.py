@@ -1,0 +1,209 @@
+"""A small SQLite mirror of the memories, for agent hooks that must answer in milliseconds.
+
+Why: a Claude Code hook is a fresh process per tool call. Opening LanceDB costs ~4.5 s of
+imports alone, far over the hook budget (≤ 1.5 s cold, ≤ 150 ms warm). The engine writes
+every change to this digest as well (standard-library ``sqlite3``, WAL), so the hook path
+reads anchored gotchas and session-start context without importing LanceDB, NumPy or the
+model. The digest records the LanceDB manifest it mirrors; when another process wrote the
+store without updating the digest, :meth:`Digest.is_stale` says so and the hook schedules
+a rebuild in the background instead of blocking the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from engram.model import Memory, memory_from_dict, memory_to_dict
+from engram.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+DIGEST_FILE = "digest.sqlite"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    id TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    active INTEGER NOT NULL,
+    weight REAL NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memory_files (
+    file TEXT NOT NULL,
+    id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    PRIMARY KEY (file, id)
+);
+CREATE INDEX IF NOT EXISTS memory_files_file ON memory_files(file);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def _files_of(memory: Memory) -> list[str]:
+    return list(dict.fromkeys([a.file for a in memory.anchors] + list(memory.related_files)))
+
+
+def _weight(memory: Memory) -> float:
+    """Order of preference inside the digest: pinned and verified first, then confidence."""
+    return (
+        memory.confidence + (1.0 if memory.pinned else 0.0) + (0.5 if memory.user_verified else 0)
+    )
+
+
+def lance_manifest_marker(workspace: Workspace) -> str:
+    """The newest LanceDB manifest of the memory table, read from the file system only."""
+    versions = workspace.engram_dir / "memories.lance" / "_versions"
+    try:
+        names = [p.name for p in versions.iterdir() if p.suffix == ".manifest"]
+    except OSError:
+        return ""
+    return max(names, default="", key=lambda n: (len(n), n))
+
+
+@attrs.define
+class Digest:
+    """Read and write access to ``.engram/digest.sqlite``."""
+
+    workspace: Workspace
+    _conn: sqlite3.Connection | None = attrs.field(default=None, init=False)
+
+    @property
+    def path(self) -> Path:
+        return self.workspace.engram_dir / DIGEST_FILE
+
+    def _connect(self, create: bool) -> sqlite3.Connection | None:
+        if self._conn is not None:
+            return self._conn
+        if not create and not self.path.exists():
+            return None
+        if create:
+            self.workspace.ensure_engram_dir()
+        conn = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.executescript(_SCHEMA)
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # ----------------------------------------------------------------- writing
+
+    def apply(self, upserts: Iterable[Memory] = (), deleted_ids: Sequence[str] = ()) -> None:
+        """Mirror a store write: insert or replace ``upserts``, drop ``deleted_ids``."""
+        conn = self._connect(create=True)
+        assert conn is not None
+        with conn:
+            for memory_id in deleted_ids:
+                conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            for memory in upserts:
+                self._put(conn, memory)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('manifest', ?)",
+                (lance_manifest_marker(self.workspace),),
+            )
+
+    def rebuild(self, memories: Iterable[Memory]) -> int:
+        """Replace the whole mirror (after an import, or when it was found stale)."""
+        conn = self._connect(create=True)
+        assert conn is not None
+        count = 0
+        with conn:
+            conn.execute("DELETE FROM memory_files")
+            conn.execute("DELETE FROM memories")
+            for memory in memories:
+                self._put(conn, memory)
+                count += 1
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('manifest', ?)",
+                (lance_manifest_marker(self.workspace),),
+            )
+        return count
+
+    @staticmethod
+    def _put(conn: sqlite3.Connection, memory: Memory) -> None:
+        active = not memory.deprecated and memory.stale_at is None
+        conn.execute("DELETE FROM memory_files WHERE id = ?", (memory.id,))
+        conn.execute(
+            "INSERT OR REPLACE INTO memories(id, type, scope, active, weight, record)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                memory.id,
+                memory.type.value,
+                memory.scope.value,
+                int(active),
+                _weight(memory),
+                json.dumps(memory_to_dict(memory)),
+            ),
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO memory_files(file, id) VALUES (?, ?)",
+            [(f, memory.id) for f in _files_of(memory)],
+        )
+
+    # ----------------------------------------------------------------- reading
+
+    def is_stale(self) -> bool:
+        """True when the LanceDB table moved on since the digest was last written."""
+        conn = self._connect(create=False)
+        marker = lance_manifest_marker(self.workspace)
+        if conn is None:
+            return bool(marker)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'manifest'").fetchone()
+        return (row[0] if row else "") != marker
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[Memory]:
+        conn = self._connect(create=False)
+        if conn is None:
+            return []
+        out: list[Memory] = []
+        for (record,) in conn.execute(sql, params):
+            try:
+                out.append(memory_from_dict(json.loads(record)))
+            except (ValueError, TypeError) as exc:
+                log.warning("skipping unreadable digest row: %s", exc)
+        return out
+
+    def for_file(self, file: str, types: Sequence[str], limit: int = 20) -> list[Memory]:
+        """Active memories anchored to or related to ``file``, of ``types``, best first."""
+        if not types:
+            return []
+        marks = ",".join("?" * len(types))
+        return self._rows(
+            "SELECT m.record FROM memories m JOIN memory_files f ON f.id = m.id"
+            f" WHERE f.file = ? AND m.active = 1 AND m.type IN ({marks})"
+            " ORDER BY m.weight DESC LIMIT ?",
+            [file, *types, limit],
+        )
+
+    def by_type(
+        self, types: Sequence[str], scopes: Sequence[str] | None = None, limit: int = 20
+    ) -> list[Memory]:
+        """Active memories of ``types`` (optionally only ``scopes``), best first."""
+        if not types:
+            return []
+        params: list[Any] = list(types)
+        where = f"m.type IN ({','.join('?' * len(types))}) AND m.active = 1"
+        if scopes:
+            where += f" AND m.scope IN ({','.join('?' * len(scopes))})"
+            params.extend(scopes)
+        params.append(limit)
+        return self._rows(
+            f"SELECT m.record FROM memories m WHERE {where} ORDER BY m.weight DESC LIMIT ?",
+            params,
+        )
+
+    def count(self) -> int:
+        conn = self._connect(create=False)
+        if conn is None:
+            return 0
+        return int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])

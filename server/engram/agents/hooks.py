@@ -1,0 +1,274 @@
+"""Agent hooks: what ``engram hook <agent> <event>`` answers, within a hook's time budget.
+
+Claude Code (and Codex CLI, which takes the same fields) runs a hook as a fresh process per
+event and reads JSON from its stdout. This module answers from the SQLite digest
+(:mod:`engram.agents.digest`) only — no LanceDB, no model — so a cold hook stays well under
+1.5 s and a warm one near 100 ms. Heavy work (observer promotion, digest rebuild) is
+handed to a detached background ``engram`` process so the agent is never blocked.
+
+Every memory handed to the agent is recorded per session: the same memory is never
+injected twice in one session, and at session end the engine learns which memories were
+used in a session that then succeeded (V5 §18/§19 feedback).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from engram.agents.digest import Digest
+from engram.model import Memory, MemoryType
+from engram.workspace import Workspace, WorkspaceError
+
+log = logging.getLogger(__name__)
+
+#: What PostToolUse injects for a file: the things that bite (V3 §7 proactive injection).
+FILE_INJECTION_TYPES: tuple[str, ...] = (
+    MemoryType.GOTCHA.value,
+    MemoryType.DEAD_END.value,
+    MemoryType.ERROR_PATTERN.value,
+    MemoryType.DECISION.value,
+    MemoryType.REQUIREMENT.value,
+)
+#: What SessionStart injects: where work stopped, then project-wide knowledge.
+SESSION_TYPES: tuple[str, ...] = (
+    MemoryType.WORK_STATE.value,
+    MemoryType.DECISION.value,
+    MemoryType.PREFERENCE.value,
+    MemoryType.REQUIREMENT.value,
+    MemoryType.WORKFLOW_RECIPE.value,
+    MemoryType.GOTCHA.value,
+    MemoryType.DEAD_END.value,
+    MemoryType.PATTERN.value,
+)
+FILE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead"})
+_SAFE_SESSION = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def estimate_tokens(text: str) -> int:
+    """Conservative token count (never below a BPE tokenizer's for English and code)."""
+    return (len(text.encode("utf-8")) + 2) // 3
+
+
+@attrs.define
+class HookBudget:
+    file_tokens: int = 400
+    session_tokens: int = 1200
+
+
+@attrs.define
+class SessionLedger:
+    """The memories handed to one agent session, persisted so each hook process sees them."""
+
+    path: Path
+    handed: list[str] = attrs.field(factory=list)
+    tokens: int = 0
+
+    @classmethod
+    def load(cls, workspace: Workspace, session_id: str) -> SessionLedger:
+        safe = _SAFE_SESSION.sub("_", session_id)[:128] or "default"
+        path = workspace.engram_dir / "agents" / "sessions" / f"{safe}.json"
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            return cls(path, list(raw.get("handed", [])), int(raw.get("tokens", 0)))
+        except (OSError, ValueError, TypeError):
+            return cls(path)
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"handed": self.handed, "tokens": self.tokens}), "utf-8")
+        os.replace(tmp, self.path)
+
+
+def render_memory(memory: Memory) -> str:
+    """One line an agent reads: type, text and the citation it can confirm or flag by."""
+    where = ""
+    if memory.anchors and memory.anchors[0].start_line is not None:
+        anchor = memory.anchors[0]
+        where = f" ({anchor.file}:{(anchor.start_line or 0) + 1})"
+    review = " [unverified]" if memory.needs_review else ""
+    return f"- {memory.type.value.upper()}{where}{review}: {memory.content.strip()} [{memory.id}]"
+
+
+def pack(
+    header: str, memories: Sequence[Memory], budget: int, ledger: SessionLedger
+) -> tuple[str, list[str]]:
+    """Lines for ``memories`` not yet handed to this session, within ``budget`` tokens."""
+    lines: list[str] = []
+    used = estimate_tokens(header) + 1
+    ids: list[str] = []
+    for memory in memories:
+        if memory.id in ledger.handed or memory.id in ids:
+            continue
+        line = render_memory(memory)
+        cost = estimate_tokens(line) + 1
+        if used + cost > budget:
+            continue
+        lines.append(line)
+        used += cost
+        ids.append(memory.id)
+    if not lines:
+        return "", []
+    footer = "Confirm or flag one with `engram confirm ID` / `engram flag ID --kind incorrect`."
+    text = "\n".join([header, *lines])
+    if used + estimate_tokens(footer) + 1 <= budget:
+        text += "\n" + footer
+    return text, ids
+
+
+def _tool_file(payload: dict[str, Any]) -> str | None:
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        return None
+    for key in ("file_path", "notebook_path", "path"):
+        value = tool_input.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _output(event: str, context: str) -> dict[str, Any] | None:
+    if not context:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+
+
+def _spawn_background(workspace: Workspace, args: list[str], stdin_text: str) -> None:
+    """Run ``engram ARGS`` detached, so slow work never holds up the agent."""
+    log_dir = workspace.engram_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with (log_dir / "hooks.log").open("ab") as log_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "engram", *args, "--workspace", str(workspace.root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=log_file,
+            start_new_session=True,
+            cwd=workspace.root,
+        )
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(stdin_text.encode("utf-8"))
+        proc.stdin.close()
+    except OSError as exc:  # the child died at once; its stderr went to the log
+        log.warning("background engram %s failed to start: %s", args, exc)
+
+
+def _queue_observation(workspace: Workspace, payload: dict[str, Any]) -> None:
+    """Append the raw hook payload to the session's observer inbox (one line, flushed)."""
+    session = _SAFE_SESSION.sub("_", str(payload.get("session_id") or "default"))[:128]
+    inbox = workspace.engram_dir / "agents" / "inbox"
+    inbox.mkdir(parents=True, exist_ok=True)
+    with (inbox / f"{session}.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(payload, default=str) + "\n")
+
+
+def run_claude_code_hook(
+    workspace: Workspace,
+    payload: dict[str, Any],
+    budget: HookBudget | None = None,
+    *,
+    background: bool = True,
+) -> dict[str, Any] | None:
+    """Answer one Claude Code hook payload; ``None`` means print nothing."""
+    budget = budget or HookBudget()
+    event = str(payload.get("hook_event_name") or "")
+    session_id = str(payload.get("session_id") or "default")
+    if not workspace.engram_dir.exists():
+        return None  # Engram was never used here: stay silent and cheap
+    digest = Digest(workspace)
+    try:
+        if background and digest.is_stale():
+            _spawn_background(workspace, ["digest", "--rebuild"], "")
+        _queue_observation(workspace, payload)
+        ledger = SessionLedger.load(workspace, session_id)
+        if event == "SessionStart":
+            work = digest.by_type([MemoryType.WORK_STATE.value], limit=3)
+            rest = digest.by_type(
+                [t for t in SESSION_TYPES if t != MemoryType.WORK_STATE.value],
+                scopes=["global", "module"],
+                limit=40,
+            )
+            text, ids = pack(
+                "Engram memory for this repository (learned in earlier sessions):",
+                [*work, *rest],
+                budget.session_tokens,
+                ledger,
+            )
+        elif event == "PostToolUse" and payload.get("tool_name") in FILE_TOOLS:
+            raw = _tool_file(payload)
+            if raw is None:
+                return None
+            try:
+                rel = workspace.relative(raw)
+            except WorkspaceError:
+                return None
+            memories = digest.for_file(rel, FILE_INJECTION_TYPES, limit=20)
+            text, ids = pack(f"Engram memory for {rel}:", memories, budget.file_tokens, ledger)
+        elif event in ("Stop", "SessionEnd"):
+            if background:
+                _spawn_background(
+                    workspace,
+                    ["observe", "--format", "claude-code", "--drain-inbox"],
+                    json.dumps(payload),
+                )
+            return None
+        else:
+            return None
+        if ids:
+            ledger.handed.extend(ids)
+            ledger.tokens += estimate_tokens(text)
+            ledger.save()
+        return _output(event, text)
+    finally:
+        digest.close()
+
+
+def hook_main(agent: str, stdin_text: str, workspace_arg: str | None) -> int:
+    """The ``engram hook`` entry point: never fails the agent (exit 0, errors logged)."""
+    started = time.perf_counter()
+    try:
+        payload = json.loads(stdin_text) if stdin_text.strip() else {}
+        if not isinstance(payload, dict):
+            raise ValueError("hook payload is not a JSON object")
+        root = workspace_arg or payload.get("cwd") or os.getcwd()
+        workspace = Workspace.open(root) if workspace_arg else Workspace.open(_git_root(root))
+        if agent not in ("claude-code", "codex"):
+            raise ValueError(f"unknown agent {agent!r}; expected claude-code or codex")
+        result = run_claude_code_hook(workspace, payload)
+        if result is not None:
+            sys.stdout.write(json.dumps(result))
+            sys.stdout.flush()
+    except Exception as exc:  # a hook must never block or break the agent
+        _log_failure(workspace_arg, exc)
+    log.debug("hook answered in %.1f ms", (time.perf_counter() - started) * 1000)
+    return 0
+
+
+def _git_root(start: str) -> Path:
+    from engram.workspace import find_workspace_root
+
+    return find_workspace_root(Path(start))
+
+
+def _log_failure(workspace_arg: str | None, exc: Exception) -> None:
+    try:
+        root = Path(workspace_arg) if workspace_arg else _git_root(os.getcwd())
+        log_dir = root / ".engram" / "logs"
+        if log_dir.parent.exists():
+            log_dir.mkdir(exist_ok=True)
+            with (log_dir / "hooks.log").open("a", encoding="utf-8") as fh:
+                fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook failed: {exc!r}\n")
+    except OSError:
+        pass

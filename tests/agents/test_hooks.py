@@ -1,0 +1,128 @@
+"""Agent hooks answer from the digest: right memories, never twice, never over budget."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+
+from engram.agents import Digest, HookBudget, estimate_tokens, hook_main, run_claude_code_hook
+from engram.model import CodeAnchor, Memory, MemoryScope, MemoryType
+from engram.workspace import Workspace
+
+
+def _gotcha(text: str, file: str, line: int = 3) -> Memory:
+    return Memory(
+        text,
+        type=MemoryType.GOTCHA,
+        anchors=[CodeAnchor(file, "charge", line, line)],
+        confidence=0.8,
+    )
+
+
+@pytest.fixture
+def ws(tmp_workspace: Workspace) -> Workspace:
+    tmp_workspace.ensure_engram_dir()
+    (tmp_workspace.root / "billing.py").write_text("def charge(x):\n    return x\n")
+    return tmp_workspace
+
+
+def _post(ws: Workspace, file: str, session: str = "s1", tool: str = "Read") -> dict[str, object]:
+    return {
+        "session_id": session,
+        "hook_event_name": "PostToolUse",
+        "cwd": str(ws.root),
+        "tool_name": tool,
+        "tool_input": {"file_path": str(ws.root / file)},
+        "tool_response": {"success": True},
+    }
+
+
+def test_digest_mirrors_writes_and_filters_inactive(ws: Workspace) -> None:
+    digest = Digest(ws)
+    active = _gotcha("charge() wants cents", "billing.py")
+    stale = _gotcha("old rule", "billing.py")
+    stale.deprecated = True
+    digest.apply([active, stale])
+    assert [m.id for m in digest.for_file("billing.py", ["gotcha"])] == [active.id]
+    assert digest.for_file("other.py", ["gotcha"]) == []
+    digest.apply(deleted_ids=[active.id])
+    assert digest.for_file("billing.py", ["gotcha"]) == []
+    assert digest.rebuild([active]) == 1
+    assert digest.count() == 1
+
+
+def test_digest_is_stale_when_lance_manifest_moves(ws: Workspace) -> None:
+    digest = Digest(ws)
+    digest.apply([_gotcha("x", "billing.py")])
+    assert not digest.is_stale()
+    versions = ws.engram_dir / "memories.lance" / "_versions"
+    versions.mkdir(parents=True)
+    (versions / "2.manifest").write_text("")
+    assert digest.is_stale()
+    digest.apply()
+    assert not digest.is_stale()
+
+
+def test_post_tool_use_injects_file_gotchas_once_per_session(ws: Workspace) -> None:
+    memory = _gotcha("charge() takes euros but the API wants cents", "billing.py")
+    Digest(ws).apply([memory])
+    first = run_claude_code_hook(ws, _post(ws, "billing.py"), background=False)
+    assert first is not None
+    output = first["hookSpecificOutput"]
+    assert output["hookEventName"] == "PostToolUse"
+    assert "wants cents" in output["additionalContext"]
+    assert memory.id in output["additionalContext"]
+    assert "billing.py:4" in output["additionalContext"]
+    # the same session reading again gets nothing new; another session gets it again
+    assert run_claude_code_hook(ws, _post(ws, "billing.py"), background=False) is None
+    assert run_claude_code_hook(ws, _post(ws, "billing.py", "s2"), background=False) is not None
+
+
+def test_injection_never_exceeds_budget(ws: Workspace) -> None:
+    Digest(ws).apply([_gotcha(f"gotcha number {i} " + "x" * 80, "billing.py") for i in range(30)])
+    budget = HookBudget(file_tokens=150)
+    result = run_claude_code_hook(ws, _post(ws, "billing.py"), budget, background=False)
+    assert result is not None
+    text = result["hookSpecificOutput"]["additionalContext"]
+    assert estimate_tokens(text) <= 150
+
+
+def test_session_start_brings_work_state_first(ws: Workspace) -> None:
+    decision = Memory(
+        "We use sessions, not JWT", type=MemoryType.DECISION, scope=MemoryScope.GLOBAL
+    )
+    work = Memory("Was halfway through the refund flow", type=MemoryType.WORK_STATE)
+    Digest(ws).apply([decision, work])
+    payload = {"session_id": "s9", "hook_event_name": "SessionStart", "source": "startup"}
+    result = run_claude_code_hook(ws, payload, background=False)
+    assert result is not None
+    text = result["hookSpecificOutput"]["additionalContext"]
+    assert text.index("refund flow") < text.index("sessions, not JWT")
+
+
+def test_hooks_stay_silent_outside_workspace_and_for_other_tools(
+    ws: Workspace, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    Digest(ws).apply([_gotcha("x", "billing.py")])
+    outside = tmp_path_factory.mktemp("elsewhere") / "f.py"
+    payload = _post(ws, "billing.py")
+    payload["tool_input"] = {"file_path": str(outside)}
+    assert run_claude_code_hook(ws, payload, background=False) is None
+    assert run_claude_code_hook(ws, _post(ws, "billing.py", tool="Bash"), background=False) is None
+
+
+def test_hook_main_never_fails(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert hook_main("claude-code", "{not json", str(ws.root)) == 0
+    assert hook_main("unknown-agent", "{}", str(ws.root)) == 0
+    assert capsys.readouterr().out == ""
+    assert "hook failed" in (ws.engram_dir / "logs" / "hooks.log").read_text()
+    Digest(ws).apply([_gotcha("charge wants cents", "billing.py")])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    assert hook_main("claude-code", json.dumps(_post(ws, "billing.py")), str(ws.root)) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "charge wants cents" in out["hookSpecificOutput"]["additionalContext"]
