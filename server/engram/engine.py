@@ -681,13 +681,12 @@ class Engine:
             raise InvalidInput("search query is empty")
         if k <= 0 or k > 1000:
             raise InvalidInput(f"k must be between 1 and 1000, got {k}")
+        parsed_phase = parse_phase(phase)
+        rel = self._relative(file) if file else None
+        parsed_types = [parse_type(t) for t in types] if types else None
         module = _optional_module("engram.retrieval", "retrieval")
         request = _require(module, "SearchRequest", "retrieval")(
-            query=query.strip(),
-            k=k,
-            phase=parse_phase(phase),
-            file=self._relative(file) if file else None,
-            types=[parse_type(t) for t in types] if types else None,
+            query=query.strip(), k=k, phase=parsed_phase, file=rel, types=parsed_types
         )
         hits = list(self.retriever.search(request))
         if record and hits and not self.read_only:
@@ -727,12 +726,13 @@ class Engine:
         if not isinstance(budget, int) or budget <= 0:
             raise InvalidInput(f"budget must be a positive number of tokens, got {budget}")
         rel = self._relative(file) if file else None
+        parsed_phase = parse_phase(phase)
         module = _optional_module("engram.retrieval", "retrieval")
         request = _require(module, "ContextRequest", "retrieval")(
             file=rel,
             symbol=symbol or None,
             query=query.strip() if query else None,
-            phase=parse_phase(phase),
+            phase=parsed_phase,
             budget_tokens=budget,
         )
         pack = self.retriever.context(request)

@@ -475,6 +475,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import importlib
 
+    tcp = args.tcp
+    if tcp is not None and not re.fullmatch(r"[^:\s]*:\d{1,5}", tcp):
+        raise InvalidInput(f"--tcp must be HOST:PORT, got {tcp!r}")
+
     try:
         lsp = importlib.import_module("engram.lsp")
     except ModuleNotFoundError as exc:
@@ -482,9 +486,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     run_server = getattr(lsp, "run_server", None)
     if not callable(run_server):
         raise NotAvailable("the language server is not available yet (engram.lsp.run_server)")
-    tcp = args.tcp
-    if tcp is not None and not re.fullmatch(r"[^:\s]*:\d{1,5}", tcp):
-        raise InvalidInput(f"--tcp must be HOST:PORT, got {tcp!r}")
     run_server(_workspace_arg(args), tcp)
     return 0
 

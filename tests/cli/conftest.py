@@ -1,0 +1,76 @@
+"""Run the real ``engram`` console script in a subprocess against a temp workspace."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import pytest
+
+from engram.workspace import Workspace
+
+ENGRAM = Path(sys.executable).with_name("engram")
+
+
+@attrs.frozen
+class Run:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def err_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.strip()]
+
+
+RunCli = Callable[..., Run]
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str], stdin: bytes | str | None) -> Run:
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    proc = subprocess.run(
+        [str(ENGRAM), *args],
+        cwd=cwd,
+        input=data,
+        capture_output=True,
+        env=env,
+        timeout=240,
+        check=False,
+    )
+    return Run(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+@pytest.fixture
+def cli_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env["ENGRAM_EMBED__MODEL"] = "none"  # the real model is exercised by one marked test
+    env["COLUMNS"] = "200"
+    return env
+
+
+@pytest.fixture
+def cli(tmp_workspace: Workspace, cli_env: dict[str, str]) -> RunCli:
+    """``cli("list", "--json")`` runs ``engram`` inside the temp workspace."""
+
+    def run(*args: str, stdin: bytes | str | None = None, cwd: Path | None = None) -> Run:
+        return _run(list(args), cwd or tmp_workspace.root, cli_env, stdin)
+
+    return run
+
+
+def store_available() -> bool:
+    try:
+        from engram.retrieval import Retriever  # noqa: F401
+        from engram.store import MemoryStore  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_store = pytest.mark.skipif(
+    not store_available(), reason="engram.store / engram.retrieval not available yet"
+)
