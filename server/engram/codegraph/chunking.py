@@ -1,0 +1,173 @@
+"""Code chunks for search: definitions stay whole, the rest is cut into overlapping windows.
+
+Boundaries come from the graph's definitions (the ``definitions.scm`` queries), so a function
+body is never split across chunks unless it is longer than a window itself. Every chunk
+carries a contextual prefix (file, kind, name, lines; V5 §8) used for embedding, and a
+search text with identifiers split into words for keyword search.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import attrs
+
+from engram.codegraph.graph import Symbol
+
+#: Longest definition kept as one chunk; longer ones are windowed.
+MAX_CHUNK_LINES = 120
+#: Window size and overlap for code outside definitions and for text files.
+WINDOW_LINES = 40
+WINDOW_OVERLAP = 8
+#: Loose code (outside definitions) shorter than this is not worth its own chunk.
+MIN_LOOSE_LINES = 3
+#: Characters of a chunk kept for embedding (the model truncates long input anyway).
+MAX_EMBED_CHARS = 2000
+
+_CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum", "module"})
+
+
+def split_identifier(identifier: str) -> list[str]:
+    """``parseHTTPResponse_v2`` -> ``["parse", "http", "response", "v", "2"]``."""
+    words: list[str] = []
+    for part in re.split(r"[^0-9A-Za-z]+", identifier):
+        if part:
+            words.extend(w.lower() for w in _CAMEL_RE.findall(part))
+    return words
+
+
+@attrs.define
+class CodeChunk:
+    file: str
+    kind: str  # function | method | class | ... | module (code outside definitions) | text
+    name: str | None
+    start_line: int
+    end_line: int
+    content: str
+    language: str | None = None
+
+    @property
+    def chunk_id(self) -> str:
+        return f"{self.file}:{self.start_line}-{self.end_line}:{self.kind}"
+
+    def context_prefix(self) -> str:
+        """``File: a/b.py | function: load_config (load config) | Lines: 3-20``."""
+        parts = [f"File: {self.file}"]
+        if self.name:
+            words = " ".join(split_identifier(self.name.rsplit(".", 1)[-1]))
+            parts.append(f"{self.kind}: {self.name}" + (f" ({words})" if words else ""))
+        parts.append(f"Lines: {self.start_line}-{self.end_line}")
+        return " | ".join(parts)
+
+    def embedding_text(self) -> str:
+        return f"{self.context_prefix()}\n\n{self.content[:MAX_EMBED_CHARS]}"
+
+    def search_text(self) -> str:
+        """What keyword search sees: path, name and content (tokenised later)."""
+        return f"{self.file} {self.name or ''} {self.content}"
+
+
+def _windows(
+    lines: list[str], start: int, end: int, size: int, overlap: int
+) -> list[tuple[int, int]]:
+    """1-based inclusive windows covering ``start..end``."""
+    spans: list[tuple[int, int]] = []
+    position = start
+    step = max(1, size - overlap)
+    while position <= end:
+        stop = min(end, position + size - 1)
+        if any(lines[i - 1].strip() for i in range(position, stop + 1)):
+            spans.append((position, stop))
+        if stop == end:
+            break
+        position += step
+    return spans
+
+
+def _text_name(lines: list[str], start: int, end: int) -> str | None:
+    for index in range(start - 1, end):
+        match = _HEADING_RE.match(lines[index])
+        if match:
+            return match.group(1)[:80]
+    return None
+
+
+def chunk_file(
+    file: str,
+    text: str,
+    symbols: Sequence[Symbol] = (),
+    language: str | None = None,
+) -> list[CodeChunk]:
+    """Chunks of one file: one per definition (methods of big classes apart), windows elsewhere."""
+    lines = text.splitlines()
+    if not lines:
+        return []
+    total = len(lines)
+    chunks: list[CodeChunk] = []
+    covered = [False] * (total + 1)
+
+    def body(start: int, end: int) -> str:
+        return "\n".join(lines[start - 1 : end])
+
+    def add(kind: str, name: str | None, start: int, end: int) -> None:
+        start, end = max(1, start), min(total, end)
+        if end < start:
+            return
+        chunks.append(CodeChunk(file, kind, name, start, end, body(start, end), language))
+        for line in range(start, end + 1):
+            covered[line] = True
+
+    def add_definition(symbol: Symbol) -> None:
+        start, end = symbol.start_line, symbol.end_line
+        if end - start + 1 <= MAX_CHUNK_LINES:
+            add(symbol.kind, symbol.qualname, start, end)
+            return
+        for w_start, w_end in _windows(lines, start, end, MAX_CHUNK_LINES, WINDOW_OVERLAP):
+            add(symbol.kind, symbol.qualname, w_start, w_end)
+
+    ordered = sorted(symbols, key=lambda s: (s.start_line, -s.end_line))
+    top_level: list[Symbol] = []
+    for symbol in ordered:
+        if not top_level or symbol.start_line > top_level[-1].end_line:
+            top_level.append(symbol)
+    for symbol in top_level:
+        size = symbol.end_line - symbol.start_line + 1
+        members = [
+            s
+            for s in ordered
+            if s is not symbol
+            and symbol.start_line <= s.start_line
+            and s.end_line <= symbol.end_line
+            and "." not in s.qualname[len(symbol.qualname) + 1 :]
+        ]
+        if symbol.kind in _CLASS_KINDS and size > MAX_CHUNK_LINES and members:
+            # a big class: its header (up to the first member), then each member alone
+            first = min(m.start_line for m in members)
+            add(symbol.kind, symbol.qualname, symbol.start_line, max(symbol.start_line, first - 1))
+            for member in members:
+                add_definition(member)
+        else:
+            add_definition(symbol)
+    # everything else: module-level code, or the whole file when nothing was parsed
+    kind = "module" if symbols or language else "text"
+    run_start: int | None = None
+    for line in range(1, total + 2):
+        free = line <= total and not covered[line]
+        if free and run_start is None:
+            run_start = line
+        elif not free and run_start is not None:
+            spans = _windows(lines, run_start, line - 1, WINDOW_LINES, WINDOW_OVERLAP)
+            for w_start, w_end in spans:
+                filled = sum(1 for i in range(w_start - 1, w_end) if lines[i].strip())
+                if filled < MIN_LOOSE_LINES and (chunks or len(spans) > 1):
+                    continue  # a stray import or blank gap between definitions
+                name = _text_name(lines, w_start, w_end) if kind == "text" else None
+                chunks.append(
+                    CodeChunk(file, kind, name, w_start, w_end, body(w_start, w_end), language)
+                )
+            run_start = None
+    chunks.sort(key=lambda c: (c.start_line, c.end_line))
+    return chunks
