@@ -238,6 +238,7 @@ class Engine:
         self._observer: Any | None = None
         self._history: Any | None = None
         self._history_missing = False
+        self._digest: Any | None = None
         self._file_index: dict[str, list[str]] | None = None
         self._file_index_key: object = None
 
@@ -598,7 +599,58 @@ class Engine:
             store.add(list(to_add), vectors, model_id)
         if to_update:
             store.update(list(to_update))
+        self._mirror([*to_add, *to_update])
+
+    def _mirror(self, upserts: Sequence[Memory] = (), deleted: Sequence[str] = ()) -> None:
+        """After a store write: drop the file index and update the agents' SQLite digest.
+
+        The digest (``engram.agents``) lets hook processes answer without LanceDB; it is a
+        cache, so failing to update it is logged, never raised (the hook rebuilds it).
+        """
         self._file_index = None
+        try:
+            digest = self._digest
+            if digest is None:
+                module = importlib.import_module("engram.agents.digest")
+                digest = self._digest = module.Digest(self.workspace)
+            digest.apply(list(upserts), list(deleted))
+        except ModuleNotFoundError:
+            return
+        except Exception as exc:
+            log.info("could not update the agent digest: %s", exc)
+
+    def rebuild_digest(self) -> int:
+        """Rewrite the agents' digest from the store (it was stale or missing)."""
+        module = importlib.import_module("engram.agents.digest")
+        with self._write_lock:
+            if self._digest is None:
+                self._digest = module.Digest(self.workspace)
+            return int(self._digest.rebuild(self.store.list(self._filter(include_deprecated=True))))
+
+    def embed_missing(self, progress: ProgressCallback | None = None) -> dict[str, Any]:
+        """Embed memories that have no vector for the current model (e.g. after a switch)."""
+        embedder = self.embedder
+        store = self.store
+        count = int(store.count())
+        if embedder is None:
+            return {"count": count, "embedded": 0, "model": None}
+        missing_fn = getattr(store, "missing_vectors", None)
+        missing = list(missing_fn(embedder.model_id)) if callable(missing_fn) else []
+        embedded = 0
+        batch = max(1, self.config.embed.batch_size)
+        text_of = _require(
+            _optional_module("engram.embed", "embeddings"), "memory_embedding_text", "embeddings"
+        )
+        for start in range(0, len(missing), batch):
+            chunk = missing[start : start + batch]
+            vectors = embedder.embed([text_of(m) for m in chunk])  # outside the lock
+            with self._write_lock:
+                store.update(chunk, vectors, embedder.model_id)
+                self._mirror()
+            embedded += len(chunk)
+            if progress is not None:
+                progress("embedding", embedded, len(missing))
+        return {"count": count, "embedded": embedded, "model": embedder.model_id}
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -749,7 +801,7 @@ class Engine:
         with self._write_lock:
             updated = change(self.get(memory_id))
             self.store.update([updated])
-            self._file_index = None
+            self._mirror([updated])
         return updated
 
     def forget(self, memory_id: str) -> Memory:
@@ -757,7 +809,7 @@ class Engine:
         with self._write_lock:
             memory = self.get(memory_id)
             self.store.delete([memory.id])
-            self._file_index = None
+            self._mirror(deleted=[memory.id])
         return memory
 
     def confirm(self, memory_id: str) -> Memory:
@@ -784,7 +836,9 @@ class Engine:
         with self._write_lock:
             found = self.store.get_many(list(dict.fromkeys(ids)))
             if found:
-                self.store.update([apply_access(m, now=now) for m in found])
+                accessed = [apply_access(m, now=now) for m in found]
+                self.store.update(accessed)
+                self._mirror(accessed)
 
     def _record_access_quietly(self, ids: Sequence[str]) -> None:
         try:
@@ -846,7 +900,7 @@ class Engine:
                     self.store.update(report.updated)
                 if report.deleted:
                     self.store.delete(report.deleted)
-                self._file_index = None
+                self._mirror(report.updated, report.deleted)
         return report
 
     def export(self, fmt: str = "json") -> str:
@@ -891,6 +945,7 @@ class Engine:
             prepared = [self._prepare(m) for m in known]
             with self._write_lock:
                 self.store.update([m for m, _ in prepared])
+                self._mirror([m for m, _ in prepared])
             report.merged += len(known)
             report.ids += [m.id for m, _ in prepared]
             report.redacted += sum(1 for _, kinds in prepared if kinds)
@@ -1020,7 +1075,7 @@ class Engine:
 
     def close(self) -> None:
         with self._write_lock:
-            for component in (self._store, self._codegraph, self._history):
+            for component in (self._store, self._codegraph, self._history, self._digest):
                 closer = getattr(component, "close", None)
                 if callable(closer):
                     try:
@@ -1030,6 +1085,7 @@ class Engine:
             self._store = None
             self._codegraph = None
             self._history = None
+            self._digest = None
             self._retriever = None
 
     def __enter__(self) -> Engine:

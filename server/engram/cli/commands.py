@@ -326,31 +326,19 @@ def _mine_history(engine: Engine, quiet: bool) -> dict[str, Any]:
 
 def _backfill_embeddings(engine: Engine, quiet: bool) -> dict[str, Any]:
     """Embed memories that have no vector for the current model (after a model switch)."""
-    embedder = engine.embedder
-    store = engine.store
-    count = int(store.count())
-    if embedder is None:
-        if not quiet:
-            note(f"memories: {count} stored; no embedding model ({engine.embedder_status})")
-        return {"count": count, "embedded": 0, "model": None}
-    missing_fn = getattr(store, "missing_vectors", None)
-    missing = list(missing_fn(embedder.model_id)) if callable(missing_fn) else []
-    embedded = 0
-    if missing:
-        import importlib
-
-        memory_embedding_text = importlib.import_module("engram.embed").memory_embedding_text
-        batch = max(1, engine.config.embed.batch_size)
-        with progress_bar("embedding memories") as update:
-            for start in range(0, len(missing), batch):
-                chunk = missing[start : start + batch]
-                vectors = embedder.embed([memory_embedding_text(m) for m in chunk])
-                store.update(chunk, vectors, embedder.model_id)
-                embedded += len(chunk)
-                update("", embedded, len(missing))
+    with progress_bar("embedding memories") as update:
+        result = engine.embed_missing(progress=update)
     if not quiet:
-        note(f"memories: {count} stored, {embedded} newly embedded with {embedder.model_id}")
-    return {"count": count, "embedded": embedded, "model": embedder.model_id}
+        if result["model"] is None:
+            note(
+                f"memories: {result['count']} stored; no embedding model ({engine.embedder_status})"
+            )
+        else:
+            note(
+                f"memories: {result['count']} stored, {result['embedded']} newly embedded "
+                f"with {result['model']}"
+            )
+    return result
 
 
 def _split_target(target: str, root: Path) -> tuple[str, str | None]:
@@ -406,15 +394,61 @@ def _read_events(raw: str) -> list[Any]:
     return events
 
 
+_SAFE_SESSION = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def _drain_inbox(engine: Engine, events: list[Any]) -> list[Any]:
+    """The hook payloads queued for the sessions named in ``events`` (oldest first).
+
+    ``engram hook`` appends every payload to ``.engram/agents/inbox/<session>.jsonl``; at
+    Stop/SessionEnd it runs ``observe --drain-inbox`` in the background. The file is
+    renamed before reading so payloads appended meanwhile go to a fresh file.
+    """
+    inbox = engine.workspace.engram_dir / "agents" / "inbox"
+    sessions = {
+        _SAFE_SESSION.sub("_", str(e.get("session_id") or "default"))[:128]
+        for e in events
+        if isinstance(e, dict)
+    } or {"default"}
+    queued: list[Any] = []
+    for session in sorted(sessions):
+        path = inbox / f"{session}.jsonl"
+        if not path.exists():
+            continue
+        draining = path.with_suffix(".draining")
+        path.replace(draining)
+        for line in draining.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                queued.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        draining.unlink()
+    return queued
+
+
+def cmd_digest(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        if not args.rebuild:
+            raise InvalidInput("nothing to do: use 'engram digest --rebuild'")
+        count = engine.rebuild_digest()
+    note(f"digest rebuilt with {count} memories")
+    return 0
+
+
 def cmd_observe(args: argparse.Namespace) -> int:
     data = sys.stdin.buffer.read()
     try:
         raw = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidInput("observer input is not UTF-8 text") from exc
+    if args.drain_inbox and not raw.strip():
+        raw = "{}"
     events = _read_events(raw)
     outputs: list[Any] = []
     with open_engine(args) as engine:
+        if args.drain_inbox:
+            # the triggering payload was queued by the hook too: replay the queue instead
+            events = _drain_inbox(engine, events)
         if args.format == "claude-code":
             import importlib
 
@@ -612,6 +646,7 @@ COMMANDS: dict[str, Handler] = {
     "stats": cmd_stats,
     "export": cmd_export,
     "import": cmd_import,
+    "digest": cmd_digest,
     "prune": cmd_prune,
 }
 

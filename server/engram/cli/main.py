@@ -143,6 +143,17 @@ def build_parser() -> OneLineParser:
         default="engram",
         help="engram events, or a Claude Code hook payload as the hook receives it",
     )
+    p.add_argument(
+        "--drain-inbox",
+        action="store_true",
+        help="also replay the hook payloads queued for this session (.engram/agents/inbox)",
+    )
+
+    p = add("hook", "answer an agent hook (payload on stdin); always exits 0")
+    p.add_argument("agent", metavar="AGENT", help="claude-code or codex")
+
+    p = add("digest", "the SQLite digest agent hooks read from")
+    p.add_argument("--rebuild", action="store_true", help="rewrite it from the store")
 
     sub.add_parser(
         "mcp",
@@ -198,6 +209,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return EXIT_USAGE
+    if args.command == "hook":
+        # hooks run once per agent tool call: no engine, no store, just the digest
+        from engram.agents.hooks import hook_main
+
+        return hook_main(args.agent, sys.stdin.read(), getattr(args, "workspace", None))
     try:
         from engram.cli.commands import run_command
 

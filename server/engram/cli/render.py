@@ -236,7 +236,7 @@ def print_impact(report: Any) -> None:
     score = data.get("score")
     score_text = f" (impact score {float(score):.2f})" if isinstance(score, int | float) else ""
     print(f"impact of {target}{score_text}")
-    items = next(
+    items: list[Any] = next(
         (
             data[key]
             for key in ("ranked_files", "affected", "items", "direct_dependents")
