@@ -1,0 +1,109 @@
+"""`engram mcp-serve` over a real stdio connection with the official SDK client."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from engram.workspace import Workspace
+
+
+@asynccontextmanager
+async def session_for(ws: Workspace) -> AsyncIterator[ClientSession]:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    env["ENGRAM_EMBED__MODEL"] = "none"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "engram", "mcp-serve", "--workspace", str(ws.root)],
+        env=env,
+        cwd=str(ws.root),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def _payload(result: Any) -> dict[str, Any]:
+    if result.structured_content is not None:
+        data = result.structured_content
+        return data.get("result", data) if isinstance(data, dict) else {"result": data}
+    return json.loads(result.content[0].text)
+
+
+async def test_tools_are_listed_with_schemas(tmp_workspace: Workspace) -> None:
+    async with session_for(tmp_workspace) as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+    expected = {
+        "engram_search",
+        "engram_context",
+        "engram_remember",
+        "engram_impact",
+        "engram_recipes",
+        "engram_review",
+        "engram_confirm",
+        "engram_flag",
+        "engram_observe",
+        "engram_session_summary",
+        "engram_find_tools",
+        "engram_call_tool",
+    }
+    assert expected <= set(tools)
+    remember = tools["engram_remember"].input_schema
+    assert remember["required"] == ["text"]
+    assert "dead_end" in json.dumps(remember["properties"]["type"])
+    assert "before editing" in (tools["engram_context"].description or "").lower()
+
+
+async def test_remember_search_flag_round_trip(tmp_workspace: Workspace) -> None:
+    (tmp_workspace.root / "billing.py").write_text("def charge(amount):\n    return amount\n")
+    async with session_for(tmp_workspace) as session:
+        made = _payload(
+            await session.call_tool(
+                "engram_remember",
+                {
+                    "text": "charge() takes euros but the payment API wants cents",
+                    "type": "gotcha",
+                    "file": "billing.py",
+                    "line": 1,
+                },
+            )
+        )
+        memory_id = made["id"]
+        found = _payload(await session.call_tool("engram_search", {"query": "payment cents"}))
+        assert [r["id"] for r in found["results"]][:1] == [memory_id]
+        assert found["results"][0]["file"] == "billing.py"
+        flagged = _payload(
+            await session.call_tool("engram_flag", {"id": memory_id, "kind": "incorrect"})
+        )
+        assert flagged["id"] == memory_id
+
+
+async def test_bad_input_and_paths_outside_are_tool_errors(
+    tmp_workspace: Workspace, tmp_path: Path
+) -> None:
+    async with session_for(tmp_workspace) as session:
+        empty = await session.call_tool("engram_remember", {"text": "   "})
+        assert empty.is_error
+        outside = await session.call_tool(
+            "engram_remember", {"text": "x", "file": str(tmp_path / "elsewhere.py")}
+        )
+        assert outside.is_error
+        assert "outside the workspace" in outside.content[0].text
+        unknown = await session.call_tool("engram_flag", {"id": "m-0000000000", "kind": "outdated"})
+        assert unknown.is_error
+        bad_kind = await session.call_tool("engram_flag", {"id": "m-1", "kind": "meh"})
+        assert bad_kind.is_error
+
+
+@pytest.fixture(autouse=True)
+def _anyio_backend() -> str:
+    return "asyncio"
