@@ -239,6 +239,8 @@ class Engine:
         self._history: Any | None = None
         self._history_missing = False
         self._digest: Any | None = None
+        self._code_search: Any | None = None
+        self.last_chunk_report: Any | None = None
         self._file_index: dict[str, list[str]] | None = None
         self._file_index_key: object = None
 
@@ -750,12 +752,21 @@ class Engine:
             raise InvalidInput("search query is empty")
         if k <= 0 or k > 1000:
             raise InvalidInput(f"k must be between 1 and 1000, got {k}")
-        graph = self.codegraph
-        for name in ("search_code", "search"):
-            method = getattr(graph, name, None)
-            if callable(method):
-                return list(method(query.strip(), k=k))
-        raise NotAvailable("code search not available yet (the code graph has no search)")
+        hits = list(self.code_search.search(query.strip(), k=k))
+        if not hits and int(self.codegraph.stats().get("files", 0)) == 0:
+            raise EngramError("no code is indexed yet; run 'engram index' first")
+        return hits
+
+    @property
+    def code_search(self) -> Any:
+        """Hybrid search over AST code chunks (``engram.codegraph.CodeSearch``)."""
+        if self._code_search is None:
+            with self._init_lock:
+                if self._code_search is None:
+                    module = _optional_module("engram.codegraph", "code search")
+                    search_cls = _require(module, "CodeSearch", "code search")
+                    self._code_search = search_cls(self.workspace, self.codegraph, self.embedder)
+        return self._code_search
 
     def context(
         self,
@@ -872,9 +883,30 @@ class Engine:
         analyzer = analyzer_cls(self.codegraph, cochange=cochange)
         return analyzer.impact(rel, symbol or None)
 
-    def index(self, progress: Any | None = None, cancel: Callable[[], bool] | None = None) -> Any:
-        """Bring the code graph up to date; ``progress(done, total, path)`` per file."""
-        return self.codegraph.index(progress=progress, cancel=cancel)
+    def index(
+        self,
+        progress: Any | None = None,
+        cancel: Callable[[], bool] | None = None,
+        *,
+        chunks: bool = True,
+    ) -> Any:
+        """Bring the code graph (and, with ``chunks``, the code-search chunks) up to date.
+
+        ``progress(done, total, path)`` is called per file. Returns the graph's
+        ``IndexReport``; the chunk report of the same run is kept in
+        :attr:`last_chunk_report`.
+        """
+        report = self.codegraph.index(progress=progress, cancel=cancel)
+        if chunks and not getattr(report, "interrupted", False):
+            self.index_chunks(progress=progress, cancel=cancel)
+        return report
+
+    def index_chunks(
+        self, progress: Any | None = None, cancel: Callable[[], bool] | None = None
+    ) -> Any:
+        """Chunk and embed changed files for code search (after :meth:`index`)."""
+        self.last_chunk_report = self.code_search.index_chunks(progress=progress, cancel=cancel)
+        return self.last_chunk_report
 
     def observe(self, event: dict[str, Any]) -> Any:
         if not isinstance(event, dict):
@@ -1075,7 +1107,13 @@ class Engine:
 
     def close(self) -> None:
         with self._write_lock:
-            for component in (self._store, self._codegraph, self._history, self._digest):
+            for component in (
+                self._store,
+                self._code_search,
+                self._codegraph,
+                self._history,
+                self._digest,
+            ):
                 closer = getattr(component, "close", None)
                 if callable(closer):
                     try:
@@ -1086,6 +1124,7 @@ class Engine:
             self._codegraph = None
             self._history = None
             self._digest = None
+            self._code_search = None
             self._retriever = None
 
     def __enter__(self) -> Engine:

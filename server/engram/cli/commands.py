@@ -284,19 +284,46 @@ def cmd_index(args: argparse.Namespace) -> int:
         try:
             with progress_bar("indexing code") as update:
                 report = engine.index(
-                    progress=lambda done, total, path: update(str(path or ""), done, total)
+                    progress=lambda done, total, path: update(str(path or ""), done, total),
+                    chunks=False,
                 )
             summary["code"] = render.to_jsonable(report)
             if not args.json:
-                note(f"code graph: {render.one_line_summary(report)}")
+                note(f"code graph: {_graph_summary(report)}")
+            with progress_bar("chunking and embedding code") as update:
+                chunk_report = engine.index_chunks(
+                    progress=lambda done, total, path: update(str(path or ""), done, total)
+                )
+            summary["chunks"] = render.to_jsonable(chunk_report)
+            if not args.json:
+                note(f"code search: {render.one_line_summary(chunk_report)}")
         except NotAvailable as exc:
             summary["code"] = {"skipped": str(exc)}
             note(f"skipped code indexing: {exc}")
         summary["history"] = _mine_history(engine, args.json)
-        summary["memories"] = _backfill_embeddings(engine, args.json)
+        try:
+            summary["memories"] = _backfill_embeddings(engine, args.json)
+        except NotAvailable as exc:
+            summary["memories"] = {"skipped": str(exc)}
+            note(f"skipped memory embeddings: {exc}")
     if args.json:
         emit_json(summary)
     return 0
+
+
+def _graph_summary(report: Any) -> str:
+    data = render.to_jsonable(report)
+    if not isinstance(data, dict):
+        return str(data)
+    keys = ("files_seen", "files_indexed", "files_unchanged", "nodes", "edges", "seconds")
+    parts = []
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, float):
+            parts.append(f"{key.replace('_', ' ')} {value:.1f}")
+        elif isinstance(value, int):
+            parts.append(f"{key.replace('_', ' ')} {value}")
+    return ", ".join(parts)
 
 
 def _mine_history(engine: Engine, quiet: bool) -> dict[str, Any]:

@@ -212,7 +212,7 @@ def one_line_summary(report: Any) -> str:
     data = to_jsonable(report)
     if isinstance(data, dict):
         parts = [
-            f"{k.replace('_', ' ')} {v}"
+            f"{k.replace('_', ' ')} {round(v, 1) if isinstance(v, float) else v}"
             for k, v in data.items()
             if isinstance(v, int | float) and not isinstance(v, bool)
         ]
