@@ -13,3 +13,7 @@
                                 (class_declaration name: (identifier) @export.name)
                                 (lexical_declaration (variable_declarator name: (identifier) @export.name))])
 (export_statement (export_clause (export_specifier name: (identifier) @export.name)))
+(assignment_expression
+  left: (member_expression property: (property_identifier) @name)
+  right: [(function_expression) (arrow_function)]) @definition.function
+(pair key: (property_identifier) @name value: [(function_expression) (arrow_function)]) @definition.method

@@ -20,3 +20,7 @@
                                 (enum_declaration name: (identifier) @export.name)
                                 (lexical_declaration (variable_declarator name: (identifier) @export.name))])
 (export_statement (export_clause (export_specifier name: (identifier) @export.name)))
+(assignment_expression
+  left: (member_expression property: (property_identifier) @name)
+  right: [(function_expression) (arrow_function)]) @definition.function
+(public_field_definition name: (property_identifier) @name value: [(arrow_function) (function_expression)]) @definition.method

@@ -35,7 +35,7 @@ import attrs
 from engram.codegraph.extract import HIDDEN_KINDS, FileFacts, ImportRef
 from engram.codegraph.languages import LanguageRegistry, is_indexable, language_for
 from engram.codegraph.project import ProjectFact, detect_project
-from engram.codegraph.resolve import ImportResolver, read_go_modules
+from engram.codegraph.resolve import ImportResolver, read_go_modules, read_js_packages
 from engram.codegraph.walk import iter_workspace_files
 from engram.config import EngramConfig, IndexConfig
 from engram.workspace import Workspace
@@ -59,6 +59,8 @@ EDGE_WEIGHTS: dict[str, float] = {
     "contains": 1.0,
 }
 DEPENDENCY_KINDS = ("imports", "calls", "extends", "implements")
+#: Manifests import resolution reads (module paths, package names).
+_RESOLVER_MANIFESTS = frozenset({"go.mod", "package.json"})
 _RECEIVER_WORDS = frozenset({"self", "this", "cls", "super", "Self"})
 
 ProgressCallback = Callable[[int, int, str], None]
@@ -219,6 +221,7 @@ class CodeGraph:
         self._conn: sqlite3.Connection | None = None
         self._parser: Parser | None = None
         self._resolver: ImportResolver | None = None
+        self._manifest_paths: list[str] | None = None
 
     # -- connection ------------------------------------------------------------------------
     @property
@@ -320,14 +323,14 @@ class CodeGraph:
 
     def _list_files(self) -> tuple[list[str], list[str]]:
         listed: list[str] = []
-        go_mods: list[str] = []
+        manifests: list[str] = []
         for rel in iter_workspace_files(self.workspace.root, self.config.exclude):
-            if posixpath.basename(rel) == "go.mod":
-                go_mods.append(rel)
+            if posixpath.basename(rel) in _RESOLVER_MANIFESTS:
+                manifests.append(rel)
             if is_indexable(rel):
                 listed.append(rel)
-        self._go_mod_paths = go_mods
-        return listed, go_mods
+        self._manifest_paths = manifests
+        return listed, manifests
 
     def _phase_parse(
         self,
@@ -627,24 +630,26 @@ class CodeGraph:
         if self._resolver is None:
             conn = self._db()
             paths = [row[0] for row in conn.execute("SELECT path FROM files")]
-            go_mod_paths = getattr(self, "_go_mod_paths", None)
-            if go_mod_paths is None:
-                go_mod_paths = self._scan_go_mods()
-                self._go_mod_paths = go_mod_paths
+            if self._manifest_paths is None:
+                self._manifest_paths = self._scan_manifests()
             contents: dict[str, bytes] = {}
-            for rel in go_mod_paths:
+            for rel in self._manifest_paths:
                 try:
                     contents[rel] = (self.workspace.root / rel).read_bytes()
                 except OSError:
                     continue
-            self._resolver = ImportResolver(paths, read_go_modules(contents))
+            go_mods = {p: c for p, c in contents.items() if p.endswith("go.mod")}
+            packages = {p: c for p, c in contents.items() if p.endswith("package.json")}
+            self._resolver = ImportResolver(
+                paths, read_go_modules(go_mods), read_js_packages(packages)
+            )
         return self._resolver
 
-    def _scan_go_mods(self) -> list[str]:
+    def _scan_manifests(self) -> list[str]:
         return [
             rel
             for rel in iter_workspace_files(self.workspace.root, self.config.exclude)
-            if posixpath.basename(rel) == "go.mod"
+            if posixpath.basename(rel) in _RESOLVER_MANIFESTS
         ]
 
     def _phase_resolve(self, cancel: CancelCallback | None) -> None:

@@ -23,19 +23,32 @@ def _dirname(path: str) -> str:
 
 
 def _join(*parts: str) -> str:
-    return posixpath.normpath(posixpath.join(*[p for p in parts if p])) if any(parts) else ""
+    kept = [p for p in parts if p]
+    if not kept:
+        return ""
+    joined = posixpath.normpath(posixpath.join(*kept))
+    return "" if joined == "." else joined
 
 
 class ImportResolver:
     """Resolves imports against one snapshot of the workspace's file list.
 
-    ``go_modules`` maps the directory of each ``go.mod`` to its module path; the graph reads
-    them from disk and passes them in, so this class never touches the file system.
+    ``go_modules`` maps the directory of each ``go.mod`` to its module path and
+    ``js_packages`` each ``package.json`` name to its folder and entry file; the graph reads
+    the manifests and passes them in, so this class never touches the file system.
     """
 
-    def __init__(self, files: Iterable[str], go_modules: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        files: Iterable[str],
+        go_modules: dict[str, str] | None = None,
+        js_packages: dict[str, tuple[str, str | None]] | None = None,
+    ) -> None:
         self.files = set(files)
         self.go_modules = dict(go_modules or {})
+        #: package name -> (directory, entry file) from the workspace's package.json files
+        self.js_packages = {name: d for name, (d, _) in (js_packages or {}).items()}
+        self.js_entries = {name: e for name, (_, e) in (js_packages or {}).items() if e}
         self._by_dir: dict[str, list[str]] = defaultdict(list)
         for path in self.files:
             self._by_dir[_dirname(path)].append(path)
@@ -143,14 +156,26 @@ class ImportResolver:
     def _js(self, source: str, ref: ImportRef) -> list[str]:
         spec = ref.module.split("?")[0]
         if not spec.startswith((".", "/")):
-            return []
+            # the workspace's own package imported by name (tests often do this)
+            name, _, rest = spec.partition("/")
+            if name.startswith("@") and rest:
+                scope_name, _, rest = rest.partition("/")
+                name = f"{name}/{scope_name}"
+            package_dir = self.js_packages.get(name)
+            if package_dir is None:
+                return []
+            entry = self.js_entries.get(name) if not rest else None
+            spec = "/" + (entry if entry is not None else _join(package_dir, rest))
         stem = _join(_dirname(source), spec) if spec.startswith(".") else spec.lstrip("/")
-        candidates = [stem]
+        if stem.startswith("../"):
+            return []
+        prefix = f"{stem}/" if stem else ""
+        candidates = [stem] if stem else []
         root, ext = posixpath.splitext(stem)
         if ext in (".js", ".jsx", ".mjs", ".cjs"):  # TS sources imported by their output name
             candidates += [root + e for e in (".ts", ".tsx", ".mts", ".cts")]
         candidates += [stem + e for e in _JS_EXTENSIONS]
-        candidates += [f"{stem}/index{e}" for e in _JS_EXTENSIONS]
+        candidates += [f"{prefix}index{e}" for e in _JS_EXTENSIONS]
         for candidate in candidates:
             if candidate in self.files:
                 return [candidate]
@@ -277,3 +302,24 @@ def read_go_modules(root_files: dict[str, bytes]) -> dict[str, str]:
         if match:
             modules[_dirname(path)] = match.group(1)
     return modules
+
+
+def read_js_packages(manifests: dict[str, bytes]) -> dict[str, tuple[str, str | None]]:
+    """``{name: (directory, entry file)}`` from ``package.json`` contents keyed by path."""
+    import json
+
+    packages: dict[str, tuple[str, str | None]] = {}
+    for path, content in manifests.items():
+        try:
+            data = json.loads(content.decode("utf-8", errors="replace"))
+        except ValueError:
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            continue
+        directory = _dirname(path)
+        main = data.get("main") if isinstance(data.get("main"), str) else None
+        entry = None
+        if main:
+            entry = _join(directory, main)
+        packages[data["name"]] = (directory, entry)
+    return packages
