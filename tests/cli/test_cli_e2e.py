@@ -1,0 +1,210 @@
+"""The memory commands end to end: the real console script, store and retrieval."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from engram.workspace import Workspace
+
+from .conftest import RunCli, needs_store
+
+pytestmark = needs_store
+
+
+def ok(run):  # type: ignore[no-untyped-def]
+    assert run.code == 0, run.err
+    assert "Traceback" not in run.err
+    return run
+
+
+def test_memory_lifecycle(cli: RunCli, tmp_workspace: Workspace) -> None:
+    src = tmp_workspace.root / "billing.py"
+    src.write_text("def charge(amount):\n    return round(amount * 100)\n", encoding="utf-8")
+    first = ok(
+        cli(
+            "remember",
+            "--type",
+            "gotcha",
+            "--file",
+            "billing.py",
+            "--line",
+            "1-2",
+            "--tag",
+            "money",
+            "charge() takes euros but the payment API wants integer cents",
+        )
+    )
+    mid = first.out.strip()
+    assert mid.startswith("m-") and len(first.out.splitlines()) == 1
+
+    found = json.loads(ok(cli("search", "--json", "payment API cents")).out)
+    assert found["hits"][0]["id"] == mid
+    assert found["hits"][0]["anchors"][0]["file"] == "billing.py"
+
+    listed = json.loads(ok(cli("list", "--json", "--file", "billing.py")).out)
+    assert [m["id"] for m in listed["memories"]] == [mid]
+    assert json.loads(ok(cli("list", "--json", "--type", "decision")).out)["count"] == 0
+
+    shown = ok(cli("show", mid)).out
+    assert "billing.py lines 1-2" in shown and "money" in shown
+
+    stdin_id = ok(cli("remember", "--type", "decision", "-", stdin="We keep money in cents\n"))
+    assert stdin_id.out.strip() != mid
+
+    ok(cli("flag", mid, "--kind", "wrong_scope", "--note", "only for card payments"))
+    review = json.loads(ok(cli("list", "--json", "--review")).out)
+    assert [m["id"] for m in review["memories"]] == [mid]
+    ok(cli("confirm", mid))
+    assert json.loads(ok(cli("list", "--json", "--review")).out)["count"] == 0
+    assert "pinned" in ok(cli("pin", mid)).out
+    assert json.loads(ok(cli("show", "--json", mid)).out)["pinned"] is True
+    assert "unpinned" in ok(cli("pin", "--unpin", mid)).out
+
+    stats = json.loads(ok(cli("stats", "--json")).out)
+    assert stats["total"] == 2 and stats["by_type"] == {"decision": 1, "gotcha": 1}
+
+    ok(cli("forget", mid))
+    missing = cli("show", mid)
+    assert missing.code == 1 and missing.err_lines == [f"engram: error: no memory with id {mid}"]
+    assert cli("forget", "m-doesnotexist").code == 1
+
+
+def test_duplicate_merges_and_secret_is_redacted(cli: RunCli) -> None:
+    a = ok(cli("remember", "Run the migrations before the integration tests"))
+    b = ok(cli("remember", "run the migrations before the integration tests."))
+    assert a.out == b.out and "merged into existing memory" in b.err
+    secret = ok(cli("remember", "the staging key is sk-proj-abcdefghijklmnopqrstuvwxyz012345"))
+    assert "redacted before storing: openai api key" in secret.err
+    shown = ok(cli("show", "--json", secret.out.strip())).out
+    assert "abcdefghijklmnop" not in shown and "[REDACTED:openai_api_key]" in shown
+
+
+def test_context_respects_budget(cli: RunCli, tmp_workspace: Workspace) -> None:
+    (tmp_workspace.root / "cache.py").write_text("CACHE = {}\n")
+    for i in range(12):
+        ok(
+            cli(
+                "remember",
+                "--file",
+                "cache.py",
+                f"cache fact {i}: entries for tenant {i} expire after {i + 1} minutes, "
+                "and eviction runs on a background thread that must hold the lock",
+            )
+        )
+    small = json.loads(ok(cli("context", "--json", "--budget", "80", "cache.py")).out)
+    large = json.loads(ok(cli("context", "--json", "--budget", "4000", "cache.py")).out)
+    assert small["tokens"] <= 80 and small["budget_tokens"] == 80
+    assert large["tokens"] <= 4000
+    assert len(large["items"]) > len(small["items"]) >= 1
+    text = ok(cli("context", "--budget", "4000", "cache.py")).out
+    assert "cache fact" in text and "[Memory m-" in text
+    by_query = json.loads(ok(cli("context", "--json", "--query", "eviction lock")).out)
+    assert by_query["items"]
+
+
+def test_export_import_round_trip(cli: RunCli, tmp_workspace: Workspace, tmp_path: Path) -> None:
+    ok(cli("remember", "--type", "preference", "Prefer attrs over dataclasses"))
+    ok(cli("remember", "--type", "dead_end", "Tried asyncio for the indexer: slower"))
+    for fmt in ("json", "md"):
+        target = tmp_path / f"mem.{fmt}"
+        ok(cli("export", "--format", fmt, str(target)))
+        other = tmp_path / f"other-{fmt}"
+        other.mkdir()
+        subprocess.run(["git", "init", "-q"], cwd=other, check=True)
+        report = json.loads(ok(cli("import", "--json", str(target), "--workspace", str(other))).out)
+        assert report["added"] == 2, report
+        contents = {
+            m["content"]
+            for m in json.loads(ok(cli("list", "--json", "--workspace", str(other))).out)[
+                "memories"
+            ]
+        }
+        assert contents == {
+            "Prefer attrs over dataclasses",
+            "Tried asyncio for the indexer: slower",
+        }
+    stdout_export = json.loads(ok(cli("export")).out)
+    assert stdout_export["count"] == 2
+
+
+def test_claude_md_import(cli: RunCli, tmp_workspace: Workspace) -> None:
+    rules = tmp_workspace.root / "CLAUDE.md"
+    rules.write_text(
+        "# Conventions\n- Never log request bodies\n- Prefer pathlib over os.path\n"
+        "## Why\n- We decided on SQLite because it ships with Python\n- Docs live in docs/\n"
+    )
+    run = ok(cli("import", "CLAUDE.md"))
+    assert "4 added" in run.out
+    memories = json.loads(ok(cli("list", "--json", "--source", "user_taught")).out)["memories"]
+    types = {m["content"]: m["type"] for m in memories}
+    assert types == {
+        "Never log request bodies": "gotcha",
+        "Prefer pathlib over os.path": "preference",
+        "We decided on SQLite because it ships with Python": "decision",
+        "Docs live in docs/": "pattern",
+    }
+    tags = {m["content"]: m["tags"] for m in memories}
+    assert tags["Docs live in docs/"] == ["conventions", "why", "claude-md"]
+
+
+def test_doctor_and_readonly_store(cli: RunCli, tmp_workspace: Workspace) -> None:
+    ok(cli("remember", "something to count"))
+    doctor = json.loads(ok(cli("doctor", "--json")).out)
+    names = {c["name"]: c for c in doctor["checks"]}
+    assert names["store"]["ok"] and "1 memories" in names["store"]["detail"]
+    assert {"python", "packages", "embedding model", "tree-sitter", "git"} <= set(names)
+
+
+def test_corrupted_store_is_one_line(cli: RunCli, tmp_workspace: Workspace) -> None:
+    ok(cli("remember", "something to corrupt"))
+    table = tmp_workspace.root / ".engram" / "memories.lance"
+    for path in table.rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"garbage")
+    run = cli("list")
+    assert run.code != 0 and "Traceback" not in run.err
+    assert len(run.err_lines) == 1, run.err
+
+
+def test_read_only_directory(cli: RunCli, tmp_path: Path) -> None:
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root ignores directory permissions")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        run = cli("remember", "x y z", "--workspace", str(ro))
+        assert run.code == 1 and len(run.err_lines) == 1 and "permission denied" in run.err
+    finally:
+        ro.chmod(0o755)
+
+
+def test_real_default_model_end_to_end(
+    tmp_workspace: Workspace, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    from .conftest import _run
+
+    env = dict(cli_env)
+    env.pop("ENGRAM_EMBED__MODEL")
+    root = tmp_workspace.root
+    started = time.perf_counter()
+    first = _run(
+        ["remember", "Use exponential backoff when the GitHub API rate-limits us"], root, env, None
+    )
+    assert first.code == 0, first.err
+    _run(["remember", "The invoice PDF renderer needs the DejaVu fonts installed"], root, env, None)
+    hits = json.loads(
+        _run(["search", "--json", "throttled by github requests"], root, env, None).out
+    )
+    assert hits["hits"][0]["content"].startswith("Use exponential backoff")
+    doctor = json.loads(_run(["doctor", "--json"], root, env, None).out)
+    model = {c["name"]: c for c in doctor["checks"]}["embedding model"]
+    assert model["ok"], model
+    assert time.perf_counter() - started < 120
