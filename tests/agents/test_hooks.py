@@ -126,3 +126,25 @@ def test_hook_main_never_fails(
     assert hook_main("claude-code", json.dumps(_post(ws, "billing.py")), str(ws.root)) == 0
     out = json.loads(capsys.readouterr().out)
     assert "charge wants cents" in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_codex_apply_patch_injects_for_each_patched_file(ws: Workspace) -> None:
+    (ws.root / "refund.py").write_text("def refund():\n    pass\n")
+    Digest(ws).apply(
+        [_gotcha("charge wants cents", "billing.py"), _gotcha("refunds are async", "refund.py")]
+    )
+    patch = (
+        "*** Begin Patch\n*** Update File: billing.py\n@@\n-x\n+y\n"
+        "*** Add File: refund.py\n+pass\n*** End Patch\n"
+    )
+    payload = {
+        "session_id": "codex-1",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "apply_patch",
+        "tool_input": {"input": patch},
+    }
+    result = run_claude_code_hook(ws, payload, background=False)
+    assert result is not None
+    text = result["hookSpecificOutput"]["additionalContext"]
+    assert "charge wants cents" in text
+    assert "refunds are async" in text

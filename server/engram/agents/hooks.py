@@ -51,7 +51,9 @@ SESSION_TYPES: tuple[str, ...] = (
     MemoryType.DEAD_END.value,
     MemoryType.PATTERN.value,
 )
-FILE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead"})
+FILE_TOOLS = frozenset(
+    {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead", "apply_patch"}
+)
 _SAFE_SESSION = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -102,14 +104,14 @@ def render_memory(memory: Memory) -> str:
 
 
 def pack(
-    header: str, memories: Sequence[Memory], budget: int, ledger: SessionLedger
+    header: str, memories: Sequence[Memory], budget: int, seen: set[str]
 ) -> tuple[str, list[str]]:
-    """Lines for ``memories`` not yet handed to this session, within ``budget`` tokens."""
+    """Lines for ``memories`` not in ``seen`` (already handed out), within ``budget`` tokens."""
     lines: list[str] = []
     used = estimate_tokens(header) + 1
     ids: list[str] = []
     for memory in memories:
-        if memory.id in ledger.handed or memory.id in ids:
+        if memory.id in seen or memory.id in ids:
             continue
         line = render_memory(memory)
         cost = estimate_tokens(line) + 1
@@ -127,15 +129,24 @@ def pack(
     return text, ids
 
 
-def _tool_file(payload: dict[str, Any]) -> str | None:
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add) File: (.+)$", re.MULTILINE)
+
+
+def _tool_files(payload: dict[str, Any]) -> list[str]:
+    """Files a tool call touched: Claude Code's ``file_path``, or Codex's apply_patch headers."""
     tool_input = payload.get("tool_input")
     if not isinstance(tool_input, dict):
-        return None
-    for key in ("file_path", "notebook_path", "path"):
-        value = tool_input.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
+        return []
+    files: list[str] = []
+    if payload.get("tool_name") in FILE_TOOLS:
+        for key in ("file_path", "notebook_path", "path"):
+            value = tool_input.get(key)
+            if isinstance(value, str) and value:
+                files.append(value)
+    for value in tool_input.values():
+        if isinstance(value, str) and "*** " in value:
+            files.extend(m.strip() for m in _PATCH_FILE.findall(value))
+    return list(dict.fromkeys(files))
 
 
 def _output(event: str, context: str) -> dict[str, Any] | None:
@@ -204,18 +215,26 @@ def run_claude_code_hook(
                 "Engram memory for this repository (learned in earlier sessions):",
                 [*work, *rest],
                 budget.session_tokens,
-                ledger,
+                set(ledger.handed),
             )
-        elif event == "PostToolUse" and payload.get("tool_name") in FILE_TOOLS:
-            raw = _tool_file(payload)
-            if raw is None:
-                return None
-            try:
-                rel = workspace.relative(raw)
-            except WorkspaceError:
-                return None
-            memories = digest.for_file(rel, FILE_INJECTION_TYPES, limit=20)
-            text, ids = pack(f"Engram memory for {rel}:", memories, budget.file_tokens, ledger)
+        elif event == "PostToolUse" and _tool_files(payload):
+            texts: list[str] = []
+            ids = []
+            seen = set(ledger.handed)
+            remaining = budget.file_tokens
+            for raw in _tool_files(payload)[:5]:
+                try:
+                    rel = workspace.relative(raw)
+                except WorkspaceError:
+                    continue
+                memories = digest.for_file(rel, FILE_INJECTION_TYPES, limit=20)
+                part, part_ids = pack(f"Engram memory for {rel}:", memories, remaining, seen)
+                if part:
+                    texts.append(part)
+                    ids.extend(part_ids)
+                    seen.update(part_ids)
+                    remaining -= estimate_tokens(part) + 1
+            text = "\n".join(texts)
         elif event in ("Stop", "SessionEnd"):
             if background:
                 _spawn_background(

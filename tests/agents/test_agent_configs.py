@@ -1,0 +1,135 @@
+"""The ready-made agent configurations point at commands Engram really has, and work."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from engram.agents import Digest
+from engram.model import CodeAnchor, Memory, MemoryType
+from engram.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENTS = ROOT / "clients"
+KNOWN_SEVERITIES = {"error", "warning", "information", "hint"}
+
+
+def _engram_subcommands() -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-m", "engram", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    return {
+        word.strip(",{}") for word in out.split() if word.strip(",{}").isidentifier() or "-" in word
+    }
+
+
+@pytest.fixture(scope="module")
+def subcommands() -> set[str]:
+    return _engram_subcommands()
+
+
+def _severities(init: dict[str, object]) -> dict[str, str]:
+    diagnostics = init["diagnostics"]
+    assert isinstance(diagnostics, dict)
+    mapping = diagnostics["agentSeverity"]
+    assert isinstance(mapping, dict)
+    return {str(k): str(v) for k, v in mapping.items()}
+
+
+def test_opencode_config(subcommands: set[str]) -> None:
+    config = json.loads((CLIENTS / "agents/opencode/opencode.json").read_text())
+    lsp = config["lsp"]["engram"]
+    assert lsp["command"][0] == "engram" and lsp["command"][1] in subcommands
+    # OpenCode forwards only Error diagnostics: blocking memories must be errors there.
+    severities = _severities(lsp["initialization"])
+    assert severities["gotcha"] == "error" and severities["dead_end"] == "error"
+    assert set(severities.values()) <= KNOWN_SEVERITIES
+    assert config["mcp"]["engram"]["command"] == ["engram", "mcp-serve"]
+
+
+def test_crush_copilot_codex_configs(subcommands: set[str]) -> None:
+    crush = json.loads((CLIENTS / "agents/crush/crush.json").read_text())
+    assert crush["lsp"]["engram"]["args"] == ["serve"]
+    assert set(_severities(crush["lsp"]["engram"]["init_options"]).values()) <= KNOWN_SEVERITIES
+    assert crush["mcp"]["engram"]["args"] == ["mcp-serve"]
+    copilot = json.loads((CLIENTS / "agents/copilot-cli/lsp.json").read_text())
+    assert copilot["lspServers"]["engram"]["args"] == ["serve"]
+    assert all(ext.startswith(".") for ext in copilot["lspServers"]["engram"]["fileExtensions"])
+    codex = tomllib.loads((CLIENTS / "agents/codex/.codex/config.toml").read_text())
+    assert codex["mcp_servers"]["engram"]["args"] == ["mcp-serve"]
+    hooks = json.loads((CLIENTS / "agents/codex/.codex/hooks.json").read_text())["hooks"]
+    assert {"SessionStart", "PostToolUse", "Stop"} <= set(hooks)
+    for groups in hooks.values():
+        for group in groups:
+            for hook in group["hooks"]:
+                assert hook["command"] == "engram hook codex"
+    assert {"serve", "mcp-serve", "hook"} <= subcommands
+
+
+def test_claude_code_plugin_manifest_points_at_real_files() -> None:
+    plugin = CLIENTS / "claude-code"
+    manifest = json.loads((plugin / ".claude-plugin/plugin.json").read_text())
+    for key in ("hooks", "mcpServers", "lspServers"):
+        assert (plugin / manifest[key]).is_file(), key
+    hooks = json.loads((plugin / manifest["hooks"]).read_text())["hooks"]
+    assert {"SessionStart", "PostToolUse", "Stop"} <= set(hooks)
+    script = plugin / "hooks/engram-hook"
+    assert os.access(script, os.X_OK)
+    for groups in hooks.values():
+        for group in groups:
+            for hook in group["hooks"]:
+                assert hook["command"] == "${CLAUDE_PLUGIN_ROOT}/hooks/engram-hook"
+                assert hook["timeout"] <= 60
+    mcp = json.loads((plugin / manifest["mcpServers"]).read_text())
+    assert mcp["engram"]["args"] == ["mcp-serve"]
+
+
+def test_claude_code_hook_script_answers_and_never_fails(tmp_workspace: Workspace) -> None:
+    tmp_workspace.ensure_engram_dir()
+    (tmp_workspace.root / "billing.py").write_text("def charge(x):\n    return x\n")
+    Digest(tmp_workspace).apply(
+        [
+            Memory(
+                "charge() wants cents",
+                type=MemoryType.GOTCHA,
+                anchors=[CodeAnchor("billing.py", None, 0, 0)],
+            )
+        ]
+    )
+    script = CLIENTS / "claude-code/hooks/engram-hook"
+    env = {**os.environ, "ENGRAM_PYTHON": sys.executable}
+    payload = {
+        "session_id": "abc",
+        "hook_event_name": "PostToolUse",
+        "cwd": str(tmp_workspace.root),
+        "tool_name": "Read",
+        "tool_input": {"file_path": str(tmp_workspace.root / "billing.py")},
+    }
+    done = subprocess.run(
+        [str(script)],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_workspace.root,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert (
+        "charge() wants cents" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    )
+    broken = subprocess.run(
+        [str(script)],
+        input="garbage",
+        capture_output=True,
+        text=True,
+        env={**env, "ENGRAM_PYTHON": "/nonexistent/python"},
+        check=False,
+    )
+    assert broken.returncode == 0 and broken.stdout == ""
