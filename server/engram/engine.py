@@ -43,6 +43,7 @@ from engram.lifecycle import (
     parse_import,
     plan_prune,
     redact_secrets,
+    stable_memory_id,
 )
 from engram.model import (
     CodeAnchor,
@@ -62,6 +63,8 @@ log = logging.getLogger(__name__)
 
 #: Candidates fetched per search when looking for a near-duplicate.
 DUPLICATE_CANDIDATES = 8
+#: Agent rule files read on ``engram index`` (workspace-relative).
+RULE_FILES = ("CLAUDE.md", "AGENTS.md", ".cursorrules", ".github/copilot-instructions.md")
 #: Largest import file we read (a rules file or an export), in bytes.
 MAX_IMPORT_BYTES = 50_000_000
 
@@ -110,6 +113,8 @@ class ImportReport:
     kind: str
     added: int = 0
     merged: int = 0
+    #: rules already imported earlier and left as they are (they may have been corrected)
+    unchanged: int = 0
     skipped: list[str] = attrs.field(factory=list)
     redacted: int = 0
     ids: list[str] = attrs.field(factory=list)
@@ -973,6 +978,11 @@ class Engine:
         existing_ids = {m.id for m in self.store.get_many([m.id for m in accepted])}
         fresh = [m for m in accepted if m.id not in existing_ids]
         known = [m for m in accepted if m.id in existing_ids]
+        if parsed.kind == "rules":
+            # a rule imported before keeps its state (the user may have flagged or pinned it)
+            report.unchanged = len(known)
+            report.ids += [m.id for m in known]
+            known = []
         if known:  # re-importing our own export: update in place, never duplicate
             prepared = [self._prepare(m) for m in known]
             with self._write_lock:
@@ -997,6 +1007,49 @@ class Engine:
             report.added += int(not result.merged)
             report.redacted += int(bool(result.redactions))
         return report
+
+    def seed_workspace(self, report: Any | None = None) -> dict[str, int]:
+        """Cold start (seed 001 §6): store what a fresh workspace already tells us.
+
+        Project facts found by the code graph's manifest scan (language, frameworks, test
+        runner) and the rules in CLAUDE.md / AGENTS.md / .cursorrules become memories, each
+        with a stable id so re-indexing never duplicates them or undoes a user's correction.
+        """
+        if self.read_only:
+            return {"facts": 0, "rules": 0}
+        facts = list(getattr(report, "project_facts", None) or [])
+        seeded: list[Memory] = []
+        for fact in facts:
+            try:
+                mtype = parse_type(fact.memory_type)
+            except InvalidInput:
+                continue
+            seeded.append(
+                Memory(
+                    id=stable_memory_id(f"fact:{fact.key}:{fact.content}"),
+                    content=fact.content,
+                    type=mtype,
+                    source=MemorySource.OBSERVER_INFERRED,
+                    scope=MemoryScope.GLOBAL,
+                    confidence=float(fact.confidence),
+                    related_files=[fact.evidence] if fact.evidence else [],
+                    tags=["project"],
+                    extra={"fact_key": fact.key},
+                )
+            )
+        existing = {m.id for m in self.store.get_many([m.id for m in seeded])}
+        new_facts = [m for m in seeded if m.id not in existing]
+        if new_facts:
+            self.remember_many(new_facts)
+        rules = 0
+        for rel in RULE_FILES:
+            path = self.workspace.root / rel
+            if path.is_file():
+                try:
+                    rules += self.import_(path).added
+                except EngramError as exc:
+                    log.info("skipped %s: %s", rel, exc)
+        return {"facts": len(new_facts), "rules": rules}
 
     def _reanchor_import(self, memory: Memory) -> Memory:
         """Imported paths must still be inside this workspace (an export may come from

@@ -323,3 +323,31 @@ def test_cosine_duplicate_merges(dense_engine: Engine, fake_store):
     result = dense_engine.remember("must be cleared: the build cache lives in dot cache folder")
     assert result.merged and fake_store.count() == 1
     assert "cosine" in (result.duplicate_reason or "")
+
+
+def test_seed_workspace_is_idempotent_and_keeps_corrections(engine: Engine, tmp_workspace):
+    from engram.codegraph import ProjectFact
+
+    class Report:
+        project_facts = [
+            ProjectFact(
+                "project.language.python", "Python project 'x'.", "module_insight", "pyproject.toml"
+            ),
+            ProjectFact(
+                "project.tests.python",
+                "Tests run with pytest.",
+                "preference",
+                "pyproject.toml",
+                0.8,
+            ),
+        ]
+
+    (tmp_workspace.root / "AGENTS.md").write_text("# Rules\n- Never push to main\n- Use uv\n")
+    assert engine.seed_workspace(Report()) == {"facts": 2, "rules": 2}
+    rule = next(m for m in engine.list() if m.content == "Never push to main")
+    engine.flag(rule.id, "incorrect")
+    assert engine.seed_workspace(Report()) == {"facts": 0, "rules": 0}
+    assert engine.get(rule.id).deprecated
+    fact = next(m for m in engine.list() if m.content == "Tests run with pytest.")
+    assert fact.type is MemoryType.PREFERENCE and fact.confidence == pytest.approx(0.8)
+    assert fact.related_files == ["pyproject.toml"] and fact.scope.value == "global"

@@ -288,6 +288,7 @@ def cmd_index(args: argparse.Namespace) -> int:
                     chunks=False,
                 )
             summary["code"] = render.to_jsonable(report)
+            summary["_report"] = report
             if not args.json:
                 note(f"code graph: {_graph_summary(report)}")
             with progress_bar("chunking and embedding code") as update:
@@ -300,6 +301,17 @@ def cmd_index(args: argparse.Namespace) -> int:
         except NotAvailable as exc:
             summary["code"] = {"skipped": str(exc)}
             note(f"skipped code indexing: {exc}")
+        try:
+            seeded = engine.seed_workspace(summary.get("_report"))
+            summary["seeded"] = seeded
+            if not args.json and any(seeded.values()):
+                note(
+                    f"learned {seeded['facts']} project facts and {seeded['rules']} rules "
+                    "from manifests and agent rule files"
+                )
+        except NotAvailable as exc:
+            summary["seeded"] = {"skipped": str(exc)}
+        summary.pop("_report", None)
         summary["history"] = _mine_history(engine, args.json)
         try:
             summary["memories"] = _backfill_embeddings(engine, args.json)

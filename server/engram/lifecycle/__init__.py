@@ -18,6 +18,7 @@ from engram.lifecycle.portability import (
     export_memories,
     parse_import,
     parse_rules,
+    stable_memory_id,
 )
 from engram.lifecycle.prune import PruneReport, plan_prune
 from engram.lifecycle.redaction import RedactionResult, redact_secrets
@@ -39,6 +40,7 @@ __all__ = [
     "parse_rules",
     "plan_prune",
     "redact_secrets",
+    "stable_memory_id",
     "text_ratio",
     "was_corrected",
 ]

@@ -172,8 +172,19 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40]
 
 
+def stable_memory_id(key: str) -> str:
+    """A deterministic id, so re-reading the same rule or fact updates instead of piling up
+    (a merge would raise confidence on every re-import, which it must not)."""
+    import hashlib
+
+    return "m-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:10]
+
+
 def parse_rules(text: str, *, source_name: str = "rules") -> list[Memory]:
     """Bullet rules (or, with no bullets, paragraphs) as typed ``user_taught`` memories.
+
+    Ids are derived from the file name and the rule text, so importing the file again
+    leaves unchanged rules alone.
 
     The headings above a rule become its tags; fenced code blocks are skipped; a bullet's
     indented continuation lines belong to it.
@@ -236,6 +247,7 @@ def parse_rules(text: str, *, source_name: str = "rules") -> list[Memory]:
             continue
         memories.append(
             Memory(
+                id=stable_memory_id(f"rule:{source_name}:{clean}"),
                 content=clean,
                 type=classify_rule(clean),
                 source=MemorySource.USER_TAUGHT,
