@@ -1,0 +1,116 @@
+"""Impact reports: dependents with depth and path, tests, co-change, no-history/no-import cases."""
+
+from __future__ import annotations
+
+from engram.codegraph import ImpactAnalyzer, rank_related_files
+from engram.codegraph.impact import CoChangeSource, is_test_file
+
+PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/db.py": "def connect():\n    return 1\n\ndef unused():\n    return 2\n",
+    "pkg/repo.py": "from pkg.db import connect\n\ndef load():\n    return connect()\n",
+    "pkg/api.py": "from pkg import repo\n\ndef handler():\n    return repo.load()\n",
+    "pkg/cli.py": "from pkg.api import handler\n",
+    "tests/test_db.py": "def test_nothing():\n    pass\n",
+    "tests/test_repo.py": "from pkg.repo import load\n\ndef test_load():\n    load()\n",
+    "README.md": "# demo\n",
+    "assets/style.css": "body { color: red; }\n",
+}
+
+
+class FakeHistory:
+    def __init__(self, partners: dict[str, list[tuple[str, float, int]]]) -> None:
+        self.partners = partners
+
+    def cochange_partners(self, file: str, k: int = 10) -> list[tuple[str, float, int]]:
+        return self.partners.get(file, [])[:k]
+
+
+def test_dependents_with_depth_path_and_tests(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph(PROJECT)
+    report = ImpactAnalyzer(graph).impact("pkg/db.py")
+    direct = {d.file: d for d in report.direct_dependents}
+    assert set(direct) == {"pkg/repo.py"}
+    transitive = {d.file: d for d in report.transitive_dependents}
+    assert transitive["pkg/api.py"].depth == 2
+    assert transitive["pkg/api.py"].path == ["pkg/db.py", "pkg/repo.py", "pkg/api.py"]
+    assert transitive["pkg/cli.py"].depth == 3
+    assert abs(transitive["pkg/api.py"].weight - 0.81) < 1e-6
+    # tests: one importing a dependent, one by naming convention only
+    assert report.tests == ["tests/test_db.py", "tests/test_repo.py"]
+    assert 0 < report.score <= 1
+    assert report.impacted_files[0] == "pkg/db.py"
+    assert "pkg/cli.py" in report.impacted_files
+    assert any("co-change" in note for note in report.notes)
+    data = report.to_dict()
+    assert data["direct_dependents"][0]["file"] == "pkg/repo.py"
+
+
+def test_symbol_level_impact(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph(PROJECT)
+    analyzer = ImpactAnalyzer(graph)
+    report = analyzer.impact("pkg/db.py", "connect")
+    assert report.symbol_info is not None and report.symbol_info.start_line == 1
+    assert {(r.file, r.kind) for r in report.symbol_references} >= {
+        ("pkg/repo.py", "calls"),
+        ("pkg/repo.py", "imports"),
+    }
+    unused = analyzer.impact("pkg/db.py", "unused")
+    assert unused.symbol_references == []
+    assert any("no resolved references" in n for n in unused.notes)
+    missing = analyzer.impact("pkg/db.py", "nope")
+    assert any("not found" in n for n in missing.notes)
+
+
+def test_ranking_without_history_uses_graph_and_naming(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph(PROJECT)
+    ranked = rank_related_files("pkg/db.py", graph, None, k=5)
+    files = [f for f, _ in ranked]
+    assert files[0] in ("pkg/repo.py", "tests/test_db.py")
+    assert {"pkg/repo.py", "tests/test_db.py"} <= set(files)
+    assert all(score > 0 for _, score in ranked)
+
+
+def test_ranking_for_a_file_without_imports_uses_cochange(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph(PROJECT)
+    history = FakeHistory({"assets/style.css": [("README.md", 0.5, 4), ("pkg/api.py", 0.9, 9)]})
+    assert isinstance(history, CoChangeSource)
+    analyzer = ImpactAnalyzer(graph, cochange=history)
+    report = analyzer.impact("assets/style.css")
+    assert not report.in_graph or report.direct_dependents == []
+    assert [p.file for p in report.cochange] == ["README.md", "pkg/api.py"]
+    assert [r.file for r in report.ranked_files][:2] == ["pkg/api.py", "README.md"]
+    # agreeing evidence ranks above a single source
+    both = FakeHistory({"pkg/db.py": [("pkg/repo.py", 0.5, 5), ("pkg/cli.py", 0.5, 5)]})
+    ranked = rank_related_files("pkg/db.py", graph, both, k=3)
+    assert ranked[0][0] == "pkg/repo.py"
+    assert set(analyzer.import_neighbours("pkg/repo.py")) == {
+        "pkg/db.py",
+        "pkg/api.py",
+        "tests/test_repo.py",
+    }
+
+
+def test_unknown_file_is_reported_not_raised(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph(PROJECT)
+    report = ImpactAnalyzer(graph).impact("nowhere.py")
+    assert not report.in_graph
+    assert report.direct_dependents == [] and report.score == 0.0
+
+
+def test_test_file_conventions() -> None:
+    for path in ("tests/x.py", "a/test_x.py", "x_test.go", "src/x.test.ts", "FooTest.java"):
+        assert is_test_file(path), path
+    assert not is_test_file("src/contest.py")
+
+
+def test_neighbours_both_directions(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph(PROJECT)
+    assert set(graph.neighbours(["pkg/repo.py"])) == {
+        "pkg/db.py",
+        "pkg/api.py",
+        "tests/test_repo.py",
+    }
+    deep = graph.neighbours(["pkg/db.py"], depth=2)
+    assert deep["pkg/repo.py"] == 0.9 and abs(deep["pkg/api.py"] - 0.81) < 1e-6
+    assert graph.neighbours(["missing.py"]) == {}

@@ -1,0 +1,69 @@
+"""Smoke tests of the evaluation and benchmark scripts on tiny inputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import git
+
+from .conftest import write_tree
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(script: str, *args: str, cwd: Path) -> dict:  # type: ignore[type-arg]
+    out = subprocess.run(
+        [sys.executable, str(ROOT / script), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_cosqa_on_a_tiny_slice(tmp_path: Path) -> None:
+    data = tmp_path / "cosqa-tiny"
+    data.mkdir()
+    corpus = {
+        "def add(a, b):\n    return a + b": 0,
+        "def read_json(path):\n    import json\n    return json.load(open(path))": 1,
+        "def reverse_list(items):\n    return items[::-1]": 2,
+    }
+    queries = [
+        {"doc": "python load json file", "retrieval_idx": 1},
+        {"doc": "reverse a list python", "retrieval_idx": 2},
+    ]
+    (data / "code_idx_map.txt").write_text(json.dumps(corpus))
+    (data / "cosqa-retrieval-dev-500.json").write_text(json.dumps(queries))
+    result = run(
+        "scripts/eval/cosqa.py", "--data", str(data), "--json", "--workdir", str(tmp_path / "w"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result["dataset"] == "cosqa-tiny" and result["items"] == 2
+    assert set(result["rows"]) >= {"bm25"}
+    assert result["rows"]["bm25"]["mrr"] == 1.0
+    for row in result["rows"].values():
+        assert 0.0 <= row["ndcg@10"] <= 1.0
+
+
+def test_index_benchmark_on_a_tiny_repo(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write_tree(repo, {"a.py": "import b\n", "b.py": "def f():\n    pass\n", "c.py": "import b\n"})
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "init")
+    result = run(
+        "scripts/bench/index.py", str(repo), "--edits", "3", "--impacts", "5", cwd=tmp_path
+    )
+    assert result["files"] == 3
+    assert (
+        result["rows"]["engram"]["mb_per_s"] > 0 and result["rows"]["tree_sitter"]["mb_per_s"] > 0
+    )
+    assert result["incremental_ms"]["p95"] > 0 and result["impact_ms"]["p95"] >= 0
+    assert result["peak_rss_mb"] > 0

@@ -1,0 +1,141 @@
+"""Chunking and hybrid code search (with a deterministic stand-in embedder)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from engram.codegraph import CodeSearch, chunk_file
+from engram.codegraph.graph import Symbol
+from engram.codegraph.search import fuse_scores, is_identifier_query, tokenize
+
+
+class HashingEmbedder:
+    """Bag of hashed code-aware tokens: similar wording gives similar vectors, deterministically."""
+
+    model_id = "test-hashing-64"
+    dim = 64
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in tokenize(text):
+                out[row, int(hashlib.md5(token.encode()).hexdigest(), 16) % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-9)
+
+
+def test_tokenize_splits_identifiers_and_stems() -> None:
+    tokens = tokenize("def readConfigFile(path_name): parsing files")
+    assert {"readconfigfile", "read", "config", "file", "path", "name", "pars"} <= set(tokens)
+    assert "the" not in tokenize("the file")
+    assert is_identifier_query("readConfigFile") and is_identifier_query("load_config")
+    assert not is_identifier_query("how to read a config file")
+
+
+def test_chunks_follow_definitions_and_window_the_rest() -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(200))
+    text = (
+        "import os\nimport sys\nimport re\n\n"
+        "def small():\n    return 1\n\n"
+        "class Big:\n    '''doc'''\n"
+        + "\n".join(f"    def m{i}(self):\n        return {i}\n" for i in range(70))
+        + f"\ndef long():\n{body}\n"
+    )
+    lines = text.splitlines()
+    big_end = next(i for i, line in enumerate(lines, 1) if line.startswith("def long"))
+    symbols = [
+        Symbol("small", "function", "small", "m.py", 5, 6),
+        Symbol("Big", "class", "Big", "m.py", 8, big_end - 2),
+        *[
+            Symbol(f"m{i}", "method", f"Big.m{i}", "m.py", 10 + 3 * i, 11 + 3 * i)
+            for i in range(70)
+        ],
+        Symbol("long", "function", "long", "m.py", big_end, len(lines)),
+    ]
+    chunks = chunk_file("m.py", text, symbols, "python")
+    kinds = [(c.kind, c.name) for c in chunks]
+    assert ("module", None) in kinds  # the three imports
+    assert ("function", "small") in kinds
+    assert ("class", "Big") in kinds and ("method", "Big.m3") in kinds
+    long_chunks = [c for c in chunks if c.name == "long"]
+    assert len(long_chunks) == 2 and long_chunks[0].end_line >= long_chunks[1].start_line
+    small = next(c for c in chunks if c.name == "small")
+    assert small.content == "def small():\n    return 1"
+    assert small.context_prefix() == "File: m.py | function: small (small) | Lines: 5-6"
+    assert small.embedding_text().startswith("File: m.py")
+
+
+def test_text_files_are_windowed_with_headings() -> None:
+    text = "# Title\n\n" + "\n".join(f"line {i}" for i in range(100)) + "\n## Second\nmore\n"
+    chunks = chunk_file("docs/a.md", text)
+    assert chunks[0].kind == "text" and chunks[0].name == "Title"
+    assert chunks[-1].end_line == len(text.splitlines())
+    assert len(chunks) >= 3
+
+
+def test_fusion_beats_a_single_wrong_retriever() -> None:
+    keyword = np.array([5.0, 0.0, 0.1, 0.0], dtype=np.float32)
+    dense = np.array([0.6, 0.1, 0.5, 0.0], dtype=np.float32)
+    fused = fuse_scores(keyword, dense, 0.7, 4)
+    assert int(np.argmax(fused)) == 0
+
+
+def test_code_search_end_to_end_and_incremental(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph(
+        {
+            "src/config.py": (
+                "def readConfigFile(path):\n    '''Load settings from a TOML file.'''\n"
+                "    return open(path).read()\n"
+            ),
+            "src/net.py": "def open_socket(host, port):\n    '''Connect over TCP.'''\n    pass\n",
+            "docs/guide.md": "# Networking\n\nSockets are opened with open_socket.\n",
+        }
+    )
+    embedder = HashingEmbedder()
+    search = CodeSearch(graph.workspace, graph, embedder)
+    report = search.index_chunks()
+    assert report.files_chunked == 3 and report.embedded == report.chunks
+    hits = search.search("read config file", k=3)
+    assert hits[0].file == "src/config.py" and hits[0].name == "readConfigFile"
+    assert (
+        hits[0].start_line == 1
+        and hits[0].end_line == 3
+        and "def readConfigFile" in hits[0].snippet
+    )
+    assert search.search("tcp socket", k=1, mode="bm25")[0].file == "src/net.py"
+    assert search.search("open_socket", k=1, mode="dense")[0].file in (
+        "src/net.py",
+        "docs/guide.md",
+    )
+    # nothing changed: nothing re-embedded
+    calls = embedder.calls
+    assert search.index_chunks().files_chunked == 0 and embedder.calls == calls
+    # an edit re-chunks one file only
+    (graph.workspace.root / "src/net.py").write_text("def close_socket(sock):\n    pass\n")
+    graph.reindex_file("src/net.py")
+    again = search.index_chunks()
+    assert again.files_chunked == 1
+    assert search.search("close socket", k=1)[0].name == "close_socket"
+    # a removed file leaves the index
+    (graph.workspace.root / "docs/guide.md").unlink()
+    graph.index()
+    assert search.index_chunks().files_removed == 1
+    assert all(h.file != "docs/guide.md" for h in search.search("networking sockets", k=5))
+    search.close()
+
+
+def test_search_without_embedder_is_keyword_only(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph({"a.py": "def parse_header(line):\n    return line\n"})
+    search = CodeSearch(graph.workspace, graph, None)
+    search.index_chunks()
+    assert search.search("parse header")[0].name == "parse_header"
+    assert search.search("parse header", mode="dense") == []
+    assert search.search("   ") == []
+    search.close()
