@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -329,7 +330,7 @@ def test_seed_workspace_is_idempotent_and_keeps_corrections(engine: Engine, tmp_
     from engram.codegraph import ProjectFact
 
     class Report:
-        project_facts = [
+        project_facts: ClassVar[list[ProjectFact]] = [
             ProjectFact(
                 "project.language.python", "Python project 'x'.", "module_insight", "pyproject.toml"
             ),
