@@ -352,3 +352,30 @@ def test_seed_workspace_is_idempotent_and_keeps_corrections(engine: Engine, tmp_
     fact = next(m for m in engine.list() if m.content == "Tests run with pytest.")
     assert fact.type is MemoryType.PREFERENCE and fact.confidence == pytest.approx(0.8)
     assert fact.related_files == ["pyproject.toml"] and fact.scope.value == "global"
+
+
+def test_concurrent_remember_loses_nothing(engine: Engine, fake_store):
+    import threading
+
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(10):
+                engine.remember(
+                    f"thread {n} fact {i} {'x' * n} {'y' * i} distinct words {n * 100 + i}"
+                )
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert (
+        fake_store.count()
+        + sum(int(m.extra.get("merge_count", 0)) for m in fake_store.memories.values())
+        == 40
+    )
