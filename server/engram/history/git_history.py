@@ -1,0 +1,715 @@
+"""Git history: co-change rules (ROSE), renames, commit linkage and the co-access seed.
+
+Mining streams ``git log --name-status -M`` oldest first into ``.engram/history.sqlite``
+and remembers the last mined commit, so the next run mines only new commits. Every path
+row keeps the name it had in its commit *and* a canonical id: when a later commit renames
+``old.py`` to ``new.py``, rows of ``old.py`` written before that rename move to ``new.py``'s
+canonical id. That makes rename following time-aware — a new ``old.py`` created after the
+rename starts a history of its own.
+
+Co-change follows Zimmermann et al. (ICSE 2004): a commit is a transaction, merges and
+commits of more than ``max_files_per_commit`` files are left out (they relate everything
+to everything), support(A→B) = #commits touching both, confidence = support / #commits
+touching A. Pairs are counted at query time from the per-commit rows, which is fast with
+the indexes and keeps incremental mining and rename updates trivial.
+
+Nothing here raises for a missing git, a directory that is not a repository, an empty or a
+shallow repository: :attr:`GitHistory.status` and :attr:`GitHistory.reason` say what is
+going on and queries return empty results.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from engram.history.gitlog import LOG_ARGS, LOG_FORMAT, CommitRecord, parse_log
+from engram.history.renames import fold_renames
+from engram.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+
+#: Why history is (un)usable; ``ok`` and ``shallow`` have data, the rest answer empty.
+STATUS_OK = "ok"
+STATUS_SHALLOW = "shallow"
+STATUS_EMPTY = "empty"
+STATUS_NOT_A_REPO = "not-a-repository"
+STATUS_NO_GIT = "no-git"
+STATUS_ERROR = "error"
+STATUS_NOT_MINED = "not-mined"
+
+ProgressCallback = Callable[..., None]
+
+
+@attrs.define
+class HistoryConfig:
+    """Limits for mining. ``EngramConfig`` has no history section yet: pass this directly."""
+
+    #: commits touching more files are left out of co-change (ROSE: they relate everything)
+    max_files_per_commit: int = 30
+    #: mine at most this many most recent non-merge commits (bounded time on huge repos)
+    max_commits: int = 20_000
+    #: mine on the first query when nothing was mined yet (so `engram impact` works cold)
+    auto_mine: bool = True
+    #: wall-clock bound for one `git log -L` / `git log --follow` call
+    git_timeout_s: float = 5.0
+    #: co-access seed: pairs seen together in at least this many commits
+    coaccess_min_support: int = 2
+    coaccess_limit: int = 5_000
+
+
+@attrs.define
+class MineReport:
+    status: str
+    reason: str
+    new_commits: int = 0
+    commits: int = 0
+    skipped_commits: int = 0
+    renames: int = 0
+    files: int = 0
+    seconds: float = 0.0
+    head: str | None = None
+    rebuilt: bool = False
+
+
+@attrs.define
+class CommitInfo:
+    sha: str
+    time: datetime
+    author: str
+    summary: str
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS paths (
+    id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL,
+    canon INTEGER,            -- current canonical path id (follows renames)
+    alive INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE IF NOT EXISTS commits (
+    id INTEGER PRIMARY KEY, sha TEXT UNIQUE NOT NULL, time INTEGER NOT NULL,
+    n_files INTEGER NOT NULL, skipped INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS commit_files (
+    commit_id INTEGER NOT NULL, path_id INTEGER NOT NULL, canon_id INTEGER NOT NULL,
+    status TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS commit_files_canon ON commit_files (canon_id, commit_id);
+CREATE INDEX IF NOT EXISTS commit_files_commit ON commit_files (commit_id);
+CREATE TABLE IF NOT EXISTS renames (
+    commit_id INTEGER NOT NULL, old_path TEXT NOT NULL, new_path TEXT NOT NULL
+);
+"""
+
+
+def _utc(ts: int) -> datetime:
+    return datetime.fromtimestamp(ts, tz=UTC)
+
+
+class GitHistory:
+    """Co-change partners, renames and commit linkage for one workspace's git history.
+
+    Implements ``engram.codegraph.CoChangeSource``. ``rev`` is the commit mined up to
+    (``HEAD`` normally; the co-change evaluation passes its split commit), ``db_path``
+    defaults to ``<workspace>/.engram/history.sqlite``.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        config: HistoryConfig | Any | None = None,
+        *,
+        db_path: Path | None = None,
+        rev: str = "HEAD",
+    ) -> None:
+        self.workspace = workspace
+        nested = getattr(config, "history", None)
+        if isinstance(config, HistoryConfig):
+            self.config = config
+        elif isinstance(nested, HistoryConfig):
+            self.config = nested
+        else:
+            self.config = HistoryConfig()
+        self.rev = rev
+        self._db_path = db_path
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._repo: Any | None = None
+        self._prefix = ""
+        self._status: str | None = None
+        self._reason = ""
+        self._shallow_roots: set[str] = set()
+        self._canon_cache: dict[str, str] | None = None
+
+    # ------------------------------------------------------------------ repository access
+
+    @property
+    def status(self) -> str:
+        """``ok``, ``shallow``, ``empty``, ``not-a-repository``, ``no-git`` or ``error``."""
+        self._open_repo()
+        assert self._status is not None
+        return self._status
+
+    @property
+    def reason(self) -> str:
+        """One line a user can read: why history is missing or partial (empty when ``ok``)."""
+        self._open_repo()
+        return self._reason
+
+    @property
+    def available(self) -> bool:
+        return self.status in (STATUS_OK, STATUS_SHALLOW)
+
+    def _set_status(self, status: str, reason: str) -> None:
+        self._status, self._reason = status, reason
+        if status not in (STATUS_OK,):
+            log.info("git history %s: %s", status, reason)
+
+    def _open_repo(self) -> Any | None:
+        """The GitPython ``Repo``, or ``None`` with :attr:`status` explaining why."""
+        if self._status is not None:
+            return self._repo
+        with self._lock:
+            if self._status is not None:
+                return self._repo
+            if shutil.which("git") is None:
+                self._set_status(STATUS_NO_GIT, "git is not installed (history features are off)")
+                return None
+            try:
+                import git  # GitPython; heavy-ish, imported on first use only
+            except Exception as exc:  # ImportError, or GitPython failing to find git
+                self._set_status(STATUS_NO_GIT, f"GitPython unavailable: {exc}".splitlines()[0])
+                return None
+            try:
+                repo = git.Repo(self.workspace.root, search_parent_directories=True)
+            except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+                self._set_status(
+                    STATUS_NOT_A_REPO, f"{self.workspace.root} is not inside a git repository"
+                )
+                return None
+            except Exception as exc:
+                self._set_status(STATUS_ERROR, f"cannot open git repository: {exc}")
+                return None
+            top = Path(repo.working_tree_dir or self.workspace.root).resolve()
+            try:
+                rel = self.workspace.root.resolve().relative_to(top).as_posix()
+            except ValueError:
+                rel = ""
+            self._prefix = "" if rel in ("", ".") else rel + "/"
+            try:
+                repo.git.rev_parse("--verify", "--quiet", f"{self.rev}^{{commit}}")
+            except Exception:
+                self._repo = repo
+                if self.rev == "HEAD":
+                    self._set_status(STATUS_EMPTY, "the repository has no commits yet")
+                else:
+                    self._set_status(STATUS_ERROR, f"unknown revision {self.rev!r}")
+                return repo
+            shallow_file = Path(repo.git_dir) / "shallow"
+            if shallow_file.exists():
+                self._shallow_roots = {
+                    line.strip()
+                    for line in shallow_file.read_text(encoding="ascii", errors="replace").split()
+                    if line.strip()
+                }
+                self._set_status(
+                    STATUS_SHALLOW,
+                    "shallow clone: only the fetched commits count "
+                    "(run `git fetch --unshallow` for full co-change history)",
+                )
+            else:
+                self._set_status(STATUS_OK, "")
+            self._repo = repo
+            return repo
+
+    def _git(self, *args: str, timeout: float | None = None) -> str | None:
+        """Run git through GitPython; ``None`` (logged) on any failure or timeout."""
+        repo = self._open_repo()
+        if repo is None:
+            return None
+        try:
+            kwargs: dict[str, Any] = {"with_extended_output": False}
+            if timeout is not None:
+                kwargs["kill_after_timeout"] = timeout
+            out = repo.git.execute(["git", *args], **kwargs)
+            return str(out)
+        except Exception as exc:
+            log.info("git %s failed: %s", args[0] if args else "", str(exc).splitlines()[0:1])
+            return None
+
+    def _stream_log(self, rev_range: str, max_count: int | None) -> Iterator[CommitRecord]:
+        repo = self._open_repo()
+        assert repo is not None
+        cmd = ["git", *LOG_ARGS, f"--format={LOG_FORMAT}"]
+        if max_count is not None:
+            cmd.append(f"--max-count={max_count}")
+        if self._prefix:
+            cmd.append(f"--relative={self._prefix}")
+        cmd += [rev_range, "--"]
+        if self._prefix:
+            cmd.append(self._prefix)
+        proc = repo.git.execute(cmd, as_process=True)
+        stream = proc.proc.stdout if hasattr(proc, "proc") else proc.stdout
+
+        def chunks() -> Iterator[bytes]:
+            while True:
+                data = stream.read(1 << 16)
+                if not data:
+                    return
+                yield data
+
+        try:
+            yield from parse_log(chunks())
+        finally:
+            try:
+                proc.wait()
+            except Exception as exc:  # a non-zero exit after partial output: keep what we got
+                log.info("git log ended with an error: %s", str(exc).splitlines()[0:1])
+
+    # ------------------------------------------------------------------ storage
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            path = self._db_path or self.workspace.ensure_engram_dir() / "history.sqlite"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, timeout=30.0, isolation_level=None,
+                                   check_same_thread=False)  # fmt: skip
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+            row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None:
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            elif int(row[0]) != SCHEMA_VERSION:
+                self._clear(conn)
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            self._conn = conn
+        return self._conn
+
+    @staticmethod
+    def _clear(conn: sqlite3.Connection) -> None:
+        for table in ("paths", "commits", "commit_files", "renames"):
+            conn.execute(f"DELETE FROM {table}")  # fixed table names
+        conn.execute("DELETE FROM meta WHERE key != 'schema'")
+
+    def _meta(self, key: str) -> str | None:
+        row = self._db().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            if self._repo is not None:
+                try:
+                    self._repo.close()
+                except Exception as exc:
+                    log.debug("closing repo failed: %s", exc)
+
+    # ------------------------------------------------------------------ mining
+
+    def mine(
+        self,
+        progress: ProgressCallback | None = None,
+        cancel: Callable[[], bool] | None = None,
+    ) -> MineReport:
+        """Mine commits added since the last run (all of them the first time).
+
+        ``progress`` is called with keywords ``done=`` and ``total=`` (commits), so both a
+        ``(done, total)`` function and the CLI's ``(message, done, total)`` bar accept it.
+        ``cancel`` is polled between batches; what was mined so far is kept and the next
+        run resumes after it.
+        """
+        started = time.monotonic()
+        repo = self._open_repo()
+        status = self._status or STATUS_ERROR
+        if repo is None or status not in (STATUS_OK, STATUS_SHALLOW):
+            return MineReport(status, self._reason, seconds=round(time.monotonic() - started, 3))
+        head = self._git("rev-parse", f"{self.rev}^{{commit}}")
+        if not head:
+            return MineReport(STATUS_ERROR, f"cannot resolve {self.rev}")
+        head = head.strip()
+        with self._lock:
+            conn = self._db()
+            conn.execute("BEGIN IMMEDIATE")  # one miner at a time across processes
+            try:
+                report = self._mine_locked(conn, head, progress, cancel)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            self._canon_cache = None
+        report.status, report.reason = status, self._reason
+        report.seconds = round(time.monotonic() - started, 3)
+        report.head = head
+        return report
+
+    def _mine_locked(
+        self,
+        conn: sqlite3.Connection,
+        head: str,
+        progress: ProgressCallback | None,
+        cancel: Callable[[], bool] | None,
+    ) -> MineReport:
+        report = MineReport(STATUS_OK, "")
+        last = self._meta("last_commit")
+        if last == head:
+            report.commits = self._count_commits(conn)
+            report.files = conn.execute("SELECT COUNT(*) FROM paths WHERE canon=id").fetchone()[0]
+            return report
+        rev_range = head
+        if last:
+            ancestor = self._git("merge-base", "--is-ancestor", last, head)
+            if ancestor is None:  # history rewritten or branch switched: start again
+                log.info("last mined commit %s is not an ancestor of %s: re-mining", last, head)
+                self._clear(conn)
+                report.rebuilt = True
+            else:
+                rev_range = f"{last}..{head}"
+        limit = self.config.max_commits
+        count_text = self._git("rev-list", "--count", "--no-merges", rev_range)
+        total = min(int(count_text.strip()), limit) if count_text else 0
+        if progress is not None:
+            progress(done=0, total=total)
+        next_order = conn.execute("SELECT COALESCE(MAX(id), 0) FROM commits").fetchone()[0]
+        path_ids: dict[str, int] = {
+            p: i for i, p in conn.execute("SELECT path, id FROM paths")
+        }  # fmt: skip
+        done = 0
+        for record in self._stream_log(rev_range, limit):
+            next_order += 1
+            self._store_commit(conn, next_order, record, path_ids, report)
+            done += 1
+            if done % 200 == 0:
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('last_commit', ?)", (record.sha,))
+                conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE")
+                if progress is not None:
+                    progress(done=done, total=total)
+                if cancel is not None and cancel():
+                    log.info("history mining cancelled after %d commits", done)
+                    report.reason = "cancelled"
+                    break
+        else:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('last_commit', ?)", (head,))
+        report.new_commits = done
+        report.commits = self._count_commits(conn)
+        report.files = conn.execute("SELECT COUNT(*) FROM paths WHERE canon=id").fetchone()[0]
+        if progress is not None:
+            progress(done=done, total=total)
+        return report
+
+    @staticmethod
+    def _count_commits(conn: sqlite3.Connection) -> int:
+        return int(conn.execute("SELECT COUNT(*) FROM commits").fetchone()[0])
+
+    def _path_id(self, conn: sqlite3.Connection, path: str, cache: dict[str, int]) -> int:
+        found = cache.get(path)
+        if found is not None:
+            return found
+        cur = conn.execute("INSERT INTO paths (path, canon, alive) VALUES (?, NULL, 1)", (path,))
+        new_id = int(cur.lastrowid or 0)
+        conn.execute("UPDATE paths SET canon=? WHERE id=?", (new_id, new_id))
+        cache[path] = new_id
+        return new_id
+
+    def _store_commit(
+        self,
+        conn: sqlite3.Connection,
+        order: int,
+        record: CommitRecord,
+        path_ids: dict[str, int],
+        report: MineReport,
+    ) -> None:
+        # a shallow boundary commit "adds" the whole tree: it is not a change, skip it
+        boundary = record.sha in self._shallow_roots
+        paths = record.paths
+        skipped = boundary or len(paths) > self.config.max_files_per_commit or not paths
+        conn.execute(
+            "INSERT OR IGNORE INTO commits (id, sha, time, n_files, skipped) VALUES (?,?,?,?,?)",
+            (order, record.sha, record.time, len(paths), int(skipped)),
+        )
+        report.skipped_commits += int(skipped)
+        for change in record.changes:
+            if change.status == "R" and change.old_path and not boundary:
+                self._apply_rename(conn, order, change.old_path, change.path, path_ids)
+                report.renames += 1
+        seen: set[str] = set()
+        for change in record.changes:
+            if change.path in seen:
+                continue
+            seen.add(change.path)
+            pid = self._path_id(conn, change.path, path_ids)
+            canon_row = conn.execute("SELECT canon FROM paths WHERE id=?", (pid,)).fetchone()
+            canon = int(canon_row[0]) if canon_row and canon_row[0] is not None else pid
+            alive = 0 if change.status == "D" else 1
+            conn.execute("UPDATE paths SET alive=? WHERE id=?", (alive, canon))
+            conn.execute(
+                "INSERT INTO commit_files (commit_id, path_id, canon_id, status) VALUES (?,?,?,?)",
+                (order, pid, canon, change.status),
+            )
+
+    def _apply_rename(
+        self,
+        conn: sqlite3.Connection,
+        order: int,
+        old: str,
+        new: str,
+        path_ids: dict[str, int],
+    ) -> None:
+        """Move ``old``'s history (rows written before this commit) onto ``new``."""
+        old_id = self._path_id(conn, old, path_ids)
+        new_id = self._path_id(conn, new, path_ids)
+        old_canon = int(conn.execute("SELECT canon FROM paths WHERE id=?", (old_id,)).fetchone()[0])
+        # ``new`` is a fresh name from now on: it is its own canonical id again
+        conn.execute("UPDATE paths SET canon=?, alive=1 WHERE id=?", (new_id, new_id))
+        if old_canon != new_id:
+            conn.execute(
+                "UPDATE commit_files SET canon_id=? WHERE canon_id=? AND commit_id<?",
+                (new_id, old_canon, order),
+            )
+            conn.execute("UPDATE paths SET canon=? WHERE canon=?", (new_id, old_canon))
+        conn.execute("UPDATE paths SET canon=?, alive=0 WHERE id=?", (new_id, old_id))
+        conn.execute(
+            "INSERT INTO renames (commit_id, old_path, new_path) VALUES (?,?,?)", (order, old, new)
+        )
+
+    def _ensure_mined(self) -> bool:
+        """Mine on first use when configured to; False when there is no usable history."""
+        if not self.available:
+            return False
+        with self._lock:
+            if self._meta("last_commit") is None and self.config.auto_mine:
+                try:
+                    self.mine()
+                except Exception as exc:  # history is optional evidence
+                    log.warning("mining git history failed: %s", exc)
+                    return False
+        return True
+
+    # ------------------------------------------------------------------ queries
+
+    def _canon_id(self, conn: sqlite3.Connection, file: str) -> int | None:
+        row = conn.execute("SELECT canon FROM paths WHERE path=?", (file,)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def cochange_partners(
+        self, file: str, k: int = 10, min_support: int = 1, *, include_deleted: bool = False
+    ) -> list[tuple[str, float, int]]:
+        """``(partner, confidence, support)`` for ``file``, best first (ROSE rules file→partner).
+
+        Confidence = support / #commits touching ``file``; ties broken by support, then name.
+        History of earlier names of ``file`` and of partners counts (renames are followed).
+        """
+        if not self._ensure_mined():
+            return []
+        with self._lock:
+            conn = self._db()
+            canon = self._canon_id(conn, file)
+            if canon is None:
+                return []
+            row = conn.execute(
+                "SELECT COUNT(DISTINCT cf.commit_id) FROM commit_files cf "
+                "JOIN commits c ON c.id = cf.commit_id WHERE cf.canon_id=? AND c.skipped=0",
+                (canon,),
+            ).fetchone()
+            n_file = int(row[0]) if row else 0
+            if n_file == 0:
+                return []
+            alive_clause = "" if include_deleted else "AND p.alive=1"
+            rows = conn.execute(
+                "SELECT p.path, COUNT(DISTINCT o.commit_id) AS support "
+                "FROM commit_files mine JOIN commits c ON c.id = mine.commit_id AND c.skipped=0 "
+                "JOIN commit_files o ON o.commit_id = mine.commit_id "
+                "AND o.canon_id != mine.canon_id "
+                f"JOIN paths p ON p.id = o.canon_id WHERE mine.canon_id=? {alive_clause} "
+                "GROUP BY o.canon_id HAVING support>=? ORDER BY support DESC, p.path LIMIT ?",
+                (canon, max(1, min_support), max(0, k)),
+            ).fetchall()
+        return [(str(path), int(support) / n_file, int(support)) for path, support in rows]
+
+    def commit_count(self, file: str) -> int:
+        """How many mined (co-change eligible) commits touched ``file`` or its earlier names."""
+        if not self._ensure_mined():
+            return 0
+        with self._lock:
+            conn = self._db()
+            canon = self._canon_id(conn, file)
+            if canon is None:
+                return 0
+            row = conn.execute(
+                "SELECT COUNT(DISTINCT cf.commit_id) FROM commit_files cf "
+                "JOIN commits c ON c.id = cf.commit_id WHERE cf.canon_id=? AND c.skipped=0",
+                (canon,),
+            ).fetchone()
+            return int(row[0]) if row else 0
+
+    def coaccess_seed(self) -> list[tuple[str, str, float]]:
+        """Cold-start co-access edges ``(file_a, file_b, weight)`` from co-commits (V3 §5).
+
+        Weight is the Jaccard index of the two files' commit sets (0..1, symmetric), for
+        pairs committed together at least ``coaccess_min_support`` times, strongest first.
+        """
+        if not self._ensure_mined():
+            return []
+        with self._lock:
+            conn = self._db()
+            counts = dict(
+                conn.execute(
+                    "SELECT cf.canon_id, COUNT(DISTINCT cf.commit_id) FROM commit_files cf "
+                    "JOIN commits c ON c.id=cf.commit_id WHERE c.skipped=0 GROUP BY cf.canon_id"
+                ).fetchall()
+            )
+            rows = conn.execute(
+                "SELECT a.canon_id, b.canon_id, COUNT(DISTINCT a.commit_id) AS support "
+                "FROM commit_files a JOIN commits c ON c.id=a.commit_id AND c.skipped=0 "
+                "JOIN commit_files b ON b.commit_id=a.commit_id AND b.canon_id>a.canon_id "
+                "JOIN paths pa ON pa.id=a.canon_id AND pa.alive=1 "
+                "JOIN paths pb ON pb.id=b.canon_id AND pb.alive=1 "
+                "GROUP BY a.canon_id, b.canon_id HAVING support>=?",
+                (max(1, self.config.coaccess_min_support),),
+            ).fetchall()
+            names = dict(conn.execute("SELECT id, path FROM paths WHERE canon=id").fetchall())
+        edges: list[tuple[str, str, float]] = []
+        for a, b, support in rows:
+            union = counts.get(a, 0) + counts.get(b, 0) - support
+            if union > 0 and a in names and b in names:
+                edges.append((names[a], names[b], round(support / union, 6)))
+        edges.sort(key=lambda e: (-e[2], e[0], e[1]))
+        return edges[: self.config.coaccess_limit]
+
+    def renames(self) -> dict[str, str]:
+        """Every rename mined so far, chained: ``old name -> current name``."""
+        if not self._ensure_mined():
+            return {}
+        with self._lock:
+            rows = (
+                self._db()
+                .execute("SELECT old_path, new_path FROM renames ORDER BY commit_id, rowid")
+                .fetchall()
+            )
+        return fold_renames((str(a), str(b)) for a, b in rows)
+
+    def renames_since(self, commit: str | None) -> dict[str, str]:
+        """Renames made after ``commit`` up to the mined revision: ``old -> current`` name.
+
+        ``None`` means all known renames. The engine applies the map to memories with
+        :func:`engram.history.apply_renames`. Unknown commits give ``{}`` (logged).
+        """
+        if commit is None:
+            return self.renames()
+        if not self.available:
+            return {}
+        out = self._git(
+            "log", "--no-merges", "--diff-filter=R", "--name-status", "-M", "-z",
+            "--date-order", "--reverse", f"--format={LOG_FORMAT}",
+            f"{commit}..{self.rev}", timeout=self.config.git_timeout_s,
+        )  # fmt: skip
+        if out is None:
+            return {}
+        pairs: list[tuple[str, str]] = []
+        for record in parse_log([out.encode("utf-8", errors="surrogateescape")]):
+            for change in record.changes:
+                if change.status == "R" and change.old_path:
+                    pairs.append((self._strip(change.old_path), self._strip(change.path)))
+        return fold_renames(pairs)
+
+    def _strip(self, path: str) -> str:
+        """Repository-relative path as workspace-relative (for a workspace in a subfolder)."""
+        if self._prefix and path.startswith(self._prefix):
+            return path[len(self._prefix) :]
+        return path
+
+    def head_commit(self) -> str | None:
+        """The sha of ``rev`` (HEAD), for a new memory's provenance; ``None`` without history."""
+        if not self.available:
+            return None
+        out = self._git("rev-parse", f"{self.rev}^{{commit}}")
+        return out.strip() if out else None
+
+    def commits_touching(
+        self,
+        file: str,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        limit: int = 20,
+    ) -> list[CommitInfo]:
+        """Commits that changed ``file`` (or lines ``start_line..end_line``), newest first.
+
+        Lines are 0-based and inclusive like :class:`engram.model.CodeAnchor`. Line ranges use
+        ``git log -L``; whole files use ``git log --follow`` (renames followed). Each call is
+        bounded by ``git_timeout_s``; on timeout or error the answer is empty (logged).
+        """
+        if not self.available or limit <= 0:
+            return []
+        rel = self._prefix + file
+        fmt = "--format=%x01%H%x1f%ct%x1f%an%x1f%s"
+        args: list[str] = ["log", fmt, f"--max-count={limit}"]
+        if start_line is not None:
+            first = max(0, start_line) + 1
+            last = max(first, (end_line if end_line is not None else start_line) + 1)
+            args += ["-s", f"-L{first},{last}:{rel}", self.rev]
+        else:
+            args += ["--follow", self.rev, "--", rel]
+        out = self._git(*args, timeout=self.config.git_timeout_s)
+        if not out:
+            return []
+        commits: list[CommitInfo] = []
+        for block in out.split("\x01")[1:]:
+            line = block.split("\n", 1)[0]
+            fields = line.split("\x1f")
+            if len(fields) < 4:
+                continue
+            sha, ts, author, summary = fields[0], fields[1], fields[2], fields[3]
+            try:
+                when = _utc(int(ts))
+            except ValueError:
+                continue
+            commits.append(CommitInfo(sha, when, author, summary))
+        return commits[:limit]
+
+    def changed_since(self, file: str, commit: str) -> bool | None:
+        """Whether ``file`` changed after ``commit`` (staleness of a memory made then).
+
+        ``None`` when it cannot be told (no history, unknown commit).
+        """
+        if not self.available:
+            return None
+        out = self._git(
+            "rev-list", "--max-count=1", f"{commit}..{self.rev}", "--", self._prefix + file,
+            timeout=self.config.git_timeout_s,
+        )  # fmt: skip
+        if out is None:
+            return None
+        return bool(out.strip())
+
+    def stats(self) -> dict[str, Any]:
+        """Numbers for `engram stats` / `doctor`: status, commits and files mined."""
+        info: dict[str, Any] = {"status": self.status, "reason": self.reason}
+        if self.available:
+            with self._lock:
+                conn = self._db()
+                info["commits"] = self._count_commits(conn)
+                info["files"] = conn.execute(
+                    "SELECT COUNT(*) FROM paths WHERE canon=id"
+                ).fetchone()[0]
+                info["last_commit"] = self._meta("last_commit")
+        return info
+
+
+def partners_as_dict(partners: Sequence[tuple[str, float, int]]) -> dict[str, float]:
+    """``{partner: confidence}``: handy for blending co-change into other rankings."""
+    return {path: confidence for path, confidence, _ in partners}
