@@ -148,3 +148,19 @@ def test_codex_apply_patch_injects_for_each_patched_file(ws: Workspace) -> None:
     text = result["hookSpecificOutput"]["additionalContext"]
     assert "charge wants cents" in text
     assert "refunds are async" in text
+
+
+def test_one_background_job_of_a_kind_at_a_time(ws: Workspace) -> None:
+    import fcntl
+    import os
+
+    from engram.agents.hooks import _spawn_background
+
+    lock_path = ws.engram_dir / "agents" / "observe.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a drain is "running"
+        assert _spawn_background(ws, ["observe", "--drain-inbox"], "{}") is False
+    finally:
+        os.close(fd)

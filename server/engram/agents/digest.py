@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import cattrs
 
 from engram.model import Memory, memory_from_dict, memory_to_dict
+from engram.model.codec import make_converter
 from engram.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -102,11 +104,12 @@ class Digest:
         """Mirror a store write: insert or replace ``upserts``, drop ``deleted_ids``."""
         conn = self._connect(create=True)
         assert conn is not None
+        converter = make_converter()
         with conn:
             for memory_id in deleted_ids:
                 conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             for memory in upserts:
-                self._put(conn, memory)
+                self._put(conn, memory, converter)
             conn.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('manifest', ?)",
                 (lance_manifest_marker(self.workspace),),
@@ -117,11 +120,12 @@ class Digest:
         conn = self._connect(create=True)
         assert conn is not None
         count = 0
+        converter = make_converter()
         with conn:
             conn.execute("DELETE FROM memory_files")
             conn.execute("DELETE FROM memories")
             for memory in memories:
-                self._put(conn, memory)
+                self._put(conn, memory, converter)
                 count += 1
             conn.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('manifest', ?)",
@@ -130,7 +134,7 @@ class Digest:
         return count
 
     @staticmethod
-    def _put(conn: sqlite3.Connection, memory: Memory) -> None:
+    def _put(conn: sqlite3.Connection, memory: Memory, converter: cattrs.Converter) -> None:
         active = not memory.deprecated and memory.stale_at is None
         conn.execute("DELETE FROM memory_files WHERE id = ?", (memory.id,))
         conn.execute(
@@ -142,7 +146,7 @@ class Digest:
                 memory.scope.value,
                 int(active),
                 _weight(memory),
-                json.dumps(memory_to_dict(memory)),
+                json.dumps(memory_to_dict(memory, converter)),
             ),
         )
         conn.executemany(
@@ -166,9 +170,10 @@ class Digest:
         if conn is None:
             return []
         out: list[Memory] = []
+        converter = make_converter()  # one per read: cattrs compiles its hooks once
         for (record,) in conn.execute(sql, params):
             try:
-                out.append(memory_from_dict(json.loads(record)))
+                out.append(memory_from_dict(json.loads(record), converter))
             except (ValueError, TypeError) as exc:
                 log.warning("skipping unreadable digest row: %s", exc)
         return out

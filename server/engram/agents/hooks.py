@@ -155,25 +155,45 @@ def _output(event: str, context: str) -> dict[str, Any] | None:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
 
 
-def _spawn_background(workspace: Workspace, args: list[str], stdin_text: str) -> None:
-    """Run ``engram ARGS`` detached, so slow work never holds up the agent."""
+def _spawn_background(workspace: Workspace, args: list[str], stdin_text: str) -> bool:
+    """Run ``engram ARGS`` detached, so slow work never holds up the agent.
+
+    At most one background job of a kind runs per workspace: the child inherits an exclusive
+    ``flock`` on ``.engram/agents/<job>.lock`` and holds it until it exits, so a burst of Stop
+    events (Claude Code sends one per turn) starts one drain, not one per turn.
+    Returns False when a job of this kind was already running.
+    """
+    import fcntl
+
+    agents_dir = workspace.engram_dir / "agents"
     log_dir = workspace.engram_dir / "logs"
+    agents_dir.mkdir(parents=True, exist_ok=True)
     log_dir.mkdir(parents=True, exist_ok=True)
-    with (log_dir / "hooks.log").open("ab") as log_file:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "engram", *args, "--workspace", str(workspace.root)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=log_file,
-            start_new_session=True,
-            cwd=workspace.root,
-        )
+    lock_fd = os.open(agents_dir / f"{args[0]}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        with (log_dir / "hooks.log").open("ab") as log_file:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "engram", *args, "--workspace", str(workspace.root)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=log_file,
+                start_new_session=True,
+                cwd=workspace.root,
+                pass_fds=(lock_fd,),
+            )
+    finally:
+        os.close(lock_fd)  # the child keeps its inherited copy, and with it the lock
     assert proc.stdin is not None
     try:
         proc.stdin.write(stdin_text.encode("utf-8"))
         proc.stdin.close()
     except OSError as exc:  # the child died at once; its stderr went to the log
         log.warning("background engram %s failed to start: %s", args, exc)
+    return True
 
 
 def _queue_observation(workspace: Workspace, payload: dict[str, Any]) -> None:
