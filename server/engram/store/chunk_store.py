@@ -1,0 +1,263 @@
+"""Code chunks in ``.engram/chunks.lance``: BM25 on contextual text + exact dense search.
+
+Surface (all the code-graph needs for ``engram search --code``)::
+
+    store = ChunkStore(workspace)                    # read_only=True never writes
+    store.upsert_chunks(records, vectors, model_id)  # replace chunks by id (one version)
+    store.replace_file(file, records, vectors, model_id)  # delete a file's chunks + add, one lock
+    store.delete_file(file) -> int
+    store.chunks_for_file(file) -> list[CodeChunkRecord]
+    store.keyword_search(query, k) -> [(id, bm25)]   # over ``text`` (contextual: file, kind,
+    store.vector_search(vector, k) -> [(id, cosine)] #  name before the code, V5 §8)
+    store.get_many(ids) -> list[CodeChunkRecord]; store.count(); store.compact(); store.close()
+
+The same machinery as the memory store (:class:`HybridTable`): writer lock, version check,
+FTS fresh after each write, snapshot of vectors refreshed only when the version changed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from engram.store.errors import StoreError
+from engram.store.fts_text import document_text, sql_quote
+from engram.store.hybrid import META_TABLE, META_TABLE_VERSION, HybridTable
+from engram.store.lock import DEFAULT_LOCK_TIMEOUT_S, WriteLock
+from engram.store.snapshot import VectorBlock, vectors_from_binary
+from engram.workspace import Workspace
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+TABLE_NAME = "chunks"
+CHUNK_TABLE_VERSION = 1
+_COLUMNS = [
+    "id",
+    "file",
+    "kind",
+    "name",
+    "start_line",
+    "end_line",
+    "content",
+    "text",
+    "content_hash",
+]
+
+
+@attrs.define
+class CodeChunkRecord:
+    """One stored code chunk. ``text`` is the contextual text that is indexed and embedded."""
+
+    id: str
+    file: str
+    kind: str
+    name: str
+    start_line: int
+    end_line: int
+    content: str
+    text: str
+    content_hash: str
+
+
+def contextual_chunk_text(
+    file: str, kind: str, name: str, start: int, end: int, content: str
+) -> str:
+    """V5 §8 contextual text for a chunk: ``File: a.py | function: f | Lines: 3-9`` + code."""
+    head = [f"File: {file}"]
+    if kind and kind != "module":
+        head.append(f"{kind}: {name or 'unknown'}")
+    head.append(f"Lines: {start}-{end}")
+    return " | ".join(head) + "\n\n" + content
+
+
+def chunk_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("file", pa.string()),
+            pa.field("kind", pa.string()),
+            pa.field("name", pa.string()),
+            pa.field("start_line", pa.int32()),
+            pa.field("end_line", pa.int32()),
+            pa.field("content", pa.string()),
+            pa.field("text", pa.string()),
+            pa.field("search_text", pa.string()),
+            pa.field("content_hash", pa.string()),
+            pa.field("vector", pa.binary(), nullable=True),
+            pa.field("dim", pa.int32()),
+            pa.field("model_id", pa.string(), nullable=True),
+        ],
+        metadata={
+            META_TABLE: TABLE_NAME.encode(),
+            META_TABLE_VERSION: str(CHUNK_TABLE_VERSION).encode(),
+        },
+    )
+
+
+class ChunkStore:
+    """Code chunks with hybrid search (see the module docstring)."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        read_only: bool = False,
+        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+    ) -> None:
+        if read_only:
+            directory, lock = workspace.engram_dir, None
+        else:
+            directory = workspace.ensure_engram_dir()
+            lock = WriteLock(directory / "write.lock", timeout_s=lock_timeout_s)
+        self._table = HybridTable(
+            directory,
+            TABLE_NAME,
+            chunk_schema(),
+            key_column="id",
+            text_column="search_text",
+            lock=lock,
+            read_only=read_only,
+        )
+        self._mutex = threading.RLock()
+        self._version = -1
+        self._records: dict[str, CodeChunkRecord] = {}
+        self._ids: list[str] = []
+        self._blocks: dict[int, VectorBlock] = {}
+
+    # ------------------------------------------------------------------ snapshot
+
+    def refresh(self) -> None:
+        with self._mutex:
+            version = self._table.version()
+            if version == self._version:
+                return
+            data, version = self._table.read_all([*_COLUMNS, "vector", "dim"])
+            records: dict[str, CodeChunkRecord] = {}
+            ids: list[str] = []
+            blocks: dict[int, VectorBlock] = {}
+            if data is not None and data.num_rows:
+                for row in data.select(_COLUMNS).to_pylist():
+                    rec = CodeChunkRecord(**row)
+                    records[rec.id] = rec
+                    ids.append(rec.id)
+                dims = [int(d or 0) for d in data.column("dim").to_pylist()]
+                for dim, (rows, matrix) in vectors_from_binary(data.column("vector"), dims).items():
+                    blocks[dim] = VectorBlock.from_matrix(dim, rows, matrix)
+            self._records, self._ids, self._blocks, self._version = records, ids, blocks, version
+
+    # ------------------------------------------------------------------ writes
+
+    def _arrow(
+        self,
+        records: Sequence[CodeChunkRecord],
+        vectors: npt.NDArray[np.float32] | None,
+        model_id: str | None,
+    ) -> pa.Table:
+        import pyarrow as pa
+
+        if vectors is not None:
+            vectors = np.asarray(vectors, dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[0] != len(records):
+                raise ValueError(f"vectors must have shape ({len(records)}, dim)")
+        columns: dict[str, list[Any]] = {c: [getattr(r, c) for r in records] for c in _COLUMNS}
+        columns["search_text"] = [document_text([r.text]) for r in records]
+        if vectors is None:
+            columns["vector"] = [None] * len(records)
+            columns["dim"] = [0] * len(records)
+            columns["model_id"] = [None] * len(records)
+        else:
+            columns["vector"] = [v.tobytes() for v in vectors]
+            columns["dim"] = [int(vectors.shape[1])] * len(records)
+            columns["model_id"] = [model_id] * len(records)
+        return pa.table(columns, schema=chunk_schema())
+
+    def upsert_chunks(
+        self,
+        records: Sequence[CodeChunkRecord],
+        vectors: npt.NDArray[np.float32] | None = None,
+        model_id: str | None = None,
+    ) -> None:
+        if not records:
+            return
+        rows = self._arrow(records, vectors, model_id)
+        with self._mutex:
+            self._table.write(lambda table: self._table.upsert(table, rows))
+
+    def replace_file(
+        self,
+        file: str,
+        records: Sequence[CodeChunkRecord],
+        vectors: npt.NDArray[np.float32] | None = None,
+        model_id: str | None = None,
+    ) -> None:
+        """Replace every chunk of ``file`` with ``records`` under one lock."""
+        rows = self._arrow(records, vectors, model_id)
+
+        def write(table: Any) -> None:
+            table.delete(f"file = {sql_quote(file)}")
+            if rows.num_rows:
+                table.add(rows)
+
+        with self._mutex:
+            self._table.write(write)
+
+    def delete_file(self, file: str) -> int:
+        with self._mutex:
+            self.refresh()
+            count = sum(1 for r in self._records.values() if r.file == file)
+            if count:
+                self._table.write(lambda table: table.delete(f"file = {sql_quote(file)}"))
+            return count
+
+    def compact(self) -> None:
+        with self._mutex:
+            self._table.compact()
+
+    # ------------------------------------------------------------------ reads
+
+    def chunks_for_file(self, file: str) -> list[CodeChunkRecord]:
+        with self._mutex:
+            self.refresh()
+            return sorted(
+                (r for r in self._records.values() if r.file == file), key=lambda r: r.start_line
+            )
+
+    def get_many(self, ids: Sequence[str]) -> list[CodeChunkRecord]:
+        with self._mutex:
+            self.refresh()
+            return [self._records[i] for i in ids if i in self._records]
+
+    def count(self) -> int:
+        with self._mutex:
+            self.refresh()
+            return len(self._records)
+
+    def keyword_search(self, query: str, k: int) -> list[tuple[str, float]]:
+        with self._mutex:
+            self.refresh()
+            rows = self._table.keyword_search(query, k, None, ["id"])
+            return [(str(r["id"]), float(r["_score"])) for r in rows]
+
+    def vector_search(self, vector: npt.NDArray[np.float32], k: int) -> list[tuple[str, float]]:
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        with self._mutex:
+            self.refresh()
+            block = self._blocks.get(int(query.shape[0]))
+            if block is None:
+                return []
+            return [(self._ids[row], score) for row, score in block.search(query, k, None)]
+
+    def close(self) -> None:
+        with self._mutex:
+            self._table.close()
+
+
+__all__ = ["ChunkStore", "CodeChunkRecord", "StoreError", "contextual_chunk_text"]

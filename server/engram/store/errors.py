@@ -1,0 +1,16 @@
+"""Store failures, each a one-line message for the user.
+
+``StoreLocked`` is defined in :mod:`engram.errors` (the contract) and re-exported here so
+callers of the store find every store error in one place.
+"""
+
+from __future__ import annotations
+
+from engram.errors import EngramError, StoreLocked
+
+
+class StoreError(EngramError):
+    """The store cannot be opened, read or written; ``str(exc)`` says where and what to do."""
+
+
+__all__ = ["StoreError", "StoreLocked"]

@@ -1,0 +1,57 @@
+"""Text shaping for LanceDB's native full-text index.
+
+LanceDB's ``simple`` tokenizer splits on punctuation and lowercases, so ``parse_config``
+becomes ``parse config`` but ``parseConfig`` stays one token ``parseconfig``; and its
+query parser returns nothing at all for some punctuation (``src/auth.py``, ``it's``).
+So both sides go through the same shaping here: documents get the split parts of
+camelCase identifiers appended, queries are reduced to plain word tokens (capped, so a
+whole memory used as a duplicate probe stays a cheap query).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_WORD_RE = re.compile(r"[A-Za-z0-9]+")
+_CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+#: Query terms kept (OR semantics: more terms only add candidates and cost).
+MAX_QUERY_TERMS = 48
+
+
+def camel_parts(word: str) -> list[str]:
+    """``parseHTTPConfig`` -> ``["parse", "HTTP", "Config"]``; one part for plain words."""
+    return _CAMEL_RE.findall(word)
+
+
+def expand_identifiers(text: str) -> str:
+    """The split parts of every camelCase word in ``text``, space-separated."""
+    extra: list[str] = []
+    for word in _WORD_RE.findall(text):
+        parts = camel_parts(word)
+        if len(parts) > 1:
+            extra.extend(parts)
+    return " ".join(extra)
+
+
+def document_text(parts: Iterable[str]) -> str:
+    """The indexed text of a record: its parts plus the split identifiers they contain."""
+    joined = "\n".join(p for p in parts if p)
+    extra = expand_identifiers(joined)
+    return f"{joined}\n{extra}" if extra else joined
+
+
+def query_terms(query: str) -> list[str]:
+    """Lowercase word tokens of ``query`` (with camelCase parts), unique, in order, capped."""
+    seen: dict[str, None] = {}
+    for word in _WORD_RE.findall(query):
+        for token in (word, *(camel_parts(word) if not word.islower() else ())):
+            lowered = token.lower()
+            if lowered not in seen:
+                seen[lowered] = None
+    return list(seen)[:MAX_QUERY_TERMS]
+
+
+def sql_quote(value: str) -> str:
+    """A SQL string literal (single quotes doubled)."""
+    return "'" + value.replace("'", "''") + "'"

@@ -1,0 +1,324 @@
+"""One LanceDB table with a native full-text index, written under the store's writer lock.
+
+:class:`HybridTable` is the machinery shared by the memory store and the code-chunk store:
+
+* **Opening** is lazy (``import lancedb`` costs seconds) and read-only opens never create
+  anything. Any failure of LanceDB to open or read the table becomes a one-line
+  :class:`StoreError` naming the path and what to do, never a LanceDB traceback.
+* **Versions.** Every read first asks LanceDB for the latest version (``checkout_latest``,
+  ~0.1 ms): callers compare it with the version their in-process snapshot was built from.
+* **Writes** run under the inter-process :class:`WriteLock`, after re-reading the latest
+  version, so a write never builds on a stale view. Rows are upserted with
+  ``merge_insert`` on the key column (one version per batch).
+* **Full-text search** uses LanceDB's native BM25 index on one text column. The index is
+  created after the first rows exist (never on an empty table). Rows written since the
+  last index build are still searched (LanceDB scans unindexed fragments), so a fresh
+  write is found immediately; every ``OPTIMIZE_EVERY_WRITES`` writes (or when many rows
+  are unindexed) the table is optimised: fragments compacted, the index brought up to
+  date, versions older than ``CLEANUP_AFTER`` removed so they do not pile up.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from engram.store.errors import StoreError
+from engram.store.fts_text import query_terms
+from engram.store.lock import WriteLock
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+#: Optimise (compact + index + cleanup) after this many writes by one process.
+OPTIMIZE_EVERY_WRITES = 20
+#: ... or as soon as this many rows are outside the FTS index.
+MAX_UNINDEXED_ROWS = 2000
+#: Versions older than this are removed on optimise. Not zero: another process may be
+#: reading an older version right now (readers re-check the latest version before each
+#: read and retry once, so a minute is ample).
+CLEANUP_AFTER = timedelta(seconds=60)
+
+META_TABLE = b"engram.table"
+META_TABLE_VERSION = b"engram.table_version"
+
+T = TypeVar("T")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    for marker in (", /rustc/", " Detail: "):
+        text = text.split(marker, 1)[0]
+    return text[:200] or type(exc).__name__
+
+
+class HybridTable:
+    """A LanceDB table ``<directory>/<name>.lance`` with BM25 search on ``text_column``.
+
+    ``schema`` must carry ``engram.table_version`` metadata; a table written by a newer
+    Engram is refused, an older one is handed to ``migrate(table, old_version)`` (under
+    the lock) before first use.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        name: str,
+        schema: pa.Schema,
+        *,
+        key_column: str,
+        text_column: str,
+        lock: WriteLock | None,
+        read_only: bool = False,
+        migrate: Callable[[Any, int], None] | None = None,
+    ) -> None:
+        self.directory = directory
+        self.name = name
+        self.path = directory / f"{name}.lance"
+        self.schema = schema
+        self.key_column = key_column
+        self.text_column = text_column
+        self.read_only = read_only
+        self._lock = lock
+        self._migrate = migrate
+        self._db: Any = None
+        self._table: Any = None
+        self._mutex = threading.RLock()
+        self._writes_since_optimize = 0
+        meta = schema.metadata or {}
+        self.table_version = int(meta.get(META_TABLE_VERSION, b"1"))
+
+    # ------------------------------------------------------------------ errors
+
+    def error(self, action: str, exc: BaseException) -> StoreError:
+        return StoreError(
+            f"cannot {action} the Engram store at {self.path} ({_one_line(exc)}); "
+            f"move it aside and re-import an export (`engram import`), or delete it to start empty"
+        )
+
+    def guard(self, action: str, fn: Callable[[], T]) -> T:
+        """Run ``fn``; LanceDB/Arrow/OS failures become one :class:`StoreError` line."""
+        try:
+            return fn()
+        except StoreError:
+            raise
+        except Exception as exc:  # lancedb raises RuntimeError/OSError/ValueError/...
+            raise self.error(action, exc) from exc
+
+    # ------------------------------------------------------------------ opening
+
+    def _connect(self) -> Any:
+        if self._db is None:
+            import lancedb
+
+            self._db = self.guard("open", lambda: lancedb.connect(str(self.directory)))
+        return self._db
+
+    def exists(self) -> bool:
+        return self.path.is_dir()
+
+    def table(self) -> Any | None:
+        """The open table at its latest version, or ``None`` when it does not exist yet."""
+        with self._mutex:
+            if self._table is None:
+                if not self.exists():
+                    return None
+                db = self._connect()
+                self._table = self.guard("open", lambda: db.open_table(self.name))
+                self._check_version(self._table)
+            else:
+                self.guard("read", self._table.checkout_latest)
+            return self._table
+
+    def _check_version(self, table: Any) -> None:
+        meta = self.guard("read", lambda: table.schema.metadata) or {}
+        found = int(meta.get(META_TABLE_VERSION, b"1"))
+        if found > self.table_version:
+            raise StoreError(
+                f"the Engram store at {self.path} has table version {found}, newer than this "
+                f"Engram ({self.table_version}); upgrade Engram"
+            )
+        if found < self.table_version:
+            if self.read_only or self._migrate is None:
+                raise StoreError(
+                    f"the Engram store at {self.path} has table version {found} and needs a "
+                    f"migration to {self.table_version}; open it once without read-only mode"
+                )
+            with self._hold():
+                self._migrate(table, found)
+
+    def version(self) -> int:
+        """The latest committed version (0 when the table does not exist)."""
+        table = self.table()
+        return 0 if table is None else int(self.guard("read", lambda: table.version))
+
+    def _hold(self) -> Any:
+        if self._lock is None:
+            raise StoreError(f"the Engram store at {self.path} was opened read-only")
+        return self._lock.hold()
+
+    # ------------------------------------------------------------------ reading
+
+    def read_all(self, columns: Sequence[str] | None = None) -> tuple[pa.Table | None, int]:
+        """All rows (optionally some columns) and the version they were read at."""
+
+        def attempt() -> tuple[pa.Table | None, int]:
+            table = self.table()
+            if table is None:
+                return None, 0
+            version = int(table.version)
+            data = table.to_arrow()
+            return (data if columns is None else data.select(list(columns))), version
+
+        return self._with_retry("read", attempt)
+
+    def _with_retry(self, action: str, fn: Callable[[], T]) -> T:
+        """Run a read; on failure re-open at the latest version and try once more.
+
+        Another process may compact the table and remove the files of the version this
+        handle was at, between our version check and the read.
+        """
+        try:
+            return fn()
+        except StoreError:
+            raise
+        except Exception as first:
+            log.debug("store read failed once, re-opening: %s", first)
+            with self._mutex:
+                self._table = None
+            try:
+                return fn()
+            except StoreError:
+                raise
+            except Exception as exc:
+                raise self.error(action, exc) from exc
+
+    def keyword_search(
+        self, query: str, k: int, where: str | None, columns: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """BM25 over the text column: rows (``columns`` + ``_score``), best first."""
+        terms = query_terms(query)
+        if not terms or k <= 0:
+            return []
+
+        def attempt() -> list[dict[str, Any]]:
+            table = self.table()
+            if table is None or not self._has_fts(table):
+                return []
+            builder = (
+                table.search(" ".join(terms), query_type="fts", fts_columns=self.text_column)
+                .limit(k)
+                .select([*columns, "_score"])
+            )
+            if where:
+                builder = builder.where(where, prefilter=True)
+            rows: list[dict[str, Any]] = builder.to_arrow().to_pylist()
+            return rows
+
+        return self._with_retry("search", attempt)
+
+    def _has_fts(self, table: Any) -> bool:
+        indices = self.guard("read", table.list_indices)
+        return any(
+            getattr(ix, "index_type", "") == "FTS" and self.text_column in ix.columns
+            for ix in indices
+        )
+
+    # ------------------------------------------------------------------ writing
+
+    def write(
+        self, fn: Callable[[Any], None], *, before: Callable[[int], None] | None = None
+    ) -> int:
+        """Run ``fn(table)`` under the writer lock; returns the version after the write.
+
+        ``before(version)`` runs under the lock after re-reading the latest version and
+        before ``fn``, so the caller can bring its snapshot up to date first.
+        """
+        if self.read_only:
+            raise StoreError(f"the Engram store at {self.path} was opened read-only")
+        with self._mutex, self._hold():
+            table = self.table()
+            if table is None:
+                table = self._create()
+            if before is not None:
+                before(int(table.version))
+            self.guard("write", lambda: fn(table))
+            self._after_write(table)
+            return int(self.guard("read", lambda: table.version))
+
+    def upsert(self, table: Any, rows: pa.Table) -> None:
+        """Insert ``rows``, replacing rows with the same key (one new version)."""
+        if rows.num_rows == 0:
+            return
+        (
+            table.merge_insert(self.key_column)
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(rows)
+        )
+
+    def _create(self) -> Any:
+        db = self._connect()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._table = self.guard(
+            "create", lambda: db.create_table(self.name, schema=self.schema, exist_ok=True)
+        )
+        self._check_version(self._table)
+        return self._table
+
+    def _after_write(self, table: Any) -> None:
+        self._writes_since_optimize += 1
+        rows = int(self.guard("read", table.count_rows))
+        if rows == 0:
+            return
+        if not self._has_fts(table):
+            from lancedb.index import FTS
+
+            self.guard(
+                "index",
+                lambda: table.create_index(
+                    self.text_column, config=FTS(with_position=False), replace=True
+                ),
+            )
+            return
+        if self._writes_since_optimize >= OPTIMIZE_EVERY_WRITES or (
+            self._unindexed_rows(table) >= MAX_UNINDEXED_ROWS
+        ):
+            self._optimize(table)
+
+    def _unindexed_rows(self, table: Any) -> int:
+        try:
+            stats = table.index_stats(f"{self.text_column}_idx")
+        except Exception:
+            return 0
+        return int(getattr(stats, "num_unindexed_rows", 0) or 0) if stats else 0
+
+    def _optimize(self, table: Any) -> None:
+        self.guard("compact", lambda: table.optimize(cleanup_older_than=CLEANUP_AFTER))
+        self._writes_since_optimize = 0
+
+    def compact(self) -> None:
+        """Compact fragments, bring the FTS index up to date and drop old versions."""
+        if self.read_only:
+            return
+        with self._mutex, self._hold():
+            table = self.table()
+            if table is not None:
+                if not self._has_fts(table) and int(table.count_rows()) > 0:
+                    self._after_write(table)
+                self._optimize(table)
+
+    def version_count(self) -> int:
+        table = self.table()
+        return 0 if table is None else len(self.guard("read", table.list_versions))
+
+    def close(self) -> None:
+        with self._mutex:
+            self._table = None
+            self._db = None

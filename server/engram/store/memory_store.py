@@ -1,0 +1,697 @@
+"""The memory store: LanceDB table ``.engram/memories.lance`` plus an in-process snapshot.
+
+Layout of a row: ``id``, ``type``, ``source``, ``scope``, ``content``, ``search_text``
+(content + tags + anchor files/symbols + related files/modules, with camelCase split; the
+BM25 column), ``files`` (anchor files and related files), ``needs_review``,
+``deprecated``, ``stale``, ``pinned``, ``updated_at``, ``record`` (the whole memory as JSON
+through :func:`engram.model.memory_to_dict`, so the codec's schema migrations apply on
+read), ``vector`` (float32 bytes, nullable; bytes rather than a fixed-size list so that
+vectors of a new model can coexist with the old ones while they are re-embedded), ``dim``
+and ``model_id``.
+
+Reads (``get``, ``list``, ``vector_search``) are served from a snapshot: ids, filter
+columns as NumPy arrays, the raw JSON records (decoded on first use and cached) and one
+unit-vector matrix per dimension for exact cosine search (NumPy over 100k x 384 is ~20 ms;
+LanceDB's flat search is several times slower). The snapshot is rebuilt only when the
+table version moved under us (another process wrote); our own writes patch it in place.
+``keyword_search`` goes to LanceDB's native BM25 index, with the filter applied as a SQL
+prefilter so top-k is taken among matching memories only.
+
+Objects returned by ``get``/``get_many``/``list`` are the snapshot's own: treat them as
+read-only, or pass a modified copy (``attrs.evolve``) to :meth:`MemoryStore.update`.
+``add`` and ``update`` both upsert by id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from engram.model import (
+    SCHEMA_VERSION,
+    Memory,
+    MemorySource,
+    MemoryType,
+    SchemaError,
+    memory_from_dict,
+    memory_to_dict,
+)
+from engram.model.codec import make_converter
+from engram.store.errors import StoreError
+from engram.store.fts_text import document_text, sql_quote
+from engram.store.hybrid import META_TABLE, META_TABLE_VERSION, HybridTable
+from engram.store.lock import DEFAULT_LOCK_TIMEOUT_S, WriteLock
+from engram.store.snapshot import GrowColumn, VectorBlock, vectors_from_binary
+from engram.workspace import Workspace
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+TABLE_NAME = "memories"
+#: Version of the table layout (columns); bump it and extend ``_migrate_table``.
+MEMORY_TABLE_VERSION = 1
+LOCK_FILE = "write.lock"
+
+_TYPES: list[MemoryType] = list(MemoryType)
+_SOURCES: list[MemorySource] = list(MemorySource)
+_TYPE_CODE = {t: i for i, t in enumerate(_TYPES)}
+_SOURCE_CODE = {s: i for i, s in enumerate(_SOURCES)}
+
+
+@attrs.define
+class MemoryFilter:
+    """Which memories a list or search may return. ``None`` fields do not filter."""
+
+    types: Sequence[MemoryType] | None = None
+    sources: Sequence[MemorySource] | None = None
+    #: workspace-relative POSIX path; matches ``anchors[].file`` or ``related_files``
+    file: str | None = None
+    needs_review: bool | None = None
+    include_deprecated: bool = False
+    include_stale: bool = True
+
+
+def memory_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("type", pa.string()),
+            pa.field("source", pa.string()),
+            pa.field("scope", pa.string()),
+            pa.field("content", pa.string()),
+            pa.field("search_text", pa.string()),
+            pa.field("files", pa.list_(pa.string())),
+            pa.field("needs_review", pa.bool_()),
+            pa.field("deprecated", pa.bool_()),
+            pa.field("stale", pa.bool_()),
+            pa.field("pinned", pa.bool_()),
+            pa.field("updated_at", pa.timestamp("us", tz="UTC")),
+            pa.field("record", pa.string()),
+            pa.field("vector", pa.binary(), nullable=True),
+            pa.field("dim", pa.int32()),
+            pa.field("model_id", pa.string(), nullable=True),
+        ],
+        metadata={
+            META_TABLE: TABLE_NAME.encode(),
+            META_TABLE_VERSION: str(MEMORY_TABLE_VERSION).encode(),
+            b"engram.memory_schema": str(SCHEMA_VERSION).encode(),
+        },
+    )
+
+
+def memory_files(memory: Memory) -> list[str]:
+    """Anchor files then related files, without repeats: what ``MemoryFilter.file`` matches."""
+    seen: dict[str, None] = {}
+    for anchor in memory.anchors:
+        seen.setdefault(anchor.file, None)
+    for path in memory.related_files:
+        seen.setdefault(path, None)
+    return list(seen)
+
+
+def memory_search_text(memory: Memory) -> str:
+    """What BM25 sees: content, tags, anchor files and symbols, related files and modules."""
+    parts = [memory.content, " ".join(memory.tags)]
+    for anchor in memory.anchors:
+        parts.append(anchor.file)
+        if anchor.symbol:
+            parts.append(anchor.symbol)
+    parts.extend(memory.related_files)
+    parts.extend(memory.related_modules)
+    return document_text(parts)
+
+
+class _Snapshot:
+    """The in-process view of the table at ``version``."""
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.ids: list[str] = []
+        self.row_of: dict[str, int] = {}
+        self.records: list[str | None] = []
+        self.decoded: dict[int, Memory] = {}
+        self.files: list[list[str]] = []
+        self.file_rows: dict[str, set[int]] = {}
+        self.model_ids: list[str | None] = []
+        self.dims: list[int] = []
+        self.alive = GrowColumn(np.bool_)
+        self.type_code = GrowColumn(np.int16)
+        self.source_code = GrowColumn(np.int16)
+        self.needs_review = GrowColumn(np.bool_)
+        self.deprecated = GrowColumn(np.bool_)
+        self.stale = GrowColumn(np.bool_)
+        self.updated = GrowColumn(np.float64)
+        self.blocks: dict[int, VectorBlock] = {}
+
+    def __len__(self) -> int:
+        return len(self.row_of)
+
+
+class MemoryStore:
+    """Typed memories in LanceDB with BM25 + exact dense search (see the module docstring)."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        read_only: bool = False,
+        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+    ) -> None:
+        self.workspace = workspace
+        self.read_only = read_only
+        if read_only:
+            directory = workspace.engram_dir
+            lock = None
+        else:
+            directory = workspace.ensure_engram_dir()
+            lock = WriteLock(directory / LOCK_FILE, timeout_s=lock_timeout_s)
+        self._lock = lock
+        self._table = HybridTable(
+            directory,
+            TABLE_NAME,
+            memory_schema(),
+            key_column="id",
+            text_column="search_text",
+            lock=lock,
+            read_only=read_only,
+            migrate=self._migrate_table,
+        )
+        self._converter = make_converter()
+        self._mutex = threading.RLock()
+        self._snap = _Snapshot()
+        self._closed = False
+        self.refresh()
+
+    @property
+    def path(self) -> str:
+        return str(self._table.path)
+
+    # ------------------------------------------------------------------ snapshot
+
+    def refresh(self) -> bool:
+        """Rebuild the snapshot if the table version changed; True when it was rebuilt."""
+        with self._mutex:
+            if self._closed:
+                raise StoreError("the memory store was closed")
+            version = self._table.version()
+            if version == self._snap.version:
+                return False
+            self._load()
+            return True
+
+    def _load(self) -> None:
+        data, version = self._table.read_all(
+            [
+                "id",
+                "type",
+                "source",
+                "needs_review",
+                "deprecated",
+                "stale",
+                "updated_at",
+                "files",
+                "record",
+                "vector",
+                "dim",
+                "model_id",
+            ]
+        )
+        snap = _Snapshot()
+        snap.version = version
+        if data is not None and data.num_rows:
+            self._table.guard("read", lambda: self._fill(snap, data))
+        self._snap = snap
+
+    @staticmethod
+    def _fill(snap: _Snapshot, data: pa.Table) -> None:
+        n = data.num_rows
+        snap.ids = [str(x) for x in data.column("id").to_pylist()]
+        snap.row_of = {mid: i for i, mid in enumerate(snap.ids)}
+        snap.records = data.column("record").to_pylist()
+        snap.files = [list(f or []) for f in data.column("files").to_pylist()]
+        for row, files in enumerate(snap.files):
+            for path in files:
+                snap.file_rows.setdefault(path, set()).add(row)
+        snap.model_ids = data.column("model_id").to_pylist()
+        dims = [int(d or 0) for d in data.column("dim").to_pylist()]
+        snap.dims = dims
+
+        def bools(name: str) -> npt.NDArray[np.bool_]:
+            return np.asarray(data.column(name).fill_null(False).to_numpy(), dtype=np.bool_)
+
+        snap.alive = GrowColumn.from_array(np.ones(n, np.bool_), np.bool_)
+        types = [
+            _TYPE_CODE.get(MemoryType(t), -1) if t in MemoryType._value2member_map_ else -1
+            for t in data.column("type").to_pylist()
+        ]
+        sources = [
+            _SOURCE_CODE.get(MemorySource(s), -1) if s in MemorySource._value2member_map_ else -1
+            for s in data.column("source").to_pylist()
+        ]
+        snap.type_code = GrowColumn.from_array(np.asarray(types, np.int16), np.int16)
+        snap.source_code = GrowColumn.from_array(np.asarray(sources, np.int16), np.int16)
+        snap.needs_review = GrowColumn.from_array(bools("needs_review"), np.bool_)
+        snap.deprecated = GrowColumn.from_array(bools("deprecated"), np.bool_)
+        snap.stale = GrowColumn.from_array(bools("stale"), np.bool_)
+        updated = data.column("updated_at").cast("int64").fill_null(0).to_numpy() / 1e6
+        snap.updated = GrowColumn.from_array(np.asarray(updated, np.float64), np.float64)
+        for dim, (rows, matrix) in vectors_from_binary(data.column("vector"), dims).items():
+            snap.blocks[dim] = VectorBlock.from_matrix(dim, rows, matrix)
+
+    def _memory_at(self, row: int) -> Memory | None:
+        snap = self._snap
+        cached = snap.decoded.get(row)
+        if cached is not None:
+            return cached
+        raw = snap.records[row]
+        if raw is None:
+            return None
+        try:
+            memory = memory_from_dict(json.loads(raw), self._converter)
+        except (SchemaError, ValueError) as exc:
+            log.warning("skipping unreadable memory %s: %s", snap.ids[row], exc)
+            return None
+        snap.decoded[row] = memory
+        return memory
+
+    def _put_row(
+        self,
+        memory: Memory,
+        record: str,
+        vector: npt.NDArray[np.float32] | None,
+        model_id: str | None,
+    ) -> None:
+        """Patch the snapshot with one upserted memory (our own write)."""
+        snap = self._snap
+        row = snap.row_of.get(memory.id)
+        files = memory_files(memory)
+        dim = 0 if vector is None else int(vector.shape[0])
+        if row is None:
+            row = len(snap.ids)
+            snap.ids.append(memory.id)
+            snap.row_of[memory.id] = row
+            snap.records.append(record)
+            snap.files.append(files)
+            snap.model_ids.append(model_id)
+            snap.dims.append(dim)
+            for column in (snap.alive, snap.needs_review, snap.deprecated, snap.stale):
+                column.append(False)
+            snap.type_code.append(-1)
+            snap.source_code.append(-1)
+            snap.updated.append(0.0)
+        else:
+            for path in snap.files[row]:
+                snap.file_rows.get(path, set()).discard(row)
+            snap.records[row] = record
+            snap.files[row] = files
+            old_dim = snap.dims[row]
+            if old_dim and old_dim != dim and old_dim in snap.blocks:
+                snap.blocks[old_dim].remove(row)
+            snap.model_ids[row] = model_id
+            snap.dims[row] = dim
+        for path in files:
+            snap.file_rows.setdefault(path, set()).add(row)
+        snap.decoded[row] = memory
+        snap.alive.data[row] = True
+        snap.type_code.data[row] = _TYPE_CODE.get(memory.type, -1)
+        snap.source_code.data[row] = _SOURCE_CODE.get(memory.source, -1)
+        snap.needs_review.data[row] = memory.needs_review
+        snap.deprecated.data[row] = memory.deprecated
+        snap.stale.data[row] = memory.stale_at is not None
+        snap.updated.data[row] = memory.updated_at.timestamp()
+        if vector is not None:
+            block = snap.blocks.get(dim)
+            if block is None:
+                block = snap.blocks[dim] = VectorBlock(dim)
+            block.put(row, vector)
+
+    def _drop_row(self, memory_id: str) -> bool:
+        snap = self._snap
+        row = snap.row_of.pop(memory_id, None)
+        if row is None:
+            return False
+        snap.alive.data[row] = False
+        snap.records[row] = None
+        snap.decoded.pop(row, None)
+        for path in snap.files[row]:
+            snap.file_rows.get(path, set()).discard(row)
+        snap.files[row] = []
+        dim = snap.dims[row]
+        if dim and dim in snap.blocks:
+            snap.blocks[dim].remove(row)
+        snap.dims[row] = 0
+        snap.model_ids[row] = None
+        return True
+
+    def _existing_vector(self, memory_id: str) -> tuple[npt.NDArray[np.float32] | None, str | None]:
+        snap = self._snap
+        row = snap.row_of.get(memory_id)
+        if row is None or not snap.dims[row]:
+            return None, None
+        block = snap.blocks.get(snap.dims[row])
+        pos = None if block is None else block.position.get(row)
+        if block is None or pos is None:
+            return None, None
+        return block.matrix[pos].copy(), snap.model_ids[row]
+
+    # ------------------------------------------------------------------ filters
+
+    def _row_mask(self, flt: MemoryFilter | None) -> npt.NDArray[np.bool_]:
+        flt = flt or MemoryFilter()
+        snap = self._snap
+        mask = snap.alive.view().copy()
+        if not flt.include_deprecated:
+            mask &= ~snap.deprecated.view()
+        if not flt.include_stale:
+            mask &= ~snap.stale.view()
+        if flt.needs_review is not None:
+            mask &= snap.needs_review.view() == bool(flt.needs_review)
+        if flt.types is not None:
+            codes = [_TYPE_CODE[MemoryType(t)] for t in flt.types]
+            mask &= np.isin(snap.type_code.view(), codes)
+        if flt.sources is not None:
+            codes = [_SOURCE_CODE[MemorySource(s)] for s in flt.sources]
+            mask &= np.isin(snap.source_code.view(), codes)
+        if flt.file is not None:
+            in_file = np.zeros(len(mask), np.bool_)
+            rows = list(snap.file_rows.get(flt.file, ()))
+            if rows:
+                in_file[rows] = True
+            mask &= in_file
+        return mask
+
+    @staticmethod
+    def _where(flt: MemoryFilter | None) -> str | None:
+        flt = flt or MemoryFilter()
+        parts: list[str] = []
+        if not flt.include_deprecated:
+            parts.append("deprecated = false")
+        if not flt.include_stale:
+            parts.append("stale = false")
+        if flt.needs_review is not None:
+            parts.append(f"needs_review = {'true' if flt.needs_review else 'false'}")
+        if flt.types is not None:
+            values = ", ".join(sql_quote(MemoryType(t).value) for t in flt.types) or "''"
+            parts.append(f"type IN ({values})")
+        if flt.sources is not None:
+            values = ", ".join(sql_quote(MemorySource(s).value) for s in flt.sources) or "''"
+            parts.append(f"source IN ({values})")
+        if flt.file is not None:
+            parts.append(f"array_has(files, {sql_quote(flt.file)})")
+        return " AND ".join(parts) or None
+
+    # ------------------------------------------------------------------ writes
+
+    def _rows(
+        self,
+        memories: Sequence[Memory],
+        vectors: Sequence[npt.NDArray[np.float32] | None],
+        model_ids: Sequence[str | None],
+    ) -> tuple[pa.Table, list[str]]:
+        import pyarrow as pa
+
+        records = [
+            json.dumps(
+                memory_to_dict(m, self._converter), ensure_ascii=False, separators=(",", ":")
+            )
+            for m in memories
+        ]
+        table = pa.table(
+            {
+                "id": [m.id for m in memories],
+                "type": [m.type.value for m in memories],
+                "source": [m.source.value for m in memories],
+                "scope": [m.scope.value for m in memories],
+                "content": [m.content for m in memories],
+                "search_text": [memory_search_text(m) for m in memories],
+                "files": [memory_files(m) for m in memories],
+                "needs_review": [m.needs_review for m in memories],
+                "deprecated": [m.deprecated for m in memories],
+                "stale": [m.stale_at is not None for m in memories],
+                "pinned": [m.pinned for m in memories],
+                "updated_at": [m.updated_at for m in memories],
+                "record": records,
+                "vector": [None if v is None else v.astype(np.float32).tobytes() for v in vectors],
+                "dim": [0 if v is None else int(v.shape[0]) for v in vectors],
+                "model_id": list(model_ids),
+            },
+            schema=memory_schema(),
+        )
+        return table, records
+
+    def _upsert(
+        self,
+        memories: Sequence[Memory],
+        vectors: npt.NDArray[np.float32] | None,
+        model_id: str | None,
+        keep_existing_vectors: bool,
+    ) -> None:
+        memories = list(memories)
+        if not memories:
+            return
+        ids = [m.id for m in memories]
+        if len(set(ids)) != len(ids):
+            raise ValueError("the same memory id appears twice in one write")
+        if vectors is not None:
+            vectors = np.asarray(vectors, dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[0] != len(memories):
+                raise ValueError(
+                    f"vectors must have shape ({len(memories)}, dim), got {vectors.shape}"
+                )
+            if model_id is None:
+                raise ValueError("model_id is required with vectors")
+
+        prepared: dict[str, Any] = {}
+
+        def before(version: int) -> None:
+            with self._mutex:
+                if version != self._snap.version:
+                    self._load()
+                row_vectors: list[npt.NDArray[np.float32] | None] = []
+                row_models: list[str | None] = []
+                for i, memory in enumerate(memories):
+                    if vectors is not None:
+                        row_vectors.append(vectors[i])
+                        row_models.append(model_id)
+                    elif keep_existing_vectors:
+                        vec, mid = self._existing_vector(memory.id)
+                        row_vectors.append(vec)
+                        row_models.append(mid)
+                    else:
+                        row_vectors.append(None)
+                        row_models.append(None)
+                table, records = self._rows(memories, row_vectors, row_models)
+                prepared.update(
+                    table=table,
+                    records=records,
+                    vectors=row_vectors,
+                    models=row_models,
+                    version=version,
+                )
+
+        def write(table: Any) -> None:
+            self._table.upsert(table, prepared["table"])
+
+        with self._mutex:
+            new_version = self._table.write(write, before=before)
+            for memory, record, vec, mid in zip(
+                memories, prepared["records"], prepared["vectors"], prepared["models"], strict=True
+            ):
+                self._put_row(memory, record, vec, mid)
+            self._snap.version = new_version
+
+    def add(
+        self,
+        memories: Sequence[Memory],
+        vectors: npt.NDArray[np.float32] | None = None,
+        model_id: str | None = None,
+    ) -> None:
+        """Store new memories (one batch, one version). An existing id is replaced."""
+        self._upsert(memories, vectors, model_id, keep_existing_vectors=False)
+
+    def update(
+        self,
+        memories: Sequence[Memory],
+        vectors: npt.NDArray[np.float32] | None = None,
+        model_id: str | None = None,
+    ) -> None:
+        """Replace memories by id; without ``vectors`` each keeps its stored vector."""
+        self._upsert(memories, vectors, model_id, keep_existing_vectors=True)
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove memories by id; returns how many existed."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return 0
+        existing: list[str] = []
+
+        def before(version: int) -> None:
+            with self._mutex:
+                if version != self._snap.version:
+                    self._load()
+                existing.extend(i for i in wanted if i in self._snap.row_of)
+
+        def write(table: Any) -> None:
+            if existing:
+                table.delete(f"id IN ({', '.join(sql_quote(i) for i in existing)})")
+
+        with self._mutex:
+            new_version = self._table.write(write, before=before)
+            for memory_id in existing:
+                self._drop_row(memory_id)
+            self._snap.version = new_version
+        return len(existing)
+
+    def compact(self) -> None:
+        """Compact fragments, update the FTS index and remove old versions."""
+        with self._mutex:
+            self._table.compact()
+            self.refresh()
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, memory_id: str) -> Memory | None:
+        with self._mutex:
+            self.refresh()
+            row = self._snap.row_of.get(memory_id)
+            return None if row is None else self._memory_at(row)
+
+    def get_many(self, ids: Sequence[str]) -> list[Memory]:
+        """The memories that exist among ``ids``, in the order asked."""
+        with self._mutex:
+            self.refresh()
+            out: list[Memory] = []
+            for memory_id in ids:
+                row = self._snap.row_of.get(memory_id)
+                memory = None if row is None else self._memory_at(row)
+                if memory is not None:
+                    out.append(memory)
+            return out
+
+    def ids_for_file(self, path: str) -> list[str]:
+        """Ids of memories anchored to or related to ``path`` (cheap, no decoding)."""
+        with self._mutex:
+            self.refresh()
+            snap = self._snap
+            return [snap.ids[r] for r in sorted(snap.file_rows.get(path, ()))]
+
+    def keyword_search(
+        self, query: str, k: int, flt: MemoryFilter | None = None
+    ) -> list[tuple[str, float]]:
+        """BM25 over content, tags and anchors: ``(id, score)`` best first."""
+        if k <= 0:
+            return []
+        with self._mutex:
+            self.refresh()
+            rows = self._table.keyword_search(query, k, self._where(flt), ["id"])
+            return [
+                (str(r["id"]), float(r["_score"])) for r in rows if r["id"] in self._snap.row_of
+            ]
+
+    def vector_search(
+        self,
+        vector: npt.NDArray[np.float32],
+        k: int,
+        flt: MemoryFilter | None = None,
+        *,
+        model_id: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """Exact cosine search: ``(id, cosine)`` best first.
+
+        Only vectors of the query's dimension are compared; with ``model_id`` only vectors
+        of that model (after a model switch, until ``missing_vectors`` are re-embedded).
+        """
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        with self._mutex:
+            self.refresh()
+            block = self._snap.blocks.get(int(query.shape[0]))
+            if block is None or k <= 0:
+                return []
+            mask = self._row_mask(flt)
+            if model_id is not None:
+                models = self._snap.model_ids
+                mask &= np.fromiter((m == model_id for m in models), np.bool_, count=len(models))
+            hits = block.search(query, k, mask)
+            return [(self._snap.ids[row], score) for row, score in hits]
+
+    def missing_vectors(self, model_id: str) -> list[Memory]:
+        """Memories with no vector from ``model_id`` (never embedded, or another model)."""
+        with self._mutex:
+            self.refresh()
+            snap = self._snap
+            out: list[Memory] = []
+            for row in np.flatnonzero(snap.alive.view()).tolist():
+                if snap.model_ids[row] != model_id or not snap.dims[row]:
+                    memory = self._memory_at(int(row))
+                    if memory is not None:
+                        out.append(memory)
+            return out
+
+    def count(self) -> int:
+        with self._mutex:
+            self.refresh()
+            return len(self._snap)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for ``engram stats``/``doctor``: memories, vectors per model, versions."""
+        with self._mutex:
+            self.refresh()
+            snap = self._snap
+            per_model: dict[str, int] = {}
+            for row in np.flatnonzero(snap.alive.view()).tolist():
+                mid = snap.model_ids[row]
+                if mid and snap.dims[row]:
+                    per_model[mid] = per_model.get(mid, 0) + 1
+            return {
+                "path": self.path,
+                "memories": len(snap),
+                "vectors": per_model,
+                "table_version": snap.version,
+                "versions_kept": self._table.version_count(),
+            }
+
+    def close(self) -> None:
+        with self._mutex:
+            self._table.close()
+            self._closed = True
+
+    # defined last: inside the class body ``list`` would shadow the builtin in annotations
+    def list(self, flt: MemoryFilter | None = None, limit: int | None = None) -> list[Memory]:
+        """Matching memories, most recently updated first."""
+        with self._mutex:
+            self.refresh()
+            mask = self._row_mask(flt)
+            rows = np.flatnonzero(mask)
+            order = rows[np.argsort(-self._snap.updated.view()[rows], kind="stable")]
+            out: list[Memory] = []
+            for row in order.tolist():
+                memory = self._memory_at(int(row))
+                if memory is not None:
+                    out.append(memory)
+                    if limit is not None and len(out) >= limit:
+                        break
+            return out
+
+    # ------------------------------------------------------------------ migrations
+
+    @staticmethod
+    def _migrate_table(table: Any, from_version: int) -> None:
+        """Upgrade the table layout from ``from_version`` to ``MEMORY_TABLE_VERSION``.
+
+        Version 1 is the first layout; a future column change adds a step here
+        (``table.add_columns`` / rewrite) and bumps ``MEMORY_TABLE_VERSION``.
+        """
+        raise StoreError(
+            f"no migration from memory table version {from_version} to {MEMORY_TABLE_VERSION}"
+        )

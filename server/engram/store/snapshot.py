@@ -1,0 +1,170 @@
+"""Growable NumPy columns and vector blocks for in-process snapshots.
+
+Why not rebuild arrays per write: at 100k memories a 384-d matrix is 150 MB; copying it on
+every ``remember`` would cost more than the search it serves. Columns grow by doubling and
+rows are updated in place, so a write costs O(batch), not O(store).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+
+class GrowColumn:
+    """A 1-D NumPy array that grows by doubling; ``view()`` is the used prefix."""
+
+    def __init__(self, dtype: Any, capacity: int = 64) -> None:
+        self.data: npt.NDArray[Any] = np.zeros(max(capacity, 1), dtype=dtype)
+        self.size = 0
+
+    def append(self, value: Any) -> int:
+        if self.size == len(self.data):
+            grown = np.zeros(len(self.data) * 2, dtype=self.data.dtype)
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
+        self.data[self.size] = value
+        self.size += 1
+        return self.size - 1
+
+    def view(self) -> npt.NDArray[Any]:
+        return self.data[: self.size]
+
+    @classmethod
+    def from_array(cls, values: npt.NDArray[Any], dtype: Any) -> GrowColumn:
+        column = cls(dtype, capacity=max(64, len(values) * 5 // 4))
+        column.data[: len(values)] = values
+        column.size = len(values)
+        return column
+
+
+class VectorBlock:
+    """Unit vectors of one dimension, for exact cosine search by one matrix product.
+
+    ``rows[i]`` is the snapshot row whose vector sits at ``matrix[i]`` (``-1`` once the
+    row was deleted or moved to another dimension).
+    """
+
+    def __init__(self, dim: int, capacity: int = 64) -> None:
+        self.dim = dim
+        self.matrix: npt.NDArray[np.float32] = np.zeros((max(capacity, 1), dim), np.float32)
+        self.rows: npt.NDArray[np.int64] = np.full(max(capacity, 1), -1, np.int64)
+        self.size = 0
+        self.position: dict[int, int] = {}
+
+    @classmethod
+    def from_matrix(
+        cls, dim: int, rows: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32]
+    ) -> VectorBlock:
+        block = cls(dim, capacity=max(64, len(rows) * 5 // 4))
+        n = len(rows)
+        block.matrix[:n] = normalise(matrix)
+        block.rows[:n] = rows
+        block.size = n
+        block.position = {int(r): i for i, r in enumerate(rows.tolist())}
+        return block
+
+    def put(self, row: int, vector: npt.NDArray[np.float32]) -> None:
+        pos = self.position.get(row)
+        if pos is None:
+            if self.size == len(self.rows):
+                self._grow()
+            pos = self.size
+            self.size += 1
+            self.position[row] = pos
+            self.rows[pos] = row
+        self.matrix[pos] = normalise(vector.reshape(1, -1))[0]
+
+    def remove(self, row: int) -> None:
+        pos = self.position.pop(row, None)
+        if pos is not None:
+            self.rows[pos] = -1
+            self.matrix[pos] = 0.0
+
+    def _grow(self) -> None:
+        capacity = len(self.rows) * 2
+        matrix = np.zeros((capacity, self.dim), np.float32)
+        matrix[: self.size] = self.matrix[: self.size]
+        rows = np.full(capacity, -1, np.int64)
+        rows[: self.size] = self.rows[: self.size]
+        self.matrix, self.rows = matrix, rows
+
+    def search(
+        self, query: npt.NDArray[np.float32], k: int, row_mask: npt.NDArray[np.bool_] | None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best (row, cosine) pairs among rows allowed by ``row_mask``."""
+        n = self.size
+        if n == 0 or k <= 0:
+            return []
+        q = normalise(query.reshape(1, -1).astype(np.float32, copy=False))[0]
+        scores = self.matrix[:n] @ q
+        rows = self.rows[:n]
+        allowed = rows >= 0
+        if row_mask is not None:
+            allowed &= row_mask[np.maximum(rows, 0)]
+        candidates = np.flatnonzero(allowed)
+        if len(candidates) == 0:
+            return []
+        sub = scores[candidates]
+        if len(candidates) > k:
+            top = np.argpartition(-sub, k - 1)[:k]
+        else:
+            top = np.arange(len(candidates))
+        order = top[np.argsort(-sub[top], kind="stable")]
+        return [(int(rows[candidates[i]]), float(sub[i])) for i in order]
+
+
+def normalise(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: npt.NDArray[np.float32] = (matrix / norms).astype(np.float32, copy=False)
+    return result
+
+
+def vectors_from_binary(
+    column: Any, dims: Sequence[int]
+) -> dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+    """Group a binary column of float32 bytes by dimension: dim -> (rows, matrix).
+
+    The common case (every vector of one dimension, stored in row order) is one
+    zero-copy ``frombuffer`` over Arrow's data buffer; mixed tables fall back per row.
+    """
+    import pyarrow as pa
+
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(array)
+    dims_arr = np.asarray(dims, dtype=np.int64)
+    out: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
+    if n == 0:
+        return out
+    offset_type = np.int64 if pa.types.is_large_binary(array.type) else np.int32
+    offsets = np.frombuffer(array.buffers()[1], dtype=offset_type)[
+        array.offset : array.offset + n + 1
+    ]
+    data_buffer = array.buffers()[2]
+    data = (
+        np.frombuffer(data_buffer, dtype=np.uint8)
+        if data_buffer is not None
+        else np.zeros(0, np.uint8)
+    )
+    lengths = np.diff(offsets)
+    for dim in sorted({int(d) for d in dims_arr.tolist() if d > 0}):
+        rows = np.flatnonzero((dims_arr == dim) & (lengths == dim * 4)).astype(np.int64)
+        if len(rows) == 0:
+            continue
+        starts = offsets[rows].astype(np.int64)
+        first = int(starts[0])
+        if np.array_equal(starts, first + np.arange(len(rows), dtype=np.int64) * dim * 4):
+            chunk = data[first : first + len(rows) * dim * 4]
+            matrix = chunk.view(np.float32).reshape(len(rows), dim).copy()
+        else:
+            matrix = np.stack(
+                [data[int(s) : int(s) + dim * 4].view(np.float32) for s in starts.tolist()]
+            )
+        out[dim] = (rows, matrix)
+    return out
