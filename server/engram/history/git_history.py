@@ -385,7 +385,7 @@ class GitHistory:
             progress(done=0, total=total)
         next_order = conn.execute("SELECT COALESCE(MAX(id), 0) FROM commits").fetchone()[0]
         path_ids: dict[str, int] = {
-            p: i for i, p in conn.execute("SELECT path, id FROM paths")
+            p: i for p, i in conn.execute("SELECT path, id FROM paths")
         }  # fmt: skip
         done = 0
         for record in self._stream_log(rev_range, limit):
@@ -454,6 +454,11 @@ class GitHistory:
             pid = self._path_id(conn, change.path, path_ids)
             canon_row = conn.execute("SELECT canon FROM paths WHERE id=?", (pid,)).fetchone()
             canon = int(canon_row[0]) if canon_row and canon_row[0] is not None else pid
+            if canon != pid:
+                # the name was renamed away earlier; a file showing up under it again is a
+                # different file with a history of its own
+                conn.execute("UPDATE paths SET canon=? WHERE id=?", (pid, pid))
+                canon = pid
             alive = 0 if change.status == "D" else 1
             conn.execute("UPDATE paths SET alive=? WHERE id=?", (alive, canon))
             conn.execute(

@@ -19,7 +19,8 @@ def fold_renames(renames: Iterable[tuple[str, str]]) -> dict[str, str]:
     """Chain ``(old, new)`` renames given oldest first into ``old -> final name``.
 
     ``a→b`` then ``b→c`` gives ``{a: c, b: c}``; a file renamed back (``a→b``, ``b→a``)
-    ends with no entry for ``a`` because it is where it started.
+    ends with no entry for ``a`` because it is where it started. The map is meant for
+    names recorded before the first of these renames (``renames_since`` a memory's commit).
     """
     final: dict[str, str] = {}
     for old, new in renames:
@@ -28,9 +29,9 @@ def fold_renames(renames: Iterable[tuple[str, str]]) -> dict[str, str]:
         for key, value in list(final.items()):
             if value == old:
                 final[key] = new
+        # no chaining through ``new``: a rename *into* a name says nothing about the file
+        # that had that name before (b→c then a→b keeps b→c for older memories)
         final[old] = new
-        # a name that is reused as a rename target is that file now, not an old name
-        final.pop(new, None)
         for key in [k for k, v in final.items() if k == v]:
             del final[key]
     return final

@@ -1,0 +1,275 @@
+"""GitHistory on small real repositories: rules, renames, linkage, degrade paths, increments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.conftest import git
+from tests.history.conftest import RepoBuilder, body
+
+from engram.history import (
+    STATUS_EMPTY,
+    STATUS_NO_GIT,
+    STATUS_NOT_A_REPO,
+    STATUS_OK,
+    STATUS_SHALLOW,
+    GitHistory,
+    HistoryConfig,
+)
+from engram.history import git_history as git_history_module
+from engram.workspace import Workspace
+
+
+def open_history(root: Path, **config: object) -> GitHistory:
+    return GitHistory(Workspace.open(root), HistoryConfig(**config))  # type: ignore[arg-type]
+
+
+def as_map(partners: list[tuple[str, float, int]]) -> dict[str, tuple[float, int]]:
+    return {path: (confidence, support) for path, confidence, support in partners}
+
+
+# ---------------------------------------------------------------------- association rules
+
+
+def test_support_and_confidence_follow_rose(repo: RepoBuilder) -> None:
+    repo.touch("a.py", "b.py")
+    repo.touch("a.py", "b.py")
+    repo.touch("a.py", "c.py")
+    repo.touch("b.py", "d.py")
+    history = open_history(repo.root)
+    report = history.mine()
+    assert report.status == STATUS_OK and report.new_commits == 4
+
+    partners = history.cochange_partners("a.py")
+    assert [p for p, _, _ in partners] == ["b.py", "c.py"]  # best first
+    assert as_map(partners)["b.py"] == pytest.approx((2 / 3, 2))
+    assert as_map(partners)["c.py"] == pytest.approx((1 / 3, 1))
+    # the rule is directional: confidence divides by the commits of the queried file
+    assert as_map(history.cochange_partners("b.py"))["a.py"] == pytest.approx((2 / 3, 2))
+    assert as_map(history.cochange_partners("c.py"))["a.py"] == pytest.approx((1.0, 1))
+    assert history.cochange_partners("a.py", min_support=2) == [("b.py", 2 / 3, 2)]
+    assert history.cochange_partners("a.py", k=1) == [("b.py", 2 / 3, 2)]
+    assert history.cochange_partners("unknown.py") == []
+    assert history.commit_count("a.py") == 3
+
+
+def test_huge_and_merge_commits_are_left_out(repo: RepoBuilder) -> None:
+    repo.touch("a.py", "b.py")
+    repo.touch("a.py", "c.py", "d.py", "e.py")  # 4 files > limit 3: relates everything
+    git(repo.root, "checkout", "-q", "-b", "side")
+    repo.touch("a.py", "f.py")
+    git(repo.root, "checkout", "-q", "main")
+    repo.touch("b.py", "g.py")
+    git(repo.root, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    history = open_history(repo.root, max_files_per_commit=3)
+    report = history.mine()
+    assert report.skipped_commits == 1
+    assert report.commits == 4  # the merge commit is not mined at all
+    partners = as_map(history.cochange_partners("a.py"))
+    assert set(partners) == {"b.py", "f.py"}
+    assert partners["b.py"] == pytest.approx((0.5, 1))  # 2 eligible commits touch a.py
+
+
+def test_deleted_partners_are_hidden_unless_asked(repo: RepoBuilder) -> None:
+    repo.touch("a.py", "gone.py")
+    repo.touch("a.py", "kept.py")
+    repo.rm("gone.py")
+    history = open_history(repo.root)
+    history.mine()
+    assert [p for p, _, _ in history.cochange_partners("a.py")] == ["kept.py"]
+    everything = history.cochange_partners("a.py", include_deleted=True)
+    assert {p for p, _, _ in everything} == {"kept.py", "gone.py"}
+
+
+def test_coaccess_seed_is_jaccard_of_commit_sets(repo: RepoBuilder) -> None:
+    repo.touch("a.py", "b.py")
+    repo.touch("a.py", "b.py")
+    repo.touch("a.py", "c.py")
+    repo.touch("c.py", "b.py")
+    history = open_history(repo.root, coaccess_min_support=2)
+    history.mine()
+    seed = history.coaccess_seed()
+    # a: 3 commits, b: 3, together 2 -> 2 / (3 + 3 - 2)
+    assert seed == [("a.py", "b.py", pytest.approx(0.5))]
+    assert open_history(repo.root, coaccess_min_support=1).coaccess_seed()[0][2] == 0.5
+
+
+# ---------------------------------------------------------------------- renames
+
+
+def test_history_of_an_old_name_counts_for_the_new_name(repo: RepoBuilder) -> None:
+    repo.touch("old.py", "x.py")
+    repo.touch("old.py", "x.py")
+    before = repo.mv("old.py", "pkg/new.py")
+    repo.touch("pkg/new.py", "y.py")
+    history = open_history(repo.root)
+    report = history.mine()
+    assert report.renames == 1
+    partners = as_map(history.cochange_partners("pkg/new.py"))
+    # four commits touch the file under either name (the rename commit is one of them)
+    assert partners["x.py"] == pytest.approx((2 / 4, 2))
+    assert partners["y.py"] == pytest.approx((1 / 4, 1))
+    # x.py's partner is reported under the file's current name
+    assert "pkg/new.py" in as_map(history.cochange_partners("x.py"))
+    assert "old.py" not in as_map(history.cochange_partners("x.py"))
+    # asking with the old name resolves to the same file
+    assert as_map(history.cochange_partners("old.py")) == partners
+    assert history.renames() == {"old.py": "pkg/new.py"}
+    first = git(repo.root, "rev-list", "--max-parents=0", "HEAD").strip()
+    assert history.renames_since(first) == {"old.py": "pkg/new.py"}
+    assert history.renames_since(before) == {}
+    assert history.renames_since("not-a-commit") == {}
+
+
+def test_rename_chain_and_a_reused_name(repo: RepoBuilder) -> None:
+    repo.touch("a.py", "x.py")
+    repo.mv("a.py", "b.py")
+    first_rename = git(repo.root, "rev-parse", "HEAD").strip()
+    repo.touch("b.py", "y.py")
+    repo.mv("b.py", "c.py")
+    repo.touch("a.py", "z.py")  # a new file that happens to reuse the old name
+    history = open_history(repo.root)
+    history.mine()
+    assert set(as_map(history.cochange_partners("c.py"))) == {"x.py", "y.py"}
+    assert set(as_map(history.cochange_partners("a.py"))) == {"z.py"}
+    assert history.renames_since(first_rename) == {"b.py": "c.py"}
+    root = git(repo.root, "rev-list", "--max-parents=0", "HEAD").strip()
+    assert history.renames_since(root) == {"a.py": "c.py", "b.py": "c.py"}
+
+
+# ---------------------------------------------------------------------- commit linkage
+
+
+def test_commits_touching_a_file_and_a_line_range(repo: RepoBuilder) -> None:
+    lines = [f"line {i}\n" for i in range(20)]
+    first = repo.commit({"m.py": "".join(lines), "other.py": body("other.py")}, "create")
+    lines[2] = "line 2 edited\n"
+    top_edit = repo.commit({"m.py": "".join(lines)}, "edit the top")
+    lines[15] = "line 15 edited\n"
+    bottom_edit = repo.commit({"m.py": "".join(lines)}, "edit the bottom")
+    history = open_history(repo.root)
+
+    whole = history.commits_touching("m.py")
+    assert [c.sha for c in whole] == [bottom_edit, top_edit, first]
+    assert whole[0].summary == "edit the bottom" and whole[0].author == "Engram Test"
+    assert [c.sha for c in history.commits_touching("m.py", limit=1)] == [bottom_edit]
+    # 0-based inclusive lines, as anchors store them: line index 2 is "line 2"
+    assert [c.sha for c in history.commits_touching("m.py", 1, 3)] == [top_edit, first]
+    assert [c.sha for c in history.commits_touching("m.py", 14, 16)] == [bottom_edit, first]
+    assert history.commits_touching("missing.py") == []
+    assert history.commits_touching("m.py", 500, 510) == []  # bad range: empty, no raise
+
+    assert history.head_commit() == bottom_edit
+    assert history.changed_since("m.py", top_edit) is True
+    assert history.changed_since("other.py", top_edit) is False
+    assert history.changed_since("m.py", "0" * 40) is None
+
+
+def test_commits_touching_follows_a_renamed_file(repo: RepoBuilder) -> None:
+    created = repo.touch("old.py")
+    moved = repo.mv("old.py", "new.py")
+    history = open_history(repo.root)
+    assert [c.sha for c in history.commits_touching("new.py")] == [moved, created]
+
+
+# ---------------------------------------------------------------------- degrade paths
+
+
+def test_directory_without_git_degrades_with_a_reason(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    history = open_history(plain)
+    assert history.status == STATUS_NOT_A_REPO
+    assert "not inside a git repository" in history.reason
+    report = history.mine()
+    assert report.status == STATUS_NOT_A_REPO and report.new_commits == 0
+    assert history.cochange_partners("a.py") == []
+    assert history.commits_touching("a.py", 1, 2) == []
+    assert history.renames() == {} and history.renames_since("abc") == {}
+    assert history.coaccess_seed() == []
+    assert history.head_commit() is None and history.changed_since("a.py", "abc") is None
+    assert history.stats()["status"] == STATUS_NOT_A_REPO
+    assert not (plain / ".engram").exists()  # nothing written for a non-repository
+
+
+def test_missing_git_binary_degrades(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(git_history_module.shutil, "which", lambda _name: None)
+    history = open_history(tmp_path)
+    assert history.status == STATUS_NO_GIT
+    assert "git is not installed" in history.reason
+    assert history.cochange_partners("a.py") == []
+
+
+def test_repository_without_commits_degrades(tmp_workspace: Workspace) -> None:
+    history = GitHistory(tmp_workspace)
+    assert history.status == STATUS_EMPTY
+    assert history.mine().status == STATUS_EMPTY
+    assert history.cochange_partners("a.py") == []
+    assert history.commits_touching("a.py") == []
+
+
+def test_shallow_clone_mines_what_it_has_and_says_so(repo: RepoBuilder, tmp_path: Path) -> None:
+    repo.touch("a.py", "b.py")
+    repo.touch("a.py", "b.py")
+    repo.touch("a.py", "c.py")
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo.root}", str(clone))
+    history = open_history(clone)
+    assert history.status == STATUS_SHALLOW
+    assert "shallow" in history.reason
+    report = history.mine()
+    assert report.status == STATUS_SHALLOW and report.new_commits == 1
+    # the only commit is the shallow boundary: its "diff" is the whole tree, not a change
+    assert report.skipped_commits == 1
+    assert history.cochange_partners("a.py") == []
+
+    deeper = tmp_path / "deeper"
+    git(tmp_path, "clone", "-q", "--depth", "2", f"file://{repo.root}", str(deeper))
+    partial = open_history(deeper)
+    partial.mine()
+    assert as_map(partial.cochange_partners("a.py")) == {"c.py": pytest.approx((1.0, 1))}
+
+
+# ---------------------------------------------------------------------- incremental mining
+
+
+def test_mining_is_incremental_and_reports_progress(repo: RepoBuilder) -> None:
+    repo.touch("a.py", "b.py")
+    repo.touch("a.py", "b.py")
+    calls: list[tuple[int, int]] = []
+    history = open_history(repo.root)
+    first = history.mine(progress=lambda done, total: calls.append((done, total)))
+    assert first.new_commits == 2 and first.commits == 2
+    assert calls[0] == (0, 2) and calls[-1] == (2, 2)
+
+    again = history.mine()
+    assert again.new_commits == 0 and again.commits == 2
+
+    repo.touch("a.py", "c.py")
+    history_new_process = open_history(repo.root)  # state lives in .engram/history.sqlite
+    third = history_new_process.mine()
+    assert third.new_commits == 1 and third.commits == 3 and not third.rebuilt
+    assert as_map(history_new_process.cochange_partners("a.py"))["c.py"][1] == 1
+
+    # history rewritten under us: the last mined commit is gone, mine again from scratch
+    git(repo.root, "commit", "-q", "--amend", "-m", "rewritten")
+    rewritten = history_new_process.mine()
+    assert rewritten.rebuilt and rewritten.commits == 3
+
+
+def test_first_query_mines_when_nothing_was_mined(repo: RepoBuilder) -> None:
+    repo.touch("a.py", "b.py")
+    assert open_history(repo.root).cochange_partners("a.py") == [("b.py", 1.0, 1)]
+    assert open_history(repo.root, auto_mine=False).cochange_partners("b.py") == [
+        ("a.py", 1.0, 1)
+    ]  # already mined by the first instance: state is shared through the database
+
+
+def test_workspace_in_a_subfolder_sees_relative_paths(repo: RepoBuilder) -> None:
+    repo.touch("sub/a.py", "sub/b.py", "top.py")
+    repo.touch("sub/a.py", "sub/b.py")
+    history = open_history(repo.root / "sub")
+    history.mine()
+    assert history.cochange_partners("a.py") == [("b.py", 1.0, 2)]
+    assert len(history.commits_touching("a.py")) == 2

@@ -1,0 +1,63 @@
+"""Rename maps folded into chains and applied to memories (pure, no git)."""
+
+from __future__ import annotations
+
+from engram.history import CommitRecord, FileChange, apply_renames, fold_renames, parse_log
+from engram.model import CodeAnchor, Memory, MemoryRelation, RelationType
+
+
+def test_fold_renames_chains_and_cancels_round_trips() -> None:
+    assert fold_renames([("a", "b"), ("b", "c")]) == {"a": "c", "b": "c"}
+    assert fold_renames([("a", "b"), ("b", "a")]) == {"b": "a"}
+    assert fold_renames([("a", "b"), ("c", "a")]) == {"a": "b", "c": "a"}
+    assert fold_renames([("a", "a"), ("", "x")]) == {}
+
+
+def test_apply_renames_returns_only_changed_copies() -> None:
+    anchored = Memory(
+        content="retry the token refresh",
+        anchors=[CodeAnchor(file="old.py", symbol="refresh", start_line=3, end_line=9)],
+        related_files=["old.py", "new.py", "other.py"],
+        relations=[MemoryRelation(RelationType.REQUIRED_WITH, target_file="old.py")],
+    )
+    untouched = Memory(content="unrelated", related_files=["other.py"])
+    changed = apply_renames([anchored, untouched], {"old.py": "new.py"})
+    assert [m.id for m in changed] == [anchored.id]
+    moved = changed[0]
+    assert moved.anchors[0].file == "new.py"
+    assert moved.anchors[0].symbol == "refresh" and moved.anchors[0].start_line == 3
+    assert moved.related_files == ["new.py", "other.py"]  # de-duplicated, order kept
+    assert all(r.target_file == "new.py" for r in moved.relations)
+    # the inputs are left alone: the caller decides what to write
+    assert anchored.anchors[0].file == "old.py"
+    assert apply_renames([anchored], {}) == []
+
+
+def test_relation_targets_follow_renames() -> None:
+    relation = MemoryRelation(RelationType.VALIDATES, target_file="a.py")
+    memory = Memory(content="x", relations=[relation])
+    (moved,) = apply_renames([memory], {"a.py": "b.py"})
+    assert moved.relations[0].target_file == "b.py"
+
+
+def test_parse_log_reads_renames_and_odd_paths() -> None:
+    raw = (
+        b"\x01" + b"a" * 40 + b" " + b"b" * 40 + b"\x021700000000\x00\n"
+        b"M\x00src/x.py\x00R087\x00old name.py\x00new\tname.py\x00D\x00gone.py\x00"
+        b"\x01" + b"c" * 40 + b"\x021700000001\x00"
+    )
+    # split the stream at awkward places: records must survive chunk boundaries
+    chunks = [raw[i : i + 7] for i in range(0, len(raw), 7)]
+    first, second = list(parse_log(chunks))
+    assert first == CommitRecord(
+        "a" * 40,
+        ("b" * 40,),
+        1700000000,
+        (
+            FileChange("M", "src/x.py"),
+            FileChange("R", "new\tname.py", "old name.py"),
+            FileChange("D", "gone.py"),
+        ),
+    )
+    assert first.paths == ["src/x.py", "new\tname.py", "gone.py"]
+    assert second.sha == "c" * 40 and second.parents == () and second.changes == ()
