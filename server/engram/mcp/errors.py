@@ -41,3 +41,7 @@ class PoolExhausted(McpError):
 
 class ToolCallFailed(McpError):
     """The server answered the call with a protocol error (bad arguments, unknown tool …)."""
+
+
+class InvalidToolArguments(McpError):
+    """Arguments are not a JSON object, a limit is negative, no server was named …"""

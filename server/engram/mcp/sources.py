@@ -378,8 +378,9 @@ def resolve_launch(
     def ex(text: str) -> str:
         return expand(text, environ=environ, workspace_root=workspace_root, home=home)
 
-    cwd = ex(spec.cwd) if spec.cwd else None
-    if cwd and not Path(cwd).is_absolute():
+    # like Claude Code, servers run from the workspace root unless their config says otherwise
+    cwd = ex(spec.cwd) if spec.cwd else str(workspace_root)
+    if not Path(cwd).is_absolute():
         base = Path(spec.origin).parent
         # a relative cwd in a workspace file is relative to the workspace root
         cwd = str((workspace_root if spec.scope == "workspace" else base) / cwd)

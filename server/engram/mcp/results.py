@@ -1,0 +1,121 @@
+"""Notable tool results become memory drafts (seed V3 §9 "MCP Tool Result Post-Processor").
+
+What a tool *did* (a precondition it enforced, a timing quirk, an error it raised) is
+knowledge no code analysis produces. The seed classifies results with an LLM; Engram uses
+deterministic rules that work offline and only on the result text, and hands a draft to a
+sink the engine provides. Drafts are always ``needs_review`` with a modest confidence: an
+automatic classifier can be wrong, and a person confirms before it is trusted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from engram.mcp.registry import ToolInfo
+
+_PRECONDITION = re.compile(
+    r"\b(must be|must have|requires?|required|needs? to be|before (you|calling|using)|"
+    r"not (enabled|configured|running|installed|logged in|authenticated|authori[sz]ed|"
+    r"initiali[sz]ed))\b",
+    re.IGNORECASE,
+)
+_TIMING = re.compile(
+    r"\b(timed? ?out|not ready|still loading|try again|retry|rate.?limit(ed)?|wait(ing)? for)\b",
+    re.IGNORECASE,
+)
+_MAX_TEXT = 2000
+_MAX_CONTENT = 400
+
+
+@attrs.frozen
+class ObservationDraft:
+    """A memory the engine may store.
+
+    ``Engine.remember(draft.content, **draft.remember_kwargs())`` stores it.
+    """
+
+    content: str
+    tool: str  # qualified name
+    observation_type: str  # precondition | timing | mcp_gotcha
+    file: str | None = None
+    arguments: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def remember_kwargs(self) -> dict[str, Any]:
+        return {
+            "type": "e2e_observation",
+            "source": "mcp_auto",
+            "needs_review": True,
+            "confidence": 0.6,
+            "tags": ["mcp", self.tool, self.observation_type],
+            "related_files": [self.file] if self.file else [],
+            "extra": {
+                "mcp_tool": self.tool,
+                "observation_type": self.observation_type,
+                "argument_names": sorted(self.arguments),
+            },
+        }
+
+
+#: Receives drafts; the engine's implementation calls ``Engine.remember``.
+ObservationSink = Callable[[ObservationDraft], object]
+
+
+def result_text(result: Mapping[str, Any]) -> str:
+    """The text parts of a ``CallToolResult`` dict, joined."""
+    parts: list[str] = []
+    for block in result.get("content") or []:
+        if isinstance(block, Mapping) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "\n".join(parts)
+
+
+def _clip(text: str) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= _MAX_CONTENT else one_line[: _MAX_CONTENT - 1] + "…"
+
+
+def classify_result(
+    tool: ToolInfo,
+    arguments: Mapping[str, Any],
+    result: Mapping[str, Any],
+    *,
+    file: str | None = None,
+) -> ObservationDraft | None:
+    """A draft when the result says something worth remembering, else ``None``."""
+    text = result_text(result)[:_MAX_TEXT]
+    name = tool.qualified_name
+    if result.get("isError"):
+        if not text.strip():
+            return None
+        kind = (
+            "timing"
+            if _TIMING.search(text)
+            else "precondition"
+            if _PRECONDITION.search(text)
+            else "mcp_gotcha"
+        )
+        return ObservationDraft(
+            f"MCP tool {name} failed: {_clip(text)}", name, kind, file, dict(arguments)
+        )
+    match = _PRECONDITION.search(text)
+    if match:
+        return ObservationDraft(
+            f"MCP tool {name} reported a precondition: {_clip(text)}",
+            name,
+            "precondition",
+            file,
+            dict(arguments),
+        )
+    if _TIMING.search(text):
+        return ObservationDraft(
+            f"MCP tool {name} reported a timing issue: {_clip(text)}",
+            name,
+            "timing",
+            file,
+            dict(arguments),
+        )
+    return None
