@@ -77,6 +77,18 @@ class ObserverConfig:
     enabled: bool = True
     session_type: str = "interactive"
     methodology: str = "native"
+    #: per session type overrides of the promotion gate table (engram.observer.sessions),
+    #: e.g. {"interactive": {"max_memories": 5, "triggers": ["commit"]}}
+    session_gates: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    #: extra methodology plugins: "module:Class" or "path/to/file.py:Class"
+    plugins: list[str] = attrs.field(factory=list)
+    coaccess_half_life_days: float = 30.0
+    #: let a configured [llm] endpoint reword promoted memories (templates otherwise)
+    llm_rewrite: bool = True
+    #: per-event signal budget; slower events are logged, never refused (V5 §4)
+    event_budget_ms: float = 2.0
+    #: unfinished sessions idle this long are finalised (as abandoned) at the next start
+    idle_finalize_hours: float = 12.0
 
 
 @attrs.define

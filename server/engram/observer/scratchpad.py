@@ -1,0 +1,114 @@
+"""The scratchpad checkpoint: one append-only JSONL file per session (V5 §5 checkpointing).
+
+Each observed event is appended (and flushed to the OS) before ``observe`` returns, so a
+crashed or killed editor, agent or CLI hook loses nothing it already reported. The file
+holds the validated events, the signals they produced (so that signals which depended on
+other sessions, like parallel conflicts, replay identically) and promotion marks (so a
+reload never promotes the same part twice). A torn last line from a kill mid-write is
+skipped on load. Finished sessions move to ``done/`` and the oldest are pruned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+log = logging.getLogger(__name__)
+
+#: Finished scratchpads kept in ``done/`` (they are handy traces for observer_replay.py).
+KEEP_DONE = 50
+
+
+class ScratchpadStore:
+    """Reads and appends ``<dir>/<session>.jsonl`` checkpoints."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def path(self, session_id: str) -> Path:
+        return self.directory / (quote(session_id, safe="") + ".jsonl")
+
+    def append(self, session_id: str, record: dict[str, Any]) -> None:
+        """Append one record and flush it (a process kill after this loses nothing)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+        with self.path(session_id).open("a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+
+    def exists(self, session_id: str) -> bool:
+        return self.path(session_id).is_file()
+
+    def load(self, session_id: str) -> Iterator[dict[str, Any]]:
+        path = self.path(session_id)
+        try:
+            with path.open(encoding="utf-8") as fh:
+                lines = fh.readlines()
+        except FileNotFoundError:
+            return
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                log.warning("%s line %d is torn or not JSON; skipped", path.name, number)
+                continue
+            if isinstance(record, dict):
+                yield record
+
+    def active(self) -> list[tuple[str, float]]:
+        """(session id, last modification time) of every unfinished scratchpad."""
+        if not self.directory.is_dir():
+            return []
+        out = []
+        for entry in os.scandir(self.directory):
+            if entry.is_file() and entry.name.endswith(".jsonl"):
+                out.append((unquote(entry.name[: -len(".jsonl")]), entry.stat().st_mtime))
+        return out
+
+    def archive(self, session_id: str) -> None:
+        """Move a finished session's checkpoint to ``done/`` and prune old ones."""
+        path = self.path(session_id)
+        if not path.exists():
+            return
+        done = self.directory / "done"
+        done.mkdir(parents=True, exist_ok=True)
+        target = done / path.name
+        if target.exists():
+            target = done / f"{path.stem}.{int(path.stat().st_mtime * 1000)}.jsonl"
+        os.replace(path, target)
+        finished = sorted(done.glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
+        for old in finished[:-KEEP_DONE]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+    def write_summary(self, session_id: str, summary: dict[str, Any]) -> None:
+        folder = self.directory / "summaries"
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / (quote(session_id, safe="") + ".json.tmp")
+        tmp.write_text(json.dumps(summary, indent=1, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, folder / (quote(session_id, safe="") + ".json"))
+        (self.directory / "last_summary").write_text(session_id, encoding="utf-8")
+
+    def read_summary(self, session_id: str | None = None) -> dict[str, Any] | None:
+        if session_id is None:
+            try:
+                session_id = (self.directory / "last_summary").read_text(encoding="utf-8").strip()
+            except OSError:
+                return None
+        path = self.directory / "summaries" / (quote(session_id, safe="") + ".json")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None
+        return data if isinstance(data, dict) else None
+
+
+__all__ = ["ScratchpadStore"]
