@@ -246,8 +246,6 @@ class Engine:
         self._digest: Any | None = None
         self._code_search: Any | None = None
         self.last_chunk_report: Any | None = None
-        self._file_index: dict[str, list[str]] | None = None
-        self._file_index_key: object = None
 
     @classmethod
     def open(
@@ -579,7 +577,10 @@ class Engine:
         except Exception as exc:  # an FTS hiccup must not block remembering
             log.debug("keyword dedup search failed: %s", exc)
         if vector is not None:
-            for mid, cosine in store.vector_search(vector, DUPLICATE_CANDIDATES, flt):
+            model_id = self._embedder.model_id if self._embedder is not None else None
+            for mid, cosine in store.vector_search(
+                vector, DUPLICATE_CANDIDATES, flt, model_id=model_id
+            ):
                 scores[mid] = float(cosine)
         found = {m.id: m for m in store.get_many(list(scores))}
         found.update({mid: m for mid, m in pending.items() if mid in found})
@@ -609,12 +610,11 @@ class Engine:
         self._mirror([*to_add, *to_update])
 
     def _mirror(self, upserts: Sequence[Memory] = (), deleted: Sequence[str] = ()) -> None:
-        """After a store write: drop the file index and update the agents' SQLite digest.
+        """After a store write: update the agents' SQLite digest.
 
         The digest (``engram.agents``) lets hook processes answer without LanceDB; it is a
         cache, so failing to update it is logged, never raised (the hook rebuilds it).
         """
-        self._file_index = None
         try:
             digest = self._digest
             if digest is None:
@@ -701,29 +701,21 @@ class Engine:
     def memories_for_file(self, rel_path: str) -> builtins.list[Memory]:
         """Memories anchored to or related to one file: for diagnostics and hover.
 
-        Served from the store's in-process snapshot through a file -> ids index that is
-        rebuilt only when the store's content changes, so the hover path never scans.
+        Served from the store's in-process snapshot and its file -> rows index
+        (``MemoryStore.ids_for_file``), so the hover path never scans or decodes the table.
+        Deprecated memories are left out (the user said they were wrong).
         """
         try:
             rel = self._relative(rel_path)
         except (WorkspaceError, InvalidInput):
             return []
         store = self.store
-        key = getattr(store, "version", None)
-        key = key() if callable(key) else key
-        index = self._file_index
-        if index is None or key is None or key != self._file_index_key:
-            with self._init_lock:
-                if key is None:
-                    return list(store.list(self._filter(file=rel)))
-                by_file: dict[str, list[str]] = {}
-                for memory in store.list(self._filter()):
-                    files = {a.file for a in memory.anchors} | set(memory.related_files)
-                    for name in files:
-                        by_file.setdefault(name, []).append(memory.id)
-                self._file_index, self._file_index_key = by_file, key
-                index = by_file
-        return [m for m in store.get_many(index.get(rel, [])) if not m.deprecated]
+        ids_for_file = getattr(store, "ids_for_file", None)
+        if callable(ids_for_file):
+            found = store.get_many(ids_for_file(rel))
+        else:
+            found = store.list(self._filter(file=rel))
+        return [m for m in found if not m.deprecated]
 
     def search(
         self,

@@ -321,7 +321,7 @@ def test_read_only_engine_refuses_writes(engine: Engine, tmp_workspace: Workspac
 
 def test_cosine_duplicate_merges(dense_engine: Engine, fake_store):
     dense_engine.remember("the build cache lives in dot cache folder and must be cleared")
-    result = dense_engine.remember("must be cleared: the build cache lives in dot cache folder")
+    result = dense_engine.remember("must be cleared the build cache lives in dot cache folder")
     assert result.merged and fake_store.count() == 1
     assert "cosine" in (result.duplicate_reason or "")
 
