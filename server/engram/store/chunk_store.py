@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -27,7 +28,7 @@ import numpy.typing as npt
 
 from engram.store.errors import StoreError
 from engram.store.fts_text import document_text, sql_quote
-from engram.store.hybrid import META_TABLE, META_TABLE_VERSION, HybridTable
+from engram.store.hybrid import CLEANUP_AFTER, META_TABLE, META_TABLE_VERSION, HybridTable
 from engram.store.lock import DEFAULT_LOCK_TIMEOUT_S, WriteLock
 from engram.store.snapshot import VectorBlock, vectors_from_binary
 from engram.workspace import Workspace
@@ -111,6 +112,7 @@ class ChunkStore:
         *,
         read_only: bool = False,
         lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+        cleanup_after: timedelta = CLEANUP_AFTER,
     ) -> None:
         if read_only:
             directory, lock = workspace.engram_dir, None
@@ -125,6 +127,7 @@ class ChunkStore:
             text_column="search_text",
             lock=lock,
             read_only=read_only,
+            cleanup_after=cleanup_after,
         )
         self._mutex = threading.RLock()
         self._version = -1

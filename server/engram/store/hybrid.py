@@ -77,8 +77,10 @@ class HybridTable:
         lock: WriteLock | None,
         read_only: bool = False,
         migrate: Callable[[Any, int], None] | None = None,
+        cleanup_after: timedelta = CLEANUP_AFTER,
     ) -> None:
         self.directory = directory
+        self.cleanup_after = cleanup_after
         self.name = name
         self.path = directory / f"{name}.lance"
         self.schema = schema
@@ -300,7 +302,7 @@ class HybridTable:
         return int(getattr(stats, "num_unindexed_rows", 0) or 0) if stats else 0
 
     def _optimize(self, table: Any) -> None:
-        self.guard("compact", lambda: table.optimize(cleanup_older_than=CLEANUP_AFTER))
+        self.guard("compact", lambda: table.optimize(cleanup_older_than=self.cleanup_after))
         self._writes_since_optimize = 0
 
     def compact(self) -> None:

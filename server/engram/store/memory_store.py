@@ -28,6 +28,7 @@ import json
 import logging
 import threading
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -46,7 +47,7 @@ from engram.model import (
 from engram.model.codec import make_converter
 from engram.store.errors import StoreError
 from engram.store.fts_text import document_text, sql_quote
-from engram.store.hybrid import META_TABLE, META_TABLE_VERSION, HybridTable
+from engram.store.hybrid import CLEANUP_AFTER, META_TABLE, META_TABLE_VERSION, HybridTable
 from engram.store.lock import DEFAULT_LOCK_TIMEOUT_S, WriteLock
 from engram.store.snapshot import GrowColumn, VectorBlock, vectors_from_binary
 from engram.workspace import Workspace
@@ -167,6 +168,7 @@ class MemoryStore:
         *,
         read_only: bool = False,
         lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+        cleanup_after: timedelta = CLEANUP_AFTER,
     ) -> None:
         self.workspace = workspace
         self.read_only = read_only
@@ -186,6 +188,7 @@ class MemoryStore:
             lock=lock,
             read_only=read_only,
             migrate=self._migrate_table,
+            cleanup_after=cleanup_after,
         )
         self._converter = make_converter()
         self._mutex = threading.RLock()

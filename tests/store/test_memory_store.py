@@ -1,0 +1,246 @@
+"""MemoryStore behaviour: FTS freshness, filters, exact vector search, snapshots, errors."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import attrs
+import numpy as np
+import pytest
+from store_fakes import FakeEmbedder
+
+from engram.model import CodeAnchor, Memory, MemorySource, MemoryType
+from engram.store import MemoryFilter, MemoryStore, StoreError
+from engram.workspace import Workspace
+
+
+def ids(hits: list[tuple[str, float]]) -> list[str]:
+    return [h[0] for h in hits]
+
+
+def test_fresh_add_is_found_by_keyword_search_at_once(store: MemoryStore) -> None:
+    first = Memory("JWT tokens expire after 24 hours", type=MemoryType.GOTCHA)
+    store.add([first])
+    assert ids(store.keyword_search("jwt expire", 5)) == [first.id]
+    for i in range(5):  # many single writes: each one visible immediately
+        m = Memory(f"zebra{i} crossing rule number {i}")
+        store.add([m])
+        assert ids(store.keyword_search(f"zebra{i}", 5)) == [m.id]
+    assert store.count() == 6
+
+
+def test_update_and_delete_keep_fts_correct(store: MemoryStore) -> None:
+    m = Memory("use pnpm for installs", type=MemoryType.PREFERENCE)
+    other = Memory("pnpm workspaces live in packages/")
+    store.add([m, other])
+    store.update([attrs.evolve(m, content="use bun for installs")])
+    assert ids(store.keyword_search("pnpm", 5)) == [other.id]
+    assert ids(store.keyword_search("bun", 5)) == [m.id]
+    assert store.get(m.id) is not None and store.get(m.id).content == "use bun for installs"  # type: ignore[union-attr]
+    assert store.delete([m.id, "m-nothere"]) == 1
+    assert store.keyword_search("bun", 5) == []
+    assert store.get(m.id) is None
+    assert store.count() == 1
+
+
+def test_keyword_search_covers_tags_anchors_and_camel_case(store: MemoryStore) -> None:
+    m = Memory(
+        "call parseConfig before serving",
+        tags=["startup"],
+        anchors=[CodeAnchor("src/server/boot.py", symbol="bootServer")],
+    )
+    store.add([m])
+    for query in (
+        "parse config",
+        "parseConfig",
+        "startup",
+        "boot.py",
+        "src/server/boot.py",
+        "bootServer",
+        "it's the server",
+    ):
+        assert ids(store.keyword_search(query, 3)) == [m.id], query
+    assert store.keyword_search("", 3) == []
+    assert store.keyword_search("!!! ???", 3) == []
+
+
+def _sample(store: MemoryStore) -> dict[str, Memory]:
+    now = datetime.now(UTC)
+    mems = {
+        "gotcha": Memory(
+            "retry the flaky payment call",
+            type=MemoryType.GOTCHA,
+            anchors=[CodeAnchor("src/pay.py")],
+            source=MemorySource.AGENT_EXPLICIT,
+        ),
+        "decision": Memory(
+            "payment retries use exponential backoff",
+            type=MemoryType.DECISION,
+            related_files=["src/pay.py"],
+        ),
+        "review": Memory("payment logs may hold card data", needs_review=True),
+        "deprecated": Memory("payment goes through the old gateway", deprecated=True),
+        "stale": Memory("payment module owns refunds", stale_at=now),
+    }
+    store.add(
+        list(mems.values()), FakeEmbedder().embed([m.content for m in mems.values()]), "fake-32"
+    )
+    return mems
+
+
+def test_filters_apply_to_list_keyword_and_vector_search(store: MemoryStore) -> None:
+    mems = _sample(store)
+    q = FakeEmbedder().embed(["payment"])[0]
+
+    def all_three(flt: MemoryFilter | None) -> tuple[set[str], set[str], set[str]]:
+        return (
+            {m.id for m in store.list(flt)},
+            set(ids(store.keyword_search("payment", 10, flt))),
+            set(ids(store.vector_search(q, 10, flt))),
+        )
+
+    def expect(flt: MemoryFilter | None, *names: str) -> None:
+        want = {mems[n].id for n in names}
+        got = all_three(flt)
+        assert got == (want, want, want), flt
+
+    expect(None, "gotcha", "decision", "review", "stale")
+    expect(MemoryFilter(include_deprecated=True), *mems)
+    expect(MemoryFilter(include_stale=False), "gotcha", "decision", "review")
+    expect(MemoryFilter(types=[MemoryType.GOTCHA, MemoryType.DECISION]), "gotcha", "decision")
+    expect(MemoryFilter(sources=[MemorySource.AGENT_EXPLICIT]), "gotcha")
+    expect(MemoryFilter(file="src/pay.py"), "gotcha", "decision")
+    expect(MemoryFilter(file="src/other.py"))
+    expect(MemoryFilter(needs_review=True), "review")
+    expect(MemoryFilter(needs_review=False), "gotcha", "decision", "stale")
+    assert set(store.ids_for_file("src/pay.py")) == {mems["gotcha"].id, mems["decision"].id}
+    assert len(store.list(MemoryFilter(include_deprecated=True), limit=2)) == 2
+
+
+def test_vector_search_matches_brute_force(store: MemoryStore) -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(300, 24)).astype(np.float32)
+    mems = [
+        Memory(f"memory {i}", type=MemoryType.GOTCHA if i % 3 else MemoryType.DECISION)
+        for i in range(300)
+    ]
+    store.add(mems[:150], vectors[:150], "rand")
+    store.add(mems[150:], vectors[150:], "rand")
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    for _ in range(5):
+        q = rng.normal(size=24).astype(np.float32)
+        cos = unit @ (q / np.linalg.norm(q))
+        want = [mems[i].id for i in np.argsort(-cos)[:10]]
+        got = store.vector_search(q, 10)
+        assert ids(got) == want
+        assert got[0][1] == pytest.approx(float(cos.max()), abs=1e-5)
+        decisions = [i for i in np.argsort(-cos) if i % 3 == 0][:5]
+        flt = MemoryFilter(types=[MemoryType.DECISION])
+        assert ids(store.vector_search(q, 5, flt)) == [mems[i].id for i in decisions]
+    assert store.vector_search(np.ones(7, np.float32), 3) == []  # other dimension: nothing
+
+
+def test_update_keeps_vector_and_missing_vectors_tracks_models(store: MemoryStore) -> None:
+    fake = FakeEmbedder()
+    a, b = Memory("alpha beta"), Memory("gamma delta")
+    store.add([a], fake.embed([a.content]), fake.model_id)
+    store.add([b])
+    assert [m.id for m in store.missing_vectors(fake.model_id)] == [b.id]
+    store.update([attrs.evolve(a, confidence=0.9)])  # no vectors: keeps a's vector
+    assert ids(store.vector_search(fake.embed(["alpha beta"])[0], 1)) == [a.id]
+    assert {m.id for m in store.missing_vectors("another-model")} == {a.id, b.id}
+    other = FakeEmbedder(dim=32, model_id="fake-b")
+    store.update([a, b], other.embed([a.content, b.content]), other.model_id)
+    assert store.missing_vectors(other.model_id) == []
+    assert ids(store.vector_search(fake.embed(["gamma"])[0], 2, model_id=fake.model_id)) == []
+    assert store.stats()["vectors"] == {"fake-b": 2}
+
+
+def test_second_instance_sees_writes_after_refresh(tmp_workspace: Workspace) -> None:
+    one, two = MemoryStore(tmp_workspace), MemoryStore(tmp_workspace)
+    m = Memory("shared knowledge about caching")
+    one.add([m], FakeEmbedder().embed([m.content]), "fake-32")
+    assert two.get(m.id) is not None
+    assert ids(two.keyword_search("caching", 3)) == [m.id]
+    assert ids(two.vector_search(FakeEmbedder().embed(["caching"])[0], 3)) == [m.id]
+    two.update([attrs.evolve(m, content="shared knowledge about eviction")])
+    assert ids(one.keyword_search("eviction", 3)) == [m.id]
+    assert one.get(m.id).content.endswith("eviction")  # type: ignore[union-attr]
+    n = Memory("written by one")
+    one.add([n])
+    two.delete([n.id])
+    assert one.get(n.id) is None and one.count() == 1
+
+
+def test_read_only_never_writes(tmp_workspace: Workspace) -> None:
+    ro = MemoryStore(tmp_workspace, read_only=True)
+    assert ro.count() == 0 and ro.list() == [] and ro.keyword_search("x", 3) == []
+    assert not tmp_workspace.engram_dir.exists()
+    with pytest.raises(StoreError, match="read-only"):
+        ro.add([Memory("nope")])
+    rw = MemoryStore(tmp_workspace)
+    m = Memory("now it exists")
+    rw.add([m])
+    before = sorted(p.name for p in (tmp_workspace.engram_dir / "memories.lance").rglob("*"))
+    assert ro.get(m.id) is not None and ids(ro.keyword_search("exists", 3)) == [m.id]
+    ro.compact()
+    after = sorted(p.name for p in (tmp_workspace.engram_dir / "memories.lance").rglob("*"))
+    assert before == after
+
+
+def test_corrupted_store_gives_one_line_error(tmp_workspace: Workspace) -> None:
+    store = MemoryStore(tmp_workspace)
+    store.add([Memory("soon broken")])
+    store.close()
+    table_dir = tmp_workspace.engram_dir / "memories.lance"
+    for manifest in (table_dir / "_versions").iterdir():
+        manifest.write_bytes(b"garbage, not a lance manifest")
+    with pytest.raises(StoreError) as info:
+        MemoryStore(tmp_workspace).count()
+    message = str(info.value)
+    assert "\n" not in message and str(table_dir) in message and "move it aside" in message
+
+
+def test_writes_are_compacted_so_versions_do_not_pile_up(tmp_workspace: Workspace) -> None:
+    store = MemoryStore(tmp_workspace, cleanup_after=timedelta(0))
+    for i in range(45):
+        store.add([Memory(f"note {i} about kiwis")])
+    assert store.stats()["versions_kept"] < 15
+    store.compact()
+    assert store.stats()["versions_kept"] <= 2
+    assert len(store.keyword_search("kiwis", 100)) == 45
+
+
+def test_old_record_schema_is_migrated_on_read(store: MemoryStore) -> None:
+    m = Memory("legacy memory")
+    store.add([m])
+    raw = {
+        "id": "m-legacy0001",
+        "content": "legacy flat anchor",
+        "type": "gotcha",
+        "file": "src/old.py",
+        "symbol": "f",
+        "schema_version": 0,
+    }
+    table, _ = store._rows([m], [None], [None])
+    table = table.set_column(0, "id", __import__("pyarrow").array([raw["id"]]))
+    table = table.set_column(
+        table.schema.get_field_index("record"),
+        "record",
+        __import__("pyarrow").array([json.dumps(raw)]),
+    )
+    store._table.write(lambda t: store._table.upsert(t, table))
+    got = store.get("m-legacy0001")
+    assert got is not None and got.anchors[0].file == "src/old.py" and got.schema_version == 1
+
+
+def test_bad_arguments_are_rejected(store: MemoryStore) -> None:
+    a = Memory("x")
+    with pytest.raises(ValueError, match="shape"):
+        store.add([a], np.zeros((2, 4), np.float32), "m")
+    with pytest.raises(ValueError, match="model_id"):
+        store.add([a], np.zeros((1, 4), np.float32))
+    with pytest.raises(ValueError, match="twice"):
+        store.add([a, a])
+    assert store.keyword_search("x", 0) == [] and store.count() == 0
