@@ -59,14 +59,25 @@ class EmbedderStatus:
 
 @contextlib.contextmanager
 def _offline() -> Iterator[None]:
-    """``HF_HUB_OFFLINE=1`` while fastembed is constructed: never a silent download."""
+    """``HF_HUB_OFFLINE=1`` while fastembed is constructed: never a silent download.
+
+    fastembed also logs its own failures to stderr through loguru; those are muted here
+    because the failure comes back as :attr:`EmbedderStatus.reason` instead.
+    """
+    loguru_logger: Any = None
+    with contextlib.suppress(ImportError):  # fastembed depends on loguru
+        from loguru import logger as loguru_logger
     with _ENV_LOCK:
+        if loguru_logger is not None:
+            loguru_logger.disable("fastembed")
         saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY")}
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
         try:
             yield
         finally:
+            if loguru_logger is not None:
+                loguru_logger.enable("fastembed")
             for key, value in saved.items():
                 if value is None:
                     os.environ.pop(key, None)
@@ -141,7 +152,7 @@ def _as_path(name: str, workspace: Workspace | None) -> Path:
     path = Path(name).expanduser()
     if not path.is_absolute() and workspace is not None:
         path = workspace.root / path
-    return path
+    return path.absolute()
 
 
 def _load_fastembed_name(name: str, config: EmbedConfig) -> tuple[Embedder, str]:

@@ -1,0 +1,238 @@
+"""Embeddings: the offline default model, sha256 pinning, load reasons, cache, text."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from engram.config import EmbedConfig
+from engram.embed import (
+    DEFAULT_DIM,
+    DEFAULT_MODEL_ID,
+    CachedEmbedder,
+    Embedder,
+    EmbeddingCache,
+    load_embedder,
+    memory_embedding_text,
+)
+from engram.embed.default_model import DefaultModelFiles, assemble_model_dir
+from engram.model import CodeAnchor, Memory, MemoryType
+from engram.workspace import Workspace
+
+
+@pytest.fixture(scope="module")
+def model_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="module")
+def default_embedder(model_root: Path) -> Embedder:
+    status = load_embedder(EmbedConfig(), None, model_roots=[model_root])
+    assert status.embedder is not None, status.reason
+    assert "verified" in status.reason
+    return status.embedder
+
+
+def cos(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> float:
+    return float(a @ b)
+
+
+def test_default_model_loads_offline_and_is_sensible(default_embedder: Embedder) -> None:
+    assert default_embedder.model_id == DEFAULT_MODEL_ID and default_embedder.dim == DEFAULT_DIM
+    texts = [
+        "How do I reset my password?",
+        "I forgot my login password and need to change it",
+        "The cat sat on the mat",
+        "A kitten is resting on a rug",
+        "Quarterly revenue grew by ten percent",
+    ]
+    v = default_embedder.embed(texts)
+    assert v.shape == (5, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+    assert cos(v[0], v[1]) > 0.6 and cos(v[2], v[3]) > 0.4
+    for unrelated in (v[2], v[3], v[4]):
+        assert cos(v[0], v[1]) > cos(v[0], unrelated) + 0.4
+    assert default_embedder.embed([]).shape == (0, 384)
+
+
+def test_default_model_uses_mean_pooling_like_sentence_transformers(
+    default_embedder: Embedder, model_root: Path
+) -> None:
+    """Recompute one embedding by hand: tokenizer -> ONNX -> masked mean -> L2 norm."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    directory = next(model_root.glob(f"{DEFAULT_MODEL_ID}-*"))
+    tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=256)
+    text = "Engram remembers gotchas about the payment retry logic"
+    enc = tokenizer.encode(text)
+    session = ort.InferenceSession(str(directory / "model.onnx"))
+    feeds = {
+        "input_ids": np.array([enc.ids], np.int64),
+        "attention_mask": np.array([enc.attention_mask], np.int64),
+        "token_type_ids": np.array([enc.type_ids], np.int64),
+    }
+    names = {i.name for i in session.get_inputs()}
+    hidden = session.run(None, {k: v for k, v in feeds.items() if k in names})[0][0]
+    mean = hidden.mean(axis=0)
+    mean /= np.linalg.norm(mean)
+    cls = hidden[0] / np.linalg.norm(hidden[0])
+    got = default_embedder.embed([text])[0]
+    assert cos(got, mean) > 0.999
+    assert cos(got, cls) < 0.99
+    long_text = "word " * 600  # truncated at 256 tokens, not an error
+    assert default_embedder.embed([long_text]).shape == (1, 384)
+
+
+def test_damaged_model_file_is_refused_with_a_reason(tmp_path: Path) -> None:
+    installed = DefaultModelFiles.installed()
+    files_dir = tmp_path / "files"
+    shutil.copytree(installed.files_dir, files_dir)
+    tokenizer = files_dir / "tokenizer.json"
+    tokenizer.write_bytes(tokenizer.read_bytes().replace(b"[UNK]", b"[XXX]", 1))
+    damaged = DefaultModelFiles(installed.onnx_path, files_dir)
+    status = load_embedder(
+        EmbedConfig(), None, default_files=damaged, model_roots=[tmp_path / "models"]
+    )
+    assert status.embedder is None
+    assert "sha256" in status.reason and "tokenizer.json" in status.reason
+    fake_onnx = tmp_path / "model.onnx"
+    fake_onnx.write_bytes(b"not a model")
+    status = load_embedder(
+        EmbedConfig(),
+        None,
+        default_files=DefaultModelFiles(fake_onnx, installed.files_dir),
+        model_roots=[tmp_path / "models"],
+    )
+    assert status.embedder is None and "model.onnx" in status.reason
+
+
+def test_assembled_directory_is_reused_and_repaired(tmp_path: Path) -> None:
+    files = DefaultModelFiles.installed()
+    first = assemble_model_dir(files, [tmp_path])
+    assert assemble_model_dir(files, [tmp_path]) == first
+    (first / "tokenizer.json").write_text("{}")
+    assert assemble_model_dir(files, [tmp_path]) == first
+    assert (first / "tokenizer.json").read_bytes() == (
+        files.files_dir / "tokenizer.json"
+    ).read_bytes()
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where a directory should be")
+    assert assemble_model_dir(files, [blocked, tmp_path / "second"]).parent == tmp_path / "second"
+
+
+def test_local_model_directory_loads(default_embedder: Embedder, model_root: Path) -> None:
+    directory = next(model_root.glob(f"{DEFAULT_MODEL_ID}-*"))
+    status = load_embedder(EmbedConfig(model=str(directory)), None)
+    assert status.embedder is not None, status.reason
+    assert status.embedder.dim == 384 and status.embedder.model_id.startswith("local:")
+    text = ["the local copy gives the same vectors"]
+    assert cos(status.embedder.embed(text)[0], default_embedder.embed(text)[0]) > 0.9999
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("none", "disabled"),
+        ("no-such/model-xyz", "unknown embedding model"),
+        ("./not-a-dir/", "does not exist"),
+    ],
+)
+def test_no_model_gives_a_reason(model: str, expected: str) -> None:
+    status = load_embedder(EmbedConfig(model=model), None)
+    assert status.embedder is None and not status.available
+    assert expected in status.reason and "\n" not in status.reason
+
+
+def test_fastembed_name_not_in_cache_never_downloads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path / "empty-cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    status = load_embedder(EmbedConfig(model="BAAI/bge-small-en-v1.5"), None)
+    assert status.embedder is None and "not in the local fastembed cache" in status.reason
+    assert "HF_HUB_OFFLINE" not in os.environ  # restored after construction
+
+
+class CountingEmbedder:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    @property
+    def model_id(self) -> str:
+        return "count-4"
+
+    @property
+    def dim(self) -> int:
+        return 4
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.seen.extend(texts)
+        return np.array([[len(t), 1.0, 0.0, 0.0] for t in texts], np.float32)
+
+
+def test_cache_avoids_re_embedding_across_instances(tmp_path: Path) -> None:
+    inner = CountingEmbedder()
+    cached = CachedEmbedder(inner, EmbeddingCache(tmp_path / "cache.sqlite"))
+    first = cached.embed(["a", "bb", "a"])
+    assert inner.seen == ["a", "bb"]  # duplicates inside one call embedded once
+    again = CachedEmbedder(inner, EmbeddingCache(tmp_path / "cache.sqlite"))
+    second = again.embed(["bb", "ccc", "a"])
+    assert inner.seen == ["a", "bb", "ccc"]
+    assert np.array_equal(second[0], first[1]) and np.array_equal(second[2], first[0])
+    assert again.cache.count() == 3
+
+
+def test_workspace_embedder_is_cached_and_thread_safe(
+    tmp_workspace: Workspace, model_root: Path
+) -> None:
+    status = load_embedder(EmbedConfig(batch_size=4), tmp_workspace, model_roots=[model_root])
+    embedder = status.embedder
+    assert isinstance(embedder, CachedEmbedder)
+    assert (tmp_workspace.engram_dir / "embed_cache.sqlite").is_file()
+    texts = [f"thread safety sentence number {i}" for i in range(10)]
+    results: list[npt.NDArray[np.float32]] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(embedder.embed(texts))) for _ in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 3 and all(np.allclose(r, results[0], atol=1e-5) for r in results)
+    misses = embedder.misses
+    embedder.embed(texts)
+    assert embedder.misses == misses
+
+
+def test_memory_embedding_text_puts_context_before_content() -> None:
+    m = Memory(
+        "refresh tokens rotate on every use",
+        type=MemoryType.ERROR_PATTERN,
+        anchors=[CodeAnchor("src/auth/jwt.py", symbol="rotate")],
+        related_files=["src/auth/session.py"],
+        related_modules=["auth"],
+        tags=["security"],
+    )
+    text = memory_embedding_text(m)
+    head, content = text.split("\n\n", 1)
+    assert content == m.content
+    for part in (
+        "Type: error pattern",
+        "src/auth/jwt.py",
+        "src/auth/session.py",
+        "Module: auth",
+        "Symbol: rotate",
+        "Tags: security",
+    ):
+        assert part in head
+    assert memory_embedding_text(Memory("plain")).startswith("Type: module insight\n\n")
