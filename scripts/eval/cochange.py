@@ -12,8 +12,12 @@ other files are the truth. Rows, all in one run:
 * ``imports`` — the code graph alone, built with ``engram.codegraph.build_graph_at`` on the
   tree of the split commit (``git archive`` into a temp dir; the repository is not touched),
   files ranked by graph proximity (``CodeGraph.neighbours`` depth 2, best weight first).
-* ``engram``  — ``engram.codegraph.rank_related_files`` over that graph with the same
-  co-change model (what ``engram impact`` ranks).
+* ``engram``  — ``engram.codegraph.rank_related_files`` over that graph with the product's
+  co-change model trained on the same commits (recency-weighted confidence): what
+  ``engram impact`` ranks.
+* ``engram_proposed`` (only with ``--proposed``) — ``GitHistory.rank_with_prior`` with the
+  graph as prior: co-change smoothed toward graph proximity and change rate, the ranking
+  proposed for ``engram impact``.
 
 Metrics per query over the top 10: ``hit@k`` (a correct file in the top k), ``recall@10``
 (share of the truth in the top 10), ``map`` (average precision over the top 10, divided by
@@ -102,6 +106,26 @@ def average(rows: list[dict[str, float]]) -> dict[str, float]:
     return {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in keys}
 
 
+def structure_prior(graph: Any, target: str) -> dict[str, float]:
+    """Graph evidence for ``GitHistory.rank_with_prior`` (the proposed impact ranking).
+
+    Dependents (depth ≤ 2, halved per level), direct neighbours (×0.8) and test/source
+    naming partners (1.0), normalised to the best one.
+    """
+    from engram.codegraph.impact import naming_partners
+
+    found: dict[str, float] = {}
+    for file, depth, weight, _path in graph.dependents(target, max_depth=2):
+        found[file] = max(found.get(file, 0.0), weight * 0.5 ** (depth - 1))
+    for file, weight in graph.neighbours([target], depth=1).items():
+        found[file] = max(found.get(file, 0.0), 0.8 * weight)
+    for file in naming_partners(target, graph):
+        found[file] = 1.0
+    found.pop(target, None)
+    best = max(found.values(), default=0.0)
+    return {f: w / best for f, w in found.items()} if best > 0 else {}
+
+
 def evaluate(
     repo: Path,
     *,
@@ -111,6 +135,7 @@ def evaluate(
     min_files: int = 2,
     max_files: int = 30,
     with_graph: bool = True,
+    proposed: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     from engram.history import GitHistory, HistoryConfig
@@ -135,6 +160,13 @@ def evaluate(
     with tempfile.TemporaryDirectory(prefix="engram-cochange-") as tmp:
         tmp_path = Path(tmp)
         t0 = time.monotonic()
+        # the baseline is plain ROSE; Engram's ranking gets the product's co-change model
+        rose = GitHistory(
+            Workspace.open(repo),
+            HistoryConfig(max_files_per_commit=max_files, auto_mine=False, recency_half_life=None),
+            db_path=tmp_path / "rose.sqlite",
+        )
+        rose.ingest(train)
         history = GitHistory(
             Workspace.open(repo),
             HistoryConfig(max_files_per_commit=max_files, auto_mine=False),
@@ -157,7 +189,8 @@ def evaluate(
 
         from engram.codegraph import rank_related_files
 
-        scores: dict[str, list[dict[str, float]]] = {row: [] for row in ROWS}
+        rows = (*ROWS, "engram_proposed") if proposed and graph is not None else ROWS
+        scores: dict[str, list[dict[str, float]]] = {row: [] for row in rows}
         t0 = time.monotonic()
         for commit in test:
             changed = commit.paths
@@ -165,7 +198,7 @@ def evaluate(
                 if query not in existing:
                     continue
                 truth = set(changed) - {query}
-                partners = history.cochange_partners(query, k=K)
+                partners = rose.cochange_partners(query, k=K)
                 scores["rose"].append(score_ranking([p for p, _, _ in partners], truth))
                 if graph is not None:
                     near = graph.neighbours([query], depth=2)
@@ -173,12 +206,19 @@ def evaluate(
                     scores["imports"].append(score_ranking([f for f, _ in by_weight], truth))
                     combined = rank_related_files(query, graph, history, k=K)
                     scores["engram"].append(score_ranking([f for f, _ in combined], truth))
+                    if "engram_proposed" in scores:
+                        prior = structure_prior(graph, query)
+                        blended = history.rank_with_prior(query, prior, k=K)
+                        ranked = [f for f, _, _ in blended]
+                        scores["engram_proposed"].append(score_ranking(ranked, truth))
                 else:
                     empty = score_ranking([], truth)
                     scores["imports"].append(empty)
-                    scores["engram"].append(score_ranking([p for p, _, _ in partners], truth))
+                    own = history.cochange_partners(query, k=K)
+                    scores["engram"].append(score_ranking([p for p, _, _ in own], truth))
         timings["query_s"] = time.monotonic() - t0
         history.close()
+        rose.close()
         if graph is not None:
             graph.close()
 
@@ -187,7 +227,7 @@ def evaluate(
     return {
         "dataset": repo.resolve().name,
         "items": items,
-        "rows": {row: average(scores[row]) for row in ROWS},
+        "rows": {row: average(scores[row]) for row in rows},
         "_meta": {
             "commits": len(commits),
             "train_commits": len(train),
@@ -215,6 +255,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="skip the code graph (imports row empty, engram = co-change only)",
     )
+    parser.add_argument(
+        "--proposed",
+        action="store_true",
+        help="add a row for the proposed ranking (GitHistory.rank_with_prior + graph prior)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     repo = args.repo.expanduser()
@@ -227,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         train_fraction=args.train_fraction,
         max_commits=args.max_commits,
         with_graph=not args.no_graph,
+        proposed=args.proposed,
         progress=lambda msg: print(msg, file=sys.stderr),
     )
     meta = result.pop("_meta")

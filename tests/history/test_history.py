@@ -22,6 +22,8 @@ from engram.workspace import Workspace
 
 
 def open_history(root: Path, **config: object) -> GitHistory:
+    """Plain ROSE arithmetic unless a test asks for recency weighting."""
+    config.setdefault("recency_half_life", None)
     return GitHistory(Workspace.open(root), HistoryConfig(**config))  # type: ignore[arg-type]
 
 
@@ -52,6 +54,39 @@ def test_support_and_confidence_follow_rose(repo: RepoBuilder) -> None:
     assert history.cochange_partners("a.py", k=1) == [("b.py", 2 / 3, 2)]
     assert history.cochange_partners("unknown.py") == []
     assert history.commit_count("a.py") == 3
+
+
+def test_recent_cochanges_weigh_more(repo: RepoBuilder) -> None:
+    repo.touch("a.py", "old_partner.py")
+    repo.touch("a.py", "old_partner.py")
+    repo.touch("a.py", "new_partner.py")
+    plain = as_map(open_history(repo.root).cochange_partners("a.py"))
+    assert plain["old_partner.py"] == pytest.approx((2 / 3, 2))
+    weighted = open_history(repo.root, recency_half_life=1.0).cochange_partners("a.py")
+    # weights 1/4, 1/2, 1 (half-life one commit): new 1/1.75, old 0.75/1.75
+    assert weighted[0] == ("new_partner.py", pytest.approx(1 / 1.75), 1)
+    assert weighted[1] == ("old_partner.py", pytest.approx(0.75 / 1.75), 2)
+
+
+def test_rank_with_prior_blends_history_graph_and_change_rate(repo: RepoBuilder) -> None:
+    for _ in range(3):
+        repo.touch("a.py", "CHANGES.rst")
+    repo.touch("a.py", "b.py")
+    repo.touch("c.py", "CHANGES.rst")
+    history = open_history(repo.root)
+    rates = history.change_rates()
+    assert rates["CHANGES.rst"] == pytest.approx(4 / 5) and rates["b.py"] == pytest.approx(1 / 5)
+    ranked = history.rank_with_prior("a.py", {"b.py": 1.0, "graph_only.py": 1.0}, alpha=1.0)
+    scores = {f: s for f, s, _ in ranked}
+    # (3 + 1 * (0.5 * 0 + 0.5 * 0.8)) / (4 + 1)
+    assert scores["CHANGES.rst"] == pytest.approx((3 + 0.4) / 5)
+    assert scores["b.py"] == pytest.approx((1 + 0.25 + 0.5 * 0.2) / 5)
+    assert scores["graph_only.py"] == pytest.approx(0.25 / 5)
+    assert [f for f, _, _ in ranked][:2] == ["CHANGES.rst", "b.py"]
+    # a file without history still gets an answer: structure first, then what changes often
+    fresh = history.rank_with_prior("new.py", {"b.py": 1.0})
+    assert [f for f, _, _ in fresh][:2] == ["b.py", "CHANGES.rst"]
+    assert all(support == 0 for _, _, support in fresh)
 
 
 def test_huge_and_merge_commits_are_left_out(repo: RepoBuilder) -> None:

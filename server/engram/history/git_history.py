@@ -25,7 +25,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,8 @@ class HistoryConfig:
     max_commits: int = 20_000
     #: mine on the first query when nothing was mined yet (so `engram impact` works cold)
     auto_mine: bool = True
+    #: co-change recency: a commit this many commits older counts half (None: plain ROSE)
+    recency_half_life: float | None = 500.0
     #: wall-clock bound for one `git log -L` / `git log --follow` call
     git_timeout_s: float = 5.0
     #: co-access seed: pairs seen together in at least this many commits
@@ -152,6 +154,7 @@ class GitHistory:
         self._reason = ""
         self._shallow_roots: set[str] = set()
         self._ingested = False
+        self._rates: tuple[int, dict[str, float]] | None = None
 
     # ------------------------------------------------------------------ repository access
 
@@ -288,6 +291,7 @@ class GitHistory:
                                    check_same_thread=False)  # fmt: skip
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.create_function("engram_decay", 1, self._decay, deterministic=True)
             conn.executescript(_SCHEMA)
             row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if row is None:
@@ -547,56 +551,155 @@ class GitHistory:
         row = conn.execute("SELECT canon FROM paths WHERE path=?", (file,)).fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
+    def _decay(self, age: float) -> float:
+        half_life = self.config.recency_half_life
+        return 1.0 if not half_life else 0.5 ** (max(0.0, age) / half_life)
+
+    def _newest_commit_id(self, conn: sqlite3.Connection) -> int:
+        return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM commits").fetchone()[0])
+
+    def _partner_rows(
+        self, file: str, include_deleted: bool, min_support: int, limit: int | None
+    ) -> tuple[int, float, list[tuple[str, int, float]]]:
+        """``(n, weighted n, [(partner, support, weighted support)])`` for ``file``.
+
+        Weighted counts give each commit ``0.5 ** (age / recency_half_life)`` with age in
+        commits before the newest mined one (1.0 each when recency weighting is off).
+        """
+        conn = self._db()
+        canon = self._canon_id(conn, file)
+        if canon is None:
+            return 0, 0.0, []
+        newest = self._newest_commit_id(conn)
+        mine = (
+            "SELECT DISTINCT cf.commit_id AS cid FROM commit_files cf "
+            "JOIN commits c ON c.id = cf.commit_id AND c.skipped=0 WHERE cf.canon_id=?"
+        )
+        n, n_weight = conn.execute(
+            f"SELECT COUNT(*), COALESCE(SUM(engram_decay(? - cid)), 0) FROM ({mine})",
+            (newest, canon),
+        ).fetchone()
+        if not n:
+            return 0, 0.0, []
+        alive_clause = "" if include_deleted else "AND p.alive=1"
+        limit_clause = "" if limit is None else f"LIMIT {max(0, int(limit))}"
+        rows = conn.execute(
+            f"WITH mine AS ({mine}), pairs AS ("
+            "  SELECT DISTINCT o.canon_id AS pid, o.commit_id AS cid FROM commit_files o "
+            "  JOIN mine ON o.commit_id = mine.cid WHERE o.canon_id != ?) "
+            "SELECT p.path, COUNT(*) AS support, SUM(engram_decay(? - pairs.cid)) AS weight "
+            f"FROM pairs JOIN paths p ON p.id = pairs.pid {alive_clause} "
+            "GROUP BY pairs.pid HAVING support >= ? "
+            f"ORDER BY weight DESC, support DESC, p.path {limit_clause}",
+            (canon, canon, newest, max(1, min_support)),
+        ).fetchall()
+        return int(n), float(n_weight), [(str(a), int(b), float(c)) for a, b, c in rows]
+
     def cochange_partners(
         self, file: str, k: int = 10, min_support: int = 1, *, include_deleted: bool = False
     ) -> list[tuple[str, float, int]]:
         """``(partner, confidence, support)`` for ``file``, best first (ROSE rules file→partner).
 
-        Confidence = support / #commits touching ``file``; ties broken by support, then name.
-        History of earlier names of ``file`` and of partners counts (renames are followed).
+        Confidence = support / #commits touching ``file`` (ROSE), computed on recency-weighted
+        commits when ``recency_half_life`` is set (recent co-changes predict the next change
+        better: +1–3 points MAP on four real repositories); support is the plain count. Ties
+        are broken by support, then name. Earlier names of ``file`` and of partners count
+        (renames are followed); deleted partners are left out unless asked for.
         """
         if not self._ensure_mined():
             return []
         with self._lock:
+            _, n_weight, rows = self._partner_rows(file, include_deleted, min_support, k)
+        if n_weight <= 0:
+            return []
+        return [(path, min(1.0, weight / n_weight), support) for path, support, weight in rows]
+
+    def change_rates(self) -> dict[str, float]:
+        """Share of (weighted) commits that touch each living file: its base rate of change.
+
+        The prior for files with little or no history; cached until the next mining.
+        """
+        if not self._ensure_mined():
+            return {}
+        with self._lock:
             conn = self._db()
-            canon = self._canon_id(conn, file)
-            if canon is None:
-                return []
-            row = conn.execute(
-                "SELECT COUNT(DISTINCT cf.commit_id) FROM commit_files cf "
-                "JOIN commits c ON c.id = cf.commit_id WHERE cf.canon_id=? AND c.skipped=0",
-                (canon,),
-            ).fetchone()
-            n_file = int(row[0]) if row else 0
-            if n_file == 0:
-                return []
-            alive_clause = "" if include_deleted else "AND p.alive=1"
+            newest = self._newest_commit_id(conn)
+            if self._rates is not None and self._rates[0] == newest:
+                return self._rates[1]
+            total = conn.execute(
+                "SELECT COALESCE(SUM(engram_decay(? - id)), 0) FROM commits WHERE skipped=0",
+                (newest,),
+            ).fetchone()[0]
             rows = conn.execute(
-                "SELECT p.path, COUNT(DISTINCT o.commit_id) AS support "
-                "FROM commit_files mine JOIN commits c ON c.id = mine.commit_id AND c.skipped=0 "
-                "JOIN commit_files o ON o.commit_id = mine.commit_id "
-                "AND o.canon_id != mine.canon_id "
-                f"JOIN paths p ON p.id = o.canon_id WHERE mine.canon_id=? {alive_clause} "
-                "GROUP BY o.canon_id HAVING support>=? ORDER BY support DESC, p.path LIMIT ?",
-                (canon, max(1, min_support), max(0, k)),
+                "SELECT p.path, SUM(engram_decay(? - x.cid)) FROM ("
+                "  SELECT DISTINCT cf.canon_id AS pid, cf.commit_id AS cid FROM commit_files cf "
+                "  JOIN commits c ON c.id = cf.commit_id AND c.skipped=0) x "
+                "JOIN paths p ON p.id = x.pid AND p.alive=1 GROUP BY x.pid",
+                (newest,),
             ).fetchall()
-        return [(str(path), int(support) / n_file, int(support)) for path, support in rows]
+            rates = {str(path): float(w) / total for path, w in rows} if total else {}
+            self._rates = (newest, rates)
+            return rates
+
+    def rank_with_prior(
+        self,
+        file: str,
+        prior: Mapping[str, float] | None = None,
+        k: int = 10,
+        *,
+        alpha: float = 1.0,
+        prior_share: float = 0.5,
+        popular: int = 20,
+    ) -> list[tuple[str, float, int]]:
+        """Files likely to change with ``file``: co-change smoothed toward a prior, best first.
+
+        An m-estimate of P(partner changes | ``file`` changes)::
+
+            score(B) = (weighted support(file, B) + alpha * prior(B)) / (weighted n(file) + alpha)
+            prior(B) = prior_share * structure(B) / sum(structure) + (1 - prior_share) * rate(B)
+
+        ``prior`` is structural evidence (e.g. import-graph proximity, test naming; any
+        non-negative weights), ``rate`` is :meth:`change_rates`. With a long history the
+        co-change term decides and the prior only breaks ties; with little or none (new
+        files) the graph and the often-changed files (changelog, tests) carry the answer.
+        Candidates: co-change partners, prior files and the ``popular`` most changed files.
+        Returns ``(file, score, support)``.
+        """
+        structure = {f: w for f, w in (prior or {}).items() if w > 0 and f != file}
+        rates: dict[str, float] = {}
+        rows: list[tuple[str, int, float]] = []
+        n_weight = 0.0
+        if self._ensure_mined():
+            rates = self.change_rates()
+            with self._lock:
+                _, n_weight, rows = self._partner_rows(file, False, 1, None)
+        structure_total = sum(structure.values())
+        weights = {path: (support, weight) for path, support, weight in rows}
+        candidates = set(weights) | set(structure)
+        candidates.update(sorted(rates, key=lambda f: (-rates[f], f))[: max(0, popular)])
+        candidates.discard(file)
+        scored: list[tuple[str, float, int]] = []
+        for other in candidates:
+            base = rates.get(other, 0.0)
+            if structure_total > 0:
+                share = prior_share * structure.get(other, 0.0) / structure_total
+                belief = share + (1.0 - prior_share) * base
+            else:
+                belief = base
+            support, weight = weights.get(other, (0, 0.0))
+            score = (weight + alpha * belief) / (n_weight + alpha)
+            if score > 0:
+                scored.append((other, score, support))
+        scored.sort(key=lambda item: (-item[1], -item[2], item[0]))
+        return scored[: max(0, k)]
 
     def commit_count(self, file: str) -> int:
         """How many mined (co-change eligible) commits touched ``file`` or its earlier names."""
         if not self._ensure_mined():
             return 0
         with self._lock:
-            conn = self._db()
-            canon = self._canon_id(conn, file)
-            if canon is None:
-                return 0
-            row = conn.execute(
-                "SELECT COUNT(DISTINCT cf.commit_id) FROM commit_files cf "
-                "JOIN commits c ON c.id = cf.commit_id WHERE cf.canon_id=? AND c.skipped=0",
-                (canon,),
-            ).fetchone()
-            return int(row[0]) if row else 0
+            n, _, _ = self._partner_rows(file, True, 1, 0)
+            return n
 
     def coaccess_seed(self) -> list[tuple[str, str, float]]:
         """Cold-start co-access edges ``(file_a, file_b, weight)`` from co-commits (V3 §5).
