@@ -166,6 +166,7 @@ class Observer:
             root = self.workspace.root if self.workspace is not None else None
             self.registry.load_specs(self.config.plugins, root)
         self._lock = threading.RLock()
+        _ = self.stats  # open (or create) the statistics now, not inside the first event
         self._sessions: dict[str, _Session] = {}
         self._last_summary: SessionSummary | None = None
         self.detector = SignalDetector(

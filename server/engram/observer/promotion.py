@@ -68,6 +68,7 @@ PREFETCH_SHARE = 0.5  # read in >50% of a module's sessions -> prefetch_pattern
 TAINT_FACTOR = 0.7  # V5 §4 trust gate
 #: Records, not inferences: they describe what happened and are not capped or reviewed.
 RECORD_TYPES = frozenset({MemoryType.WORK_STATE, MemoryType.WORK_UNIT_OUTCOME})
+VALIDATION_LABELS = frozenset({"Bash:test", "Bash:commit"})
 
 
 @attrs.define
@@ -185,7 +186,8 @@ def session_candidates(
         if not within(record.step):
             continue
         approach = f"changing {_files_text(record.files)}" if record.files else "this approach"
-        content = f"Dead end: {approach} did not work. {_clip(record.sentence, 240)}"
+        task = f" for '{_clip(state.task, 80)}'" if state.task else ""
+        content = f"Dead end{task}: {approach} did not work. {_clip(record.sentence, 300)}"
         if record.last_error:
             content += f" Last error: {_clip(record.last_error, 160)}"
         out.append(
@@ -477,16 +479,16 @@ def cross_session_candidates(state: SessionState, stats: ObserverStats) -> list[
                     )
                 )
     labels = tuple(state.labels)
-    chosen: list[tuple[str, ...]] = []
+    known = [
+        tuple(k.split(":", 1)[1].split(" > ")) for k in stats.promoted_like("workflow_recipe:")
+    ]
     for gram, sessions in stats.frequent_sequences(MIN_SESSIONS["tool_sequence"]):
-        if len(set(gram)) < 3 or not _contains(labels, gram):
+        # a recipe is a route to green: at least 3 kinds of step, ending in a test or commit
+        if len(set(gram)) < 3 or gram[-1] not in VALIDATION_LABELS:
             continue
-        if any(_contains(c, gram) for c in chosen):
+        if not _contains(labels, gram) or any(_overlaps(gram, k) for k in known):
             continue
-        chosen.append(gram)
         key = "workflow_recipe:" + " > ".join(gram)
-        if stats.promoted(key):
-            continue
         out.append(
             Candidate(
                 key,
@@ -500,7 +502,13 @@ def cross_session_candidates(state: SessionState, stats: ObserverStats) -> list[
                 extra={"steps": list(gram)},
             )
         )
+        break  # one recipe per session: the longest, most repeated one
     return out
+
+
+def _overlaps(gram: Sequence[str], other: Sequence[str]) -> bool:
+    """Two recipes overlap when they share a 4-step run (the same routine)."""
+    return any(_contains(other, gram[i : i + 4]) for i in range(len(gram) - 3))
 
 
 def _contains(seq: Sequence[str], gram: Sequence[str]) -> bool:
@@ -547,6 +555,8 @@ def failure_dead_ends(state: SessionState, lo: int) -> list[Candidate]:
     edits and an error that was never resolved (V3 §5 "only if genuinely wrong strategy")."""
     open_errors = [r for r in state.errors.values() if r.resolved_step is None and r.last_step > lo]
     edits = [s for s, _ in state.edit_steps if s > lo]
+    if any(r.step > lo for r in state.dead_ends):
+        return []  # the agent said in its own words what did not work; that is the record
     if not open_errors or len(edits) < 3:
         return []
     worst = max(open_errors, key=lambda r: (r.count, r.last_step))
@@ -621,7 +631,8 @@ def filter_candidates(
             match = process.extractOne(
                 cand.content,
                 [m.content for m in pool],
-                scorer=fuzz.token_set_ratio,
+                scorer=fuzz.ratio,
+                processor=str.lower,
             )
             if match is not None:
                 best = float(match[1])

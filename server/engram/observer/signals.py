@@ -670,7 +670,9 @@ class SignalDetector:
         for sentence in find_language(text, SELF_CORRECTION_PATTERNS):
             state.self_corrections.append(LanguageRecord(state.step, sentence, files))
             out.append(Signal("self_correction", state.step, files, sentence))
-        for sentence in find_language(text, DEAD_END_PATTERNS):
+        dead = find_language(text, DEAD_END_PATTERNS)
+        if dead:  # one abandoned approach per reasoning message, however it is phrased
+            sentence = " ".join(dead)
             tried = state.files_edited_between(state.approach_start, state.step) or files
             state.dead_ends.append(LanguageRecord(state.step, sentence, tried, state.last_error))
             state.approach_start = state.step + 1

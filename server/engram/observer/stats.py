@@ -53,7 +53,8 @@ CREATE TABLE IF NOT EXISTS recent_edits (
 
 GRAM_SEP = " → "
 #: n-gram lengths mined from validated sessions for workflow recipes (4+ steps, V3 §7).
-GRAM_LENGTHS = (4, 5, 6)
+#: Recipes must end in a validation step; ``promoted_like`` finds earlier recipes.
+GRAM_LENGTHS = (4, 5, 6, 7, 8)
 #: Seed (git co-commit) weights count this much against observed co-access.
 SEED_DISCOUNT = 0.5
 
@@ -114,6 +115,8 @@ class ObserverStats:
                 "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (session_id, session_type, outcome, started, ended, steps, int(validated)),
             )
+            # a finished session no longer conflicts with anyone
+            self._db.execute("DELETE FROM recent_edits WHERE session_id = ?", (session_id,))
             if seen:  # a session is counted once, even if finalised twice
                 return
             for file in accessed_set:
@@ -273,7 +276,7 @@ class ObserverStats:
         with self._lock:
             rows = self._db.execute(
                 "SELECT gram, sessions FROM sequences WHERE sessions >= ? "
-                "ORDER BY n DESC, sessions DESC, gram",
+                "ORDER BY n DESC, sessions DESC, last_ts DESC, gram",
                 (min_sessions,),
             ).fetchall()
         return [(tuple(str(g).split(GRAM_SEP)), int(s)) for g, s in rows]
@@ -306,6 +309,14 @@ class ObserverStats:
                 "SELECT memory_id FROM promoted WHERE key = ?", (key,)
             ).fetchone()
         return str(row[0]) if row else None
+
+    def promoted_like(self, prefix: str) -> list[str]:
+        """Ledger keys starting with ``prefix`` (e.g. every promoted recipe)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT key FROM promoted WHERE key >= ? AND key < ?", (prefix, prefix + "\uffff")
+            ).fetchall()
+        return [str(r[0]) for r in rows]
 
     def mark_promoted(self, items: Iterable[tuple[str, str]], ts: float) -> None:
         with self._lock, self._db:
