@@ -233,7 +233,15 @@ def _rank(
             add(file, GRAPH_STRENGTH * 0.8 * weight * specificity, "target depends on it")
         for file, reason in naming_partners(target, graph).items():
             add(file, NAMING_STRENGTH, reason)
-    if cochange is not None:
+    rank_with_prior = getattr(cochange, "rank_with_prior", None)
+    if callable(rank_with_prior):
+        # History decides where it is long; the structural evidence above becomes its prior
+        # (and carries files with no history). Scores are P(file changes | target changes).
+        structure = {file: _noisy_or(parts) for file, parts in evidence.items()}
+        evidence = {}
+        for file, probability, support in rank_with_prior(target, structure, max(k * 3, 30)):
+            add(file, probability, f"co-changed {support}x" if support else "changes often")
+    elif cochange is not None:
         if partners is None:
             partners = cochange.cochange_partners(target, max(k * 3, 30))
         for file, confidence, support in partners:
