@@ -257,6 +257,10 @@ class Engine:
     ) -> Engine:
         """The engine for ``workspace`` (default: the git root enclosing the cwd)."""
         ws = workspace if isinstance(workspace, Workspace) else Workspace.open(workspace)
+        if ws.engram_dir.exists() and not ws.engram_dir.is_dir():
+            raise WorkspaceError(
+                f"{ws.engram_dir} is a file, not Engram's data directory; move it aside"
+            )
         config = load_config(ws, overrides)
         return cls(ws, config, read_only=read_only)
 

@@ -62,15 +62,18 @@ def cli(tmp_workspace: Workspace, cli_env: dict[str, str]) -> RunCli:
     return run
 
 
-def store_available() -> bool:
+def _importable(module: str, name: str) -> bool:
+    import importlib
+
     try:
-        from engram.retrieval import Retriever  # noqa: F401
-        from engram.store import MemoryStore  # noqa: F401
+        return hasattr(importlib.import_module(module), name)
     except ImportError:
         return False
-    return True
 
 
 needs_store = pytest.mark.skipif(
-    not store_available(), reason="engram.store / engram.retrieval not available yet"
+    not _importable("engram.store", "MemoryStore"), reason="engram.store not available yet"
+)
+needs_retrieval = pytest.mark.skipif(
+    not _importable("engram.retrieval", "Retriever"), reason="engram.retrieval not available yet"
 )

@@ -11,7 +11,7 @@ import pytest
 
 from engram.workspace import Workspace
 
-from .conftest import RunCli, needs_store
+from .conftest import RunCli, needs_retrieval, needs_store
 
 pytestmark = needs_store
 
@@ -22,6 +22,7 @@ def ok(run):  # type: ignore[no-untyped-def]
     return run
 
 
+@needs_retrieval
 def test_memory_lifecycle(cli: RunCli, tmp_workspace: Workspace) -> None:
     src = tmp_workspace.root / "billing.py"
     src.write_text("def charge(amount):\n    return round(amount * 100)\n", encoding="utf-8")
@@ -84,6 +85,7 @@ def test_duplicate_merges_and_secret_is_redacted(cli: RunCli) -> None:
     assert "abcdefghijklmnop" not in shown and "[REDACTED:openai_api_key]" in shown
 
 
+@needs_retrieval
 def test_context_respects_budget(cli: RunCli, tmp_workspace: Workspace) -> None:
     (tmp_workspace.root / "cache.py").write_text("CACHE = {}\n")
     for i in range(12):
@@ -186,6 +188,7 @@ def test_read_only_directory(cli: RunCli, tmp_path: Path) -> None:
         ro.chmod(0o755)
 
 
+@needs_retrieval
 def test_real_default_model_end_to_end(
     tmp_workspace: Workspace, cli_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -151,3 +151,9 @@ def test_import_directory_and_binary(cli: RunCli, tmp_workspace: Workspace) -> N
 def test_version(cli: RunCli) -> None:
     run = cli("--version")
     assert run.code == 0 and run.out.startswith("engram ")
+
+
+def test_engram_dir_is_a_file(cli: RunCli, tmp_workspace: Workspace) -> None:
+    (tmp_workspace.root / ".engram").write_text("not a directory")
+    assert_one_line_error(cli("remember", "abc def"), ".engram is a file")
+    assert_one_line_error(cli("stats"), ".engram is a file")
