@@ -16,7 +16,7 @@ promotion decisions), not the store or the embedding model.
 Printed: each promoted memory, precision (promoted memories matching an expected or
 acceptable label / all promoted), recall of expected labels, forbidden promotions,
 promotions without review from failed or web-tainted sessions, per-event cost p50/p95
-and the promotion/finalize decision time. The last line is one JSON object.
+(wall clock and CPU) and the promotion/finalize decision time (no writes, no LLM). The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -92,6 +92,7 @@ def replay(path: Path) -> dict[str, Any]:
     labels = header.get("labels", {})
     sink = InMemorySink()
     event_ms: list[float] = []
+    event_cpu_ms: list[float] = []
     promote_ms: list[float] = []
     finalize_ms: list[float] = []
     write_ms: list[float] = []
@@ -102,12 +103,14 @@ def replay(path: Path) -> dict[str, Any]:
             sink, workspace=workspace, config=ObserverConfig(**header.get("config", {}))
         )
         for event in events:
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.thread_time()
             result = observer.observe(event)
             elapsed = (time.perf_counter() - started) * 1000.0
+            cpu = (time.thread_time() - cpu_started) * 1000.0
             report = result.promotion
             if report is None:
                 event_ms.append(elapsed)
+                event_cpu_ms.append(cpu)
             else:
                 (finalize_ms if result.summary is not None else promote_ms).append(
                     report.elapsed_ms
@@ -161,6 +164,7 @@ def replay(path: Path) -> dict[str, Any]:
         "forbidden_promoted": len(forbidden),
         "unreviewed_from_failed_or_tainted": len(unreviewed),
         "event_ms": event_ms,
+        "event_cpu_ms": event_cpu_ms,
         "promote_ms": promote_ms,
         "finalize_ms": finalize_ms,
         "write_ms": write_ms,
@@ -175,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     results = [replay(p) for p in args.traces]
     all_events = [x for r in results for x in r["event_ms"]]
+    all_cpu = [x for r in results for x in r["event_cpu_ms"]]
     decisions = [x for r in results for x in r["promote_ms"] + r["finalize_ms"]]
     finals = [x for r in results for x in r["finalize_ms"]]
     promoted = sum(len(r["promoted"]) for r in results)
@@ -213,6 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "p95": round(_percentile(all_events, 0.95), 4),
             "max": round(max(all_events, default=0.0), 4),
             "mean": round(statistics.fmean(all_events), 4) if all_events else 0.0,
+        },
+        "event_cpu_ms": {
+            "p50": round(_percentile(all_cpu, 0.5), 4),
+            "p95": round(_percentile(all_cpu, 0.95), 4),
+            "max": round(max(all_cpu, default=0.0), 4),
         },
         "promotion_ms": {
             "p95": round(_percentile(decisions, 0.95), 3),

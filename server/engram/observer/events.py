@@ -148,6 +148,12 @@ def _coerce(raw: dict[str, Any]) -> dict[str, Any]:
         value = data.get(key)
         if isinstance(value, str) and len(value) > MAX_EDIT_TEXT:
             data[key] = value[:MAX_EDIT_TEXT]
+    for key in ("files", "memory_ids", "work_unit"):
+        value = data.get(key)
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise InvalidEvent(f"invalid event: '{key}' must be a list of strings")
     for key in _INT_FIELDS:
         value = data.get(key)
         if isinstance(value, bool) or (value is not None and not isinstance(value, int)):

@@ -109,7 +109,7 @@ def commit_sha_from_output(output: str) -> str | None:
     return match.group(1) if match else None
 
 
-def test_outcome(exit_code: int | None, output: str) -> bool | None:
+def run_passed(exit_code: int | None, output: str) -> bool | None:
     """Did a test run pass? The exit code decides; without one, the summary line does."""
     if exit_code is not None:
         return exit_code == 0
@@ -268,12 +268,62 @@ WEB_INSTRUCTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 )
 
 
+_WORDS = re.compile(r"[a-z0-9][a-z0-9._/-]*")
+_STOP = frozenset(
+    {
+        "the",
+        "and",
+        "that",
+        "this",
+        "you",
+        "your",
+        "before",
+        "after",
+        "with",
+        "for",
+        "from",
+        "must",
+        "should",
+        "always",
+        "never",
+        "remember",
+        "run",
+        "use",
+        "into",
+        "onto",
+        "are",
+        "is",
+    }
+)
+
+
+def echoes(text: str, sentences: list[str]) -> bool:
+    """Does ``text`` repeat one of ``sentences`` (instructions found in web content)?
+
+    True when most of its content words come from one sentence, or the texts align
+    closely, so a paraphrased copy ("always run rm -rf build before tests") is caught.
+    """
+    from rapidfuzz import fuzz
+
+    words = {w.strip("./-") for w in _WORDS.findall(text.lower())} - _STOP
+    words = {w for w in words if len(w) > 1}
+    flat = " ".join(_WORDS.findall(text.lower()))
+    for sentence in sentences:
+        other = {w.strip("./-") for w in _WORDS.findall(sentence.lower())}
+        if words and len(words & other) / len(words) >= 0.6:
+            return True
+        if fuzz.partial_ratio(flat, " ".join(_WORDS.findall(sentence.lower()))) >= 85:
+            return True
+    return False
+
+
 __all__ = [
     "DEAD_END_PATTERNS",
     "SELF_CORRECTION_PATTERNS",
     "WEB_INSTRUCTION_PATTERNS",
     "classify_command",
     "commit_sha_from_output",
+    "echoes",
     "error_fingerprint",
     "error_headline",
     "find_language",
@@ -281,6 +331,6 @@ __all__ = [
     "module_of",
     "normalise_command",
     "normalise_pattern",
+    "run_passed",
     "sentence_around",
-    "test_outcome",
 ]

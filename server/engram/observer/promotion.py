@@ -34,7 +34,7 @@ from engram.model import (
     WorkUnitRef,
 )
 from engram.observer.methodology import MethodologyPlugin
-from engram.observer.patterns import module_of
+from engram.observer.patterns import echoes, module_of
 from engram.observer.sessions import SessionGate
 from engram.observer.signals import SIGNAL_PRIORITY, SessionState
 from engram.observer.stats import ObserverStats
@@ -618,10 +618,7 @@ def filter_candidates(
                 f"({cand.signal})"
             )
             continue
-        if state.web_instructions and any(
-            fuzz.partial_ratio(cand.content.lower(), s.lower()) >= 85
-            for s in state.web_instructions
-        ):
+        if state.web_instructions and echoes(cand.content, state.web_instructions):
             drop("repeats an instruction found in web content")
             continue
         cand.tainted = state.tainted

@@ -11,7 +11,7 @@ the observer injects: recipes already seen in other sessions and edits by other 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -23,13 +23,14 @@ from engram.observer.patterns import (
     WEB_INSTRUCTION_PATTERNS,
     classify_command,
     commit_sha_from_output,
+    echoes,
     error_fingerprint,
     error_headline,
     find_language,
     is_config_file,
     normalise_command,
     normalise_pattern,
-    test_outcome,
+    run_passed,
 )
 
 #: Signal priority scores from V5 §4's 17-signal table (plus the observer's own events).
@@ -518,7 +519,7 @@ class SignalDetector:
         key = label if label in ("test", "build") else normalise_command(command)
         output = event.output or ""
         if label == "test":
-            passed = test_outcome(event.exit_code, (event.error or "") + "\n" + output)
+            passed = run_passed(event.exit_code, (event.error or "") + "\n" + output)
             if passed is None:
                 passed = not failed
             failed = not passed
@@ -691,7 +692,7 @@ class SignalDetector:
             files=list(event.files),
             tainted=state.tainted,
         )
-        if state.web_instructions and _echoes_web(text, state.web_instructions):
+        if state.web_instructions and echoes(text, state.web_instructions):
             note.dropped_reason = "repeats an instruction found in web content"
         state.notes.append(note)
         out.append(Signal("note", state.step, note.files, text[:120], {"note_id": note.id}))
@@ -847,13 +848,6 @@ def _backtrack_kind(previous: EditRecord, current: EditRecord) -> str | None:
     if previous.tool == current.tool == "Write" and not previous.old and not current.old:
         return "re_edit"
     return None
-
-
-def _echoes_web(text: str, instructions: Iterable[str]) -> bool:
-    from rapidfuzz import fuzz
-
-    low = text.lower()
-    return any(fuzz.partial_ratio(low, s.lower()) >= 85 for s in instructions)
 
 
 __all__ = [
