@@ -541,8 +541,29 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     parser = OneLineParser(prog="engram mcp", description="The lazy MCP hub.")
     parser.add_argument("--workspace", "-w", metavar="DIR", default=_workspace_arg(args))
     mcp_cli.configure_parser(parser)
-    sub_args = parser.parse_args(list(args.mcp_args))
+    rest, workspace = _pop_workspace(list(args.mcp_args))
+    sub_args = parser.parse_args(rest)
+    if workspace is not None:
+        sub_args.workspace = workspace
     return int(mcp_cli.run(sub_args) or 0)
+
+
+def _pop_workspace(argv: list[str]) -> tuple[list[str], str | None]:
+    """Take ``--workspace DIR`` / ``-w DIR`` out of ``argv`` wherever it stands, so it works
+    after an ``engram mcp`` sub-command as it does everywhere else."""
+    rest: list[str] = []
+    workspace: str | None = None
+    items = iter(argv)
+    for item in items:
+        if item in ("--workspace", "-w"):
+            workspace = next(items, None)
+            if workspace is None:
+                raise InvalidInput(f"{item} needs a directory")
+        elif item.startswith("--workspace="):
+            workspace = item.split("=", 1)[1]
+        else:
+            rest.append(item)
+    return rest, workspace
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
