@@ -211,3 +211,30 @@ def test_real_default_model_end_to_end(
     model = {c["name"]: c for c in doctor["checks"]}["embedding model"]
     assert model["ok"], model
     assert time.perf_counter() - started < 120
+
+
+def test_observe_engram_events_and_claude_code_payloads(
+    cli: RunCli, tmp_workspace: Workspace
+) -> None:
+    (tmp_workspace.root / "app.py").write_text("x = 1\n")
+    lines = "\n".join(
+        json.dumps(e)
+        for e in (
+            {"kind": "session_start", "session_id": "s1"},
+            {"kind": "editor", "action": "open", "session_id": "s1", "files": ["app.py"]},
+        )
+    )
+    out = json.loads(ok(cli("observe", stdin=lines)).out)
+    assert [r["accepted"] for r in out] == [True, True]
+    payload = {
+        "session_id": "cc1",
+        "hook_event_name": "PostToolUse",
+        "cwd": str(tmp_workspace.root),
+        "tool_name": "Read",
+        "tool_input": {"file_path": str(tmp_workspace.root / "app.py")},
+        "tool_response": {"type": "text"},
+    }
+    run = ok(cli("observe", "--format", "claude-code", stdin=json.dumps(payload)))
+    assert run.out == "" or "hookSpecificOutput" in run.out
+    bad = cli("observe", stdin=json.dumps({"kind": "nonsense", "session_id": "s1"}))
+    assert bad.code == 1 and len(bad.err_lines) == 1 and "unknown event kind" in bad.err
