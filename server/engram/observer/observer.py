@@ -317,7 +317,7 @@ class Observer:
         for record in self.scratchpads.load(session_id):
             if "promoted" in record:
                 mark = record["promoted"]
-                state.promoted_upto = max(state.promoted_upto, int(mark.get("upto", 0)))
+                state.promoted_upto = max(state.promoted_upto, int(mark.get("upto", -1)))
                 state.promoted_keys.update(mark.get("keys", []))
                 state.promoted_ids.extend(mark.get("ids", []))
                 continue

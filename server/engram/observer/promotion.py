@@ -146,7 +146,7 @@ def session_candidates(
 
     out: list[Candidate] = []
     for note in state.notes:
-        if not within(note.step) and not (note.step == 0 and lo == 0):
+        if not within(note.step):
             continue
         if note.dropped_reason:
             continue
@@ -367,7 +367,7 @@ def unit_candidates(
             if unit.start_step <= r.first_step <= unit.end_step
         )
         steps = unit.end_step - unit.start_step + 1
-        ref = plugin.work_unit_ref(unit.hierarchy, unit.label)
+        ref = plugin.work_unit_ref(unit.hierarchy, unit.label or None)
         out.append(
             Candidate(
                 f"work_unit_outcome:{state.session_id}:{unit.key}",
@@ -682,7 +682,7 @@ def to_memory(
         key = state.current_unit or next(reversed(state.units))
         unit = state.units.get(key)
         if unit is not None:
-            unit_ref = plugin.work_unit_ref(unit.hierarchy, unit.label)
+            unit_ref = plugin.work_unit_ref(unit.hierarchy, unit.label or None)
     if cand.type is MemoryType.WORK_UNIT_OUTCOME and "work_unit" in cand.extra:
         unit_ref = WorkUnitRef(**cand.extra["work_unit"])
     scope = MemoryScope.MODULE if cand.files else MemoryScope.GLOBAL

@@ -250,8 +250,8 @@ class SessionState:
     last_kind: str | None = None
     last_tool: str | None = None
     last_editor_file: str | None = None
-    promoted_upto: int = 0  # partial promotion watermark (steps)
-    validated_upto: int = 0  # last step a gate-matching validation covered
+    promoted_upto: int = -1  # partial promotion watermark (steps; -1: nothing yet)
+    validated_upto: int = -1  # last step a gate-matching validation covered
     promoted_keys: set[str] = attrs.field(factory=set)
     promoted_ids: list[str] = attrs.field(factory=list)
     finalized: bool = False
@@ -728,7 +728,7 @@ class SignalDetector:
     def _start_unit(self, state: SessionState, hierarchy: list[str], label: str | None) -> None:
         key = "/".join(hierarchy)
         if key and key not in state.units:
-            state.units[key] = UnitRecord(key, list(hierarchy), label or key, state.step + 1)
+            state.units[key] = UnitRecord(key, list(hierarchy), label or "", state.step + 1)
         if key:
             state.current_unit = key
 
@@ -751,7 +751,7 @@ class SignalDetector:
                 "work_unit",
                 state.step,
                 unit.files,
-                f"{unit.label}: {action}",
+                f"{unit.label or unit.key}: {action}",
                 {"unit": unit.key, "action": action, "passed": unit.passed},
             )
         )
