@@ -1,0 +1,89 @@
+"""Methodology plugins: built-ins, and adding one without touching the core."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engram.errors import InvalidInput
+from engram.model import UniversalPhase
+from engram.observer import PluginRegistry
+from engram.observer.methodology import MethodologyPlugin
+
+
+def test_builtin_phase_maps() -> None:
+    registry = PluginRegistry()
+    assert registry.get("tdd").map_phase("red") is UniversalPhase.DEFINE
+    assert registry.get("tdd").map_phase("green") is UniversalPhase.IMPLEMENT
+    assert registry.get("tdd").map_phase("refactor") is UniversalPhase.REFINE
+    assert registry.get("bmad").map_phase("story_development") is UniversalPhase.IMPLEMENT
+    assert registry.get("native").map_phase("qa_review") is UniversalPhase.VALIDATE
+    assert registry.get("native").map_phase("something else") is UniversalPhase.EXPLORE
+    assert registry.get("nonexistent").id == "native"
+
+
+def test_work_unit_refs_and_work_state() -> None:
+    bmad = PluginRegistry().get("bmad")
+    ref = bmad.work_unit_ref(["3", "3.2"])
+    assert ref.methodology == "bmad" and ref.label == "Epic 3 / Story 3.2"
+    tdd = PluginRegistry().get("tdd")
+    state = tdd.extract_work_state({"files_modified": ["a.py"], "tests_failed": 2})
+    assert "red 2" in tdd.format_work_state(state)
+
+
+PLUGIN_SOURCE = """
+from engram.model import UniversalPhase, WorkUnitRef
+
+class Kanban:
+    id = "kanban"
+    display_name = "Kanban"
+    def map_phase(self, phase):
+        return {"doing": UniversalPhase.IMPLEMENT, "review": UniversalPhase.VALIDATE}.get(
+            phase, UniversalPhase.EXPLORE)
+    def work_unit_ref(self, hierarchy, label=None):
+        return WorkUnitRef("kanban", list(hierarchy), label or "card " + hierarchy[-1])
+    def extract_work_state(self, facts):
+        return dict(facts)
+    def format_work_state(self, state):
+        return "card in progress"
+"""
+
+
+def test_plugin_from_a_file_in_the_workspace(tmp_path: Path) -> None:
+    (tmp_path / "kanban_plugin.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
+    registry = PluginRegistry()
+    assert registry.load_specs(["kanban_plugin.py:Kanban"], tmp_path) == ["kanban"]
+    plugin = registry.get("kanban")
+    assert isinstance(plugin, MethodologyPlugin)
+    assert plugin.map_phase("review") is UniversalPhase.VALIDATE
+
+
+def test_plugin_through_observer_config(tmp_workspace, sink) -> None:  # type: ignore[no-untyped-def]
+    from engram.config import ObserverConfig
+    from engram.observer import Observer
+
+    (tmp_workspace.root / "kanban_plugin.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
+    obs = Observer(
+        sink, workspace=tmp_workspace, config=ObserverConfig(plugins=["kanban_plugin.py:Kanban"])
+    )
+    obs.observe(
+        {
+            "session_id": "k",
+            "kind": "session_start",
+            "methodology": "kanban",
+            "work_unit": ["board", "42"],
+        }
+    )
+    obs.observe({"session_id": "k", "kind": "tool_result", "tool": "Edit", "files": ["a.py"]})
+    obs.finalize("k", "abandoned")
+    (memory,) = sink.memories.values()
+    assert memory.type.value == "work_state" and "card in progress" in memory.content
+
+
+def test_bad_plugins_are_refused_not_fatal() -> None:
+    registry = PluginRegistry()
+    with pytest.raises(InvalidInput):
+        registry.register(object())
+    assert registry.load_specs(["no_such_module_xyz:Thing", "garbage"]) == []
+    assert "native" in registry.ids()
