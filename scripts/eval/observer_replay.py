@@ -16,7 +16,8 @@ promotion decisions), not the store or the embedding model.
 Printed: each promoted memory, precision (promoted memories matching an expected or
 acceptable label / all promoted), recall of expected labels, forbidden promotions,
 promotions without review from failed or web-tainted sessions, per-event cost p50/p95
-(wall clock and CPU) and the promotion/finalize decision time (no writes, no LLM). The last line is one JSON object.
+(wall clock and CPU) and the promotion/finalize decision time (no writes, no LLM).
+The last line is one JSON object.
 """
 
 from __future__ import annotations
