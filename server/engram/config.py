@@ -63,6 +63,12 @@ class DiagnosticsConfig:
     #: memory type -> severity, for agent-facing LSP configs (OpenCode only forwards errors)
     agent_severity: dict[str, str] = attrs.field(factory=dict)
     debounce_ms: int = 300
+    #: "auto" (pull when the client can pull and be told to refresh, else push), "push",
+    #: "pull" or "both"; one of the two avoids duplicate diagnostics in VS Code and Neovim
+    mode: str = "auto"
+    #: "auto" (by the client's name / agentSeverity in initializationOptions), "editor"
+    #: or "agent": which severity map (severity / agent_severity) applies
+    client_kind: str = "auto"
 
 
 @attrs.define

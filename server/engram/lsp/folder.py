@@ -1,0 +1,214 @@
+"""One workspace folder served by the language server: its Engine and what is cached of it.
+
+Multi-root workspaces get one :class:`Folder` (and one Engine, one store) per root, and
+every request is routed by URI. The caches here (memories per file, code symbols, impact
+summaries) are what hover and diagnostics read, so those never touch the disk or a model.
+They are written only on the event loop thread; the blocking work that fills them (store
+reads, the code graph, impact analysis) runs in worker threads via the ``*_blocking``
+functions, which take plain values and return plain values.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from engram.lsp.anchors import LineSpan, locate_anchor
+from engram.lsp.diagnostics import DiagnosticPolicy, make_policy
+from engram.lsp.session import SessionLedger
+from engram.model import Memory
+from engram.workspace import Workspace
+
+if TYPE_CHECKING:
+    from engram.config import EngramConfig
+    from engram.engine import Engine
+
+log = logging.getLogger(__name__)
+
+#: Memory types worth a workspace-wide diagnostic scan (``workspace/diagnostic``).
+MAX_WORKSPACE_FILES = 500
+
+
+@attrs.frozen
+class SymbolInfo:
+    """A code-graph definition, 0-based lines (the graph stores 1-based)."""
+
+    name: str
+    qualname: str
+    span: LineSpan
+
+
+@attrs.frozen
+class FileSnapshot:
+    """What a worker thread found for one file: memories, spans, symbols."""
+
+    memories: tuple[Memory, ...]
+    spans: dict[str, LineSpan]
+    symbols: tuple[SymbolInfo, ...]
+
+
+def memory_key(memories: Sequence[Memory]) -> tuple[tuple[str, str], ...]:
+    """Cheap identity of a file's memory set, to tell whether to republish."""
+    return tuple(sorted((m.id, m.updated_at.isoformat()) for m in memories))
+
+
+def symbol_at(symbols: Sequence[SymbolInfo], line: int) -> SymbolInfo | None:
+    """The innermost definition containing ``line``."""
+    best: SymbolInfo | None = None
+    for symbol in symbols:
+        if symbol.span.contains(line) and (
+            best is None or symbol.span.end - symbol.span.start < best.span.end - best.span.start
+        ):
+            best = symbol
+    return best
+
+
+def find_symbol_span(symbols: Sequence[SymbolInfo], name: str | None) -> LineSpan | None:
+    if not name:
+        return None
+    for symbol in symbols:
+        if symbol.qualname == name:
+            return symbol.span
+    for symbol in symbols:
+        if symbol.name == name or symbol.name == name.rsplit(".", 1)[-1]:
+            return symbol.span
+    return None
+
+
+def locate_spans(
+    memories: Sequence[Memory], rel: str, lines: Sequence[str], symbols: Sequence[SymbolInfo]
+) -> dict[str, LineSpan]:
+    """Current spans of the memories anchored in ``rel`` (first anchor in the file)."""
+    spans: dict[str, LineSpan] = {}
+    for memory in memories:
+        anchor = next((a for a in memory.anchors if a.file == rel), None)
+        if anchor is None:
+            continue
+        spans[memory.id] = locate_anchor(anchor, lines, find_symbol_span(symbols, anchor.symbol))
+    return spans
+
+
+class Folder:
+    """A workspace root, its engine (once open) and the caches hover/diagnostics read."""
+
+    def __init__(self, uri: str, root: Path, name: str | None = None) -> None:
+        self.uri = uri
+        self.root = root
+        self.name = name or root.name
+        self.workspace = Workspace(root)
+        self.engine: Engine | None = None
+        self.config: EngramConfig | None = None
+        self.policy: DiagnosticPolicy = DiagnosticPolicy()
+        self.overrides: dict[str, Any] = {}
+        #: set once the engine exists and its store is open
+        self.ready = False
+        #: one line for the user when the engine could not open
+        self.error: str | None = None
+        #: "indexing 120/800" while the code graph is being brought up to date
+        self.indexing: str | None = None
+        self.symbols: dict[str, tuple[SymbolInfo, ...]] = {}
+        self.impact: dict[str, str | None] = {}
+        self.session = SessionLedger()
+
+    def contains(self, path: Path) -> bool:
+        return path == self.root or self.root in path.parents
+
+    @property
+    def has_graph(self) -> bool:
+        return (self.workspace.engram_dir / "graph.sqlite").exists()
+
+    def apply_config(self, config: EngramConfig, agent: bool) -> None:
+        self.config = config
+        diag = config.diagnostics
+        self.policy = make_policy(
+            trust_level=diag.trust_level,
+            max_per_file=diag.max_per_file,
+            severity=diag.severity,
+            agent_severity=diag.agent_severity,
+            agent=agent,
+        )
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def open_engine_blocking(root: Path, overrides: dict[str, Any]) -> Engine:
+    """Import and open the engine; a bad setting falls back to the files' settings."""
+    from engram.config import ConfigError
+    from engram.engine import Engine
+
+    try:
+        return Engine.open(Workspace(root), overrides)
+    except ConfigError as exc:
+        log.warning("%s; editor settings ignored", exc)
+        return Engine.open(Workspace(root), {})
+
+
+def warm_blocking(engine: Engine) -> None:
+    """Open the store (imports LanceDB) so the first didOpen is served from memory."""
+    _ = engine.store
+
+
+def symbols_blocking(engine: Engine, rel: str, has_graph: bool) -> tuple[SymbolInfo, ...]:
+    if not has_graph:
+        return ()
+    try:
+        found = engine.codegraph.symbols_in(rel)
+    except Exception as exc:  # the graph is optional for diagnostics
+        log.debug("symbols of %s unavailable: %s", rel, exc)
+        return ()
+    return tuple(
+        SymbolInfo(s.name, s.qualname, LineSpan(max(0, s.start_line - 1), max(0, s.end_line - 1)))
+        for s in found
+    )
+
+
+def snapshot_blocking(
+    engine: Engine, rel: str, lines: Sequence[str], has_graph: bool, reindex: bool = False
+) -> FileSnapshot:
+    """Memories of ``rel`` from the store snapshot, symbols from the graph, located spans."""
+    if reindex and has_graph:
+        try:
+            engine.codegraph.reindex_file(rel)
+        except Exception as exc:
+            log.debug("reindex of %s failed: %s", rel, exc)
+    memories = tuple(engine.memories_for_file(rel))
+    symbols = symbols_blocking(engine, rel, has_graph)
+    return FileSnapshot(memories, locate_spans(memories, rel, lines, symbols), symbols)
+
+
+def impact_blocking(engine: Engine, rel: str) -> str | None:
+    from engram.lsp.hover import impact_summary
+
+    try:
+        return impact_summary(engine.impact(rel))
+    except Exception as exc:  # no graph yet, file not in graph: no summary
+        log.debug("impact of %s unavailable: %s", rel, exc)
+        return None
+
+
+def read_lines_blocking(root: Path, rel: str) -> list[str]:
+    from engram.lsp.anchors import split_lines
+
+    try:
+        return split_lines((root / rel).read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return []
+
+
+def anchored_files_blocking(engine: Engine) -> dict[str, list[Memory]]:
+    """Files with diagnostic-type memories anchored in them -> those memories."""
+    from engram.model import ANCHORED_DIAGNOSTIC_TYPES
+
+    by_file: dict[str, list[Memory]] = {}
+    for memory in engine.list(type=[t.value for t in ANCHORED_DIAGNOSTIC_TYPES]):
+        for path in dict.fromkeys(a.file for a in memory.anchors):
+            by_file.setdefault(path, []).append(memory)
+    return dict(list(by_file.items())[:MAX_WORKSPACE_FILES])
+
+
+ProgressFn = Callable[[int, int, str], None]

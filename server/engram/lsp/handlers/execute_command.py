@@ -1,0 +1,28 @@
+"""workspace/executeCommand: every registry command, validated, errors as JSON-RPC errors."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcException
+
+from engram.lsp.registry import CommandError
+
+if TYPE_CHECKING:
+    from engram.lsp.server import EngramLanguageServer
+
+
+def register(server: EngramLanguageServer) -> None:
+    for name in server.registry.names():
+        _register_one(server, name)
+
+
+def _register_one(server: EngramLanguageServer, name: str) -> None:
+    async def run(ls: EngramLanguageServer, *args: Any) -> Any:
+        try:
+            return await ls.registry.execute(ls, name, list(args))
+        except CommandError as exc:
+            raise JsonRpcException(message=exc.message, code=exc.code) from exc
+
+    run.__name__ = "command_" + name.replace(".", "_")
+    server.command(name)(run)

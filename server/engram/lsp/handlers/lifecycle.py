@@ -1,0 +1,120 @@
+"""initialize / initialized / shutdown, settings changes and workspace folder changes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from engram.lsp.folder import open_engine_blocking
+
+if TYPE_CHECKING:
+    from engram.lsp.server import EngramLanguageServer
+
+log = logging.getLogger(__name__)
+
+WATCH_REGISTRATION_ID = "engram-watched-files"
+
+
+def register(server: EngramLanguageServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: EngramLanguageServer, params: types.InitializeParams) -> None:
+        # Only cheap bookkeeping here: the answer to initialize must not wait for anything.
+        ls.decide_client(params)
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: EngramLanguageServer, _params: types.InitializedParams) -> None:
+        _ = ls.loop  # bind the loop for worker threads' call_soon_threadsafe
+        ls.spawn(register_watchers(ls), "file watcher registration")
+        for folder in list(ls.folders.values()):
+            ls.spawn(ls.start_folder(folder), f"start-up of {folder.root}")
+        ls.spawn(ls.poll_store(), "store poll")
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: EngramLanguageServer, _params: None) -> None:
+        for task in list(ls._tasks):
+            task.cancel()
+        for folder in ls.folders.values():
+            if folder.engine is not None:
+                try:
+                    await asyncio.to_thread(folder.engine.close)
+                except Exception as exc:
+                    log.debug("engine close failed: %s", exc)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: EngramLanguageServer, _params: types.DidChangeConfigurationParams
+    ) -> None:
+        for folder in list(ls.folders.values()):
+            ls.spawn(reload_settings(ls, folder.uri), f"settings of {folder.root}")
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def did_change_folders(
+        ls: EngramLanguageServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        for removed in params.event.removed:
+            folder = ls.folders.pop(removed.uri, None)
+            if folder is not None:
+                for uri in [u for u, d in ls.docs.items() if d.folder is folder]:
+                    ls.docs.pop(uri, None)
+                if folder.engine is not None:
+                    await asyncio.to_thread(folder.engine.close)
+        for added in params.event.added:
+            folder = ls.add_folder(added.uri, added.name)
+            if folder is not None:
+                ls.spawn(ls.start_folder(folder), f"start-up of {folder.root}")
+
+
+async def register_watchers(ls: EngramLanguageServer) -> None:
+    """Ask the client to tell us about files changed outside the editor (git, tools)."""
+    caps = ls.client_capabilities.workspace
+    watched = caps.did_change_watched_files if caps is not None else None
+    if watched is None or not watched.dynamic_registration:
+        return
+    options = types.DidChangeWatchedFilesRegistrationOptions(
+        watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
+    )
+    await ls.client_register_capability_async(
+        types.RegistrationParams(
+            registrations=[
+                types.Registration(
+                    id=WATCH_REGISTRATION_ID,
+                    method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    register_options=options,
+                )
+            ]
+        )
+    )
+
+
+async def reload_settings(ls: EngramLanguageServer, folder_uri: str) -> None:
+    """Re-read settings; reopen the engine only when more than diagnostics changed."""
+    folder = ls.folders.get(folder_uri)
+    if folder is None or folder.engine is None:
+        return
+    overrides = await ls.fetch_overrides(folder)
+    old = folder.engine
+    fresh = await asyncio.to_thread(open_engine_blocking, folder.root, overrides)
+    folder.overrides = overrides
+    same_core = _without_diagnostics(fresh.config) == _without_diagnostics(old.config)
+    if same_core:
+        old.config = fresh.config  # diagnostics-only change: keep the open store
+        ls.configure_folder(folder, old)
+    else:
+        ls.configure_folder(folder, fresh)
+        folder.engine = fresh
+        folder.impact.clear()
+        await asyncio.to_thread(old.close)
+    log.info("settings reloaded for %s", folder.root)
+    for doc in [d for d in ls.docs.values() if d.folder is folder]:
+        await ls.refresh_document(doc)
+        ls.publish(doc)
+    ls.request_pull_refresh()
+
+
+def _without_diagnostics(config: object) -> object:
+    import attrs
+
+    return attrs.evolve(config, diagnostics=None)  # type: ignore[misc]

@@ -1,0 +1,71 @@
+"""workspace/didChangeWatchedFiles: files changed outside the editor (checkout, pull, tools)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from engram.lsp.server import uri_to_path
+
+if TYPE_CHECKING:
+    from engram.lsp.folder import Folder
+    from engram.lsp.server import EngramLanguageServer
+
+log = logging.getLogger(__name__)
+
+#: Changes under these folders are not source files (the store is picked up separately).
+IGNORED_PARTS = frozenset({".git", "node_modules", "__pycache__", ".venv", ".mypy_cache"})
+
+
+def register(server: EngramLanguageServer) -> None:
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def did_change_watched_files(
+        ls: EngramLanguageServer, params: types.DidChangeWatchedFilesParams
+    ) -> None:
+        by_folder: dict[str, tuple[Folder, list[str]]] = {}
+        store_changed: set[str] = set()
+        for change in params.changes:
+            path = uri_to_path(change.uri)
+            folder = ls.folder_for_path(path) if path is not None else None
+            if folder is None or path is None:
+                continue
+            parts = path.relative_to(folder.root).parts if folder.contains(path) else ()
+            if not parts or IGNORED_PARTS.intersection(parts):
+                continue
+            if parts[0] == ".engram":
+                store_changed.add(folder.uri)
+                continue
+            if change.uri in ls.docs:
+                continue  # the editor owns open documents; didChange/didSave cover them
+            by_folder.setdefault(folder.uri, (folder, []))[1].append("/".join(parts))
+        for folder, rels in by_folder.values():
+            ls.spawn(reindex_files(ls, folder, rels), f"re-index in {folder.root}")
+        for uri in store_changed - set(by_folder):
+            folder = ls.folders.get(uri)
+            if folder is not None:
+                ls.spawn(ls.refresh_folder(folder), f"refresh of {folder.root}")
+
+
+async def reindex_files(ls: EngramLanguageServer, folder: Folder, rels: Sequence[str]) -> None:
+    engine = folder.engine
+    if engine is None or not folder.ready:
+        return
+    if folder.has_graph:
+
+        def run() -> None:
+            graph = engine.codegraph
+            for rel in rels:
+                try:
+                    graph.reindex_file(rel)
+                except Exception as exc:
+                    log.debug("reindex of %s failed: %s", rel, exc)
+
+        await asyncio.to_thread(run)
+    for rel in rels:
+        folder.impact.pop(rel, None)
+        folder.symbols.pop(rel, None)
+    await ls.refresh_folder(folder)

@@ -1,0 +1,102 @@
+"""Memories (and an impact summary) -> hover markdown.
+
+Hover is on the typing path, so this works only on what the server already holds in
+memory: the document's memories and spans, and an impact summary computed earlier in the
+background. Each memory shows its type, provenance and the same citation chip agents get
+(``[Memory m-…: …]``), so a person can confirm or flag it by id from anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from engram.lsp.anchors import LineSpan
+from engram.lsp.diagnostics import TYPE_LABELS, provenance_text
+from engram.model import Memory
+
+#: At most this many memories in one hover; the rest are counted.
+MAX_HOVER_MEMORIES = 5
+
+
+def memories_at(
+    memories: Sequence[Memory],
+    spans: Mapping[str, LineSpan],
+    line: int,
+    symbol: str | None = None,
+) -> list[Memory]:
+    """Memories whose tracked span covers ``line`` or which are anchored to ``symbol``."""
+    hits: list[Memory] = []
+    for memory in memories:
+        if memory.deprecated:
+            continue
+        span = spans.get(memory.id)
+        by_line = span is not None and span.contains(line)
+        by_symbol = symbol is not None and any(
+            a.symbol and (a.symbol == symbol or a.symbol.rsplit(".", 1)[-1] == symbol)
+            for a in memory.anchors
+        )
+        if by_line or by_symbol:
+            hits.append(memory)
+    hits.sort(key=lambda m: (not m.pinned, not m.user_verified, -m.confidence))
+    return hits
+
+
+def impact_summary(report: Any) -> str | None:
+    """``3 dependents (7 transitive); usually changes with a.py (70%); tests: t.py``.
+
+    ``report`` is an ``engram.codegraph.ImpactReport`` (duck-typed so this module stays
+    importable without the code graph).
+    """
+    if report is None or not getattr(report, "in_graph", True):
+        return None
+    direct = list(getattr(report, "direct_dependents", []) or [])
+    transitive = list(getattr(report, "transitive_dependents", []) or [])
+    parts: list[str] = []
+    dependents = f"{len(direct)} dependent{'s' if len(direct) != 1 else ''}"
+    if len(transitive) > len(direct):
+        dependents += f" ({len(transitive)} transitive)"
+    parts.append(dependents)
+    cochange = sorted(
+        getattr(report, "cochange", []) or [],
+        key=lambda p: -float(getattr(p, "confidence", 0.0)),
+    )
+    if cochange:
+        shown = ", ".join(f"`{p.file}` ({round(float(p.confidence) * 100)}%)" for p in cochange[:2])
+        parts.append(f"usually changes with {shown}")
+    tests = list(getattr(report, "tests", []) or [])
+    if tests:
+        more = f" (+{len(tests) - 2})" if len(tests) > 2 else ""
+        parts.append("tests: " + ", ".join(f"`{t}`" for t in tests[:2]) + more)
+    return "; ".join(parts)
+
+
+def memory_block(memory: Memory, now: datetime) -> str:
+    label = TYPE_LABELS.get(memory.type, memory.type.value.replace("_", " "))
+    stale = " · **stale**" if memory.is_stale else ""
+    return (
+        f"**{label}** · {provenance_text(memory, now)}{stale}\n\n"
+        f"{memory.content}\n\n"
+        f"`{memory.citation()}`"
+    )
+
+
+def hover_markdown(
+    memories: Sequence[Memory],
+    impact: str | None,
+    now: datetime,
+    symbol: str | None = None,
+) -> str | None:
+    """The hover text, or ``None`` when there is nothing worth showing."""
+    if not memories and not impact:
+        return None
+    sections: list[str] = []
+    if impact:
+        title = f"`{symbol}`: " if symbol else ""
+        sections.append(f"**Engram impact** · {title}{impact}")
+    for memory in memories[:MAX_HOVER_MEMORIES]:
+        sections.append(memory_block(memory, now))
+    if len(memories) > MAX_HOVER_MEMORIES:
+        sections.append(f"… and {len(memories) - MAX_HOVER_MEMORIES} more memories here")
+    return "\n\n---\n\n".join(sections)

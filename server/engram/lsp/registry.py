@@ -1,0 +1,245 @@
+"""The ``workspace/executeCommand`` registry: command name -> argument type + handler.
+
+Every command takes zero or one JSON object as its ``arguments`` (``arguments: [{...}]``),
+structured with cattrs into a small attrs class, so a bad argument is answered with a
+JSON-RPC ``InvalidParams`` error carrying one line (``engram.search: query: expected a
+string``), never a crash. Keys may be snake_case or camelCase; unknown keys are refused so
+a typo does not silently do something else.
+
+Other packages add their commands from their own module::
+
+    # engram/mcp/lsp_commands.py
+    def register_commands(registry: CommandRegistry) -> None:
+        registry.register("engram.mcp.findTools", FindToolsArgs, find_tools,
+                          summary="search tools across the user's MCP servers")
+
+    async def find_tools(ctx: CommandContext, args: FindToolsArgs) -> dict[str, Any]:
+        return await ctx.call(lambda engine: ..., file=None)
+
+and ``engram.lsp.server`` calls ``register_commands(registry)`` once at start (see
+``EXTENSION_MODULES`` there). Handlers receive a :class:`CommandContext`: the engine of
+the workspace folder a file belongs to (waited for while it opens), a worker thread for
+blocking calls, and a way to republish diagnostics after a write.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+
+import attrs
+import cattrs
+
+from engram.config import ConfigError
+from engram.errors import EngramError, InvalidInput, NotFound
+from engram.workspace import WorkspaceError
+
+if TYPE_CHECKING:
+    from engram.engine import Engine
+    from engram.model import Memory
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+A = TypeVar("A")
+
+#: JSON-RPC error codes (LSP): invalid params, and "request failed" for a user-facing
+#: failure that is not the arguments' fault (store locked, capability not built).
+INVALID_PARAMS = -32602
+REQUEST_FAILED = -32803
+INTERNAL_ERROR = -32603
+
+
+class CommandError(Exception):
+    """A command failed in a way the caller should see; ``code`` is the JSON-RPC code."""
+
+    def __init__(self, message: str, code: int = INVALID_PARAMS) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class CommandContext(Protocol):
+    """What a command handler may use (implemented by ``engram.lsp.server``)."""
+
+    async def call(self, fn: Callable[[Engine], T], file: str | None = None) -> T:
+        """Run ``fn(engine)`` in a worker thread with the engine of ``file``'s folder."""
+        ...
+
+    async def memories_changed(self, memories: Sequence[Memory], file: str | None = None) -> None:
+        """Refresh caches and republish diagnostics of open documents these touch."""
+        ...
+
+    def session(self, file: str | None = None) -> Any:
+        """This server session's ledger (applied / learned / corrected memory ids)."""
+        ...
+
+    def status(self, file: str | None = None) -> dict[str, Any]:
+        """Readiness of the folder: ``{"ready": bool, "indexing": str | None}``."""
+        ...
+
+    async def reindex(self, files: Sequence[str] | None, file: str | None = None) -> Any:
+        """Re-index the code graph (all, or the given files) with progress."""
+        ...
+
+    async def show_document(self, path: str, line: int, file: str | None = None) -> bool:
+        """Ask the client to open ``path`` at ``line`` (``window/showDocument``)."""
+        ...
+
+
+Handler = Callable[[CommandContext, Any], Awaitable[Any]]
+
+
+@attrs.frozen
+class CommandSpec:
+    name: str
+    arg_type: type[Any] | None
+    handler: Handler
+    summary: str = ""
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def _snake(key: str) -> str:
+    return _CAMEL.sub(r"_\1", key).replace("-", "_").lower()
+
+
+def _strict(kind: type[Any], name: str) -> Callable[[Any, Any], Any]:
+    def structure(value: Any, _type: Any) -> Any:
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if kind is not bool and isinstance(value, bool):
+            raise ValueError(f"expected {name}, got a boolean")
+        if not isinstance(value, kind):
+            raise ValueError(f"expected {name}, got {type(value).__name__}")
+        return value
+
+    return structure
+
+
+def make_converter() -> cattrs.Converter:
+    """cattrs that refuses unknown keys and does not coerce ``5`` into ``"5"``."""
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    conv.register_structure_hook(str, _strict(str, "a string"))
+    conv.register_structure_hook(int, _strict(int, "an integer"))
+    conv.register_structure_hook(float, _strict(float, "a number"))
+    conv.register_structure_hook(bool, _strict(bool, "true or false"))
+    conv.register_structure_hook(
+        dict, lambda v, _t: v if isinstance(v, dict) else _fail("expected a JSON object")
+    )
+    return conv
+
+
+def _fail(message: str) -> Any:
+    raise ValueError(message)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+class CommandRegistry:
+    """Command name -> :class:`CommandSpec`; validates arguments and maps errors."""
+
+    def __init__(self) -> None:
+        self._commands: dict[str, CommandSpec] = {}
+        self._converter = make_converter()
+
+    def register(
+        self,
+        name: str,
+        arg_type: type[A] | None,
+        handler: Callable[[CommandContext, A], Awaitable[Any]],
+        *,
+        summary: str = "",
+    ) -> None:
+        """Add a command; a second registration of one name is a programming error."""
+        if name in self._commands:
+            raise ValueError(f"command {name} is registered twice")
+        if arg_type is not None and not attrs.has(arg_type):
+            raise TypeError(f"{name}: argument type must be an attrs class")
+        self._commands[name] = CommandSpec(name, arg_type, handler, summary)
+
+    def names(self) -> list[str]:
+        return sorted(self._commands)
+
+    def get(self, name: str) -> CommandSpec | None:
+        return self._commands.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._commands
+
+    def structure(self, spec: CommandSpec, raw_args: Sequence[Any] | None) -> Any:
+        """``arguments`` -> the command's argument object, or :class:`CommandError`."""
+        args = list(raw_args or [])
+        if len(args) > 1:
+            raise CommandError(f"{spec.name}: expected one JSON object as argument")
+        raw = args[0] if args else {}
+        if raw is None:
+            raw = {}
+        if spec.arg_type is None:
+            if raw not in ({}, []):
+                raise CommandError(f"{spec.name}: takes no arguments")
+            return None
+        if not isinstance(raw, Mapping):
+            raise CommandError(f"{spec.name}: the argument must be a JSON object")
+        aliases: Mapping[str, str] = getattr(spec.arg_type, "ALIASES", {})
+        normalised: dict[str, Any] = {}
+        for key, value in raw.items():
+            name = _snake(str(key))
+            name = aliases.get(name, name)
+            if name in normalised:
+                raise CommandError(f"{spec.name}: argument {name} given twice")
+            normalised[name] = value
+        prepare = getattr(spec.arg_type, "prepare", None)
+        if callable(prepare):
+            normalised = prepare(normalised)
+        try:
+            return self._converter.structure(normalised, spec.arg_type)
+        except cattrs.BaseValidationError as exc:
+            messages = cattrs.transform_error(exc, path=spec.name)
+            raise CommandError(_one_line("; ".join(_tidy(m) for m in messages))) from exc
+        except (ValueError, TypeError) as exc:
+            raise CommandError(f"{spec.name}: {_one_line(str(exc))}") from exc
+
+    async def execute(self, ctx: CommandContext, name: str, raw_args: Sequence[Any] | None) -> Any:
+        """Validate and run; every failure becomes a :class:`CommandError`."""
+        spec = self._commands.get(name)
+        if spec is None:
+            raise CommandError(f"unknown command {name}")
+        args = self.structure(spec, raw_args)
+        try:
+            return await spec.handler(ctx, args)
+        except CommandError:
+            raise
+        except (InvalidInput, NotFound, WorkspaceError, ConfigError) as exc:
+            raise CommandError(f"{name}: {_one_line(str(exc))}", INVALID_PARAMS) from exc
+        except EngramError as exc:
+            raise CommandError(f"{name}: {_one_line(str(exc))}", REQUEST_FAILED) from exc
+        except Exception as exc:
+            log.exception("command %s failed", name)
+            text = _one_line(str(exc)) or type(exc).__name__
+            raise CommandError(f"{name} failed: {text}", INTERNAL_ERROR) from exc
+
+
+def _tidy(message: str) -> str:
+    """cattrs' ``invalid value for type, expected str @ $.engram.search.k`` -> readable."""
+    text, _, where = message.partition(" @ ")
+    where = where.replace("$.", "")
+    if text.startswith("extra fields found"):
+        return f"{where}: unknown argument {text.split(':', 1)[-1].strip()}"
+    if text == "required field missing":
+        return f"{where.split('.', 1)[0]}: missing argument {where.rsplit('.', 1)[-1]}"
+    if where.count(".") >= 1:
+        head, field = where.split(".", 1)
+        return f"{head}: {field}: {text}"
+    return f"{where}: {text}" if where else text
+
+
+class Args:
+    """Mixin for argument classes: ``ALIASES`` maps accepted synonyms to field names."""
+
+    ALIASES: ClassVar[Mapping[str, str]] = {}

@@ -1,0 +1,732 @@
+"""The Engram language server: state, core operations, and the one place features register.
+
+Handlers live in ``engram.lsp.handlers`` (one module per LSP method or family) and stay
+thin: they read the in-memory state kept here and call the operations below, which run
+everything blocking in worker threads and touch state only on the event loop thread.
+
+Start-up order (fast ``initialize``): pygls answers ``initialize`` as soon as it is up;
+``initialized`` starts a background task per workspace folder that reads the editor's
+settings, opens the Engine (importing the engine, then LanceDB when the store opens) and,
+when a code graph already exists, brings it up to date, all under a cancellable work-done
+progress. Until a folder is ready, hover and diagnostics answer with what is known
+(nothing), and commands wait for the engine instead of failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import unquote, urlparse
+
+import attrs
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path
+
+from engram import __version__
+from engram.errors import EngramError
+from engram.lsp import anchors as anchor_ops
+from engram.lsp.anchors import LineSpan, TextEdit
+from engram.lsp.commands import register_commands
+from engram.lsp.diagnostics import build_diagnostics, result_id
+from engram.lsp.folder import (
+    FileSnapshot,
+    Folder,
+    SymbolInfo,
+    impact_blocking,
+    locate_spans,
+    memory_key,
+    open_engine_blocking,
+    snapshot_blocking,
+    warm_blocking,
+)
+from engram.lsp.registry import CommandRegistry
+from engram.lsp.session import SessionLedger
+from engram.model import Memory, utcnow
+
+if TYPE_CHECKING:
+    from engram.engine import Engine
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Modules with a ``register_commands(registry)`` function adding more ``engram.*``
+#: commands (imported at start; a missing module is skipped).
+EXTENSION_MODULES: tuple[str, ...] = ("engram.mcp.lsp_commands",)
+
+#: Agent LSP clients, by (lower-case) substring of ``clientInfo.name``.
+AGENT_CLIENT_NAMES: tuple[str, ...] = (
+    "opencode",
+    "crush",
+    "claude",
+    "copilot",
+    "codex",
+    "aider",
+    "goose",
+    "amp",
+    "cline",
+)
+
+#: Settings only the language server reads (not part of ``EngramConfig``).
+POLL_SECONDS = 5.0
+PROGRESS_INTERVAL = 0.2
+
+
+@attrs.define
+class DocumentState:
+    """An open document: where its memories' anchors are now, what was last published."""
+
+    uri: str
+    folder: Folder
+    rel: str
+    memories: tuple[Memory, ...] = ()
+    spans: dict[str, LineSpan] = attrs.field(factory=dict)
+    loaded: bool = False
+    published_id: str | None = None
+    pending: asyncio.TimerHandle | None = None
+    memory_key: tuple[tuple[str, str], ...] = ()
+
+
+class EngramLanguageServer(LanguageServer):
+    """pygls server plus Engram's state; implements ``registry.CommandContext``."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "engram",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.folders: dict[str, Folder] = {}
+        self.docs: dict[str, DocumentState] = {}
+        self.registry = CommandRegistry()
+        self.fallback_root: str | None = None
+        self.client_name = ""
+        self.init_options: dict[str, Any] = {}
+        self.agent = False
+        self.push = True
+        self.pull = False
+        self.clock: Callable[[], Any] = utcnow
+        self.poll_seconds = POLL_SECONDS
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._orphan_session = SessionLedger()
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._loop
+
+    def spawn(self, coro: Any, what: str) -> None:
+        """Run a background coroutine; its failure is logged, never lost or fatal."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+
+        def done(fut: asyncio.Future[Any]) -> None:
+            self._tasks.discard(fut)
+            if not fut.cancelled() and fut.exception() is not None:
+                log.error("%s failed: %s", what, fut.exception(), exc_info=fut.exception())
+
+        task.add_done_callback(done)
+
+    def threadsafe(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Call ``fn(*args)`` on the event loop (from a worker thread)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(fn, *args)
+
+    def log_to_client(self, level: int, message: str) -> None:
+        kind = (
+            types.MessageType.Error
+            if level >= logging.ERROR
+            else types.MessageType.Warning
+            if level >= logging.WARNING
+            else types.MessageType.Info
+        )
+        with contextlib.suppress(Exception):
+            self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Out-of-band failures go to the log, not to a pop-up per keystroke."""
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    # ------------------------------------------------------------------ folders, routing
+
+    def add_folder(self, uri: str, name: str | None = None) -> Folder | None:
+        path = uri_to_path(uri)
+        if path is None or not path.is_dir():
+            log.warning("workspace folder %s is not a local directory; skipped", uri)
+            return None
+        folder = Folder(uri, path.resolve(), name)
+        self.folders[uri] = folder
+        return folder
+
+    def folder_for_path(self, path: Path) -> Folder | None:
+        best: Folder | None = None
+        for folder in self.folders.values():
+            if folder.contains(path) and (
+                best is None or len(folder.root.parts) > len(best.root.parts)
+            ):
+                best = folder
+        return best
+
+    def folder_for_uri(self, uri: str) -> Folder | None:
+        path = uri_to_path(uri)
+        return None if path is None else self.folder_for_path(path)
+
+    def folder_for_file(self, file: str | None) -> Folder:
+        """The folder holding ``file`` (absolute), else the first folder."""
+        if file:
+            path = Path(file).expanduser()
+            if path.is_absolute():
+                found = self.folder_for_path(path.resolve())
+                if found is not None:
+                    return found
+        if not self.folders:
+            raise EngramError("no workspace folder is open")
+        return next(iter(self.folders.values()))
+
+    def uri_for(self, folder: Folder, rel: str) -> str:
+        return from_fs_path(str(folder.root / rel)) or f"file://{folder.root / rel}"
+
+    # ------------------------------------------------------------------ CommandContext
+
+    async def engine_of(self, folder: Folder, timeout: float = 120.0) -> Engine:
+        deadline = time.monotonic() + timeout
+        while folder.engine is None:
+            if folder.error:
+                raise EngramError(folder.error)
+            if time.monotonic() > deadline:
+                raise EngramError("Engram is still starting; try again in a moment")
+            await asyncio.sleep(0.02)
+        return folder.engine
+
+    async def call(self, fn: Callable[[Engine], T], file: str | None = None) -> T:
+        folder = self.folder_for_file(file)
+        engine = await self.engine_of(folder)
+        return await asyncio.to_thread(fn, engine)
+
+    async def memories_changed(self, memories: Sequence[Memory], file: str | None = None) -> None:
+        touched = {a.file for m in memories for a in m.anchors} | {
+            f for m in memories for f in m.related_files
+        }
+        for doc in list(self.docs.values()):
+            if doc.rel in touched or any(m.id in {x.id for x in memories} for m in doc.memories):
+                await self.refresh_document(doc)
+                self.publish(doc)
+        self.request_pull_refresh()
+
+    def session(self, file: str | None = None) -> SessionLedger:
+        try:
+            return self.folder_for_file(file).session
+        except EngramError:
+            return self._orphan_session
+
+    def status(self, file: str | None = None) -> dict[str, Any]:
+        try:
+            folder = self.folder_for_file(file)
+        except EngramError:
+            return {"ready": False, "indexing": None}
+        return {"ready": folder.ready, "indexing": folder.indexing, "error": folder.error}
+
+    async def reindex(self, files: Sequence[str] | None, file: str | None = None) -> Any:
+        folder = self.folder_for_file(file)
+        engine = await self.engine_of(folder)
+        if files:
+            rels = [engine.workspace.relative(f) for f in files]
+
+            def run() -> dict[str, Any]:
+                graph = engine.codegraph
+                results = [graph.reindex_file(rel) for rel in rels]
+                return {"files": rels, "results": results}
+
+            report: Any = await asyncio.to_thread(run)
+        else:
+            report = await self.index_folder(folder, engine, "Engram: re-indexing")
+        folder.impact.clear()
+        folder.symbols.clear()
+        await self.refresh_folder(folder)
+        return report
+
+    async def show_document(self, path: str, line: int, file: str | None = None) -> bool:
+        folder = self.folder_for_file(file)
+        target = folder.workspace.resolve(path)
+        caps = self.client_capabilities.window
+        if caps is None or caps.show_document is None or not caps.show_document.support:
+            return False
+        pos = types.Position(line=max(0, line), character=0)
+        result = await self.window_show_document_async(
+            types.ShowDocumentParams(
+                uri=from_fs_path(str(target)) or target.as_uri(),
+                take_focus=True,
+                selection=types.Range(pos, pos),
+            )
+        )
+        return bool(result and result.success)
+
+    # ------------------------------------------------------------------ start-up
+
+    def decide_client(self, params: types.InitializeParams) -> None:
+        """Remember who the client is and how it wants diagnostics."""
+        info = params.client_info
+        self.client_name = info.name if info is not None else ""
+        raw = params.initialization_options
+        self.init_options = dict(raw) if isinstance(raw, dict) else {}
+        if not self.folders:
+            for folder in params.workspace_folders or []:
+                self.add_folder(folder.uri, folder.name)
+        if not self.folders:
+            root_uri = params.root_uri or (
+                from_fs_path(params.root_path) if params.root_path else None
+            )
+            if root_uri is None and self.fallback_root is not None:
+                root_uri = from_fs_path(str(Path(self.fallback_root).resolve()))
+            if root_uri is None:
+                root_uri = from_fs_path(str(Path.cwd()))
+            if root_uri:
+                self.add_folder(root_uri)
+
+    def client_kind_is_agent(self, setting: str) -> bool:
+        setting = (setting or "auto").strip().lower()
+        if setting in ("agent", "editor"):
+            return setting == "agent"
+        diag = self.init_options.get("diagnostics")
+        if isinstance(diag, dict) and ("agentSeverity" in diag or "agent_severity" in diag):
+            return True
+        name = self.client_name.lower()
+        return any(agent in name for agent in AGENT_CLIENT_NAMES)
+
+    def decide_diagnostic_mode(self, mode: str) -> None:
+        caps = self.client_capabilities
+        can_pull = caps.text_document is not None and caps.text_document.diagnostic is not None
+        can_refresh = bool(
+            caps.workspace is not None
+            and caps.workspace.diagnostics is not None
+            and caps.workspace.diagnostics.refresh_support
+        )
+        mode = (mode or "auto").strip().lower()
+        if mode == "push":
+            self.push, self.pull = True, False
+        elif mode == "pull":
+            self.push, self.pull = False, True
+        elif mode == "both":
+            self.push, self.pull = True, True
+        else:
+            self.pull = can_pull and can_refresh
+            self.push = not self.pull
+
+    async def fetch_overrides(self, folder: Folder) -> dict[str, Any]:
+        """initializationOptions under the editor's ``engram`` settings for this folder."""
+        from engram.config import _deep_merge
+
+        merged: dict[str, Any] = {
+            k: v for k, v in self.init_options.items() if k not in ("clientKind", "client_kind")
+        }
+        caps = self.client_capabilities.workspace
+        if caps is not None and caps.configuration:
+            try:
+                result = await asyncio.wait_for(
+                    self.workspace_configuration_async(
+                        types.ConfigurationParams(
+                            items=[types.ConfigurationItem(scope_uri=folder.uri, section="engram")]
+                        )
+                    ),
+                    timeout=5.0,
+                )
+                section = result[0] if result else None
+                if isinstance(section, dict):
+                    merged = _deep_merge(merged, section)
+            except Exception as exc:
+                log.info("workspace/configuration unavailable: %s", exc)
+        kind = self.init_options.get("clientKind") or self.init_options.get("client_kind")
+        if isinstance(kind, str):
+            merged.setdefault("diagnostics", {})
+            if isinstance(merged["diagnostics"], dict):
+                merged["diagnostics"].setdefault("client_kind", kind)
+        return merged
+
+    async def start_folder(self, folder: Folder) -> None:
+        """Open the engine and warm it, then index when a graph exists; with progress."""
+        progress = await self.begin_progress(f"Engram: opening {folder.name}")
+        try:
+            folder.overrides = await self.fetch_overrides(folder)
+            engine = await asyncio.to_thread(open_engine_blocking, folder.root, folder.overrides)
+            self.configure_folder(folder, engine)
+            folder.engine = engine
+            self.report_progress(progress, "loading memories")
+            await asyncio.to_thread(warm_blocking, engine)
+            folder.ready = True
+            log.info("Engram ready for %s", folder.root)
+            await self.refresh_folder(folder)
+            self.request_pull_refresh()
+            index_cfg = engine.config.index
+            if folder.has_graph and index_cfg.index_on_start:
+                await self.index_folder(folder, engine, None, progress)
+                folder.symbols.clear()
+                await self.refresh_folder(folder)
+        except Exception as exc:
+            folder.error = f"Engram could not start for {folder.root}: {_first_line(exc)}"
+            log.error("%s", folder.error, exc_info=not isinstance(exc, EngramError))
+        finally:
+            self.end_progress(progress, folder.error or "ready")
+
+    def configure_folder(self, folder: Folder, engine: Engine) -> None:
+        config = engine.config
+        folder.apply_config(config, self.client_kind_is_agent(config.diagnostics.client_kind))
+        self.agent = self.client_kind_is_agent(config.diagnostics.client_kind)
+        self.decide_diagnostic_mode(config.diagnostics.mode)
+
+    async def index_folder(
+        self,
+        folder: Folder,
+        engine: Engine,
+        title: str | None,
+        token: str | None = None,
+    ) -> Any:
+        """``engine.index`` in a thread, reporting ``$/progress``; cancellable by the client."""
+        own = token is None
+        if own:
+            token = await self.begin_progress(title or "Engram: indexing")
+        last = [0.0]
+
+        def progress(done: int, total: int, path: str = "") -> None:
+            now = time.monotonic()
+            if now - last[0] < PROGRESS_INTERVAL and done != total:
+                return
+            last[0] = now
+            text = f"indexing {done}/{total}" if total else f"indexing {done}"
+            pct = int(done * 100 / total) if total else None
+            self.threadsafe(self._set_indexing, folder, text)
+            self.threadsafe(self.report_progress, token, text, pct)
+
+        def cancelled() -> bool:
+            return self.progress_cancelled(token)
+
+        def run() -> Any:
+            try:
+                return engine.index(progress=_progress_adapter(progress), cancel=cancelled)
+            except TypeError:
+                return engine.index(progress, cancelled)
+
+        try:
+            folder.indexing = "indexing"
+            return await asyncio.to_thread(run)
+        finally:
+            folder.indexing = None
+            if own:
+                self.end_progress(token, "indexed")
+
+    def _set_indexing(self, folder: Folder, text: str) -> None:
+        folder.indexing = text
+
+    async def begin_progress(self, title: str) -> str | None:
+        caps = self.client_capabilities.window
+        if caps is None or not caps.work_done_progress:
+            return None
+        token = f"engram-{uuid.uuid4().hex[:8]}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), timeout=5.0)
+        except Exception as exc:
+            log.debug("progress not created: %s", exc)
+            return None
+        self.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, cancellable=True, percentage=0)
+        )
+        return token
+
+    def report_progress(self, token: str | None, message: str, pct: int | None = None) -> None:
+        if token is None:
+            return
+        self.work_done_progress.report(
+            token, types.WorkDoneProgressReport(message=message, percentage=pct, cancellable=True)
+        )
+
+    def end_progress(self, token: str | None, message: str) -> None:
+        if token is None:
+            return
+        with contextlib.suppress(Exception):
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+        self.work_done_progress.tokens.pop(token, None)
+
+    def progress_cancelled(self, token: str | None) -> bool:
+        if token is None:
+            return False
+        future = self.work_done_progress.tokens.get(token)
+        return future is not None and future.cancelled()
+
+    # ------------------------------------------------------------------ documents
+
+    def open_document(self, uri: str) -> DocumentState | None:
+        folder = self.folder_for_uri(uri)
+        if folder is None:
+            return None
+        path = uri_to_path(uri)
+        if path is None:
+            return None
+        try:
+            rel = folder.workspace.relative(path)
+        except Exception:
+            return None
+        doc = DocumentState(uri=uri, folder=folder, rel=rel)
+        self.docs[uri] = doc
+        return doc
+
+    def document_lines(self, uri: str) -> list[str]:
+        try:
+            return anchor_ops.split_lines(self.workspace.get_text_document(uri).source)
+        except Exception:
+            return []
+
+    async def refresh_document(self, doc: DocumentState, reindex: bool = False) -> bool:
+        """Reload the document's memories and relocate their anchors (in a thread).
+
+        Returns True when what the document shows may have changed.
+        """
+        folder = doc.folder
+        engine = folder.engine
+        if engine is None or not folder.ready:
+            return False
+        lines = self.document_lines(doc.uri)
+        snap: FileSnapshot = await asyncio.to_thread(
+            snapshot_blocking, engine, doc.rel, lines, folder.has_graph, reindex
+        )
+        if self.docs.get(doc.uri) is not doc:
+            return False  # closed meanwhile
+        key = memory_key(snap.memories)
+        changed = key != doc.memory_key or not doc.loaded or reindex
+        doc.memories, doc.memory_key = snap.memories, key
+        if changed or reindex:
+            doc.spans = snap.spans
+        else:  # keep the edit-tracked spans, add any new ones
+            for mid, span in snap.spans.items():
+                doc.spans.setdefault(mid, span)
+        folder.symbols[doc.rel] = snap.symbols
+        doc.loaded = True
+        if doc.rel not in folder.impact:
+            folder.impact[doc.rel] = None
+            self.spawn(self.compute_impact(folder, doc.rel), f"impact of {doc.rel}")
+        return changed
+
+    async def compute_impact(self, folder: Folder, rel: str) -> None:
+        engine = folder.engine
+        if engine is None or not folder.has_graph:
+            return
+        folder.impact[rel] = await asyncio.to_thread(impact_blocking, engine, rel)
+
+    async def refresh_folder(self, folder: Folder) -> None:
+        for doc in [d for d in self.docs.values() if d.folder is folder]:
+            changed = await self.refresh_document(doc)
+            if changed or doc.published_id is None:
+                self.publish(doc)
+
+    def apply_changes(self, doc: DocumentState, changes: Sequence[Any]) -> None:
+        """Shift tracked anchor spans by incremental edits; relocate on full-text edits."""
+        edits: list[TextEdit] = []
+        full = False
+        for change in changes:
+            rng = getattr(change, "range", None)
+            if rng is None:
+                full = True
+                continue
+            edits.append(
+                TextEdit(
+                    rng.start.line,
+                    rng.start.character,
+                    rng.end.line,
+                    rng.end.character,
+                    change.text,
+                )
+            )
+        if full:
+            lines = self.document_lines(doc.uri)
+            symbols: tuple[SymbolInfo, ...] = doc.folder.symbols.get(doc.rel, ())
+            doc.spans = locate_spans(doc.memories, doc.rel, lines, symbols)
+        elif edits:
+            doc.spans = anchor_ops.shift_all(doc.spans, edits)
+
+    def diagnostics_for(self, doc: DocumentState) -> list[types.Diagnostic]:
+        if not doc.loaded:
+            return []
+        lines: list[str] | None = None
+
+        def line_length(line: int) -> int:
+            nonlocal lines
+            if lines is None:
+                lines = self.document_lines(doc.uri)
+            return len(lines[line]) if 0 <= line < len(lines) else 0
+
+        folder = doc.folder
+        return build_diagnostics(
+            doc.memories,
+            doc.spans,
+            doc.rel,
+            folder.policy,
+            self.clock(),
+            lambda rel: self.uri_for(folder, rel),
+            line_length,
+        )
+
+    def publish(self, doc: DocumentState) -> None:
+        """Push the document's diagnostics now (when pushing)."""
+        if doc.pending is not None:
+            doc.pending.cancel()
+            doc.pending = None
+        if not self.push:
+            return
+        diagnostics = self.diagnostics_for(doc)
+        doc.published_id = result_id(diagnostics)
+        doc.folder.session.applied(d.data["id"] for d in diagnostics if isinstance(d.data, dict))
+        version = None
+        with contextlib.suppress(Exception):
+            version = self.workspace.get_text_document(doc.uri).version
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=diagnostics, version=version)
+        )
+
+    def schedule_publish(self, doc: DocumentState) -> None:
+        """Debounced push: typing moves diagnostics at most every ``debounce_ms``."""
+        if not self.push:
+            return
+        if doc.pending is not None:
+            doc.pending.cancel()
+        config = doc.folder.config
+        delay = (config.diagnostics.debounce_ms if config is not None else 300) / 1000.0
+        doc.pending = self.loop.call_later(max(0.0, delay), self.publish, doc)
+
+    def request_pull_refresh(self) -> None:
+        if not self.pull:
+            return
+        caps = self.client_capabilities.workspace
+        if caps is not None and caps.diagnostics is not None and caps.diagnostics.refresh_support:
+            self.spawn(self.workspace_diagnostic_refresh_async(None), "diagnostic refresh")
+
+    async def poll_store(self) -> None:
+        """Pick up writes by other processes (a second editor window, the CLI, an agent)."""
+        while True:
+            await asyncio.sleep(self.poll_seconds)
+            for folder in list(self.folders.values()):
+                if not folder.ready:
+                    continue
+                for doc in [d for d in self.docs.values() if d.folder is folder]:
+                    try:
+                        if await self.refresh_document(doc):
+                            self.publish(doc)
+                    except Exception as exc:
+                        log.debug("refresh of %s failed: %s", doc.rel, exc)
+
+
+def _progress_adapter(fn: Callable[[int, int, str], None]) -> Callable[..., None]:
+    """Accept the graph's ``(done, total, path)`` and the chunker's calls alike."""
+
+    def adapter(*args: Any, **_kwargs: Any) -> None:
+        numbers = [a for a in args if isinstance(a, int)]
+        text = next((a for a in args if isinstance(a, str)), "")
+        if len(numbers) >= 2:
+            fn(numbers[0], numbers[1], text)
+        elif numbers:
+            fn(numbers[0], 0, text)
+
+    return adapter
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def uri_to_path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(unquote(parsed.path))
+
+
+class _ClientLogHandler(logging.Handler):
+    """Forward warnings and errors to ``window/logMessage`` (from any thread)."""
+
+    def __init__(self, server: EngramLanguageServer) -> None:
+        super().__init__(logging.WARNING)
+        self.server = server
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = self.format(record)
+        except Exception:
+            return
+        self.server.threadsafe(self.server.log_to_client, record.levelno, message)
+
+
+def _load_extensions(registry: CommandRegistry) -> None:
+    import importlib
+
+    for name in EXTENSION_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and name.startswith(exc.name):
+                continue
+            log.warning("command extension %s failed to import: %s", name, exc)
+            continue
+        except Exception as exc:
+            log.warning("command extension %s failed to import: %s", name, exc)
+            continue
+        register = getattr(module, "register_commands", None)
+        if callable(register):
+            try:
+                register(registry)
+            except Exception as exc:
+                log.warning("command extension %s failed to register: %s", name, exc)
+
+
+def create_server() -> EngramLanguageServer:
+    """Build the server and register every feature (the one place that lists them)."""
+    from engram.lsp.handlers import (
+        code_action,
+        diagnostic,
+        documents,
+        execute_command,
+        hover,
+        lifecycle,
+        watched_files,
+    )
+
+    server = EngramLanguageServer()
+    register_commands(server.registry)
+    _load_extensions(server.registry)
+    lifecycle.register(server)
+    documents.register(server)
+    watched_files.register(server)
+    hover.register(server)
+    code_action.register(server)
+    diagnostic.register(server)
+    execute_command.register(server)
+    handler = _ClientLogHandler(server)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    logging.getLogger("engram").addHandler(handler)
+    return server
+
+
+def run_server(workspace: str | None = None, tcp: str | None = None) -> None:
+    """Serve on stdio (never print to stdout: it is the protocol channel) or TCP."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    server = create_server()
+    server.fallback_root = workspace
+    if tcp:
+        host, _, port = tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()
