@@ -18,9 +18,11 @@ from engram.workspace import Workspace
 
 
 @asynccontextmanager
-async def session_for(ws: Workspace) -> AsyncIterator[ClientSession]:
+async def session_for(ws: Workspace, home: Path | None = None) -> AsyncIterator[ClientSession]:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
     env["ENGRAM_EMBED__MODEL"] = "none"
+    if home is not None:
+        env["HOME"] = str(home)
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "engram", "mcp-serve", "--workspace", str(ws.root)],
@@ -102,6 +104,30 @@ async def test_bad_input_and_paths_outside_are_tool_errors(
         assert unknown.is_error
         bad_kind = await session.call_tool("engram_flag", {"id": "m-1", "kind": "meh"})
         assert bad_kind.is_error
+
+
+async def test_lazy_hub_finds_and_calls_a_real_mcp_server(
+    tmp_workspace: Workspace, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    config_dir = home / ".config" / "engram"
+    config_dir.mkdir(parents=True)
+    time_server = Path(sys.executable).parent / "mcp-server-time"
+    (config_dir / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"time": {"command": str(time_server), "args": []}}})
+    )
+    async with session_for(tmp_workspace, home) as session:
+        found = _payload(
+            await session.call_tool("engram_find_tools", {"query": "current time in a timezone"})
+        )
+        names = [t.get("name") or t.get("qualified_name") for t in found["tools"]]
+        assert any("get_current_time" in str(n) for n in names), found
+        called = await session.call_tool(
+            "engram_call_tool",
+            {"tool": "time/get_current_time", "arguments": {"timezone": "UTC"}},
+        )
+        assert not called.is_error, called.content
+        assert "UTC" in json.dumps(_payload(called))
 
 
 @pytest.fixture(autouse=True)

@@ -13,9 +13,10 @@ engine calls run in a worker thread so a slow search never stalls the stdio loop
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
@@ -139,7 +140,17 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
     from engram import __version__
 
     holder = EngineHolder(workspace, overrides)
-    server = MCPServer("engram", instructions=INSTRUCTIONS, version=__version__)
+    hubs = HubHolder()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await hubs.close()
+            holder.close()
+
+    server = MCPServer("engram", instructions=INSTRUCTIONS, version=__version__, lifespan=lifespan)
 
     async def call(fn: Callable[[Any], T]) -> T:
         def run() -> T:
@@ -346,24 +357,37 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         out: dict[str, Any] = to_jsonable(await call(summary))
         return out
 
-    _add_hub_tools(server, holder, call, ToolError)
+    _add_hub_tools(server, hubs, call, ToolError)
     return server
 
 
-def _add_hub_tools(server: MCPServer, holder: EngineHolder, call: Any, tool_error: Any) -> None:
+class HubHolder:
+    """The lazy MCP hub of this server process, created on first use and closed at exit."""
+
+    def __init__(self) -> None:
+        self.hub: Any | None = None
+
+    async def close(self) -> None:
+        if self.hub is not None:
+            await self.hub.close()
+            self.hub = None
+
+
+def _add_hub_tools(server: MCPServer, hubs: HubHolder, call: Any, tool_error: Any) -> None:
     """The lazy MCP hub: find one of the user's other MCP tools, then call it through Engram."""
 
     async def hub() -> Any:
-        try:
-            from engram.mcp.hub import McpHub  # type: ignore[import-not-found,unused-ignore]
-        except ImportError as exc:
-            raise tool_error("the MCP hub is not available in this build") from exc
-        engine = await call(lambda e: e)
-        existing = getattr(engine, "_mcp_hub", None)
-        if existing is None:
-            existing = McpHub(engine.workspace, engine.config.mcp)
-            engine._mcp_hub = existing
-        return existing
+        if hubs.hub is None:
+            from engram.mcp.hub import McpHub
+
+            engine = await call(lambda e: e)
+
+            def save_observation(draft: Any) -> object:
+                # a notable tool result becomes an e2e_observation waiting for review
+                return engine.remember(draft.content, **draft.remember_kwargs())
+
+            hubs.hub = McpHub(engine.workspace, engine.config, memory_sink=save_observation)
+        return hubs.hub
 
     @server.tool(
         name="engram_find_tools",
@@ -379,8 +403,16 @@ def _add_hub_tools(server: MCPServer, holder: EngineHolder, call: Any, tool_erro
         k: Annotated[int, Field(ge=1, le=50)] = 8,
     ) -> dict[str, Any]:
         h = await hub()
-        found = await h.search(query, file=file, limit=k)
-        return {"tools": to_jsonable(found)}
+        try:
+            found = await h.search(query, file=file, k=k)
+            if found.get("notes") and any("not cached" in n for n in found["notes"]):
+                # first use: the one-time introspection of trusted servers, then search again
+                await h.refresh()
+                found = await h.search(query, file=file, k=k)
+        except EngramError as exc:
+            raise tool_error(str(exc)) from exc
+        out: dict[str, Any] = to_jsonable(found)
+        return out
 
     @server.tool(
         name="engram_call_tool",
@@ -392,10 +424,11 @@ def _add_hub_tools(server: MCPServer, holder: EngineHolder, call: Any, tool_erro
     async def engram_call_tool(
         tool: Annotated[str, Field(description="Qualified tool name: server/tool")],
         arguments: Annotated[dict[str, Any] | None, Field(description="Tool arguments")] = None,
+        file: Annotated[str | None, Field(description="The file you are working on")] = None,
     ) -> dict[str, Any]:
         h = await hub()
         try:
-            result = await h.call(tool, arguments or {})
+            result = await h.call(tool, arguments or {}, file=file)
         except EngramError as exc:
             raise tool_error(str(exc)) from exc
         out = to_jsonable(result)
