@@ -87,3 +87,21 @@ def test_bad_plugins_are_refused_not_fatal() -> None:
         registry.register(object())
     assert registry.load_specs(["no_such_module_xyz:Thing", "garbage"]) == []
     assert "native" in registry.ids()
+
+
+def test_entry_point_plugins_are_loaded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import importlib.metadata
+    import sys
+
+    (tmp_path / "ep_kanban.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    point = importlib.metadata.EntryPoint("kanban", "ep_kanban:Kanban", "engram.methodologies")
+
+    def fake_entry_points(group: str) -> list[importlib.metadata.EntryPoint]:
+        return [point] if group == "engram.methodologies" else []
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", fake_entry_points)
+    registry = PluginRegistry()
+    assert registry.load_entry_points() == ["kanban"]
+    assert registry.get("kanban").display_name == "Kanban"
+    sys.modules.pop("ep_kanban", None)
