@@ -1,0 +1,56 @@
+"""Retrieval: one pipeline for search, context packs, diagnostics and agent hooks.
+
+BM25 + dense + graph candidates, weighted RRF by query type, graph neighbourhood boost,
+phase / trust / decay / recency weights, staleness rules, and token-budgeted context packs
+with citations. Importing it is cheap (no LanceDB, no model).
+"""
+
+from engram.retrieval.packing import BACKGROUND_TYPES, TIER_SHARES, pack_context
+from engram.retrieval.retriever import CRITICAL_TYPES, Retriever, file_query
+from engram.retrieval.scoring import (
+    FUSION_WEIGHTS,
+    PHASE_WEIGHTS,
+    SOURCE_TRUST,
+    detect_query_type,
+    graph_neighbourhood_boost,
+    memory_weight,
+    weighted_rrf,
+)
+from engram.retrieval.tokens import estimate_tokens
+from engram.retrieval.types import (
+    ContextItem,
+    ContextPack,
+    ContextRequest,
+    GraphProvider,
+    Level,
+    QueryType,
+    SearchHit,
+    SearchRequest,
+    Tier,
+)
+
+__all__ = [
+    "BACKGROUND_TYPES",
+    "CRITICAL_TYPES",
+    "FUSION_WEIGHTS",
+    "PHASE_WEIGHTS",
+    "SOURCE_TRUST",
+    "TIER_SHARES",
+    "ContextItem",
+    "ContextPack",
+    "ContextRequest",
+    "GraphProvider",
+    "Level",
+    "QueryType",
+    "Retriever",
+    "SearchHit",
+    "SearchRequest",
+    "Tier",
+    "detect_query_type",
+    "estimate_tokens",
+    "file_query",
+    "graph_neighbourhood_boost",
+    "memory_weight",
+    "pack_context",
+    "weighted_rrf",
+]

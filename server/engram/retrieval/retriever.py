@@ -1,0 +1,429 @@
+"""The one retrieval pipeline behind search, context packs, diagnostics and agent hooks.
+
+Stages (V5 §7, adapted):
+
+1. **Candidates**, each optional: BM25 (``store.keyword_search``), dense
+   (``store.vector_search`` on the embedded query), graph (memories on the request's file
+   and on its code-graph neighbours, or on the neighbours of the top candidates' files).
+2. **Weighted RRF** with weights chosen by query type (identifier / semantic / structural).
+3. **Graph neighbourhood boost**: candidates ranked 11-50 that sit on files next to the top
+   ten's files move up.
+4. **Weights**: phase x source trust x decayed confidence x recency x access frequency x
+   pinned/verified, and the staleness rules: stale memories never come back on proactive
+   requests and come back marked (and ranked lower) on explicit search; deprecated ones
+   and those outside their validity window never do.
+
+``context`` builds a query from the file (path words, module, symbol) or takes the given
+one, runs the same pipeline proactively, adds the memories anchored on the file, and packs
+them by tier into the budget (:mod:`engram.retrieval.packing`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from engram.config import RetrievalConfig
+from engram.model import Memory, MemoryType, utcnow
+from engram.retrieval.packing import pack_context
+from engram.retrieval.scoring import (
+    BM25,
+    DENSE,
+    FUSION_WEIGHTS,
+    GRAPH,
+    detect_query_type,
+    graph_neighbourhood_boost,
+    memory_weight,
+    weighted_rrf,
+)
+from engram.retrieval.types import (
+    ContextPack,
+    ContextRequest,
+    GraphProvider,
+    QueryType,
+    SearchHit,
+    SearchRequest,
+    Tier,
+)
+
+if TYPE_CHECKING:
+    from engram.embed import Embedder
+    from engram.store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+#: Graph-path candidates kept (V5 path C: top 15).
+GRAPH_CANDIDATES = 15
+#: Top results whose files seed the graph path and the neighbourhood boost.
+GRAPH_SEED_RESULTS = 5
+#: Types an agent must see before touching the file they are anchored on (004 tier 1).
+CRITICAL_TYPES: frozenset[MemoryType] = frozenset(
+    {MemoryType.GOTCHA, MemoryType.DEAD_END, MemoryType.ERROR_PATTERN, MemoryType.DECISION}
+)
+
+_PATH_WORDS = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_GENERIC_PATH_WORDS = frozenset(
+    {"src", "lib", "server", "app", "main", "index", "init", "py", "js", "ts", "tsx", "go", "rs"}
+)
+
+
+def _memory_files(memory: Memory) -> list[str]:
+    seen: dict[str, None] = {}
+    for anchor in memory.anchors:
+        seen.setdefault(anchor.file, None)
+    for path in memory.related_files:
+        seen.setdefault(path, None)
+    return list(seen)
+
+
+def file_query(file: str | None, symbol: str | None) -> str:
+    """Words of a file path and symbol as a query: ``src/auth/jwt.py`` -> ``auth jwt``.
+
+    The path itself is kept too, so BM25 matches memories that name the file.
+    """
+    parts: list[str] = []
+    if file:
+        path = PurePosixPath(file)
+        words = [
+            w.lower()
+            for piece in [*path.parent.parts[-2:], path.stem]
+            for w in _PATH_WORDS.findall(piece)
+        ]
+        parts.append(file)
+        parts.extend(w for w in dict.fromkeys(words) if w not in _GENERIC_PATH_WORDS)
+    if symbol:
+        parts.append(symbol)
+        parts.extend(w.lower() for w in _PATH_WORDS.findall(symbol))
+    return " ".join(dict.fromkeys(parts))
+
+
+class Retriever:
+    """Hybrid memory retrieval over a :class:`MemoryStore` (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: Embedder | None,
+        config: RetrievalConfig,
+        graph: GraphProvider | None = None,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        file_exists: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.config = config
+        self.graph = graph
+        self._clock = clock
+        self._file_exists = file_exists if file_exists is not None else self._default_file_exists()
+        try:
+            params = inspect.signature(store.vector_search).parameters
+            self._vector_takes_model = "model_id" in params
+        except (TypeError, ValueError):
+            self._vector_takes_model = False
+
+    def _default_file_exists(self) -> Callable[[str], bool] | None:
+        workspace = getattr(self.store, "workspace", None)
+        root = getattr(workspace, "root", None)
+        if root is None:
+            return None
+
+        def exists(rel: str) -> bool:
+            return bool((root / rel).exists())
+
+        return exists
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, request: SearchRequest) -> list[SearchHit]:
+        """Ranked memories for ``request`` (see the module docstring for the stages)."""
+        query = (request.query or "").strip()
+        if (not query and not request.file) or request.k <= 0:
+            return []
+        now = self._clock()
+        ranked, notes, path_ranks = self._rank(query, request, now)
+        hits = self._finalise(ranked, request, now, path_ranks, notes)
+        return hits[: request.k]
+
+    def _filter(self, request: SearchRequest) -> Any:
+        from engram.store import MemoryFilter
+
+        return MemoryFilter(
+            types=list(request.types) if request.types else None,
+            include_stale=not request.proactive,
+        )
+
+    def _rank(
+        self, query: str, request: SearchRequest, now: datetime
+    ) -> tuple[list[tuple[str, float]], list[str], dict[str, dict[str, int]]]:
+        n = max(self.config.candidates, request.k * 3)
+        flt = self._filter(request)
+        notes: list[str] = []
+        paths: dict[str, list[str]] = {}
+        if query:
+            paths[BM25] = self._keyword(query, n, flt, notes)
+            dense = self._dense(query, n, flt, notes)
+            if dense is not None:
+                paths[DENSE] = dense
+        graph_ids = self._graph_candidates(request.file, paths)
+        if graph_ids:
+            paths[GRAPH] = graph_ids
+        qtype = detect_query_type(query) if query else QueryType.STRUCTURAL
+        weights = FUSION_WEIGHTS[qtype]
+        fused = weighted_rrf(paths, weights, k=self.config.rrf_k)
+        best_possible = sum(weights.get(p, 0.0) for p in paths) / (self.config.rrf_k + 1) or 1.0
+        ranked = sorted(
+            ((mid, score / best_possible) for mid, score in fused.items()),
+            key=lambda item: -item[1],
+        )
+        notes.append(f"query: {qtype.value}")
+        path_ranks = {
+            name: {mid: rank for rank, mid in enumerate(ids, start=1)}
+            for name, ids in paths.items()
+        }
+        ranked = self._boost(ranked, notes, path_ranks)
+        return ranked, notes, path_ranks
+
+    def _keyword(self, query: str, n: int, flt: Any, notes: list[str]) -> list[str]:
+        try:
+            return [mid for mid, _ in self.store.keyword_search(query, n, flt)]
+        except Exception as exc:  # a broken FTS index must not take search down
+            log.warning("keyword search failed: %s", exc)
+            notes.append("keyword search unavailable")
+            return []
+
+    def _dense(self, query: str, n: int, flt: Any, notes: list[str]) -> list[str] | None:
+        if self.embedder is None:
+            notes.append("no embedding model: keyword + graph only")
+            return None
+        try:
+            vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
+            if self._vector_takes_model:
+                found = self.store.vector_search(
+                    vector,
+                    n,
+                    flt,
+                    model_id=self.embedder.model_id,  # type: ignore[call-arg]
+                )
+            else:
+                found = self.store.vector_search(vector, n, flt)
+        except Exception as exc:
+            log.warning("dense search failed: %s", exc)
+            notes.append("dense search unavailable: keyword + graph only")
+            return None
+        return [mid for mid, _ in found]
+
+    def _ids_for_file(self, path: str) -> list[str]:
+        ids_for_file = getattr(self.store, "ids_for_file", None)
+        if callable(ids_for_file):
+            return list(ids_for_file(path))
+        from engram.store import MemoryFilter
+
+        return [m.id for m in self.store.list(MemoryFilter(file=path, include_stale=True))]
+
+    def _neighbours(self, files: Sequence[str]) -> dict[str, float]:
+        if self.graph is None or not files:
+            return {}
+        try:
+            return dict(self.graph.neighbours(list(files), 1))
+        except Exception as exc:  # the graph is an optional signal
+            log.info("graph neighbours unavailable: %s", exc)
+            return {}
+
+    def _graph_candidates(self, file: str | None, paths: dict[str, list[str]]) -> list[str]:
+        """Memories on the request's file, then on its graph neighbours (best weight first).
+
+        Without a file, the files of the top keyword/dense candidates seed the walk (V5 path
+        C uses the files the agent recently touched; a stateless search uses the best guess).
+        """
+        weights: dict[str, float] = {}
+        if file:
+            for mid in self._ids_for_file(file):
+                weights[mid] = 2.0
+            seeds = [file]
+        else:
+            if self.graph is None:
+                return []
+            top = [ids[:GRAPH_SEED_RESULTS] for ids in paths.values()]
+            seed_ids = list(dict.fromkeys(mid for ids in top for mid in ids))
+            seeds = list(
+                dict.fromkeys(f for m in self.store.get_many(seed_ids) for f in _memory_files(m))
+            )
+        for path, weight in sorted(self._neighbours(seeds).items(), key=lambda kv: -kv[1]):
+            if path in seeds:
+                continue
+            for mid in self._ids_for_file(path):
+                if weights.get(mid, 0.0) < weight:
+                    weights[mid] = weight
+            if len(weights) >= GRAPH_CANDIDATES * 3:
+                break
+        ordered = sorted(weights, key=lambda mid: -weights[mid])
+        return ordered[: max(GRAPH_CANDIDATES, sum(1 for w in weights.values() if w >= 2.0))]
+
+    def _boost(
+        self,
+        ranked: list[tuple[str, float]],
+        notes: list[str],
+        path_ranks: dict[str, dict[str, int]],
+    ) -> list[tuple[str, float]]:
+        if self.graph is None or len(ranked) <= 10:
+            return ranked
+        window = ranked[:50]
+        memories = {m.id: m for m in self.store.get_many([mid for mid, _ in window])}
+        files_of = {mid: _memory_files(m) for mid, m in memories.items()}
+        top_files = list(dict.fromkeys(f for mid, _ in window[:10] for f in files_of.get(mid, ())))
+        neighbours = self._neighbours(top_files)
+        if not neighbours:
+            return ranked
+        boosted, ids = graph_neighbourhood_boost(window, files_of, neighbours)
+        if ids:
+            path_ranks.setdefault("boost", {}).update({mid: 1 for mid in ids})
+        return boosted + ranked[50:]
+
+    def _stale_reason(self, memory: Memory) -> str | None:
+        if memory.stale_at is not None:
+            return f"stale since {memory.stale_at:%Y-%m-%d}: may be outdated"
+        if self._file_exists is not None:
+            for anchor in memory.anchors:
+                if not self._file_exists(anchor.file):
+                    return f"stale: {anchor.file} no longer exists"
+        return None
+
+    def _finalise(
+        self,
+        ranked: list[tuple[str, float]],
+        request: SearchRequest,
+        now: datetime,
+        path_ranks: dict[str, dict[str, int]],
+        notes: list[str],
+    ) -> list[SearchHit]:
+        window = ranked[: max(request.k * 4, 50)]
+        memories = {m.id: m for m in self.store.get_many([mid for mid, _ in window])}
+        types = set(request.types) if request.types else None
+        hits: list[SearchHit] = []
+        for mid, relevance in window:
+            memory = memories.get(mid)
+            if memory is None or memory.deprecated or not memory.is_valid_at(now):
+                continue
+            if types is not None and memory.type not in types:
+                continue
+            stale_reason = self._stale_reason(memory)
+            if stale_reason is not None and request.proactive:
+                continue
+            weight = memory_weight(
+                memory, now=now, phase=request.phase, stale=stale_reason is not None
+            )
+            reasons = [
+                f"{name} #{ranks[mid]}"
+                for name, ranks in path_ranks.items()
+                if mid in ranks and name != "boost"
+            ]
+            if mid in path_ranks.get("boost", {}):
+                reasons.append("graph neighbourhood boost")
+            reasons.extend(notes)
+            if weight.phase != 1.0 and request.phase is not None:
+                reasons.append(f"phase {request.phase.value} x{weight.phase:g}")
+            if weight.trust != 1.0:
+                reasons.append(f"source {memory.source.value} x{weight.trust:g}")
+            if memory.pinned:
+                reasons.append("pinned")
+            if memory.user_verified:
+                reasons.append("user verified")
+            if stale_reason is not None:
+                reasons.insert(0, stale_reason)
+            hits.append(
+                SearchHit(
+                    memory=memory,
+                    score=relevance * weight.total,
+                    stale=stale_reason is not None,
+                    reasons=reasons,
+                )
+            )
+        hits.sort(key=lambda h: -h.score)
+        return hits
+
+    # ------------------------------------------------------------------ context
+
+    def context(self, request: ContextRequest) -> ContextPack:
+        """The memories that matter for a file and/or query, packed into the token budget."""
+        now = self._clock()
+        budget = max(0, int(request.budget_tokens))
+        query = (request.query or "").strip() or file_query(request.file, request.symbol)
+        search = SearchRequest(
+            query=query,
+            k=max(20, self.config.default_k * 2),
+            phase=request.phase,
+            file=request.file,
+            proactive=True,
+        )
+        hits = self.search(search) if (query or request.file) else []
+        anchored = self._anchored(request, now, {h.memory.id for h in hits})
+        tiered: list[tuple[Tier, SearchHit]] = []
+        seen: set[str] = set()
+        for hit in anchored + hits:
+            if hit.memory.id in seen:
+                continue
+            seen.add(hit.memory.id)
+            tiered.append((self._tier(hit.memory, request), hit))
+        title = self._title(request)
+        return pack_context(tiered, budget, title=title)
+
+    def _anchored(self, request: ContextRequest, now: datetime, have: set[str]) -> list[SearchHit]:
+        """Memories anchored on the file (symbol matches first) that search did not return."""
+        if not request.file:
+            return []
+        ids = [mid for mid in self._ids_for_file(request.file) if mid not in have]
+        out: list[SearchHit] = []
+        for memory in self.store.get_many(ids):
+            if memory.deprecated or not memory.is_valid_at(now):
+                continue
+            if self._stale_reason(memory) is not None:
+                continue
+            weight = memory_weight(memory, now=now, phase=request.phase, stale=False)
+            on_symbol = bool(request.symbol) and any(
+                a.symbol == request.symbol for a in memory.anchors
+            )
+            relevance = 0.5 * (2.0 if on_symbol else 1.0)
+            out.append(
+                SearchHit(
+                    memory=memory,
+                    score=relevance * weight.total,
+                    stale=False,
+                    reasons=[f"anchored on {request.file}"],
+                )
+            )
+        out.sort(key=lambda h: -h.score)
+        return out
+
+    @staticmethod
+    def _tier(memory: Memory, request: ContextRequest) -> Tier:
+        from engram.retrieval.packing import BACKGROUND_TYPES
+
+        if memory.type in BACKGROUND_TYPES:
+            return Tier.BACKGROUND
+        if memory.type in CRITICAL_TYPES:
+            files = _memory_files(memory)
+            on_file = request.file is not None and request.file in files
+            on_symbol = request.symbol is not None and any(
+                a.symbol == request.symbol for a in memory.anchors
+            )
+            if on_file or on_symbol or memory.pinned:
+                return Tier.CRITICAL
+        return Tier.RELEVANT
+
+    @staticmethod
+    def _title(request: ContextRequest) -> str:
+        target = request.file or ""
+        if request.symbol:
+            target = f"{target}:{request.symbol}" if target else request.symbol
+        if request.query:
+            target = f"{target} — {request.query}" if target else request.query
+        phase = f" ({request.phase.value})" if request.phase else ""
+        return f"Engram memory for {target}{phase}"

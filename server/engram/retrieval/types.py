@@ -1,0 +1,156 @@
+"""Request and result records of the retrieval pipeline, and the graph protocol it consumes."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+from engram.model import Memory, MemoryType, UniversalPhase
+
+
+class QueryType(enum.StrEnum):
+    """How a query is phrased; picks the fusion weights (V5 §7 stage 2a)."""
+
+    IDENTIFIER = "identifier"
+    SEMANTIC = "semantic"
+    STRUCTURAL = "structural"
+
+
+class Tier(enum.StrEnum):
+    """Context tiers of the Living Memory design (004): what an agent must see first."""
+
+    CRITICAL = "critical"
+    RELEVANT = "relevant"
+    BACKGROUND = "background"
+    INDEX = "index"
+
+
+class Level(enum.StrEnum):
+    """Compression levels used to fit a budget: full text, first sentence, citation, pointer."""
+
+    FULL = "full"
+    SUMMARY = "summary"
+    CITATION = "citation"
+    POINTER = "pointer"
+
+
+@runtime_checkable
+class GraphProvider(Protocol):
+    """Files near other files in the code graph (implemented by ``engram.codegraph``)."""
+
+    def neighbours(self, files: Sequence[str], depth: int = 1) -> dict[str, float]: ...
+
+
+@attrs.define
+class SearchRequest:
+    """One search. ``proactive`` marks injection (diagnostics, hooks): stale is never returned.
+
+    ``file`` is the file the caller is looking at; it biases results towards memories on that
+    file and its graph neighbours, it does not filter.
+    """
+
+    query: str
+    k: int = 10
+    phase: UniversalPhase | None = None
+    file: str | None = None
+    types: Sequence[MemoryType] | None = None
+    proactive: bool = False
+
+
+@attrs.define
+class SearchHit:
+    """A ranked memory, with why it ranked (``reasons``) and whether it may be outdated."""
+
+    memory: Memory
+    score: float
+    stale: bool
+    reasons: list[str] = attrs.field(factory=list)
+
+    @property
+    def citation(self) -> str:
+        return self.memory.citation()
+
+    def to_dict(self) -> dict[str, Any]:
+        from engram.model import memory_to_dict
+
+        data = memory_to_dict(self.memory)
+        data.update(
+            score=round(self.score, 6),
+            stale=self.stale,
+            reasons=list(self.reasons),
+            citation=self.citation,
+        )
+        return data
+
+
+@attrs.define
+class ContextRequest:
+    """What to assemble context for: a file (and symbol), a free-text query, or both."""
+
+    file: str | None = None
+    symbol: str | None = None
+    query: str | None = None
+    phase: UniversalPhase | None = None
+    budget_tokens: int = 2000
+
+
+@attrs.define
+class ContextItem:
+    """One memory in a context pack, at the compression level that fitted the budget."""
+
+    memory: Memory
+    tier: Tier
+    level: Level
+    text: str
+    tokens: int
+    score: float
+    reasons: list[str] = attrs.field(factory=list)
+
+    @property
+    def citation(self) -> str:
+        return self.memory.citation()
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.memory
+        return {
+            "id": m.id,
+            "type": m.type.value,
+            "source": m.source.value,
+            "tier": self.tier.value,
+            "level": self.level.value,
+            "text": self.text,
+            "tokens": self.tokens,
+            "score": round(self.score, 6),
+            "citation": self.citation,
+            "content": m.content,
+            "confidence": m.confidence,
+            "anchors": [attrs.asdict(a) for a in m.anchors],
+            "related_files": list(m.related_files),
+            "reasons": list(self.reasons),
+        }
+
+
+@attrs.define
+class ContextPack:
+    """Memories packed into a token budget; ``text`` is the Markdown an agent or editor shows.
+
+    ``tokens`` is ``estimate_tokens(text)`` and never exceeds ``budget_tokens``.
+    """
+
+    items: list[ContextItem]
+    tokens: int
+    budget_tokens: int
+    text: str
+    notes: list[str] = attrs.field(factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "budget_tokens": self.budget_tokens,
+            "items": [item.to_dict() for item in self.items],
+            "text": self.text,
+            "notes": list(self.notes),
+        }

@@ -1,0 +1,244 @@
+"""The whole search pipeline on a fake store (fast) and once on the real LanceDB store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from engram.config import RetrievalConfig
+from engram.model import CodeAnchor, Memory, MemorySource, MemoryType, UniversalPhase
+from engram.retrieval import ContextRequest, Retriever, SearchRequest
+from engram.workspace import Workspace
+
+from .fakes import FakeGraph, FakeStore, HashEmbedder
+
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
+
+
+def mem(content: str, **kw: Any) -> Memory:
+    base: dict[str, Any] = {
+        "content": content,
+        "created_at": NOW - timedelta(days=1),
+        "updated_at": NOW - timedelta(days=1),
+        "last_accessed_at": NOW - timedelta(days=1),
+        "valid_from": NOW - timedelta(days=1),
+    }
+    if "file" in kw:
+        base["anchors"] = [CodeAnchor(file=kw.pop("file"), symbol=kw.pop("symbol", None))]
+    base.update(kw)
+    return Memory(**base)
+
+
+def retriever(
+    memories: list[Memory],
+    *,
+    embedder: bool = True,
+    graph: FakeGraph | None = None,
+    existing: set[str] | None = None,
+) -> tuple[Retriever, FakeStore]:
+    emb = HashEmbedder() if embedder else None
+    store = FakeStore(emb)
+    store.add(memories)
+    files = existing
+    r = Retriever(
+        store,  # type: ignore[arg-type]
+        emb,
+        RetrievalConfig(),
+        graph=graph,
+        clock=lambda: NOW,
+        file_exists=(lambda f: f in files) if files is not None else None,
+    )
+    return r, store
+
+
+def ids(hits: list[Any]) -> list[str]:
+    return [h.memory.id for h in hits]
+
+
+def test_finds_by_keyword_and_dense_and_says_why() -> None:
+    target = mem("charge() takes euros but the payment API wants integer cents", id="m-pay")
+    noise = [mem(f"unrelated note {i} about logging levels", id=f"m-n{i}") for i in range(20)]
+    r, _ = retriever([target, *noise])
+    hits = r.search(SearchRequest("payment API cents"))
+    assert hits[0].memory.id == "m-pay"
+    assert any(reason.startswith("bm25 #1") for reason in hits[0].reasons)
+    assert any(reason.startswith("dense #") for reason in hits[0].reasons)
+    assert hits[0].citation == hits[0].memory.citation() and hits[0].citation.startswith(
+        "[Memory m-pay: "
+    )
+    assert hits[0].score > 0
+
+
+def test_without_embedder_keyword_only_and_reason() -> None:
+    r, _ = retriever([mem("retry with exponential backoff", id="m-a")], embedder=False)
+    hits = r.search(SearchRequest("backoff"))
+    assert ids(hits) == ["m-a"]
+    assert "no embedding model: keyword + graph only" in hits[0].reasons
+
+
+def test_k_limits_and_empty_query() -> None:
+    r, _ = retriever([mem(f"cache note {i}", id=f"m-{i}") for i in range(30)])
+    assert len(r.search(SearchRequest("cache note", k=5))) == 5
+    assert r.search(SearchRequest("   ")) == []
+    assert r.search(SearchRequest("cache", k=0)) == []
+
+
+def test_stale_explicit_marked_and_lower_proactive_never() -> None:
+    stale = mem("the token cache expires hourly", id="m-stale", stale_at=NOW - timedelta(days=2))
+    fresh = mem("the token cache expires hourly in staging", id="m-fresh")
+    r, _ = retriever([stale, fresh])
+    explicit = r.search(SearchRequest("token cache expires hourly"))
+    by_id = {h.memory.id: h for h in explicit}
+    assert by_id["m-stale"].stale and not by_id["m-fresh"].stale
+    assert by_id["m-stale"].reasons[0].startswith("stale since")
+    assert ids(explicit)[0] == "m-fresh"  # ranked lower although it matches better
+    proactive = r.search(SearchRequest("token cache expires hourly", proactive=True))
+    assert ids(proactive) == ["m-fresh"]
+
+
+def test_missing_anchor_file_counts_as_stale() -> None:
+    gone = mem("login retries three times", id="m-gone", file="old/auth.py")
+    here = mem("login locks after five failures", id="m-here", file="auth.py")
+    r, _ = retriever([gone, here], existing={"auth.py"})
+    hits = r.search(SearchRequest("login"))
+    stale = {h.memory.id: h for h in hits}["m-gone"]
+    assert stale.stale and "old/auth.py no longer exists" in stale.reasons[0]
+    assert ids(r.search(SearchRequest("login", proactive=True))) == ["m-here"]
+
+
+def test_deprecated_and_out_of_validity_never() -> None:
+    memories = [
+        mem("deploy with the blue pipeline", id="m-dep", deprecated=True),
+        mem("deploy with the green pipeline", id="m-old", valid_until=NOW - timedelta(days=1)),
+        mem("deploy with the red pipeline", id="m-future", valid_from=NOW + timedelta(days=1)),
+        mem("deploy with the main pipeline", id="m-ok"),
+    ]
+    r, _ = retriever(memories)
+    assert ids(r.search(SearchRequest("deploy pipeline"))) == ["m-ok"]
+
+
+def test_types_filter() -> None:
+    r, _ = retriever(
+        [
+            mem("use attrs for records", id="m-pref", type=MemoryType.PREFERENCE),
+            mem("attrs slots break pickling", id="m-got", type=MemoryType.GOTCHA),
+        ]
+    )
+    hits = r.search(SearchRequest("attrs", types=[MemoryType.GOTCHA]))
+    assert ids(hits) == ["m-got"]
+
+
+def test_phase_changes_order() -> None:
+    req = mem("schema migrations need a version bump", id="m-req", type=MemoryType.REQUIREMENT)
+    got = mem("schema migrations need a version bump first", id="m-got", type=MemoryType.GOTCHA)
+    r, _ = retriever([req, got])
+    define = ids(r.search(SearchRequest("schema migrations version", phase=UniversalPhase.DEFINE)))
+    implement = ids(
+        r.search(SearchRequest("schema migrations version", phase=UniversalPhase.IMPLEMENT))
+    )
+    assert define[0] == "m-req" and implement[0] == "m-got"
+
+
+def test_source_trust_changes_order() -> None:
+    taught = mem("flaky test needs a fixed seed", id="m-u", source=MemorySource.USER_TAUGHT)
+    inferred = mem("flaky test needs a fixed seed", id="m-o", source=MemorySource.OBSERVER_INFERRED)
+    r, _ = retriever([inferred, taught])
+    hits = r.search(SearchRequest("flaky test seed"))
+    assert ids(hits)[0] == "m-u"
+    assert any(reason == "source user_taught x1.4" for reason in hits[0].reasons)
+
+
+def test_request_file_brings_its_memories_and_graph_neighbours() -> None:
+    graph = FakeGraph([("app/views.py", "app/models.py")])
+    on_file = mem("views render with jinja autoescape off", id="m-view", file="app/views.py")
+    neighbour = mem("models use soft delete flags", id="m-model", file="app/models.py")
+    other = [mem(f"nothing to do with it {i}", id=f"m-x{i}") for i in range(5)]
+    r, _ = retriever([on_file, neighbour, *other], graph=graph)
+    hits = r.search(SearchRequest("rendering problems", file="app/views.py"))
+    assert set(ids(hits)[:2]) == {"m-view", "m-model"}
+    assert any(reason.startswith("graph #") for reason in hits[0].reasons)
+
+
+def test_graph_boost_runs_over_top_results() -> None:
+    graph = FakeGraph([("a.py", "b.py")])
+    top = [mem(f"parser error handling case {i}", id=f"m-top{i}", file="a.py") for i in range(12)]
+    low = [mem(f"parser {i} misc", id=f"m-low{i}", file=f"z{i}.py") for i in range(30)]
+    near = mem("parser misc neighbour", id="m-near", file="b.py")
+    r, _ = retriever([*top, *low, near], graph=graph)
+    hits = r.search(SearchRequest("parser error handling", k=50))
+    near_hit = next(h for h in hits if h.memory.id == "m-near")
+    assert "graph neighbourhood boost" in near_hit.reasons or any(
+        reason.startswith("graph #") for reason in near_hit.reasons
+    )
+
+
+def test_context_pack_for_file_has_tiers_and_citations() -> None:
+    memories = [
+        mem("never call save() inside the signal handler", id="m-g", type=MemoryType.GOTCHA,
+            file="app/models.py"),
+        mem("we chose soft deletes over hard deletes", id="m-d", type=MemoryType.DECISION,
+            file="app/models.py"),
+        mem("prefer attrs over dataclasses everywhere", id="m-p", type=MemoryType.PREFERENCE,
+            related_files=["app/models.py"]),
+        mem("models module wraps the ORM", id="m-i", type=MemoryType.MODULE_INSIGHT,
+            related_files=["app/models.py"]),
+    ]  # fmt: skip
+    r, _ = retriever(memories)
+    pack = r.context(ContextRequest(file="app/models.py", budget_tokens=1000))
+    tiers = {item.memory.id: item.tier.value for item in pack.items}
+    assert tiers == {"m-g": "critical", "m-d": "critical", "m-p": "background", "m-i": "relevant"}
+    text = pack.text
+    assert text.index("## Critical") < text.index("## Relevant") < text.index("## Background")
+    assert "[Memory m-g: never call save() inside the signal…]" in text
+    assert pack.tokens <= 1000 and pack.to_dict()["items"][0]["citation"].startswith("[Memory")
+
+
+def test_context_by_query_and_stale_never_injected() -> None:
+    memories = [
+        mem("eviction runs on a background thread holding the lock", id="m-e"),
+        mem("eviction used to run inline", id="m-s", stale_at=NOW - timedelta(days=3)),
+    ]
+    r, _ = retriever(memories)
+    pack = r.context(ContextRequest(query="eviction lock", budget_tokens=500))
+    assert [item.memory.id for item in pack.items] == ["m-e"]
+
+
+def test_context_with_nothing_is_empty() -> None:
+    r, _ = retriever([])
+    pack = r.context(ContextRequest(file="nothing.py"))
+    assert pack.items == [] and pack.tokens == 0 and pack.text == ""
+
+
+def test_real_store_integration(tmp_workspace: Workspace) -> None:
+    from engram.store import MemoryStore
+
+    store = MemoryStore(tmp_workspace)
+    try:
+        emb = HashEmbedder()
+        memories = [
+            mem("charge() takes euros but the payment API wants integer cents", id="m-pay",
+                file="billing.py"),
+            mem("the invoice renderer needs DejaVu fonts", id="m-pdf"),
+            mem("old payment flow used floats", id="m-old", stale_at=NOW - timedelta(days=1)),
+        ]  # fmt: skip
+        (tmp_workspace.root / "billing.py").write_text("x = 1\n")
+        store.add(memories, emb.embed([m.content for m in memories]), emb.model_id)
+        r = Retriever(store, emb, RetrievalConfig(), clock=lambda: NOW)
+        hits = r.search(SearchRequest("payment API cents"))
+        assert hits[0].memory.id == "m-pay"
+        assert "m-old" in ids(hits) and "m-old" not in ids(
+            r.search(SearchRequest("payment", proactive=True))
+        )
+        pack = r.context(ContextRequest(file="billing.py", budget_tokens=300))
+        assert pack.items[0].memory.id == "m-pay" and pack.tokens <= 300
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("with_embedder", [True, False])
+def test_search_calls_store_once_per_path(with_embedder: bool) -> None:
+    r, store = retriever([mem("alpha beta", id="m-a")], embedder=with_embedder)
+    r.search(SearchRequest("alpha"))
+    assert store.keyword_calls == 1
