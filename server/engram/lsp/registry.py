@@ -200,8 +200,8 @@ class CommandRegistry:
         try:
             return self._converter.structure(normalised, spec.arg_type)
         except cattrs.BaseValidationError as exc:
-            messages = cattrs.transform_error(exc, path=spec.name)
-            raise CommandError(_one_line("; ".join(_tidy(m) for m in messages))) from exc
+            problems = "; ".join(describe_validation(exc))
+            raise CommandError(f"{spec.name}: {_one_line(problems)}") from exc
         except (ValueError, TypeError) as exc:
             raise CommandError(f"{spec.name}: {_one_line(str(exc))}") from exc
 
@@ -225,18 +225,33 @@ class CommandRegistry:
             raise CommandError(f"{name} failed: {text}", INTERNAL_ERROR) from exc
 
 
-def _tidy(message: str) -> str:
-    """cattrs' ``invalid value for type, expected str @ $.engram.search.k`` -> readable."""
-    text, _, where = message.partition(" @ ")
-    where = where.replace("$.", "")
-    if text.startswith("extra fields found"):
-        return f"{where}: unknown argument {text.split(':', 1)[-1].strip()}"
-    if text == "required field missing":
-        return f"{where.split('.', 1)[0]}: missing argument {where.rsplit('.', 1)[-1]}"
-    if where.count(".") >= 1:
-        head, field = where.split(".", 1)
-        return f"{head}: {field}: {text}"
-    return f"{where}: {text}" if where else text
+def describe_validation(exc: BaseException, path: str = "") -> list[str]:
+    """cattrs' nested validation errors as ``field: what is wrong`` lines."""
+    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        keys = ", ".join(sorted(exc.extra_fields))
+        return [f"unknown argument {keys}"]
+    if isinstance(exc, cattrs.ClassValidationError | cattrs.IterableValidationError):
+        out: list[str] = []
+        with_notes, others = exc.group_exceptions()
+        for sub, note in with_notes:
+            name = getattr(note, "name", None)
+            index = getattr(note, "index", None)
+            if name is not None:
+                where = f"{path}.{name}" if path else str(name)
+            else:
+                where = f"{path}[{index}]"
+            out += describe_validation(sub, where)
+        for sub in others:
+            out += describe_validation(sub, path)
+        return out
+    if isinstance(exc, KeyError):
+        return [f"missing argument {path}"]
+    if isinstance(exc, cattrs.BaseValidationError):
+        return [f"{path}: {sub}" for sub in exc.exceptions]
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, TypeError | AttributeError):
+        text = "wrong type"
+    return [f"{path}: {text}" if path else text]
 
 
 class Args:

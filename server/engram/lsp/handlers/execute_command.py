@@ -18,7 +18,9 @@ def register(server: EngramLanguageServer) -> None:
 
 
 def _register_one(server: EngramLanguageServer, name: str) -> None:
-    async def run(ls: EngramLanguageServer, *args: Any) -> Any:
+    # ``ls: Any``: pygls resolves a command handler's annotations at call time, and the
+    # server class is only imported for type checking here
+    async def run(ls: Any, *args: Any) -> Any:
         try:
             return await ls.registry.execute(ls, name, list(args))
         except CommandError as exc:
