@@ -228,7 +228,8 @@ def run_claude_code_hook(
             work = digest.by_type([MemoryType.WORK_STATE.value], limit=3)
             rest = digest.by_type(
                 [t for t in SESSION_TYPES if t != MemoryType.WORK_STATE.value],
-                scopes=["global", "module"],
+                # module knowledge comes when the agent touches the module's files
+                scopes=["global"],
                 limit=40,
             )
             text, ids = pack(
