@@ -24,6 +24,7 @@ read-only, or pass a modified copy (``attrs.evolve``) to :meth:`MemoryStore.upda
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import threading
@@ -111,6 +112,13 @@ def memory_schema() -> pa.Schema:
     )
 
 
+def _unit(vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Stored vectors are unit length, so loading a snapshot needs no normalisation pass."""
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
+
 def memory_files(memory: Memory) -> list[str]:
     """Anchor files then related files, without repeats: what ``MemoryFilter.file`` matches."""
     seen: dict[str, None] = {}
@@ -131,6 +139,28 @@ def memory_search_text(memory: Memory) -> str:
     parts.extend(memory.related_files)
     parts.extend(memory.related_modules)
     return document_text(parts)
+
+
+def _codes(column: Any, vocabulary: Sequence[enum.Enum]) -> npt.NDArray[np.int16]:
+    """Enum values as their index in ``vocabulary`` (-1 for unknown), vectorised by Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = pa.array([str(v.value) for v in vocabulary])
+    codes = pc.index_in(column, value_set=values).fill_null(-1)
+    return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int16)
+
+
+def _filter_key(flt: MemoryFilter | None) -> tuple[Any, ...]:
+    flt = flt or MemoryFilter()
+    return (
+        None if flt.types is None else tuple(sorted(MemoryType(t).value for t in flt.types)),
+        None if flt.sources is None else tuple(sorted(MemorySource(s).value for s in flt.sources)),
+        flt.file,
+        flt.needs_review,
+        flt.include_deprecated,
+        flt.include_stale,
+    )
 
 
 class _Snapshot:
@@ -154,6 +184,8 @@ class _Snapshot:
         self.stale = GrowColumn(np.bool_)
         self.updated = GrowColumn(np.float64)
         self.blocks: dict[int, VectorBlock] = {}
+        #: bumped on every in-place change, so cached filter masks know they are stale
+        self.generation = 0
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -193,6 +225,7 @@ class MemoryStore:
         self._converter = make_converter()
         self._mutex = threading.RLock()
         self._snap = _Snapshot()
+        self._allowed_cache: dict[tuple[Any, ...], npt.NDArray[np.bool_]] = {}
         self._closed = False
         self.refresh()
 
@@ -232,6 +265,8 @@ class MemoryStore:
         )
         snap = _Snapshot()
         snap.version = version
+        snap.generation = self._snap.generation + 1
+        self._allowed_cache.clear()
         if data is not None and data.num_rows:
             self._table.guard("read", lambda: self._fill(snap, data))
         self._snap = snap
@@ -242,35 +277,33 @@ class MemoryStore:
         snap.ids = [str(x) for x in data.column("id").to_pylist()]
         snap.row_of = {mid: i for i, mid in enumerate(snap.ids)}
         snap.records = data.column("record").to_pylist()
-        snap.files = [list(f or []) for f in data.column("files").to_pylist()]
+        snap.files = [f or [] for f in data.column("files").to_pylist()]
         for row, files in enumerate(snap.files):
             for path in files:
-                snap.file_rows.setdefault(path, set()).add(row)
+                members = snap.file_rows.get(path)
+                if members is None:
+                    snap.file_rows[path] = {row}
+                else:
+                    members.add(row)
         snap.model_ids = data.column("model_id").to_pylist()
-        dims = [int(d or 0) for d in data.column("dim").to_pylist()]
+        dims = data.column("dim").fill_null(0).to_numpy().astype(np.int64).tolist()
         snap.dims = dims
 
         def bools(name: str) -> npt.NDArray[np.bool_]:
             return np.asarray(data.column(name).fill_null(False).to_numpy(), dtype=np.bool_)
 
         snap.alive = GrowColumn.from_array(np.ones(n, np.bool_), np.bool_)
-        types = [
-            _TYPE_CODE.get(MemoryType(t), -1) if t in MemoryType._value2member_map_ else -1
-            for t in data.column("type").to_pylist()
-        ]
-        sources = [
-            _SOURCE_CODE.get(MemorySource(s), -1) if s in MemorySource._value2member_map_ else -1
-            for s in data.column("source").to_pylist()
-        ]
-        snap.type_code = GrowColumn.from_array(np.asarray(types, np.int16), np.int16)
-        snap.source_code = GrowColumn.from_array(np.asarray(sources, np.int16), np.int16)
+        snap.type_code = GrowColumn.from_array(_codes(data.column("type"), _TYPES), np.int16)
+        snap.source_code = GrowColumn.from_array(_codes(data.column("source"), _SOURCES), np.int16)
         snap.needs_review = GrowColumn.from_array(bools("needs_review"), np.bool_)
         snap.deprecated = GrowColumn.from_array(bools("deprecated"), np.bool_)
         snap.stale = GrowColumn.from_array(bools("stale"), np.bool_)
         updated = data.column("updated_at").cast("int64").fill_null(0).to_numpy() / 1e6
         snap.updated = GrowColumn.from_array(np.asarray(updated, np.float64), np.float64)
         for dim, (rows, matrix) in vectors_from_binary(data.column("vector"), dims).items():
-            snap.blocks[dim] = VectorBlock.from_matrix(dim, rows, matrix)
+            sample = np.linalg.norm(matrix[:: max(1, len(matrix) // 64)], axis=1)
+            unit = bool(np.all((np.abs(sample - 1.0) < 1e-3) | (sample == 0)))
+            snap.blocks[dim] = VectorBlock.from_matrix(dim, rows, matrix, normalised=unit)
 
     def _memory_at(self, row: int) -> Memory | None:
         snap = self._snap
@@ -297,6 +330,7 @@ class MemoryStore:
     ) -> None:
         """Patch the snapshot with one upserted memory (our own write)."""
         snap = self._snap
+        snap.generation += 1
         row = snap.row_of.get(memory.id)
         files = memory_files(memory)
         dim = 0 if vector is None else int(vector.shape[0])
@@ -341,6 +375,7 @@ class MemoryStore:
 
     def _drop_row(self, memory_id: str) -> bool:
         snap = self._snap
+        snap.generation += 1
         row = snap.row_of.pop(memory_id, None)
         if row is None:
             return False
@@ -445,7 +480,7 @@ class MemoryStore:
                 "pinned": [m.pinned for m in memories],
                 "updated_at": [m.updated_at for m in memories],
                 "record": records,
-                "vector": [None if v is None else v.astype(np.float32).tobytes() for v in vectors],
+                "vector": [None if v is None else _unit(v).tobytes() for v in vectors],
                 "dim": [0 if v is None else int(v.shape[0]) for v in vectors],
                 "model_id": list(model_ids),
             },
@@ -501,10 +536,14 @@ class MemoryStore:
                     vectors=row_vectors,
                     models=row_models,
                     version=version,
+                    all_new=not any(m.id in self._snap.row_of for m in memories),
                 )
 
         def write(table: Any) -> None:
-            self._table.upsert(table, prepared["table"])
+            if prepared["all_new"]:  # the common case: a plain append, no join on id
+                table.add(prepared["table"])
+            else:
+                self._table.upsert(table, prepared["table"])
 
         with self._mutex:
             new_version = self._table.write(write, before=before)
@@ -621,11 +660,20 @@ class MemoryStore:
             block = self._snap.blocks.get(int(query.shape[0]))
             if block is None or k <= 0:
                 return []
-            mask = self._row_mask(flt)
-            if model_id is not None:
-                models = self._snap.model_ids
-                mask &= np.fromiter((m == model_id for m in models), np.bool_, count=len(models))
-            hits = block.search(query, k, mask)
+            key = (self._snap.generation, block.dim, model_id, _filter_key(flt))
+            allowed = self._allowed_cache.get(key)
+            if allowed is None:
+                mask = self._row_mask(flt)
+                if model_id is not None:
+                    models = self._snap.model_ids
+                    mask &= np.fromiter(
+                        (m == model_id for m in models), np.bool_, count=len(models)
+                    )
+                allowed = block.allowed(mask)
+                if len(self._allowed_cache) > 32:
+                    self._allowed_cache.clear()
+                self._allowed_cache[key] = allowed
+            hits = block.search(query, k, allowed=allowed)
             return [(self._snap.ids[row], score) for row, score in hits]
 
     def missing_vectors(self, model_id: str) -> list[Memory]:
