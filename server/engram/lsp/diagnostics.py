@@ -40,6 +40,9 @@ TRUST_MIN_CONFIDENCE: dict[int, float] = {1: 0.80, 2: 0.65, 3: 0.55, 4: 0.45}
 
 #: A memory this close above the bar is shown one severity level weaker.
 WEAK_MARGIN = 0.10
+#: Decay since the last access must not hide a memory taught exactly at the bar a moment
+#: ago (a user-taught 0.80 at trust level 1).
+BAR_TOLERANCE = 0.01
 
 SEVERITY_NAMES: dict[str, types.DiagnosticSeverity] = {
     "error": types.DiagnosticSeverity.Error,
@@ -139,7 +142,7 @@ def anchor_in(memory: Memory, rel_path: str) -> bool:
 def is_trusted(memory: Memory, policy: DiagnosticPolicy, now: datetime) -> bool:
     if memory.pinned or memory.user_verified:
         return True
-    return memory.current_confidence(now) >= policy.min_confidence
+    return memory.current_confidence(now) >= policy.min_confidence - BAR_TOLERANCE
 
 
 def select_memories(
@@ -164,7 +167,10 @@ def severity_for(
 ) -> types.DiagnosticSeverity:
     base = policy.severity.get(memory.type, types.DiagnosticSeverity.Information)
     vouched = memory.pinned or memory.user_verified
-    if not vouched and memory.current_confidence(now) < policy.min_confidence + WEAK_MARGIN:
+    if (
+        not vouched
+        and memory.current_confidence(now) < policy.min_confidence + WEAK_MARGIN - BAR_TOLERANCE
+    ):
         return types.DiagnosticSeverity(min(int(base) + 1, int(types.DiagnosticSeverity.Hint)))
     return base
 

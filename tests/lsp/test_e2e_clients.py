@@ -1,0 +1,246 @@
+"""End to end with the Neovim preset, pull diagnostics, agent severities, settings,
+multi-root workspaces, cancellable start-up indexing and TCP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from tests.conftest import git
+from tests.lsp.conftest import (
+    APP_SOURCE,
+    command,
+    lsp_session,
+    open_doc,
+    progress_ends,
+    seed,
+    uri,
+    wait_for,
+    wait_ready,
+)
+
+from engram.workspace import Workspace
+
+pytestmark = pytest.mark.timeout(180)
+
+GOTCHA = {
+    "content": "parse_config must be called with an absolute path",
+    "type": "gotcha",
+    "file": "src/app.py",
+    "start_line": 3,
+    "end_line": 6,
+}
+
+
+def engram_diags(client: Any, doc_uri: str) -> list[types.Diagnostic]:
+    return [d for d in client.diagnostics.get(doc_uri, []) if d.source == "engram"]
+
+
+async def test_neovim_push_and_agent_severity(app_workspace: Workspace) -> None:
+    """Neovim 0.11 can pull but not be told to refresh: the server pushes. An agent client
+    (OpenCode) gets blocking memories as Errors, the only severity it forwards."""
+    root = app_workspace.root
+    (gotcha,) = seed(root, [dict(GOTCHA)])
+    async with lsp_session([root], preset="neovim") as client:
+        await wait_ready(client)
+        doc_uri = await open_doc(client, root / "src" / "app.py")
+        (diag,) = await wait_for(lambda: engram_diags(client, doc_uri), what="push")
+        assert diag.data["id"] == gotcha
+        assert diag.severity == types.DiagnosticSeverity.Warning
+        report = await client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(doc_uri))
+        )
+        assert list(report.items) == []  # pushing: pulls are empty so nothing shows twice
+    async with lsp_session([root], preset="neovim", client_name="opencode") as client:
+        await wait_ready(client)
+        doc_uri = await open_doc(client, root / "src" / "app.py")
+        (diag,) = await wait_for(lambda: engram_diags(client, doc_uri), what="agent push")
+        assert diag.severity == types.DiagnosticSeverity.Error
+
+
+async def test_pull_diagnostics_and_settings(app_workspace: Workspace) -> None:
+    root = app_workspace.root
+    gotcha, weak = seed(
+        root,
+        [
+            dict(GOTCHA),
+            {
+                "content": "connect is flaky on CI",
+                "type": "gotcha",
+                "file": "src/app.py",
+                "start_line": 9,
+                "confidence": 0.7,
+            },
+        ],
+    )
+    settings = {"diagnostics": {"trustLevel": 1, "severity": {"gotcha": "hint"}}}
+    async with lsp_session(
+        [root], preset="neovim", options={"diagnostics": {"mode": "pull"}}, configuration=settings
+    ) as client:
+        await wait_ready(client)
+        doc_uri = await open_doc(client, root / "src" / "app.py")
+        params = types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(doc_uri))
+        report = await wait_for_report(client, params)
+        # trust level 1 needs 0.80: the 0.7 memory stays quiet; severity from settings
+        assert [d.data["id"] for d in report.items] == [gotcha]
+        assert report.items[0].severity == types.DiagnosticSeverity.Hint
+        again = await client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(
+                text_document=types.TextDocumentIdentifier(doc_uri),
+                previous_result_id=report.result_id,
+            )
+        )
+        assert again.kind == "unchanged" and again.result_id == report.result_id
+
+        ws = await client.workspace_diagnostic_async(
+            types.WorkspaceDiagnosticParams(previous_result_ids=[])
+        )
+        by_uri = {item.uri: item for item in ws.items}
+        assert doc_uri in by_uri and by_uri[doc_uri].items
+
+        # settings change: trust level 4 (0.45) lets the weaker memory through
+        client.set_configuration({"diagnostics": {"trustLevel": 4}}, section="engram")
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+        async def both() -> Any:
+            r = await client.text_document_diagnostic_async(params)
+            return r if {d.data["id"] for d in r.items} == {gotcha, weak} else None
+
+        await wait_for_async(both, what="weaker memory shown after settings change")
+        assert client.diagnostics.get(doc_uri) is None  # pull mode never pushes
+
+
+async def wait_for_report(client: Any, params: types.DocumentDiagnosticParams) -> Any:
+    async def full() -> Any:
+        report = await client.text_document_diagnostic_async(params)
+        return report if report.items else None
+
+    return await wait_for_async(full, what="pulled diagnostics")
+
+
+async def wait_for_async(fn: Any, timeout: float = 30.0, what: str = "") -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        value = await fn()
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_multi_root_routes_by_uri(tmp_path: Path) -> None:
+    roots = []
+    for name in ("alpha", "beta"):
+        root = tmp_path / name
+        (root / "src").mkdir(parents=True)
+        (root / "src" / "app.py").write_text(APP_SOURCE)
+        git(root, "init", "-q", "-b", "main")
+        roots.append(root)
+    (alpha_id,) = seed(roots[0], [dict(GOTCHA, content="alpha: absolute paths only")])
+    (beta_id,) = seed(roots[1], [dict(GOTCHA, content="beta: relative paths are fine")])
+    async with lsp_session(roots) as client:
+        await wait_ready(client, folders=2)
+        a_uri = await open_doc(client, roots[0] / "src" / "app.py")
+        b_uri = await open_doc(client, roots[1] / "src" / "app.py")
+        (a,) = await wait_for(lambda: engram_diags(client, a_uri), what="alpha")
+        (b,) = await wait_for(lambda: engram_diags(client, b_uri), what="beta")
+        assert a.data["id"] == alpha_id and b.data["id"] == beta_id
+        # an absolute file argument is routed to its folder's store
+        out = await command(
+            client,
+            "engram.remember",
+            {"text": "beta only", "file": str(roots[1] / "src" / "app.py"), "start_line": 14},
+        )
+        listed = await command(client, "engram.list", {"file": str(roots[1] / "src" / "app.py")})
+        assert out["id"] in [m["id"] for m in listed["memories"]]
+
+
+async def test_startup_index_progress_can_be_cancelled(app_workspace: Workspace) -> None:
+    """With a code graph present, start-up indexes under a cancellable progress."""
+    root = app_workspace.root
+    for i in range(40):
+        (root / "src" / f"mod{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    subprocess.run(
+        [sys.executable, "-m", "engram", "index", "--workspace", str(root)],
+        check=True,
+        capture_output=True,
+        env={**__import__("os").environ, "ENGRAM_EMBED__MODEL": "none"},
+    )
+    for i in range(40):  # changed files give the start-up index work to do
+        (root / "src" / f"mod{i}.py").write_text(f"def g{i}():\n    return {i}\n")
+    async with lsp_session([root]) as client:
+        begin = await wait_for(
+            lambda: [
+                token
+                for token, values in client.progress_reports.items()
+                if any(isinstance(v, types.WorkDoneProgressBegin) for v in values)
+            ],
+            what="progress begin",
+        )
+        assert all(
+            v.cancellable
+            for values in client.progress_reports.values()
+            for v in values
+            if isinstance(v, types.WorkDoneProgressBegin)
+        )
+        client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(begin[0]))
+        await wait_for(lambda: progress_ends(client), what="progress end")
+        stats = await command(client, "engram.stats")  # still serving
+        assert stats["ready"] is True
+
+
+def test_tcp_mode_answers_initialize(tmp_workspace: Workspace) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engram", "serve", "--tcp", f"127.0.0.1:{port}"],
+        cwd=tmp_workspace.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        sock = None
+        for _ in range(200):
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=1)
+                break
+            except OSError:
+                import time
+
+                time.sleep(0.05)
+        assert sock is not None, "server did not listen"
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "processId": None,
+                    "rootUri": uri(tmp_workspace.root),
+                    "capabilities": {},
+                },
+            }
+        ).encode()
+        sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        sock.settimeout(30)
+        data = b""
+        while b"serverInfo" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        assert b'"name":"engram"' in data.replace(b" ", b"")
+        sock.close()
+        assert proc.stdout is not None
+    finally:
+        proc.terminate()
+        proc.wait(10)
