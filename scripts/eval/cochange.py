@@ -136,6 +136,7 @@ def evaluate(
     max_files: int = 30,
     with_graph: bool = True,
     proposed: bool = False,
+    half_life: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     from engram.history import GitHistory, HistoryConfig
@@ -167,9 +168,12 @@ def evaluate(
             db_path=tmp_path / "rose.sqlite",
         )
         rose.ingest(train)
+        product = HistoryConfig(max_files_per_commit=max_files, auto_mine=False)
+        if half_life is not None:
+            product.recency_half_life = half_life if half_life > 0 else None
         history = GitHistory(
             Workspace.open(repo),
-            HistoryConfig(max_files_per_commit=max_files, auto_mine=False),
+            product,
             db_path=tmp_path / "history.sqlite",
         )
         history.ingest(train)
@@ -260,6 +264,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="add a row for the proposed ranking (GitHistory.rank_with_prior + graph prior)",
     )
+    parser.add_argument(
+        "--half-life",
+        type=float,
+        default=None,
+        help="recency half-life in commits for Engram's co-change model (0: off; "
+        "default: the product default)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     repo = args.repo.expanduser()
@@ -273,6 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_commits=args.max_commits,
         with_graph=not args.no_graph,
         proposed=args.proposed,
+        half_life=args.half_life,
         progress=lambda msg: print(msg, file=sys.stderr),
     )
     meta = result.pop("_meta")

@@ -76,7 +76,9 @@ def test_rank_with_prior_blends_history_graph_and_change_rate(repo: RepoBuilder)
     history = open_history(repo.root)
     rates = history.change_rates()
     assert rates["CHANGES.rst"] == pytest.approx(4 / 5) and rates["b.py"] == pytest.approx(1 / 5)
-    ranked = history.rank_with_prior("a.py", {"b.py": 1.0, "graph_only.py": 1.0}, alpha=1.0)
+    ranked = history.rank_with_prior(
+        "a.py", {"b.py": 1.0, "graph_only.py": 1.0}, alpha=1.0, prior_share=0.5
+    )
     scores = {f: s for f, s, _ in ranked}
     # (3 + 1 * (0.5 * 0 + 0.5 * 0.8)) / (4 + 1)
     assert scores["CHANGES.rst"] == pytest.approx((3 + 0.4) / 5)
@@ -84,7 +86,7 @@ def test_rank_with_prior_blends_history_graph_and_change_rate(repo: RepoBuilder)
     assert scores["graph_only.py"] == pytest.approx(0.25 / 5)
     assert [f for f, _, _ in ranked][:2] == ["CHANGES.rst", "b.py"]
     # a file without history still gets an answer: structure first, then what changes often
-    fresh = history.rank_with_prior("new.py", {"b.py": 1.0})
+    fresh = history.rank_with_prior("new.py", {"b.py": 1.0}, prior_share=0.5)
     assert [f for f, _, _ in fresh][:2] == ["b.py", "CHANGES.rst"]
     assert all(support == 0 for _, _, support in fresh)
 
