@@ -903,10 +903,26 @@ class Engine:
         return report
 
     def index_chunks(
-        self, progress: Any | None = None, cancel: Callable[[], bool] | None = None
+        self,
+        progress: Any | None = None,
+        cancel: Callable[[], bool] | None = None,
+        *,
+        embed: bool = True,
     ) -> Any:
-        """Chunk and embed changed files for code search (after :meth:`index`)."""
-        self.last_chunk_report = self.code_search.index_chunks(progress=progress, cancel=cancel)
+        """Chunk and embed changed files for code search (after :meth:`index`).
+
+        ``embed=False`` stores keyword-only chunks quickly; the next run with embeddings
+        re-embeds them (their model id differs).
+        """
+        searcher = self.code_search
+        if not embed:
+            module = _optional_module("engram.codegraph", "code search")
+            searcher = module.CodeSearch(self.workspace, self.codegraph, None)
+        try:
+            self.last_chunk_report = searcher.index_chunks(progress=progress, cancel=cancel)
+        finally:
+            if searcher is not self._code_search:
+                searcher.close()
         return self.last_chunk_report
 
     def observe(self, event: dict[str, Any]) -> Any:

@@ -293,7 +293,8 @@ def cmd_index(args: argparse.Namespace) -> int:
                 note(f"code graph: {_graph_summary(report)}")
             with progress_bar("chunking and embedding code") as update:
                 chunk_report = engine.index_chunks(
-                    progress=lambda done, total, path: update(str(path or ""), done, total)
+                    progress=lambda done, total, path: update(str(path or ""), done, total),
+                    embed=not args.no_embed,
                 )
             summary["chunks"] = render.to_jsonable(chunk_report)
             if not args.json:

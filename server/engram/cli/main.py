@@ -131,6 +131,11 @@ def build_parser() -> OneLineParser:
 
     p = add("index", "index the workspace: code graph, git history, memory embeddings")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument(
+        "--no-embed",
+        action="store_true",
+        help="skip embedding code chunks (fast; code search uses keywords until a full index)",
+    )
 
     p = add("impact", "what a change to FILE (or FILE:SYMBOL) may break")
     p.add_argument("target", metavar="FILE[:SYMBOL]")
