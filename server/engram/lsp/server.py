@@ -666,10 +666,28 @@ class _ClientLogHandler(logging.Handler):
         self.server.threadsafe(self.server.log_to_client, record.levelno, message)
 
 
+def _module_exists(name: str) -> bool:
+    """Whether ``pkg.module`` exists, without executing ``pkg/__init__`` (start-up cost)."""
+    import importlib.util
+
+    package, _, leaf = name.rpartition(".")
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return False
+    locations = spec.submodule_search_locations if spec is not None else None
+    return any(
+        (Path(loc) / f"{leaf}.py").exists() or (Path(loc) / leaf).is_dir()
+        for loc in (locations or [])
+    )
+
+
 def _load_extensions(registry: CommandRegistry) -> None:
     import importlib
 
     for name in EXTENSION_MODULES:
+        if not _module_exists(name):
+            continue
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
