@@ -244,3 +244,17 @@ def test_bad_arguments_are_rejected(store: MemoryStore) -> None:
     with pytest.raises(ValueError, match="twice"):
         store.add([a, a])
     assert store.keyword_search("x", 0) == [] and store.count() == 0
+
+
+def test_foreign_write_is_seen_when_version_dir_is_settled(
+    tmp_workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mtime shortcut for the version check never hides another instance's write."""
+    import engram.store.hybrid as hybrid
+
+    monkeypatch.setattr(hybrid, "_SETTLED_NS", 0)
+    one, two = MemoryStore(tmp_workspace), MemoryStore(tmp_workspace)
+    one.add([Memory("first")])
+    assert two.count() == 1 and two.count() == 1  # second call takes the cheap path
+    one.add([Memory("second")])
+    assert two.count() == 2

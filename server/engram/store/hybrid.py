@@ -21,7 +21,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -49,6 +51,8 @@ META_TABLE = b"engram.table"
 META_TABLE_VERSION = b"engram.table_version"
 
 T = TypeVar("T")
+#: A directory mtime older than this is trusted not to hide a same-tick second write.
+_SETTLED_NS = 2_000_000_000
 
 
 def _one_line(exc: BaseException) -> str:
@@ -93,6 +97,7 @@ class HybridTable:
         self._table: Any = None
         self._mutex = threading.RLock()
         self._writes_since_optimize = 0
+        self._stamp: tuple[int, int, int] | None = None
         meta = schema.metadata or {}
         self.table_version = int(meta.get(META_TABLE_VERSION, b"1"))
 
@@ -134,9 +139,30 @@ class HybridTable:
                 db = self._connect()
                 self._table = self.guard("open", lambda: db.open_table(self.name))
                 self._check_version(self._table)
-            else:
+            elif self._maybe_changed():
                 self.guard("read", self._table.checkout_latest)
             return self._table
+
+    def _maybe_changed(self) -> bool:
+        """Could another writer have committed since we last looked?
+
+        ``checkout_latest`` is ~0.1 ms on an idle machine but several ms when the CPU is
+        busy (it round-trips through LanceDB's event loop), and it runs before every read.
+        A new version always adds a manifest to ``_versions/``, which changes that
+        directory's mtime; so an unchanged mtime that is older than the filesystem's
+        timestamp granularity (we allow 2 s) proves nothing was committed. Anything recent
+        or unexpected falls back to asking LanceDB.
+        """
+        try:
+            st = os.stat(self.path / "_versions")
+        except OSError:
+            return True
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        settled = time.time_ns() - st.st_mtime_ns > _SETTLED_NS
+        if stamp == self._stamp and settled:
+            return False
+        self._stamp = stamp if settled else None
+        return True
 
     def _check_version(self, table: Any) -> None:
         meta = self.guard("read", lambda: table.schema.metadata) or {}
@@ -194,6 +220,7 @@ class HybridTable:
             log.debug("store read failed once, re-opening: %s", first)
             with self._mutex:
                 self._table = None
+                self._stamp = None
             try:
                 return fn()
             except StoreError:
@@ -324,3 +351,4 @@ class HybridTable:
         with self._mutex:
             self._table = None
             self._db = None
+            self._stamp = None
