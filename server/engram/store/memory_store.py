@@ -175,6 +175,9 @@ class _Snapshot:
         self.files: list[list[str]] = []
         self.file_rows: dict[str, set[int]] = {}
         self.model_ids: list[str | None] = []
+        #: model id -> small int, and the per-row code (-1 = no vector), for fast masks
+        self.model_codes: dict[str, int] = {}
+        self.model_code = GrowColumn(np.int32)
         self.dims: list[int] = []
         self.alive = GrowColumn(np.bool_)
         self.type_code = GrowColumn(np.int16)
@@ -189,6 +192,14 @@ class _Snapshot:
 
     def __len__(self) -> int:
         return len(self.row_of)
+
+    def code_of(self, model_id: str | None) -> int:
+        if model_id is None:
+            return -1
+        code = self.model_codes.get(model_id)
+        if code is None:
+            code = self.model_codes[model_id] = len(self.model_codes)
+        return code
 
 
 class MemoryStore:
@@ -286,6 +297,8 @@ class MemoryStore:
                 else:
                     members.add(row)
         snap.model_ids = data.column("model_id").to_pylist()
+        codes = [snap.code_of(mid) for mid in snap.model_ids]
+        snap.model_code = GrowColumn.from_array(np.asarray(codes, np.int32), np.int32)
         dims = data.column("dim").fill_null(0).to_numpy().astype(np.int64).tolist()
         snap.dims = dims
 
@@ -341,6 +354,7 @@ class MemoryStore:
             snap.records.append(record)
             snap.files.append(files)
             snap.model_ids.append(model_id)
+            snap.model_code.append(-1)
             snap.dims.append(dim)
             for column in (snap.alive, snap.needs_review, snap.deprecated, snap.stale):
                 column.append(False)
@@ -360,6 +374,7 @@ class MemoryStore:
         for path in files:
             snap.file_rows.setdefault(path, set()).add(row)
         snap.decoded[row] = memory
+        snap.model_code.data[row] = snap.code_of(model_id) if vector is not None else -1
         snap.alive.data[row] = True
         snap.type_code.data[row] = _TYPE_CODE.get(memory.type, -1)
         snap.source_code.data[row] = _SOURCE_CODE.get(memory.source, -1)
@@ -390,6 +405,7 @@ class MemoryStore:
             snap.blocks[dim].remove(row)
         snap.dims[row] = 0
         snap.model_ids[row] = None
+        snap.model_code.data[row] = -1
         return True
 
     def _existing_vector(self, memory_id: str) -> tuple[npt.NDArray[np.float32] | None, str | None]:
@@ -665,10 +681,8 @@ class MemoryStore:
             if allowed is None:
                 mask = self._row_mask(flt)
                 if model_id is not None:
-                    models = self._snap.model_ids
-                    mask &= np.fromiter(
-                        (m == model_id for m in models), np.bool_, count=len(models)
-                    )
+                    code = self._snap.model_codes.get(model_id, -2)
+                    mask &= self._snap.model_code.view() == code
                 allowed = block.allowed(mask)
                 if len(self._allowed_cache) > 32:
                     self._allowed_cache.clear()
