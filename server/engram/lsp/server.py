@@ -327,8 +327,6 @@ class EngramLanguageServer(LanguageServer):
 
     async def fetch_overrides(self, folder: Folder) -> dict[str, Any]:
         """initializationOptions under the editor's ``engram`` settings for this folder."""
-        from engram.config import _deep_merge
-
         merged: dict[str, Any] = {
             k: v for k, v in self.init_options.items() if k not in ("clientKind", "client_kind")
         }
@@ -345,7 +343,7 @@ class EngramLanguageServer(LanguageServer):
                 )
                 section = result[0] if result else None
                 if isinstance(section, dict):
-                    merged = _deep_merge(merged, section)
+                    merged = deep_merge(merged, section)
             except Exception as exc:
                 log.info("workspace/configuration unavailable: %s", exc)
         kind = self.init_options.get("clientKind") or self.init_options.get("client_kind")
@@ -637,6 +635,17 @@ def _progress_adapter(fn: Callable[[int, int, str], None]) -> Callable[..., None
             fn(numbers[0], 0, text)
 
     return adapter
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` over ``base``, merging nested objects (editor settings over init options)."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def _first_line(exc: BaseException) -> str:
