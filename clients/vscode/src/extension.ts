@@ -154,6 +154,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     return client.sendRequest("workspace/executeCommand", { command, arguments: [args] });
   };
 
+  let learnedSeen = 0;
   const refresh = async (): Promise<void> => {
     try {
       const [statsRaw, listRaw, reviewRaw] = await Promise.all([
@@ -164,6 +165,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       const stats = parseStats(statsRaw);
       status.text = statusText(stats, stats.indexing);
       tree.update(stats, parseMemoryList(listRaw), parseMemoryList(reviewRaw));
+      if (stats.sessionLearned > learnedSeen) {
+        // the session summary, as soon as the session has learned something new
+        learnedSeen = stats.sessionLearned;
+        const summary = summaryText(await run("engram.sessionSummary", {}));
+        void vscode.window.showInformationMessage(summary, "Review").then((pick) => {
+          if (pick === "Review") {
+            void vscode.commands.executeCommand("engram.ui.review");
+          }
+        });
+      }
     } catch (err) {
       output.warn(`refresh failed: ${String(err)}`);
     }

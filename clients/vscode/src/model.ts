@@ -21,6 +21,8 @@ export interface Stats {
   stale: number;
   byType: Record<string, number>;
   indexing?: string;
+  /** Memories learned in this server session (remembered here or promoted by the observer). */
+  sessionLearned: number;
 }
 
 function asRecord(value: unknown): Record<string, unknown> {
@@ -84,6 +86,7 @@ export function parseStats(raw: unknown): Stats {
     stale: asNumber(rec["stale"] ?? memories["stale"]),
     byType,
     indexing: typeof rec["indexing"] === "string" ? rec["indexing"] : undefined,
+    sessionLearned: asNumber(asRecord(rec["session"])["learned"]),
   };
 }
 

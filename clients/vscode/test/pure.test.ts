@@ -57,8 +57,11 @@ test("memory lists are read from any of the server's result shapes", () => {
 });
 
 test("stats, status text and session summary", () => {
-  const stats = parseStats({ total: 12, needs_review: 2, stale: 1, by_type: { gotcha: 7, decision: 5 } });
+  const stats = parseStats({
+    total: 12, needs_review: 2, stale: 1, by_type: { gotcha: 7, decision: 5 }, session: { learned: 2 },
+  });
   assert.equal(stats.total, 12);
+  assert.equal(stats.sessionLearned, 2);
   assert.equal(statusText(stats, undefined), "$(book) Engram: 12 memories · 2 to review");
   assert.match(statusText(stats, "indexing 40%"), /indexing 40%/);
   assert.equal(parseStats({ memories: { total: 3 } }).total, 3);
