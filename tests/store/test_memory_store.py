@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import attrs
@@ -258,3 +259,33 @@ def test_foreign_write_is_seen_when_version_dir_is_settled(
     assert two.count() == 1 and two.count() == 1  # second call takes the cheap path
     one.add([Memory("second")])
     assert two.count() == 2
+
+
+def test_foreign_writes_are_patched_in_without_a_full_reload(
+    tmp_workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeEmbedder()
+    one, two = MemoryStore(tmp_workspace), MemoryStore(tmp_workspace)
+    base = [Memory(f"base memory {i}") for i in range(5)]
+    one.add(base, fake.embed([m.content for m in base]), fake.model_id)
+    assert two.count() == 5  # first sight: full load
+    loads: list[int] = []
+    original = MemoryStore._load
+    monkeypatch.setattr(MemoryStore, "_load", lambda self: (loads.append(1), original(self))[1])
+    new = Memory("walrus facts", anchors=[CodeAnchor("src/zoo.py")])
+    one.add([new], fake.embed([new.content]), fake.model_id)
+    one.update([attrs.evolve(base[0], content="base memory changed to narwhal")])
+    one.delete([base[1].id])
+    one.compact()
+    assert two.count() == 5
+    assert two.get(new.id) is not None and two.get(base[1].id) is None
+    assert two.get(base[0].id).content.endswith("narwhal")  # type: ignore[union-attr]
+    assert ids(two.vector_search(fake.embed(["walrus facts"])[0], 1)) == [new.id]
+    assert [m.id for m in two.list(MemoryFilter(file="src/zoo.py"))] == [new.id]
+    assert ids(two.keyword_search("narwhal", 3)) == [base[0].id]
+    assert loads == []
+    third = Memory("written while the log is lost")
+    one.add([third])
+    with sqlite3.connect(tmp_workspace.engram_dir / "memories.changes.sqlite") as conn:
+        conn.execute("DELETE FROM changes")  # a broken chain: still correct, by a reload
+    assert two.get(third.id) is not None and loads == [1]

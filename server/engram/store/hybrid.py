@@ -228,6 +228,20 @@ class HybridTable:
             except Exception as exc:
                 raise self.error(action, exc) from exc
 
+    def fetch(self, where: str, columns: Sequence[str]) -> pa.Table | None:
+        """Rows matching a SQL filter (a scan, for a few rows), at the latest version."""
+
+        def attempt() -> pa.Table | None:
+            table = self.table()
+            if table is None:
+                return None
+            result: pa.Table = (
+                table.search().where(where).select(list(columns)).limit(None).to_arrow()
+            )
+            return result
+
+        return self._with_retry("read", attempt)
+
     def keyword_search(
         self, query: str, k: int, where: str | None, columns: Sequence[str]
     ) -> list[dict[str, Any]]:
@@ -262,12 +276,18 @@ class HybridTable:
     # ------------------------------------------------------------------ writing
 
     def write(
-        self, fn: Callable[[Any], None], *, before: Callable[[int], None] | None = None
+        self,
+        fn: Callable[[Any], None],
+        *,
+        before: Callable[[int], None] | None = None,
+        after: Callable[[int, int], None] | None = None,
     ) -> int:
         """Run ``fn(table)`` under the writer lock; returns the version after the write.
 
         ``before(version)`` runs under the lock after re-reading the latest version and
-        before ``fn``, so the caller can bring its snapshot up to date first.
+        before ``fn``, so the caller can bring its snapshot up to date first;
+        ``after(prev_version, new_version)`` runs under the lock once the write (and any
+        compaction it triggered) is committed.
         """
         if self.read_only:
             raise StoreError(f"the Engram store at {self.path} was opened read-only")
@@ -275,11 +295,15 @@ class HybridTable:
             table = self.table()
             if table is None:
                 table = self._create()
+            prev = int(table.version)
             if before is not None:
-                before(int(table.version))
+                before(prev)
             self.guard("write", lambda: fn(table))
             self._after_write(table)
-            return int(self.guard("read", lambda: table.version))
+            version = int(self.guard("read", lambda: table.version))
+            if after is not None:
+                after(prev, version)
+            return version
 
     def upsert(self, table: Any, rows: pa.Table) -> None:
         """Insert ``rows``, replacing rows with the same key (one new version)."""
@@ -332,16 +356,19 @@ class HybridTable:
         self.guard("compact", lambda: table.optimize(cleanup_older_than=self.cleanup_after))
         self._writes_since_optimize = 0
 
-    def compact(self) -> None:
+    def compact(self, after: Callable[[int, int], None] | None = None) -> None:
         """Compact fragments, bring the FTS index up to date and drop old versions."""
         if self.read_only:
             return
         with self._mutex, self._hold():
             table = self.table()
             if table is not None:
+                prev = int(table.version)
                 if not self._has_fts(table) and int(table.count_rows()) > 0:
                     self._after_write(table)
                 self._optimize(table)
+                if after is not None:
+                    after(prev, int(table.version))
 
     def version_count(self) -> int:
         table = self.table()

@@ -46,6 +46,7 @@ from engram.model import (
     memory_to_dict,
 )
 from engram.model.codec import make_converter
+from engram.store.changelog import ChangeLog
 from engram.store.errors import StoreError
 from engram.store.fts_text import document_text, sql_quote
 from engram.store.hybrid import CLEANUP_AFTER, META_TABLE, META_TABLE_VERSION, HybridTable
@@ -62,6 +63,24 @@ TABLE_NAME = "memories"
 #: Version of the table layout (columns); bump it and extend ``_migrate_table``.
 MEMORY_TABLE_VERSION = 1
 LOCK_FILE = "write.lock"
+
+#: A foreign write touching more ids than this is cheaper to take by a full reload.
+MAX_PATCH_IDS = 5000
+CHANGES_FILE = "memories.changes.sqlite"
+_LOAD_COLUMNS = [
+    "id",
+    "type",
+    "source",
+    "needs_review",
+    "deprecated",
+    "stale",
+    "updated_at",
+    "files",
+    "record",
+    "vector",
+    "dim",
+    "model_id",
+]
 
 _TYPES: list[MemoryType] = list(MemoryType)
 _SOURCES: list[MemorySource] = list(MemorySource)
@@ -233,6 +252,7 @@ class MemoryStore:
             migrate=self._migrate_table,
             cleanup_after=cleanup_after,
         )
+        self._changes = ChangeLog(directory / CHANGES_FILE, read_only=read_only)
         self._converter = make_converter()
         self._mutex = threading.RLock()
         self._snap = _Snapshot()
@@ -254,26 +274,47 @@ class MemoryStore:
             version = self._table.version()
             if version == self._snap.version:
                 return False
-            self._load()
+            self._catch_up(version)
             return True
 
+    def _catch_up(self, version: int) -> None:
+        """Bring the snapshot to ``version``: patch the ids the change log names, else reload."""
+        snap = self._snap
+        if 0 < snap.version < version:
+            touched = self._changes.touched_since(snap.version, version)
+            if touched is not None and len(touched) <= MAX_PATCH_IDS:
+                self._patch(sorted(touched), version)
+                return
+        self._load()
+
+    def _patch(self, ids: Sequence[str], version: int) -> None:
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            where = f"id IN ({', '.join(sql_quote(i) for i in chunk)})"
+            data = self._table.fetch(where, ["id", "record", "vector", "model_id"])
+            if data is not None:
+                found.update({str(r["id"]): r for r in data.to_pylist()})
+        for memory_id in ids:
+            row = found.get(memory_id)
+            memory = None
+            if row is not None and row["record"] is not None:
+                try:
+                    memory = memory_from_dict(json.loads(row["record"]), self._converter)
+                except (SchemaError, ValueError) as exc:
+                    log.warning("skipping unreadable memory %s: %s", memory_id, exc)
+            if memory is None:
+                self._drop_row(memory_id)
+                continue
+            raw = row["vector"] if row is not None else None
+            vector = np.frombuffer(raw, dtype=np.float32).copy() if raw else None
+            model_id = row["model_id"] if vector is not None and row is not None else None
+            self._put_row(memory, row["record"] if row is not None else "", vector, model_id)
+        self._snap.version = version
+        self._allowed_cache.clear()
+
     def _load(self) -> None:
-        data, version = self._table.read_all(
-            [
-                "id",
-                "type",
-                "source",
-                "needs_review",
-                "deprecated",
-                "stale",
-                "updated_at",
-                "files",
-                "record",
-                "vector",
-                "dim",
-                "model_id",
-            ]
-        )
+        data, version = self._table.read_all(_LOAD_COLUMNS)
         snap = _Snapshot()
         snap.version = version
         snap.generation = self._snap.generation + 1
@@ -531,7 +572,7 @@ class MemoryStore:
         def before(version: int) -> None:
             with self._mutex:
                 if version != self._snap.version:
-                    self._load()
+                    self._catch_up(version)
                 row_vectors: list[npt.NDArray[np.float32] | None] = []
                 row_models: list[str | None] = []
                 for i, memory in enumerate(memories):
@@ -562,7 +603,9 @@ class MemoryStore:
                 self._table.upsert(table, prepared["table"])
 
         with self._mutex:
-            new_version = self._table.write(write, before=before)
+            new_version = self._table.write(
+                write, before=before, after=lambda p, v: self._changes.record(p, v, ids)
+            )
             for memory, record, vec, mid in zip(
                 memories, prepared["records"], prepared["vectors"], prepared["models"], strict=True
             ):
@@ -597,7 +640,7 @@ class MemoryStore:
         def before(version: int) -> None:
             with self._mutex:
                 if version != self._snap.version:
-                    self._load()
+                    self._catch_up(version)
                 existing.extend(i for i in wanted if i in self._snap.row_of)
 
         def write(table: Any) -> None:
@@ -605,7 +648,9 @@ class MemoryStore:
                 table.delete(f"id IN ({', '.join(sql_quote(i) for i in existing)})")
 
         with self._mutex:
-            new_version = self._table.write(write, before=before)
+            new_version = self._table.write(
+                write, before=before, after=lambda p, v: self._changes.record(p, v, existing)
+            )
             for memory_id in existing:
                 self._drop_row(memory_id)
             self._snap.version = new_version
@@ -614,7 +659,7 @@ class MemoryStore:
     def compact(self) -> None:
         """Compact fragments, update the FTS index and remove old versions."""
         with self._mutex:
-            self._table.compact()
+            self._table.compact(after=lambda p, v: self._changes.record(p, v, []))
             self.refresh()
 
     # ------------------------------------------------------------------ reads
@@ -729,6 +774,7 @@ class MemoryStore:
     def close(self) -> None:
         with self._mutex:
             self._table.close()
+            self._changes.close()
             self._closed = True
 
     # defined last: inside the class body ``list`` would shadow the builtin in annotations
