@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 EMBED_BATCH = 64
 #: Dense weight for prose queries and for identifier-like queries.
-DENSE_WEIGHT_PROSE = 0.7
+DENSE_WEIGHT_PROSE = 0.8
 DENSE_WEIGHT_IDENTIFIER = 0.35
 #: Candidates taken from each retriever before fusion (at least).
 CANDIDATES = 100
