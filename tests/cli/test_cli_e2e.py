@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,9 +15,37 @@ import pytest
 
 from engram.workspace import Workspace
 
-from .conftest import RunCli, needs_retrieval, needs_store
+from .conftest import Run, RunCli, needs_retrieval, needs_store
 
 pytestmark = needs_store
+
+
+@pytest.fixture
+def cli(
+    tmp_workspace: Workspace, cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> RunCli:
+    """``engram.cli.main.main`` in this process: the same code path as the console script
+    (argv parsing, error handling, output) without paying LanceDB's import per command.
+    The console script itself is exercised by test_cli_errors.py and the real-model test."""
+    from engram.cli.main import main
+
+    for key in [k for k in os.environ if k.startswith("ENGRAM_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("ENGRAM_EMBED__MODEL", cli_env["ENGRAM_EMBED__MODEL"])
+
+    def run(*args: str, stdin: bytes | str | None = None, cwd: Path | None = None) -> Run:
+        monkeypatch.chdir(cwd or tmp_workspace.root)
+        data = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:
+                code = int(exc.code or 0)
+        return Run(code, out.getvalue(), err.getvalue())
+
+    return run
 
 
 def ok(run):  # type: ignore[no-untyped-def]
