@@ -143,6 +143,13 @@ class Connection:
         return self.spec.name
 
     @property
+    def connected(self) -> bool:
+        """The handshake finished (a connection still connecting is never evicted)."""
+        return (
+            self._ready.done() and not self._ready.cancelled() and self._ready.exception() is None
+        )
+
+    @property
     def alive(self) -> bool:
         return not self.closed and self._task is not None and not self._task.done()
 
@@ -195,10 +202,9 @@ class Connection:
         except TimeoutError:
             log.warning("MCP server %s did not shut down in time; cancelling", self.name)
             task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-        except BaseException:
-            pass
+            await asyncio.wait({task}, timeout=5.0)  # never raises the task's error
+        except Exception:  # the owner logs its own failures; cancellation propagates
+            log.debug("MCP server %s closed with an error", self.name, exc_info=True)
 
     # ------------------------------------------------------------------ owner task
 
@@ -589,6 +595,7 @@ class ConnectionPool:
             if not c.spec.persistent
             and c.active_calls == 0
             and c.alive
+            and c.connected  # one still connecting is about to be used
             and now - c.last_used >= self.settings.grace_seconds
         ]
         dead = [c for c in self._conns.values() if c.closed]

@@ -65,10 +65,10 @@ def sdk_opener(
 async def _session(
     spec: ServerSpec, launch: ResolvedLaunch, errlog: IO[str] | None
 ) -> AsyncIterator[McpSession]:
+    from mcp import ClientSession
     from mcp.types import Implementation
 
     from engram import __version__
-    from mcp import ClientSession
 
     info = Implementation(name="engram", version=__version__)
     async with contextlib.AsyncExitStack() as stack:
