@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -36,11 +37,7 @@ class FakeSession:
         self.behaviour = behaviour
 
     async def list_tools(self, *, params: Any = None) -> Any:
-        class Page:
-            tools: list[Any] = []
-            next_cursor = None
-
-        return Page()
+        return SimpleNamespace(tools=[], next_cursor=None)
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         if name == "block":
