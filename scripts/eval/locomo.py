@@ -62,9 +62,7 @@ def parse_date(text: str) -> datetime | None:
 
 def conversation_turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
     """All turns in session order, each with its session number and date."""
-    sessions = sorted(
-        (int(m.group(1)), key) for key in conv if (m := _SESSION_KEY.match(key))
-    )
+    sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION_KEY.match(key)))
     turns: list[dict[str, Any]] = []
     for number, key in sessions:
         if not isinstance(conv[key], list):

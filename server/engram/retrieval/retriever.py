@@ -23,7 +23,9 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -63,6 +65,8 @@ log = logging.getLogger(__name__)
 GRAPH_CANDIDATES = 15
 #: Top results whose files seed the graph path and the neighbourhood boost.
 GRAPH_SEED_RESULTS = 5
+#: Fused candidates that get weights and staleness checks (weights reorder within this).
+FINALISE_WINDOW = 30
 #: Types an agent must see before touching the file they are anchored on (004 tier 1).
 CRITICAL_TYPES: frozenset[MemoryType] = frozenset(
     {MemoryType.GOTCHA, MemoryType.DEAD_END, MemoryType.ERROR_PATTERN, MemoryType.DECISION}
@@ -122,12 +126,27 @@ class Retriever:
         self.config = config
         self.graph = graph
         self._clock = clock
+        self._executor: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         self._file_exists = file_exists if file_exists is not None else self._default_file_exists()
         try:
             params = inspect.signature(store.vector_search).parameters
             self._vector_takes_model = "model_id" in params
         except (TypeError, ValueError):
             self._vector_takes_model = False
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="engram-bm25")
+            return self._executor
+
+    def close(self) -> None:
+        """Stop the worker thread (optional: it is a daemon-like pool thread)."""
+        with self._pool_lock:
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
+                self._executor = None
 
     def _default_file_exists(self) -> Callable[[str], bool] | None:
         workspace = getattr(self.store, "workspace", None)
@@ -168,8 +187,13 @@ class Retriever:
         notes: list[str] = []
         paths: dict[str, list[str]] = {}
         if query:
-            paths[BM25] = self._keyword(query, n, flt, notes)
+            # V5 stage 1 runs the paths in parallel: BM25 (LanceDB, releases the GIL) on a
+            # worker thread while this one embeds the query (ONNX, releases it too).
+            keyword_notes: list[str] = []
+            pending = self._pool().submit(self._keyword, query, n, flt, keyword_notes)
             dense = self._dense(query, n, flt, notes)
+            paths[BM25] = pending.result()
+            notes.extend(keyword_notes)
             if dense is not None:
                 paths[DENSE] = dense
         graph_ids = self._graph_candidates(request.file, paths)
@@ -304,7 +328,7 @@ class Retriever:
         path_ranks: dict[str, dict[str, int]],
         notes: list[str],
     ) -> list[SearchHit]:
-        window = ranked[: max(request.k * 4, 50)]
+        window = ranked[: max(request.k * 3, FINALISE_WINDOW)]
         memories = {m.id: m for m in self.store.get_many([mid for mid, _ in window])}
         types = set(request.types) if request.types else None
         hits: list[SearchHit] = []

@@ -162,7 +162,7 @@ def graph_neighbourhood_boost(
     return out, boosted
 
 
-@attrs.frozen
+@attrs.define
 class WeightBreakdown:
     """The multiplicative factors applied to a memory's fused relevance, for ``reasons``."""
 

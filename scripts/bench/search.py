@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Search latency at 1k / 10k / 100k memories, next to NumPy exact search on the same vectors.
+
+For each size a scratch workspace is filled through the store's batched ``add`` with
+synthetic memories: text drawn from a Zipf-distributed synthetic vocabulary (so BM25 has
+realistic posting lists) and random unit vectors of the default model's dimension (so
+100k memories need no model). Then, for the same random queries, it times:
+
+* ``retriever``: ``Retriever.search`` (the whole pipeline: BM25 + dense candidates, fusion,
+  weights, staleness), with an embedder that returns the query's precomputed vector, so
+  the figure is the pipeline's own cost (embedding a query with the default model adds
+  ~10-15 ms on this machine, whatever the store size);
+* ``store_vector`` / ``store_keyword``: the store's ``vector_search`` / ``keyword_search``;
+* ``numpy_exact``: ``matrix @ query`` + ``argpartition`` top-k over the same float32
+  matrix, the floor for exact dense search.
+
+Usage: scripts/bench/search.py [--sizes 1000,10000,100000] [--queries 200] [--k 10]
+Last stdout line: one JSON object with p50/p95 (ms) per size and method.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+DIM = 384
+BATCH = 5000
+VOCABULARY = 20000
+
+log = logging.getLogger("bench.search")
+
+
+def vocabulary(rng: np.random.Generator, size: int) -> list[str]:
+    consonants = list("bcdfghjklmnprstvz")
+    vowels = list("aeiou")
+    words: set[str] = set()
+    while len(words) < size:
+        syllables = int(rng.integers(1, 4))
+        words.add(
+            "".join(str(rng.choice(consonants)) + str(rng.choice(vowels)) for _ in range(syllables))
+            + str(rng.choice(consonants))
+        )
+    return sorted(words)
+
+
+def zipf_text(rng: np.random.Generator, words: Sequence[str], length: int) -> str:
+    ranks = np.minimum(rng.zipf(1.2, size=length), len(words)) - 1
+    return " ".join(words[int(r)] for r in ranks)
+
+
+def unit_vectors(rng: np.random.Generator, n: int) -> npt.NDArray[np.float32]:
+    matrix = rng.standard_normal((n, DIM), dtype=np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix
+
+
+class LookupEmbedder:
+    """Returns the precomputed vector of each benchmark query (no model in the loop)."""
+
+    model_id = "bench-random-384"
+    dim = DIM
+
+    def __init__(self, table: dict[str, npt.NDArray[np.float32]]) -> None:
+        self.table = table
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.vstack([self.table[t] for t in texts]).astype(np.float32)
+
+
+def percentiles(samples: Sequence[float]) -> dict[str, float]:
+    ms = np.asarray(samples) * 1000.0
+    return {
+        "p50_ms": round(float(np.percentile(ms, 50)), 3),
+        "p95_ms": round(float(np.percentile(ms, 95)), 3),
+        "mean_ms": round(float(ms.mean()), 3),
+    }
+
+
+def timed(fn: Callable[[int], Any], n: int, warmup: int = 3) -> list[float]:
+    for i in range(min(warmup, n)):
+        fn(i)
+    samples: list[float] = []
+    for i in range(n):
+        start = time.perf_counter()
+        fn(i)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def bench_size(size: int, queries: int, k: int, seed: int) -> dict[str, Any]:
+    from engram.config import RetrievalConfig
+    from engram.model import Memory, MemorySource, MemoryType
+    from engram.retrieval import Retriever, SearchRequest
+    from engram.store import MemoryStore
+    from engram.workspace import Workspace
+
+    rng = np.random.default_rng(seed)
+    words = vocabulary(rng, VOCABULARY)
+    vectors = unit_vectors(rng, size)
+    types = list(MemoryType)
+    sources = list(MemorySource)
+    query_texts = [zipf_text(rng, words, int(rng.integers(3, 7))) for _ in range(queries)]
+    query_texts = [f"{text} q{i}" for i, text in enumerate(query_texts)]  # unique keys
+    query_vectors = unit_vectors(rng, queries)
+    result: dict[str, Any] = {"memories": size}
+    with tempfile.TemporaryDirectory(prefix=f"bench-search-{size}-") as tmp:
+        store = MemoryStore(Workspace.open(tmp))
+        try:
+            started = time.perf_counter()
+            for start in range(0, size, BATCH):
+                end = min(size, start + BATCH)
+                batch = [
+                    Memory(
+                        content=zipf_text(rng, words, int(rng.integers(8, 40))),
+                        type=types[i % len(types)],
+                        source=sources[i % len(sources)],
+                    )
+                    for i in range(start, end)
+                ]
+                store.add(batch, vectors[start:end], LookupEmbedder.model_id)
+            store.compact()
+            result["load_seconds"] = round(time.perf_counter() - started, 1)
+            matrix = np.ascontiguousarray(vectors)
+
+            def numpy_exact(i: int) -> None:
+                scores = matrix @ query_vectors[i]
+                top = np.argpartition(-scores, k)[:k]
+                top[np.argsort(-scores[top])]
+
+            embedder = LookupEmbedder(dict(zip(query_texts, query_vectors, strict=True)))
+            retriever = Retriever(store, embedder, RetrievalConfig())
+            result["numpy_exact"] = percentiles(timed(numpy_exact, queries))
+            result["store_vector"] = percentiles(
+                timed(lambda i: store.vector_search(query_vectors[i], k), queries)
+            )
+            result["store_keyword"] = percentiles(
+                timed(lambda i: store.keyword_search(query_texts[i], k), queries)
+            )
+            result["retriever"] = percentiles(
+                timed(lambda i: retriever.search(SearchRequest(query_texts[i], k=k)), queries)
+            )
+        finally:
+            store.close()
+    result["retriever_vs_numpy_p95"] = round(
+        result["retriever"]["p95_ms"] / max(result["numpy_exact"]["p95_ms"], 1e-6), 2
+    )
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        print(f"search bench: --sizes must be numbers, got {args.sizes!r}", file=sys.stderr)
+        return 2
+    out: dict[str, Any] = {"benchmark": "search", "queries": args.queries, "k": args.k}
+    out["sizes"] = {}
+    for size in sizes:
+        figures = bench_size(size, args.queries, args.k, args.seed)
+        out["sizes"][str(size)] = figures
+        print(
+            f"{size:>7} memories: retriever p95 {figures['retriever']['p95_ms']} ms, "
+            f"store vector p95 {figures['store_vector']['p95_ms']} ms, "
+            f"keyword p95 {figures['store_keyword']['p95_ms']} ms, "
+            f"numpy p95 {figures['numpy_exact']['p95_ms']} ms",
+            file=sys.stderr,
+            flush=True,
+        )
+    largest = out["sizes"][str(max(sizes))] if sizes else None
+    if largest is not None:
+        out["largest"] = {
+            "memories": largest["memories"],
+            "retriever_p95_ms": largest["retriever"]["p95_ms"],
+            "numpy_p95_ms": largest["numpy_exact"]["p95_ms"],
+            "ratio": largest["retriever_vs_numpy_p95"],
+        }
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

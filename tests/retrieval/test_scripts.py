@@ -1,0 +1,93 @@
+"""Smoke runs of scripts/eval/locomo.py and scripts/bench/search.py on tiny slices."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(script: str, *args: str) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    result: dict[str, object] = json.loads(last)
+    return result
+
+
+def tiny_locomo(folder: Path) -> None:
+    turns_1 = [
+        ("Ana", "I adopted a grey kitten called Miso last week."),
+        ("Ben", "That's lovely! What made you pick a kitten?"),
+        ("Ana", "My neighbour's cat had a litter and she needed homes for them."),
+        ("Ben", "I have been training for the city marathon in October."),
+    ]
+    turns_2 = [
+        ("Ana", "Miso knocked my pottery vase off the shelf yesterday."),
+        ("Ben", "I finished the marathon in four hours and ten minutes!"),
+        ("Ana", "Congratulations, that is a great time for a first race."),
+    ]
+    conv = {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns_1)
+        ],
+        "session_2_date_time": "10:00 am on 20 October, 2023",
+        "session_2": [
+            {"speaker": s, "dia_id": f"D2:{i + 1}", "text": t} for i, (s, t) in enumerate(turns_2)
+        ],
+        "qa": [
+            {"question": "What is the name of Ana's kitten?", "evidence": ["D1:1"], "category": 1},
+            {"question": "How long did Ben take to run the marathon?", "evidence": ["D2:2"]},
+            {"question": "What did Miso break?", "evidence": ["D2:1; D1:1"], "category": 1},
+            {"question": "Where did the kitten come from?", "evidence": ["D1:3"]},
+            {"question": "A question without evidence", "evidence": []},
+        ],
+    }
+    (folder / "1.json").write_text(json.dumps(conv), encoding="utf-8")
+
+
+def test_locomo_smoke(tmp_path: Path) -> None:
+    data = tmp_path / "locomo-tiny"
+    data.mkdir()
+    tiny_locomo(data)
+    result = run(
+        "scripts/eval/locomo.py",
+        "--data",
+        str(data),
+        "--json",
+        "--limit-questions",
+        "10",
+        "--cache",
+        str(tmp_path / "cache.sqlite"),
+        "--dataset-name",
+        "locomo-dev",
+    )
+    assert result["dataset"] == "locomo-dev"
+    assert result["items"] == 4 and result["skipped_without_evidence"] == 1
+    rows = result["rows"]
+    assert isinstance(rows, dict) and set(rows) == {"engram", "bm25", "dense"}
+    for row in rows.values():
+        assert set(row) >= {"recall@5", "recall@10", "mrr"}
+        assert 0.0 <= row["recall@5"] <= row["recall@10"] <= 1.0
+    # seven short turns: everything is in the top 10
+    assert rows["engram"]["recall@10"] == 1.0
+
+
+def test_search_bench_smoke() -> None:
+    result = run("scripts/bench/search.py", "--sizes", "200", "--queries", "10")
+    figures = result["sizes"]["200"]  # type: ignore[index]
+    for method in ("retriever", "store_vector", "store_keyword", "numpy_exact"):
+        assert figures[method]["p50_ms"] <= figures[method]["p95_ms"]
+    assert result["largest"]["memories"] == 200  # type: ignore[index]
