@@ -128,14 +128,21 @@ class VectorBlock:
         if count == 0:
             return []
         q = normalise(query.reshape(1, -1).astype(np.float32, copy=False))[0]
-        scores = self.matrix[:n] @ q
-        if count < n:
-            scores[~allowed] = -np.inf
-        k = min(k, count)
-        top = np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
+        if count == n:
+            positions = None
+            scores = self.matrix[:n] @ q
+        else:
+            positions = np.flatnonzero(allowed)
+            if count * 4 <= n:  # selective filter: score only the allowed rows
+                scores = self.matrix[positions] @ q
+            else:
+                scores = (self.matrix[:n] @ q)[positions]
+        m = len(scores)
+        k = min(k, m)
+        top = np.argpartition(scores, m - k)[m - k :] if k < m else np.arange(m)
         order = top[np.argsort(-scores[top], kind="stable")]
-        rows = self.rows
-        return [(int(rows[i]), float(scores[i])) for i in order]
+        at = order if positions is None else positions[order]
+        return [(int(self.rows[p]), float(s)) for p, s in zip(at, scores[order], strict=True)]
 
 
 def normalise(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
