@@ -86,13 +86,19 @@ _K1, _B = 1.2, 0.75
 
 
 def _stem(token: str) -> str:
-    for suffix in ("ing", "ies", "es", "ed", "s"):
-        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
-            if suffix == "ies":
-                return token[:-3] + "y"
-            if suffix == "s" and token.endswith("ss"):
-                return token
-            return token[: -len(suffix)]
+    """A tiny, consistent suffix stripper (plural and -ing/-ed), enough for tool names."""
+    if len(token) <= 3:
+        return token
+    if token.endswith("ies") and len(token) > 4:
+        return token[:-3] + "y"
+    if token.endswith(("sses", "ches", "shes", "xes")):
+        return token[:-2]
+    if token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    if token.endswith("ing") and len(token) >= 6:
+        return token[:-3]
+    if token.endswith("ed") and len(token) >= 5:
+        return token[:-2]
     return token
 
 
