@@ -271,8 +271,14 @@ class McpHub:
         *,
         file: str | None = None,
         timeout: float | None = None,
+        memory_sink: ObservationSink | None = None,
     ) -> dict[str, Any]:
-        """Call one tool (connecting its server lazily); returns the ``CallToolResult`` dict."""
+        """Call one tool (connecting its server lazily); returns the ``CallToolResult`` dict.
+
+        A notable result (an error, a precondition, a timing issue) is handed as an
+        :class:`~engram.mcp.results.ObservationDraft` to ``memory_sink`` (default: the
+        hub's), and ``result["observation"]`` names its kind.
+        """
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, Mapping):
@@ -299,11 +305,12 @@ class McpHub:
         self.usage().record(info.qualified_name, ok=ok, module=module_of(rel))
         self._search = None  # popularity changed
         observation = None
-        if self._memory_sink is not None:
+        sink = memory_sink if memory_sink is not None else self._memory_sink
+        if sink is not None:
             draft = classify_result(info, arguments, result, file=rel)
             if draft is not None:
                 try:
-                    self._memory_sink(draft)
+                    sink(draft)
                     observation = draft.observation_type
                 except Exception as exc:  # a memory failure must not fail the tool call
                     log.warning("could not save the MCP observation: %s", exc)

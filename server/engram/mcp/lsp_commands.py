@@ -1,0 +1,193 @@
+"""The hub's ``workspace/executeCommand`` commands, registered into the LSP's registry.
+
+``engram.lsp.server`` imports this module at start (``EXTENSION_MODULES``) and calls
+:func:`register_commands`. Commands (each takes one JSON object; keys snake_ or camelCase):
+
+- ``engram.mcp.list``    ``{server?, withSchema?, file?}`` — cached tools and server states
+- ``engram.mcp.search``  ``{query, file?, module?, phase?, k?}`` — the focused list, with schemas
+- ``engram.mcp.call``    ``{tool, arguments?, file?, timeout?}`` — call one tool (lazy connect)
+- ``engram.mcp.status``  ``{file?}`` — servers, trust, cache, live connections
+- ``engram.mcp.refresh`` ``{names?, force?, file?}`` — introspect new/changed trusted servers
+- ``engram.mcp.suggest`` ``{file?, selection?, k?}`` — best tools for a selection (code actions)
+
+There is deliberately no ``trust`` command: approving a workspace-defined server is the
+user's decision at a terminal (``engram mcp trust NAME``), not something a client or an
+agent driving the editor can do.
+
+One :class:`~engram.mcp.hub.McpHub` per workspace folder lives in :class:`HubCache`, owned by
+the registration (no module-level state); its connections run on the server's event loop.
+A notable tool result becomes a reviewable memory through the folder's Engine.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+
+from engram.lsp.registry import Args, CommandContext, CommandRegistry
+
+if TYPE_CHECKING:
+    from engram.config import EngramConfig
+    from engram.engine import Engine
+    from engram.mcp.hub import McpHub
+    from engram.mcp.results import ObservationDraft
+    from engram.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+@attrs.define
+class ListArgs(Args):
+    server: str | None = None
+    with_schema: bool = False
+    file: str | None = None
+
+    ALIASES: ClassVar[dict[str, str]] = {"schema": "with_schema"}
+
+
+@attrs.define
+class SearchArgs(Args):
+    query: str = ""
+    file: str | None = None
+    module: str | None = None
+    phase: str | None = None
+    k: int | None = None
+
+    ALIASES: ClassVar[dict[str, str]] = {"limit": "k", "uri": "file"}
+
+
+@attrs.define
+class CallArgs(Args):
+    tool: str
+    arguments: dict[str, Any] = attrs.field(factory=dict)
+    file: str | None = None
+    timeout: float | None = None
+
+    ALIASES: ClassVar[dict[str, str]] = {"args": "arguments", "name": "tool", "uri": "file"}
+
+
+@attrs.define
+class StatusArgs(Args):
+    file: str | None = None
+
+
+@attrs.define
+class RefreshArgs(Args):
+    names: list[str] = attrs.field(factory=list)
+    force: bool = False
+    file: str | None = None
+
+
+@attrs.define
+class SuggestArgs(Args):
+    file: str | None = None
+    selection: str = ""
+    k: int = 3
+
+    ALIASES: ClassVar[dict[str, str]] = {"uri": "file", "text": "selection"}
+
+
+class HubCache:
+    """One hub per workspace root, created on first use; :meth:`close` ends every child."""
+
+    def __init__(self) -> None:
+        self._hubs: dict[Path, McpHub] = {}
+
+    async def hub(self, ctx: CommandContext, file: str | None) -> McpHub:
+        def locate(engine: Engine) -> tuple[Workspace, EngramConfig]:
+            return engine.workspace, engine.config
+
+        workspace, config = await ctx.call(locate, file)
+        hub = self._hubs.get(workspace.root)
+        if hub is None:
+            from engram.mcp.hub import McpHub
+
+            hub = McpHub(workspace, config)
+            self._hubs[workspace.root] = hub
+        return hub
+
+    async def close(self) -> None:
+        hubs = list(self._hubs.values())
+        self._hubs.clear()
+        for hub in hubs:
+            await hub.close()
+
+
+async def _save_drafts(
+    ctx: CommandContext, drafts: Sequence[ObservationDraft], file: str | None
+) -> list[str]:
+    ids: list[str] = []
+    for draft in drafts:
+
+        def remember(engine: Engine, d: ObservationDraft = draft) -> Any:
+            return engine.remember(d.content, **d.remember_kwargs())
+
+        try:
+            result = await ctx.call(remember, file)
+        except Exception as exc:  # a memory failure must not fail the tool call
+            log.warning("could not save MCP observation: %s", exc)
+            continue
+        ids.append(result.memory.id)
+        await ctx.memories_changed([result.memory], file)
+    return ids
+
+
+def register_commands(registry: CommandRegistry, hubs: HubCache | None = None) -> HubCache:
+    """Add the ``engram.mcp.*`` commands; returns the hub cache (close it at shutdown)."""
+    cache = hubs or HubCache()
+
+    async def mcp_list(ctx: CommandContext, args: ListArgs) -> dict[str, Any]:
+        hub = await cache.hub(ctx, args.file)
+        return await hub.list(args.server, with_schema=args.with_schema)
+
+    async def mcp_search(ctx: CommandContext, args: SearchArgs) -> dict[str, Any]:
+        hub = await cache.hub(ctx, args.file)
+        return await hub.search(
+            args.query, file=args.file, module=args.module, phase=args.phase, k=args.k
+        )
+
+    async def mcp_call(ctx: CommandContext, args: CallArgs) -> dict[str, Any]:
+        hub = await cache.hub(ctx, args.file)
+        drafts: list[ObservationDraft] = []
+        result = await hub.call(
+            args.tool,
+            args.arguments,
+            file=args.file,
+            timeout=args.timeout,
+            memory_sink=drafts.append,
+        )
+        if drafts:
+            result["memory_ids"] = await _save_drafts(ctx, drafts, args.file)
+        return result
+
+    async def mcp_status(ctx: CommandContext, args: StatusArgs) -> dict[str, Any]:
+        hub = await cache.hub(ctx, args.file)
+        return await hub.status()
+
+    async def mcp_refresh(ctx: CommandContext, args: RefreshArgs) -> dict[str, Any]:
+        hub = await cache.hub(ctx, args.file)
+        return await hub.refresh(args.names or None, force=args.force)
+
+    async def mcp_suggest(ctx: CommandContext, args: SuggestArgs) -> dict[str, Any]:
+        hub = await cache.hub(ctx, args.file)
+        return {"tools": hub.suggest_tools(args.file, args.selection, k=args.k)}
+
+    registry.register("engram.mcp.list", ListArgs, mcp_list, summary="cached MCP tools and servers")
+    registry.register(
+        "engram.mcp.search", SearchArgs, mcp_search, summary="the few MCP tools that fit a task"
+    )
+    registry.register("engram.mcp.call", CallArgs, mcp_call, summary="call an MCP tool lazily")
+    registry.register(
+        "engram.mcp.status", StatusArgs, mcp_status, summary="MCP servers, trust, connections"
+    )
+    registry.register(
+        "engram.mcp.refresh", RefreshArgs, mcp_refresh, summary="introspect new or changed servers"
+    )
+    registry.register(
+        "engram.mcp.suggest", SuggestArgs, mcp_suggest, summary="MCP tools for a selection"
+    )
+    return cache
