@@ -450,7 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--synthetic-servers", type=int, default=200)
     parser.add_argument("--synthetic-tools", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=20, help="registry loads to time")
+    parser.add_argument("--repeat", type=int, default=50, help="registry loads to time")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     if args.servers < 1:

@@ -232,7 +232,7 @@ class _quiet_sdk_logs:
             def filter(self, record: logging.LogRecord) -> bool:
                 record.exc_info = None
                 record.exc_text = None
-                return record.levelno >= logging.ERROR and "parse" not in record.getMessage()
+                return "Failed to parse" not in record.getMessage()
 
         self._filter = OneLine()
         self._logger = logging.getLogger("mcp.client.stdio")
