@@ -289,3 +289,59 @@ def test_foreign_writes_are_patched_in_without_a_full_reload(
     with sqlite3.connect(tmp_workspace.engram_dir / "memories.changes.sqlite") as conn:
         conn.execute("DELETE FROM changes")  # a broken chain: still correct, by a reload
     assert two.get(third.id) is not None and loads == [1]
+
+
+def test_reader_on_a_cleaned_up_version_reopens_and_retries(tmp_workspace: Workspace) -> None:
+    one = MemoryStore(tmp_workspace, cleanup_after=timedelta(0))
+    two = MemoryStore(tmp_workspace)
+    one.add([Memory("apricot jam")])
+    assert ids(two.keyword_search("apricot", 3))
+    two._table._maybe_changed = lambda: False  # type: ignore[method-assign]  # stale handle
+    one.add([Memory("apricot pie")])
+    one.compact()  # removes the files of the version ``two`` still points at
+    two._table.keyword_search("apricot", 5, None, ["id"])  # stale or retried, never raises
+    del two._table._maybe_changed
+    assert len(two.keyword_search("apricot", 5)) == 2
+    calls: list[int] = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("Not found: data/xyz.lance")
+        return "second try"
+
+    assert two._table._with_retry("read", flaky) == "second try"
+
+
+def test_table_from_a_newer_engram_is_refused(tmp_workspace: Workspace) -> None:
+    from engram.store.hybrid import META_TABLE_VERSION, HybridTable
+    from engram.store.memory_store import memory_schema
+
+    MemoryStore(tmp_workspace).add([Memory("made by this version")])
+    schema = memory_schema()
+    older_engram = schema.with_metadata({**schema.metadata, META_TABLE_VERSION: b"0"})
+    table = HybridTable(
+        tmp_workspace.engram_dir,
+        "memories",
+        older_engram,
+        key_column="id",
+        text_column="search_text",
+        lock=None,
+        read_only=True,
+    )
+    with pytest.raises(StoreError, match="newer than this Engram"):
+        table.table()
+    migrated: list[int] = []
+    newer_engram = schema.with_metadata({**schema.metadata, META_TABLE_VERSION: b"2"})
+    table = HybridTable(
+        tmp_workspace.engram_dir,
+        "memories",
+        newer_engram,
+        key_column="id",
+        text_column="search_text",
+        lock=None,
+        read_only=True,
+        migrate=lambda _t, old: migrated.append(old),
+    )
+    with pytest.raises(StoreError, match="needs a migration"):
+        table.table()
