@@ -38,7 +38,15 @@ WRITER = textwrap.dedent(
         if i % 6 == 0 and i:
             store.update([batch[0]])
         i += len(batch)
-    print(store.count())
+    # tell the other writer we are done, wait for it, then we must see its rows too
+    from pathlib import Path
+    import time
+    Path(root, f"done-{tag}").touch()
+    other = "beta" if tag == "alpha" else "alpha"
+    deadline = time.monotonic() + 180
+    while not Path(root, f"done-{other}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    print(store.count(), len(store.keyword_search(f"marker{other}", 100)))
     """
 )
 
@@ -55,8 +63,9 @@ def test_two_processes_write_concurrently_without_loss(tmp_workspace: Workspace)
         for tag in ("alpha", "beta")
     ]
     for proc in procs:
-        _out, err = proc.communicate(timeout=240)
+        out, err = proc.communicate(timeout=240)
         assert proc.returncode == 0, err[-2000:]
+        assert out.split() == [str(2 * n), str(n)]  # each saw all of the other's writes
     store = MemoryStore(tmp_workspace)
     assert store.count() == 2 * n
     for tag in ("alpha", "beta"):
