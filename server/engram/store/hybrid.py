@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -55,10 +56,14 @@ T = TypeVar("T")
 _SETTLED_NS = 2_000_000_000
 
 
+_RUST_LOCATION = re.compile(r",?\s*/\S+\.rs:\d+(?::\d+)?.*$")
+
+
 def _one_line(exc: BaseException) -> str:
+    """The gist of a LanceDB error: one line, without Rust source locations or details."""
     text = " ".join(str(exc).split())
-    for marker in (", /rustc/", " Detail: "):
-        text = text.split(marker, 1)[0]
+    text = text.split(" Detail: ", 1)[0]
+    text = _RUST_LOCATION.sub("", text)
     return text[:200] or type(exc).__name__
 
 
