@@ -5,7 +5,8 @@ Every turn of a conversation becomes one memory through the product path
 (``Engine.remember_many``: redaction, near-duplicate merge, contextual embedding, one
 batched store write), the way an observer would record an episode: content = the turn
 text, the speaker as a tag, the session as ``provenance.session_id``, the session date as
-``valid_from``, and ``dia_id``/speaker/session date in ``extra``. Each QA question with
+``valid_from``, ``dia_id``/speaker/session date in ``extra``, and the ids of the turns
+before and after it in the session in ``extra["adjacent"]`` (episode neighbours). Each QA question with
 evidence is then asked three ways in the same run, with default settings:
 
 * ``engram``: ``Engine.search`` (the full retrieval pipeline);
@@ -119,6 +120,15 @@ def turn_memories(conv_name: str, turns: Sequence[dict[str, Any]]) -> list[Any]:
                 **kwargs,
             )
         )
+    # the turns before and after in the same session: the episode neighbours retrieval
+    # uses (``extra["adjacent"]``), as an observer recording a conversation links them
+    for i, memory in enumerate(memories):
+        adjacent = [
+            memories[j].id
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(turns) and turns[j]["session"] == turns[i]["session"]
+        ]
+        memory.extra["adjacent"] = adjacent
     return memories
 
 

@@ -14,7 +14,9 @@ from engram.retrieval.scoring import (
     detect_query_type,
     graph_neighbourhood_boost,
     memory_weight,
+    normalise_scores,
     weighted_rrf,
+    weighted_score_fusion,
 )
 from engram.retrieval.tokens import estimate_tokens
 from engram.retrieval.types import (
@@ -51,6 +53,8 @@ __all__ = [
     "file_query",
     "graph_neighbourhood_boost",
     "memory_weight",
+    "normalise_scores",
     "pack_context",
     "weighted_rrf",
+    "weighted_score_fusion",
 ]

@@ -44,6 +44,7 @@ from engram.retrieval.scoring import (
     graph_neighbourhood_boost,
     memory_weight,
     weighted_rrf,
+    weighted_score_fusion,
 )
 from engram.retrieval.types import (
     ContextPack,
@@ -65,6 +66,9 @@ log = logging.getLogger(__name__)
 GRAPH_CANDIDATES = 15
 #: Top results whose files seed the graph path and the neighbourhood boost.
 GRAPH_SEED_RESULTS = 5
+#: Top results whose episode neighbours (``extra["adjacent"]``) are lifted, and by how much.
+EPISODE_SEEDS = 5
+EPISODE_SHARE = 0.3
 #: Fused candidates that get weights and staleness checks (weights reorder within this).
 FINALISE_WINDOW = 30
 #: Types an agent must see before touching the file they are anchored on (004 tier 1).
@@ -72,6 +76,7 @@ CRITICAL_TYPES: frozenset[MemoryType] = frozenset(
     {MemoryType.GOTCHA, MemoryType.DEAD_END, MemoryType.ERROR_PATTERN, MemoryType.DECISION}
 )
 
+_WORDS = re.compile(r"[a-z0-9]+")
 _PATH_WORDS = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _GENERIC_PATH_WORDS = frozenset(
     {"src", "lib", "server", "app", "main", "index", "init", "py", "js", "ts", "tsx", "go", "rs"}
@@ -85,6 +90,24 @@ def _memory_files(memory: Memory) -> list[str]:
     for path in memory.related_files:
         seen.setdefault(path, None)
     return list(seen)
+
+
+def adjacent_ids(memory: Memory) -> list[str]:
+    """Ids in ``extra["adjacent"]``: memories recorded next to this one in its episode."""
+    raw = memory.extra.get("adjacent")
+    if not isinstance(raw, list):
+        return []
+    return [str(x) for x in raw if isinstance(x, str)]
+
+
+def tags_named(memory: Memory, query_words: set[str]) -> bool:
+    """Whether the query names one of the memory's tags (``speaker:Ana`` is named by "Ana")."""
+    for tag in memory.tags:
+        value = tag.rsplit(":", 1)[-1].lower()
+        words = _WORDS.findall(value)
+        if words and all(len(w) >= 3 for w in words) and all(w in query_words for w in words):
+            return True
+    return False
 
 
 def file_query(file: str | None, symbol: str | None) -> str:
@@ -120,12 +143,15 @@ class Retriever:
         *,
         clock: Callable[[], datetime] = utcnow,
         file_exists: Callable[[str], bool] | None = None,
+        fusion: str = "score",
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.config = config
         self.graph = graph
         self._clock = clock
+        #: "score" (default: weighted sum of normalised scores) or "rrf" (V5's weighted RRF)
+        self.fusion = fusion
         self._executor: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._file_exists = file_exists if file_exists is not None else self._default_file_exists()
@@ -185,7 +211,7 @@ class Retriever:
         n = max(self.config.candidates, request.k * 3)
         flt = self._filter(request)
         notes: list[str] = []
-        paths: dict[str, list[str]] = {}
+        paths: dict[str, list[tuple[str, float]]] = {}
         if query:
             # V5 stage 1 runs the paths in parallel: BM25 (LanceDB, releases the GIL) on a
             # worker thread while this one embeds the query (ONNX, releases it too).
@@ -196,34 +222,43 @@ class Retriever:
             notes.extend(keyword_notes)
             if dense is not None:
                 paths[DENSE] = dense
-        graph_ids = self._graph_candidates(request.file, paths)
-        if graph_ids:
-            paths[GRAPH] = graph_ids
+        graph_hits = self._graph_candidates(request.file, paths)
+        if graph_hits:
+            paths[GRAPH] = graph_hits
         qtype = detect_query_type(query) if query else QueryType.STRUCTURAL
         weights = FUSION_WEIGHTS[qtype]
-        fused = weighted_rrf(paths, weights, k=self.config.rrf_k)
-        best_possible = sum(weights.get(p, 0.0) for p in paths) / (self.config.rrf_k + 1) or 1.0
+        if self.fusion == "rrf":
+            fused = weighted_rrf(
+                {name: [mid for mid, _ in hits] for name, hits in paths.items()},
+                weights,
+                k=self.config.rrf_k,
+            )
+        else:
+            fused = weighted_score_fusion(paths, weights, rank_only={GRAPH})
+        top = max(fused.values(), default=0.0) or 1.0
         ranked = sorted(
-            ((mid, score / best_possible) for mid, score in fused.items()),
-            key=lambda item: -item[1],
+            ((mid, score / top) for mid, score in fused.items()), key=lambda item: -item[1]
         )
         notes.append(f"query: {qtype.value}")
         path_ranks = {
-            name: {mid: rank for rank, mid in enumerate(ids, start=1)}
-            for name, ids in paths.items()
+            name: {mid: rank for rank, (mid, _) in enumerate(hits, start=1)}
+            for name, hits in paths.items()
         }
         ranked = self._boost(ranked, notes, path_ranks)
+        ranked = self._episode_spread(ranked, path_ranks)
         return ranked, notes, path_ranks
 
-    def _keyword(self, query: str, n: int, flt: Any, notes: list[str]) -> list[str]:
+    def _keyword(self, query: str, n: int, flt: Any, notes: list[str]) -> list[tuple[str, float]]:
         try:
-            return [mid for mid, _ in self.store.keyword_search(query, n, flt)]
+            return list(self.store.keyword_search(query, n, flt))
         except Exception as exc:  # a broken FTS index must not take search down
             log.warning("keyword search failed: %s", exc)
             notes.append("keyword search unavailable")
             return []
 
-    def _dense(self, query: str, n: int, flt: Any, notes: list[str]) -> list[str] | None:
+    def _dense(
+        self, query: str, n: int, flt: Any, notes: list[str]
+    ) -> list[tuple[str, float]] | None:
         if self.embedder is None:
             notes.append("no embedding model: keyword + graph only")
             return None
@@ -242,7 +277,7 @@ class Retriever:
             log.warning("dense search failed: %s", exc)
             notes.append("dense search unavailable: keyword + graph only")
             return None
-        return [mid for mid, _ in found]
+        return list(found)
 
     def _ids_for_file(self, path: str) -> list[str]:
         ids_for_file = getattr(self.store, "ids_for_file", None)
@@ -261,7 +296,9 @@ class Retriever:
             log.info("graph neighbours unavailable: %s", exc)
             return {}
 
-    def _graph_candidates(self, file: str | None, paths: dict[str, list[str]]) -> list[str]:
+    def _graph_candidates(
+        self, file: str | None, paths: dict[str, list[tuple[str, float]]]
+    ) -> list[tuple[str, float]]:
         """Memories on the request's file, then on its graph neighbours (best weight first).
 
         Without a file, the files of the top keyword/dense candidates seed the walk (V5 path
@@ -275,8 +312,8 @@ class Retriever:
         else:
             if self.graph is None:
                 return []
-            top = [ids[:GRAPH_SEED_RESULTS] for ids in paths.values()]
-            seed_ids = list(dict.fromkeys(mid for ids in top for mid in ids))
+            top = [hits[:GRAPH_SEED_RESULTS] for hits in paths.values()]
+            seed_ids = list(dict.fromkeys(mid for hits in top for mid, _ in hits))
             seeds = list(
                 dict.fromkeys(f for m in self.store.get_many(seed_ids) for f in _memory_files(m))
             )
@@ -289,7 +326,8 @@ class Retriever:
             if len(weights) >= GRAPH_CANDIDATES * 3:
                 break
         ordered = sorted(weights, key=lambda mid: -weights[mid])
-        return ordered[: max(GRAPH_CANDIDATES, sum(1 for w in weights.values() if w >= 2.0))]
+        keep = max(GRAPH_CANDIDATES, sum(1 for w in weights.values() if w >= 2.0))
+        return [(mid, weights[mid]) for mid in ordered[:keep]]
 
     def _boost(
         self,
@@ -311,6 +349,38 @@ class Retriever:
             path_ranks.setdefault("boost", {}).update({mid: 1 for mid in ids})
         return boosted + ranked[50:]
 
+    def _episode_spread(
+        self, ranked: list[tuple[str, float]], path_ranks: dict[str, dict[str, int]]
+    ) -> list[tuple[str, float]]:
+        """Lift the memories recorded right before/after the top results (same episode).
+
+        Memories of one session that were recorded in sequence (the turns of a conversation,
+        the steps of a debugging session) list each other in ``extra["adjacent"]``. What
+        answers a question often sits next to what matches it (the reply to the matching
+        question, the fix after the matching error), so each of the top
+        :data:`EPISODE_SEEDS` results passes :data:`EPISODE_SHARE` of its score to its
+        neighbours: the episode counterpart of the code graph's neighbourhood boost.
+        """
+        seeds = ranked[:EPISODE_SEEDS]
+        if not seeds:
+            return ranked
+        memories = {m.id: m for m in self.store.get_many([mid for mid, _ in seeds])}
+        bonus: dict[str, float] = {}
+        for mid, score in seeds:
+            memory = memories.get(mid)
+            if memory is None:
+                continue
+            for other in adjacent_ids(memory):
+                if other != mid:
+                    bonus[other] = max(bonus.get(other, 0.0), EPISODE_SHARE * score)
+        if not bonus:
+            return ranked
+        scores = dict(ranked)
+        for mid, extra in bonus.items():
+            scores[mid] = scores.get(mid, 0.0) + extra
+        path_ranks["episode"] = dict.fromkeys(bonus, 1)
+        return sorted(scores.items(), key=lambda item: -item[1])
+
     def _stale_reason(self, memory: Memory) -> str | None:
         if memory.stale_at is not None:
             return f"stale since {memory.stale_at:%Y-%m-%d}: may be outdated"
@@ -331,6 +401,7 @@ class Retriever:
         window = ranked[: max(request.k * 3, FINALISE_WINDOW)]
         memories = {m.id: m for m in self.store.get_many([mid for mid, _ in window])}
         types = set(request.types) if request.types else None
+        query_words = set(_WORDS.findall(request.query.lower()))
         hits: list[SearchHit] = []
         for mid, relevance in window:
             memory = memories.get(mid)
@@ -341,16 +412,25 @@ class Retriever:
             stale_reason = self._stale_reason(memory)
             if stale_reason is not None and request.proactive:
                 continue
+            tag_match = bool(query_words) and tags_named(memory, query_words)
             weight = memory_weight(
-                memory, now=now, phase=request.phase, stale=stale_reason is not None
+                memory,
+                now=now,
+                phase=request.phase,
+                stale=stale_reason is not None,
+                tag_match=tag_match,
             )
             reasons = [
                 f"{name} #{ranks[mid]}"
                 for name, ranks in path_ranks.items()
-                if mid in ranks and name != "boost"
+                if mid in ranks and name not in ("boost", "episode")
             ]
             if mid in path_ranks.get("boost", {}):
                 reasons.append("graph neighbourhood boost")
+            if mid in path_ranks.get("episode", {}):
+                reasons.append("next to a top result in its episode")
+            if tag_match:
+                reasons.append("tag named in the query")
             reasons.extend(notes)
             if weight.phase != 1.0 and request.phase is not None:
                 reasons.append(f"phase {request.phase.value} x{weight.phase:g}")
