@@ -22,7 +22,7 @@ import platform
 import shutil
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,16 @@ DUPLICATE_CANDIDATES = 8
 RULE_FILES = ("CLAUDE.md", "AGENTS.md", ".cursorrules", ".github/copilot-instructions.md")
 #: Largest import file we read (a rules file or an export), in bytes.
 MAX_IMPORT_BYTES = 50_000_000
+#: Small engine bookkeeping kept between runs (last commit whose renames were applied …).
+ENGINE_STATE_FILE = "engine_state.json"
+#: Confidence multiplier for a memory whose anchored code was changed by a commit since the
+#: memory was made (V5 §7 layer 3): the advice may still hold, so it is marked for review
+#: and trusted a little less rather than hidden. Applied once per memory (flag below).
+CODE_CHANGED_CONFIDENCE_FACTOR = 0.8
+#: Flag set on a memory once the code under its anchor changed in a commit.
+CODE_CHANGED_FLAG = "code_changed"
+#: At most this many ``git rev-list`` checks per index run (bounded time on large stores).
+MAX_STALENESS_CHECKS = 200
 
 
 # --------------------------------------------------------------------------- result types
@@ -121,6 +131,33 @@ class ImportReport:
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
+
+
+@attrs.define
+class HistorySyncReport:
+    """What :meth:`Engine.sync_history` did after mining: memories that followed renames,
+    anchors whose code changed (flagged for review), files gone or back, co-access seed."""
+
+    mined: Any | None = None
+    head: str | None = None
+    renamed: int = 0
+    relocated: int = 0
+    code_changed: int = 0
+    stale_marked: int = 0
+    unstaled: int = 0
+    coaccess_seeded: int = 0
+    skipped: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        mined = self.mined
+        as_dict = getattr(mined, "to_dict", None)
+        if callable(as_dict):
+            mined = as_dict()
+        elif mined is not None and attrs.has(type(mined)):
+            mined = attrs.asdict(mined)
+        data = attrs.asdict(self, recurse=False)
+        data["mined"] = mined
+        return data
 
 
 ProgressCallback = Callable[[str, int, int | None], None]
@@ -246,6 +283,7 @@ class Engine:
         self._digest: Any | None = None
         self._code_search: Any | None = None
         self.last_chunk_report: Any | None = None
+        self.last_history_report: HistorySyncReport | None = None
 
     @classmethod
     def open(
@@ -493,11 +531,28 @@ class Engine:
             tags=list(tags),
             related_files=list(related_files),
             anchors=anchors,
-            provenance=Provenance(session_id=session_id),
+            provenance=Provenance(session_id=session_id, commit_sha=self._head_commit_quietly()),
             needs_review=needs_review,
             extra=dict(extra or {}),
         )
         return self.remember_many([memory])[0]
+
+    def _head_commit_quietly(self) -> str | None:
+        """HEAD's sha for a new memory's provenance (commit linkage, staleness), or ``None``.
+
+        Never fails remember: no git, no repository or an empty one simply give ``None``.
+        Outside a git repository GitPython is not even imported.
+        """
+        root = self.workspace.root
+        if not any((folder / ".git").exists() for folder in (root, *root.parents)):
+            return None
+        try:
+            head_commit = getattr(self.history, "head_commit", None)
+            sha = head_commit() if callable(head_commit) else None
+        except Exception as exc:
+            log.debug("no commit for provenance: %s", exc)
+            return None
+        return sha if isinstance(sha, str) and sha else None
 
     def remember_many(
         self, memories: Sequence[Memory], progress: ProgressCallback | None = None
@@ -881,8 +936,23 @@ class Engine:
         analyzer_cls = _require(module, "ImpactAnalyzer", "impact analysis")
         history = self.history
         cochange = history if hasattr(history, "cochange_partners") else None
-        analyzer = analyzer_cls(self.codegraph, cochange=cochange)
+        analyzer = analyzer_cls(self.codegraph, cochange=cochange, coaccess=self._coaccess_source())
         return analyzer.impact(rel, symbol or None)
+
+    def _coaccess_source(self) -> CoAccessAdapter | None:
+        """The observer's co-access graph as impact evidence, when there is one to read.
+
+        A read-only engine never creates the observer's files just to find them empty.
+        """
+        if not self.config.observer.enabled:
+            return None
+        if self._observer is None and not (self.workspace.engram_dir / "observer").is_dir():
+            return None
+        try:
+            return CoAccessAdapter(self.observer)
+        except Exception as exc:  # co-access is optional evidence, never a failure
+            log.info("co-access unavailable for impact: %s", exc)
+            return None
 
     def index(
         self,
@@ -890,17 +960,223 @@ class Engine:
         cancel: Callable[[], bool] | None = None,
         *,
         chunks: bool = True,
+        history: bool = True,
     ) -> Any:
         """Bring the code graph (and, with ``chunks``, the code-search chunks) up to date.
 
         ``progress(done, total, path)`` is called per file. Returns the graph's
         ``IndexReport``; the chunk report of the same run is kept in
-        :attr:`last_chunk_report`.
+        :attr:`last_chunk_report`. With ``history``, git history is mined afterwards and
+        the memories follow it (:meth:`sync_history`; report in
+        :attr:`last_history_report`).
         """
         report = self.codegraph.index(progress=progress, cancel=cancel)
         if chunks and not getattr(report, "interrupted", False):
             self.index_chunks(progress=progress, cancel=cancel)
+        if history and not getattr(report, "interrupted", False) and not self.read_only:
+            self.last_history_report = self.sync_history(cancel=cancel)
         return report
+
+    # ------------------------------------------------------------------ git history
+
+    def sync_history(
+        self, progress: Any | None = None, cancel: Callable[[], bool] | None = None
+    ) -> HistorySyncReport:
+        """Mine new commits, then bring the memories up to date with them.
+
+        * **renames**: memories anchored to (or related to) a file renamed since the last
+          run follow it (``GitHistory.renames_since``, applied with
+          :func:`engram.history.apply_renames`);
+        * **staleness** (V5 §7 layer 3): an anchor whose lines moved is re-pointed; one whose
+          code is gone and that a commit changed since the memory was made is flagged
+          ``needs_review`` and its confidence multiplied by
+          :data:`CODE_CHANGED_CONFIDENCE_FACTOR`; memories of deleted files get
+          ``stale_at`` (and lose it when the file is back, e.g. after a rename);
+        * **co-access cold start**: the observer's co-access graph is seeded from co-commits
+          until sessions have been observed.
+
+        Each step is best-effort: history is evidence, so a failure is logged, never raised.
+        """
+        report = HistorySyncReport()
+        history = self.history
+        if history is None:
+            report.skipped = "the history package is not available"
+            return report
+        if not getattr(history, "available", False):
+            report.skipped = str(getattr(history, "reason", "") or "no git history")
+            return report
+        try:
+            report.mined = history.mine(progress=progress, cancel=cancel)
+        except Exception as exc:
+            log.warning("mining git history failed: %s", _one_line(exc))
+            report.skipped = f"mining failed: {_one_line(exc)}"
+            return report
+        if self.read_only:
+            return report
+        head = getattr(report.mined, "head", None) or history.head_commit()
+        report.head = head
+        state = _EngineState(self.workspace.engram_dir / ENGINE_STATE_FILE)
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("rename following", lambda: self._follow_renames(history, head, state, report)),
+            ("staleness check", lambda: self._check_code_changes(history, head, report)),
+            ("co-access seed", lambda: self._seed_coaccess(history, head, state, report)),
+        ]
+        for what, step in steps:
+            try:
+                step()
+            except EngramError as exc:
+                log.info("%s skipped: %s", what, exc)
+            except Exception as exc:
+                log.warning("%s failed: %s", what, _one_line(exc), exc_info=True)
+        return report
+
+    def _follow_renames(
+        self, history: Any, head: str | None, state: _EngineState, report: HistorySyncReport
+    ) -> None:
+        """Apply renames made since the last run (all known ones the first time).
+
+        When the old path exists again (a new file took the name), the rename is applied
+        only to memories made before it, told by their commit (``provenance.commit_sha``);
+        a memory without a commit stays where it is rather than move to the wrong file.
+        """
+        last = state.get("renames_applied_commit")
+        renames = dict(history.renames_since(last if isinstance(last, str) else None))
+        if renames:
+            module = _optional_module("engram.history", "git history")
+            apply_renames = module.apply_renames
+            root = self.workspace.root
+            clear = {old: new for old, new in renames.items() if not (root / old).exists()}
+            ambiguous = {old: new for old, new in renames.items() if old not in clear}
+            memories = self.store.list(self._filter(include_deprecated=True))
+            changed = {m.id: m for m in apply_renames(memories, clear)}
+            since_commit: dict[str, dict[str, str]] = {}
+            for memory in memories if ambiguous else []:
+                memory = changed.get(memory.id, memory)
+                sha = memory.provenance.commit_sha
+                if not sha or not _mentions(memory, ambiguous):
+                    continue
+                if sha not in since_commit:
+                    since_commit[sha] = dict(history.renames_since(sha))
+                own = {o: n for o, n in ambiguous.items() if since_commit[sha].get(o) == n}
+                for renamed in apply_renames([memory], own):
+                    changed[renamed.id] = renamed
+            now = self._clock()
+            stamped = [attrs.evolve(m, updated_at=now) for m in changed.values()]
+            if stamped:
+                with self._write_lock:
+                    self.store.update(stamped)
+                    self._mirror(stamped)
+                log.info("%d memories followed renamed files", len(stamped))
+            report.renamed = len(stamped)
+        if head:
+            state.set("renames_applied_commit", head)
+
+    def _check_code_changes(
+        self, history: Any, head: str | None, report: HistorySyncReport
+    ) -> None:
+        """Relocate moved anchors, flag memories whose code a commit changed, mark gone files."""
+        root = self.workspace.root
+        now = self._clock()
+        memories = [
+            m
+            for m in self.store.list(self._filter(include_deprecated=False))
+            if m.anchors or m.related_files
+        ]
+        lines_of: dict[str, list[str] | None] = {}
+
+        def lines(rel: str) -> list[str] | None:
+            if rel not in lines_of:
+                try:
+                    text = (root / rel).read_text(encoding="utf-8", errors="replace")
+                    lines_of[rel] = text.splitlines()
+                except OSError:
+                    lines_of[rel] = None
+            return lines_of[rel]
+
+        checks = 0
+        updated: list[Memory] = []
+        for memory in memories:
+            files = list(dict.fromkeys([*(a.file for a in memory.anchors), *memory.related_files]))
+            missing = [f for f in files if not (root / f).exists()]
+            changes: dict[str, Any] = {}
+            if missing and memory.stale_at is None:
+                changes["stale_at"] = now
+                report.stale_marked += 1
+            elif (
+                not missing
+                and memory.stale_at is not None
+                and memory.valid_until is None
+                and CorrectionKind.OUTDATED.value not in memory.flags
+            ):
+                changes["stale_at"] = None  # the file is back (renamed, restored)
+                report.unstaled += 1
+            anchors = list(memory.anchors)
+            code_changed = False
+            for index, anchor in enumerate(anchors):
+                if anchor.content_hash is None or anchor.start_line is None:
+                    continue
+                current = lines(anchor.file)
+                if current is None:
+                    continue
+                found = _locate_hash(current, anchor)
+                if found == anchor.start_line:
+                    continue
+                if found is not None:
+                    length = (anchor.end_line or anchor.start_line) - anchor.start_line
+                    anchors[index] = attrs.evolve(anchor, start_line=found, end_line=found + length)
+                    changes["anchors"] = anchors
+                    continue
+                if CODE_CHANGED_FLAG in memory.flags or checks >= MAX_STALENESS_CHECKS:
+                    continue
+                sha = memory.provenance.commit_sha
+                checks += 1
+                changed = history.changed_since(anchor.file, sha) if sha else None
+                if changed is not False:  # False: an uncommitted edit in progress
+                    code_changed = True
+            if "anchors" in changes:
+                report.relocated += 1
+            if code_changed:
+                changes["flags"] = [*memory.flags, CODE_CHANGED_FLAG]
+                changes["needs_review"] = True
+                if not memory.pinned:
+                    changes["confidence"] = round(
+                        memory.confidence * CODE_CHANGED_CONFIDENCE_FACTOR, 4
+                    )
+                changes["extra"] = {
+                    **memory.extra,
+                    CODE_CHANGED_FLAG: {"at": now.isoformat(), "commit": head},
+                }
+                report.code_changed += 1
+            if changes:
+                updated.append(attrs.evolve(memory, updated_at=now, **changes))
+        if updated:
+            with self._write_lock:
+                # a memory forgotten meanwhile (another thread) must not come back
+                fresh = {m.id: m for m in self.store.get_many([m.id for m in updated])}
+                kept = [m for m in updated if m.id in fresh]
+                self.store.update(kept)
+                self._mirror(kept)
+
+    def _seed_coaccess(
+        self, history: Any, head: str | None, state: _EngineState, report: HistorySyncReport
+    ) -> None:
+        """Cold start of the co-access graph from co-commits (V3 §5).
+
+        Seeds while no session has been observed yet, once per new HEAD: the seed is a
+        prior the observer blends in at a discount, so refreshing it is harmless, and once
+        real sessions exist they speak for themselves.
+        """
+        if not self.config.observer.enabled or not head:
+            return
+        seeded = state.get("coaccess_seeded_commit")
+        if seeded == head:
+            return
+        observer = self.observer
+        if seeded is not None and int(observer.stats.session_count()) > 0:
+            return
+        edges = history.coaccess_seed()
+        report.coaccess_seeded = int(observer.seed_coaccess(edges)) if edges else 0
+        state.set("coaccess_seeded_commit", head)
 
     def index_chunks(
         self,
@@ -929,6 +1205,26 @@ class Engine:
         if not isinstance(event, dict):
             raise InvalidInput("an observer event must be a JSON object")
         return self.observer.observe(event)
+
+    def session_summary(self, session_id: str | None = None) -> dict[str, Any]:
+        """The observer's session card (V5 §13): what was applied, learned, needs review.
+
+        ``None`` means the last finished session; a running session gets a live summary.
+        Always a dict: ``found`` False (with ``text`` saying why) when there is none.
+        """
+        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+            raise InvalidInput("session id is empty")
+        if not self.config.observer.enabled:
+            return {
+                "found": False,
+                "session_id": session_id,
+                "text": "the observer is off (observer.enabled = false)",
+            }
+        summary = self.observer.session_summary(session_id.strip() if session_id else None)
+        if not summary:
+            which = f"session {session_id}" if session_id else "a finished session"
+            return {"found": False, "session_id": session_id, "text": f"no summary of {which} yet"}
+        return {"found": True, **dict(summary)}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -1178,6 +1474,7 @@ class Engine:
                 self._codegraph,
                 self._history,
                 self._digest,
+                self._observer,
             ):
                 closer = getattr(component, "close", None)
                 if callable(closer):
@@ -1189,6 +1486,7 @@ class Engine:
             self._codegraph = None
             self._history = None
             self._digest = None
+            self._observer = None
             self._code_search = None
             self._retriever = None
 
@@ -1200,6 +1498,84 @@ class Engine:
 
 
 # --------------------------------------------------------------------------- small helpers
+
+
+class CoAccessAdapter:
+    """The observer's co-access graph as ``engram.codegraph.CoAccessSource``.
+
+    Impact analysis must never fail because the observer's statistics could not be read
+    (a locked or damaged SQLite file): errors become "no co-access evidence".
+    """
+
+    def __init__(self, observer: Any) -> None:
+        self.observer = observer
+
+    def coaccess_partners(self, file: str, k: int = 10) -> builtins.list[tuple[str, float]]:
+        try:
+            return [(str(f), float(w)) for f, w in self.observer.coaccess_partners(file, k)]
+        except Exception as exc:
+            log.debug("co-access of %s unavailable: %s", file, exc)
+            return []
+
+
+class _EngineState:
+    """A small JSON file of engine bookkeeping in ``.engram/`` (written atomically)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _load(self) -> dict[str, Any]:
+        import json
+
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def get(self, key: str) -> Any:
+        return self._load().get(key)
+
+    def set(self, key: str, value: Any) -> None:
+        import json
+
+        data = self._load()
+        data[key] = value
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
+def _mentions(memory: Memory, paths: Mapping[str, str]) -> bool:
+    """Whether any anchor, related file or relation target of ``memory`` is in ``paths``."""
+    return (
+        any(a.file in paths for a in memory.anchors)
+        or any(f in paths for f in memory.related_files)
+        or any(r.target_file in paths for r in memory.relations if r.target_file)
+    )
+
+
+def _locate_hash(lines: Sequence[str], anchor: CodeAnchor) -> int | None:
+    """Start line where the anchor's lines (same hash) are now, nearest the stored place."""
+    start = anchor.start_line
+    if start is None or anchor.content_hash is None:
+        return None
+    length = max(0, (anchor.end_line if anchor.end_line is not None else start) - start) + 1
+    last_start = len(lines) - length
+    if last_start < 0:
+        return None
+    near = max(0, min(start, last_start))
+    for distance in range(last_start + 1):
+        for candidate in (near - distance, near + distance) if distance else (near,):
+            if 0 <= candidate <= last_start and (
+                content_hash("\n".join(lines[candidate : candidate + length]))
+                == anchor.content_hash
+            ):
+                return candidate
+        if near - distance < 0 and near + distance > last_start:
+            break
+    return None
 
 
 def _default_confidence(source: MemorySource) -> float:
@@ -1272,8 +1648,12 @@ def _grammar_check() -> DoctorCheck:
 
 
 __all__ = [
+    "CODE_CHANGED_CONFIDENCE_FACTOR",
+    "CODE_CHANGED_FLAG",
+    "CoAccessAdapter",
     "DoctorCheck",
     "Engine",
+    "HistorySyncReport",
     "ImportReport",
     "RememberResult",
     "parse_correction",

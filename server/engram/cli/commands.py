@@ -15,11 +15,13 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram.cli import render
-from engram.engine import Engine
 from engram.errors import EngramError, InvalidInput, NotAvailable
+
+if TYPE_CHECKING:  # the engine module costs ~70 ms: imported when a command opens it
+    from engram.engine import Engine
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -30,6 +32,8 @@ def _workspace_arg(args: argparse.Namespace) -> str | None:
 
 
 def open_engine(args: argparse.Namespace, *, read_only: bool = False) -> Engine:
+    from engram.engine import Engine
+
     return Engine.open(_workspace_arg(args), read_only=read_only)
 
 
@@ -168,6 +172,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    session: dict[str, Any] | None = None
     with open_engine(args) as engine:
         memories = engine.list(
             type=_types(args.type),
@@ -177,11 +182,31 @@ def cmd_list(args: argparse.Namespace) -> int:
             include_deprecated=args.all,
             limit=args.limit,
         )
+        if args.review:
+            session = _last_session_summary(engine)
     if args.json:
-        emit_json({"count": len(memories), "memories": [render.memory_dict(m) for m in memories]})
+        document: dict[str, Any] = {
+            "count": len(memories),
+            "memories": [render.memory_dict(m) for m in memories],
+        }
+        if args.review:
+            document["session"] = session
+        emit_json(document)
     else:
+        if session is not None and session.get("text"):
+            print(f"Last session ({session.get('session_id')}): {session['text']}")
         render.print_memory_table(memories)
     return 0
+
+
+def _last_session_summary(engine: Engine) -> dict[str, Any] | None:
+    """The last finished observer session's card for ``list --review`` (V5 §13), if any."""
+    try:
+        summary = engine.session_summary()
+    except EngramError as exc:
+        note(f"no session summary: {exc}")
+        return None
+    return summary if summary.get("found") else None
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -286,6 +311,7 @@ def cmd_index(args: argparse.Namespace) -> int:
                 report = engine.index(
                     progress=lambda done, total, path: update(str(path or ""), done, total),
                     chunks=False,
+                    history=False,
                 )
             summary["code"] = render.to_jsonable(report)
             summary["_report"] = report
@@ -340,28 +366,31 @@ def _graph_summary(report: Any) -> str:
 
 
 def _mine_history(engine: Engine, quiet: bool) -> dict[str, Any]:
-    try:
-        import importlib
-
-        module = importlib.import_module("engram.history")
-        history_cls = getattr(module, "GitHistory", None)
-    except ModuleNotFoundError:
-        history_cls = None
-    if history_cls is None:
-        note("skipped git history: the history package is not available yet")
-        return {"skipped": "history not available yet"}
-    if not (engine.workspace.root / ".git").exists():
-        note("skipped git history: the workspace is not a git repository")
-        return {"skipped": "not a git repository"}
-    history = history_cls(engine.workspace)
+    """Mine git history and let the memories follow it (renames, changed code, co-access)."""
     with progress_bar("mining git history") as update:
-        try:
-            report = history.mine(progress=update)
-        except TypeError:
-            report = history.mine()
+        report = engine.sync_history(progress=update)
+    if report.skipped:
+        note(f"skipped git history: {report.skipped}")
+        return {"skipped": report.skipped}
+    followed = {
+        "renamed": report.renamed,
+        "relocated": report.relocated,
+        "code_changed": report.code_changed,
+        "stale_marked": report.stale_marked,
+        "unstaled": report.unstaled,
+        "coaccess_seeded": report.coaccess_seeded,
+    }
     if not quiet:
-        note(f"git history: {render.one_line_summary(report)}")
-    return dict(render.to_jsonable(report) or {})
+        note(f"git history: {render.one_line_summary(report.mined)}")
+        if report.renamed:
+            note(f"{report.renamed} memories followed renamed files")
+        if report.code_changed:
+            note(
+                f"{report.code_changed} memories need review: the code under them changed "
+                "in a commit (engram list --review)"
+            )
+    data = render.to_jsonable(report.mined)
+    return {**(data if isinstance(data, dict) else {}), "memories": followed}
 
 
 def _backfill_embeddings(engine: Engine, quiet: bool) -> dict[str, Any]:

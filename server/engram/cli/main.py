@@ -196,9 +196,36 @@ def _debug() -> bool:
     return os.environ.get("ENGRAM_DEBUG", "") not in ("", "0", "false", "no")
 
 
+#: Longest error line; the cause in parentheses is shortened first, the rest kept.
+MAX_ERROR_CHARS = 320
+MAX_CAUSE_CHARS = 140
+
+
+def one_line_error(message: str) -> str:
+    """A library's error as one readable line: no Rust source paths, no wrapper noise.
+
+    LanceDB wraps its Rust errors as ``LanceError(IO): Generic N/A error: Wrapped error:
+    Not found: …, /home/build/.cargo/registry/…/src/io.rs:123:45``; the user needs the
+    first sentence and what to do, which the store's message puts after the cause.
+    """
+    import re
+
+    text = " ".join(str(message).split())
+    text = re.sub(r",?\s*(?:at\s+)?(?:[A-Za-z]:)?[\\/][^\s,;()]*\.rs:\d+(?::\d+)?", "", text)
+    text = re.sub(r"(?:Generic N/A error|Wrapped error|LanceError\(\w+\)|lance error):\s*", "", text)
+    text = re.sub(r"\b([A-Z][\w ]{1,30}): (?:\1: )+", r"\1: ", text)
+    if len(text) > MAX_ERROR_CHARS:
+        open_at, close_at = text.find(" ("), text.rfind(")")
+        if 0 <= open_at < close_at and close_at - open_at > MAX_CAUSE_CHARS:
+            cause = text[open_at + 2 : close_at]
+            text = f"{text[: open_at + 2]}{cause[: MAX_CAUSE_CHARS - 1]}…{text[close_at:]}"
+        if len(text) > MAX_ERROR_CHARS:
+            text = text[: MAX_ERROR_CHARS - 1] + "…"
+    return text or "failed"
+
+
 def _fail(message: str, code: int = EXIT_ERROR) -> int:
-    first = " ".join(str(message).split()) or "failed"
-    sys.stderr.write(f"engram: error: {first}\n")
+    sys.stderr.write(f"engram: error: {one_line_error(message)}\n")
     return code
 
 

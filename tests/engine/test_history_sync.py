@@ -1,0 +1,197 @@
+"""The engine following git history: commit linkage, renames, changed code, co-access.
+
+Real git repositories and the real ``engram.history`` / ``engram.observer``; the memory
+store is the in-memory fake of conftest.py, so these run in about a second.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.conftest import git
+
+from engram.config import EmbedConfig, EngramConfig, ObserverConfig
+from engram.engine import CODE_CHANGED_CONFIDENCE_FACTOR, CODE_CHANGED_FLAG, Engine
+from engram.workspace import Workspace
+
+from .conftest import Clock, FakeFilter, FakeStore
+
+SOURCE = "def parse(path):\n    # must be absolute\n    return open(path).read()\n\n\nX = 1\n"
+
+
+def commit_all(root: Path, message: str) -> str:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def repo(tmp_workspace: Workspace) -> Path:
+    root = tmp_workspace.root
+    (root / "app.py").write_text(SOURCE)
+    (root / "other.py").write_text("Y = 2\n")
+    commit_all(root, "init")
+    return root
+
+
+def anchored(engine: Engine, file: str = "app.py") -> str:
+    return engine.remember(
+        "parse needs an absolute path", file=file, start_line=0, end_line=2
+    ).memory.id
+
+
+def test_remember_links_the_head_commit(engine: Engine, repo: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD").strip()
+    memory = engine.remember("a global fact about this project").memory
+    assert memory.provenance.commit_sha == head
+
+
+def test_remember_without_git_has_no_commit(tmp_path: Path, fake_store: FakeStore) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    config = EngramConfig(embed=EmbedConfig(model="none"))
+    engine = Engine(Workspace(plain), config, store=fake_store, filter_factory=FakeFilter)
+    memory = engine.remember("works without git").memory
+    assert memory.provenance.commit_sha is None
+    assert engine.sync_history().skipped  # says why, does not raise
+
+
+def test_renamed_file_carries_its_memories(engine: Engine, repo: Path) -> None:
+    memory_id = anchored(engine)
+    related = engine.remember("app and other change together", related_files=["app.py"]).memory
+    engine.sync_history()  # records the commit the renames are applied up to
+    git(repo, "mv", "app.py", "core.py")
+    commit_all(repo, "rename")
+
+    report = engine.sync_history()
+
+    assert report.renamed == 2
+    moved = engine.get(memory_id)
+    assert [a.file for a in moved.anchors] == ["core.py"]
+    assert engine.get(related.id).related_files == ["core.py"]
+    assert {m.id for m in engine.list(file="core.py")} == {memory_id, related.id}
+    assert engine.list(file="app.py") == []
+    assert engine.sync_history().renamed == 0  # applied once
+
+
+def test_first_sync_applies_all_known_renames_but_not_onto_a_new_file(
+    engine: Engine, repo: Path
+) -> None:
+    old_id = anchored(engine)
+    git(repo, "mv", "app.py", "core.py")
+    commit_all(repo, "rename")
+    engine.sync_history()  # first run ever: every mined rename whose old path is gone
+    assert engine.get(old_id).anchors[0].file == "core.py"
+
+    git(repo, "mv", "core.py", "engine.py")
+    commit_all(repo, "rename again")
+    (repo / "core.py").write_text("NEW = True\n")  # a new file under the old name
+    commit_all(repo, "new core")
+    newer = engine.remember("the new core module", file="core.py").memory
+    engine.sync_history()
+    assert engine.get(old_id).anchors[0].file == "engine.py"  # made before the rename
+    assert engine.get(newer.id).anchors[0].file == "core.py"  # made after it: stays
+
+
+def test_committed_change_under_an_anchor_asks_for_review(engine: Engine, repo: Path) -> None:
+    memory_id = anchored(engine)
+    before = engine.get(memory_id)
+    assert before.provenance.commit_sha
+    engine.sync_history()
+    assert not engine.get(memory_id).needs_review  # nothing changed yet
+
+    (repo / "app.py").write_text(SOURCE.replace("return open(path).read()", "return path"))
+    engine.sync_history()
+    assert not engine.get(memory_id).needs_review  # uncommitted edit: work in progress
+
+    commit_all(repo, "change parse")
+    report = engine.sync_history()
+    after = engine.get(memory_id)
+    assert report.code_changed == 1
+    assert after.needs_review and CODE_CHANGED_FLAG in after.flags
+    assert after.confidence == pytest.approx(before.confidence * CODE_CHANGED_CONFIDENCE_FACTOR)
+    assert after.stale_at is None  # the file is still there: review, not stale
+
+    engine.sync_history()
+    assert engine.get(memory_id).confidence == after.confidence  # penalised once
+
+
+def test_moved_lines_follow_and_deleted_files_go_stale(engine: Engine, repo: Path) -> None:
+    memory_id = anchored(engine)
+    gone_id = anchored(engine, "other.py")
+    (repo / "app.py").write_text("import os\n\n" + SOURCE)
+    (repo / "other.py").unlink()
+    commit_all(repo, "move parse down, delete other")
+
+    report = engine.sync_history()
+
+    moved = engine.get(memory_id)
+    assert (moved.anchors[0].start_line, moved.anchors[0].end_line) == (2, 4)
+    assert not moved.needs_review and report.relocated == 1
+    assert engine.get(gone_id).stale_at is not None and report.stale_marked == 1
+
+    (repo / "other.py").write_text("Y = 2\n")
+    commit_all(repo, "restore other")
+    assert engine.sync_history().unstaled == 1
+    assert engine.get(gone_id).stale_at is None
+
+
+def test_coaccess_cold_start_from_co_commits(engine: Engine, repo: Path) -> None:
+    for n in range(3):
+        (repo / "app.py").write_text(SOURCE + f"\nV = {n}\n")
+        (repo / "other.py").write_text(f"Y = {n}\n")
+        commit_all(repo, f"change both {n}")
+    assert engine.observer.coaccess_partners("app.py") == []
+
+    report = engine.sync_history()
+
+    assert report.coaccess_seeded >= 1
+    partners = dict(engine.observer.coaccess_partners("app.py"))
+    assert partners.get("other.py", 0) > 0
+    assert engine.sync_history().coaccess_seeded == 0  # same HEAD: nothing to redo
+
+
+def test_no_seed_when_the_observer_is_off(
+    tmp_workspace: Workspace, repo: Path, fake_store: FakeStore
+) -> None:
+    config = EngramConfig(embed=EmbedConfig(model="none"), observer=ObserverConfig(enabled=False))
+    engine = Engine(tmp_workspace, config, store=fake_store, filter_factory=FakeFilter)
+    assert engine.sync_history().coaccess_seeded == 0
+    assert not (tmp_workspace.engram_dir / "observer").exists()
+
+
+def test_impact_ranks_a_strong_coaccess_partner(engine: Engine, repo: Path) -> None:
+    (repo / "billing.py").write_text("def charge():\n    return 1\n")
+    commit_all(repo, "billing")
+    (repo / "invoice.py").write_text("def render():\n    return 2\n")
+    commit_all(repo, "invoice")  # never committed together, no imports between them
+    for n in range(3):
+        session = f"s{n}"
+        for path in ("billing.py", "invoice.py", "billing.py", "invoice.py"):
+            engine.observe(
+                {"kind": "editor", "action": "open", "files": [path], "session_id": session}
+            )
+        engine.observe({"kind": "session_end", "session_id": session, "outcome": "success"})
+    engine.index(chunks=False, history=False)
+
+    report = engine.impact("billing.py")
+
+    ranked = {r.file: r for r in report.ranked_files}
+    assert "invoice.py" in ranked
+    assert "opened together" in ranked["invoice.py"].reasons
+
+
+def test_session_summary_through_the_engine(engine: Engine, repo: Path, clock: Clock) -> None:
+    assert engine.session_summary() == {
+        "found": False,
+        "session_id": None,
+        "text": "no summary of a finished session yet",
+    }
+    engine.observe({"kind": "editor", "action": "open", "files": ["app.py"], "session_id": "a1"})
+    live = engine.session_summary("a1")
+    assert live["found"] and live["outcome"] == "running"
+    engine.observe({"kind": "session_end", "session_id": "a1", "outcome": "success"})
+    done = engine.session_summary()
+    assert done["found"] and done["session_id"] == "a1" and done["outcome"] == "success"
+    assert "text" in done and isinstance(done["learned"], list)
