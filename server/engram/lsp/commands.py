@@ -331,7 +331,7 @@ async def session_summary(ctx: CommandContext, args: SessionSummaryArgs) -> dict
     def run(engine: Engine) -> dict[str, Any]:
         observer_summary: Any = None
         try:
-            observer_summary = engine.observer.session_summary(args.session_id)
+            observer_summary = engine.session_summary(args.session_id)
         except Exception as exc:  # the observer is optional here
             observer_summary = {"unavailable": str(exc).splitlines()[0] if str(exc) else ""}
         ids = ledger.all_ids()

@@ -47,6 +47,7 @@ from engram.lsp.folder import (
     snapshot_blocking,
     warm_blocking,
 )
+from engram.lsp.observe import EditorEventFeed
 from engram.lsp.registry import CommandRegistry
 from engram.lsp.session import SessionLedger
 from engram.model import Memory, utcnow
@@ -73,6 +74,11 @@ AGENT_CLIENT_NAMES: tuple[str, ...] = (
     "goose",
     "amp",
     "cline",
+)
+
+#: Commands that code actions run: their use is an editor ``code_action`` event.
+CODE_ACTION_COMMANDS = frozenset(
+    {"engram.remember", "engram.confirm", "engram.flag", "engram.pin", "engram.impact"}
 )
 
 #: Settings only the language server reads (not part of ``EngramConfig``).
@@ -118,8 +124,30 @@ class EngramLanguageServer(LanguageServer):
         self._tasks: set[asyncio.Future[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._orphan_session = SessionLedger()
+        #: editor events to the observer, one session per server process
+        self.editor_events = EditorEventFeed()
 
     # ------------------------------------------------------------------ plumbing
+
+    def observe_editor(self, doc: DocumentState, action: str) -> None:
+        """Tell the observer what the editor did with ``doc`` (queued, never blocking)."""
+        try:
+            self.editor_events.emit(doc.folder, action, doc.rel)
+        except Exception as exc:  # bookkeeping must never fail a request
+            log.debug("editor event %s not queued: %s", action, exc)
+
+    def observe_command(self, name: str, args: Sequence[Any]) -> None:
+        """A code action's command ran: a ``code_action`` event on the document it is for."""
+        if name not in CODE_ACTION_COMMANDS:
+            return
+        arg = args[0] if args and isinstance(args[0], dict) else {}
+        memory_id = arg.get("id")
+        for doc in self.docs.values():
+            if (isinstance(memory_id, str) and any(m.id == memory_id for m in doc.memories)) or (
+                isinstance(arg.get("file"), str) and arg["file"] in (doc.rel, doc.uri)
+            ):
+                self.observe_editor(doc, "code_action")
+                return
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:

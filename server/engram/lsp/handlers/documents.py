@@ -16,6 +16,7 @@ def register(server: EngramLanguageServer) -> None:
         doc = ls.open_document(params.text_document.uri)
         if doc is None:
             return
+        ls.observe_editor(doc, "open")
         await ls.refresh_document(doc)
         ls.publish(doc)  # first diagnostics right away, not debounced
 
@@ -26,12 +27,14 @@ def register(server: EngramLanguageServer) -> None:
             return
         ls.apply_changes(doc, params.content_changes)
         ls.schedule_publish(doc)
+        ls.observe_editor(doc, "change")  # debounced per document
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: EngramLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
         doc = ls.docs.get(params.text_document.uri)
         if doc is None:
             return
+        ls.observe_editor(doc, "save")
         # the saved text is what the graph should know; re-anchor from it
         doc.folder.impact.pop(doc.rel, None)
         await ls.refresh_document(doc, reindex=True)
@@ -44,6 +47,8 @@ def register(server: EngramLanguageServer) -> None:
             return
         if doc.pending is not None:
             doc.pending.cancel()
+        ls.observe_editor(doc, "close")
+        ls.editor_events.forget_document(doc.folder, doc.rel)
         if ls.push:
             ls.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=[])

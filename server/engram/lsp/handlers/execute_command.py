@@ -21,6 +21,7 @@ def _register_one(server: EngramLanguageServer, name: str) -> None:
     # ``ls: Any``: pygls resolves a command handler's annotations at call time, and the
     # server class is only imported for type checking here
     async def run(ls: Any, *args: Any) -> Any:
+        ls.observe_command(name, list(args))
         try:
             return await ls.registry.execute(ls, name, list(args))
         except CommandError as exc:

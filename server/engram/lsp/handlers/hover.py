@@ -35,6 +35,8 @@ def register(server: EngramLanguageServer) -> None:
         if text is None:
             return None
         folder.session.applied(m.id for m in memories)
+        if memories:
+            ls.observe_editor(doc, "hover")  # a memory was looked at (debounced)
         return types.Hover(
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
         )

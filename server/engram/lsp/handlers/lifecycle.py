@@ -36,6 +36,10 @@ def register(server: EngramLanguageServer) -> None:
     async def shutdown(ls: EngramLanguageServer, _params: None) -> None:
         for task in list(ls._tasks):
             task.cancel()
+        try:  # the last editor events, then session_end so the observer finalises it
+            await asyncio.to_thread(ls.editor_events.close)
+        except Exception as exc:
+            log.debug("editor session not ended: %s", exc)
         for folder in ls.folders.values():
             if folder.engine is not None:
                 try:
