@@ -940,16 +940,21 @@ class Engine:
         return analyzer.impact(rel, symbol or None)
 
     def _coaccess_source(self) -> CoAccessAdapter | None:
-        """The observer's co-access graph as impact evidence, when there is one to read.
+        """The observer's co-access graph as impact evidence, once sessions were observed.
 
-        A read-only engine never creates the observer's files just to find them empty.
+        Before the first observed session the graph holds only the cold-start seed, which
+        comes from co-commits: impact already counts those as co-change, so it is left out
+        rather than counted twice. Nothing is created on disk just to find it empty.
         """
         if not self.config.observer.enabled:
             return None
         if self._observer is None and not (self.workspace.engram_dir / "observer").is_dir():
             return None
         try:
-            return CoAccessAdapter(self.observer)
+            observer = self.observer
+            if int(observer.stats.session_count()) == 0:
+                return None
+            return CoAccessAdapter(observer)
         except Exception as exc:  # co-access is optional evidence, never a failure
             log.info("co-access unavailable for impact: %s", exc)
             return None
@@ -1082,17 +1087,7 @@ class Engine:
             for m in self.store.list(self._filter(include_deprecated=False))
             if m.anchors or m.related_files
         ]
-        lines_of: dict[str, list[str] | None] = {}
-
-        def lines(rel: str) -> list[str] | None:
-            if rel not in lines_of:
-                try:
-                    text = (root / rel).read_text(encoding="utf-8", errors="replace")
-                    lines_of[rel] = text.splitlines()
-                except OSError:
-                    lines_of[rel] = None
-            return lines_of[rel]
-
+        finder = _AnchorFinder(root)
         checks = 0
         updated: list[Memory] = []
         for memory in memories:
@@ -1115,10 +1110,9 @@ class Engine:
             for index, anchor in enumerate(anchors):
                 if anchor.content_hash is None or anchor.start_line is None:
                     continue
-                current = lines(anchor.file)
-                if current is None:
-                    continue
-                found = _locate_hash(current, anchor)
+                if finder.lines(anchor.file) is None:
+                    continue  # gone or unreadable: the stale_at rule above covers it
+                found = finder.find(anchor)
                 if found == anchor.start_line:
                     continue
                 if found is not None:
@@ -1556,26 +1550,56 @@ def _mentions(memory: Memory, paths: Mapping[str, str]) -> bool:
     )
 
 
-def _locate_hash(lines: Sequence[str], anchor: CodeAnchor) -> int | None:
-    """Start line where the anchor's lines (same hash) are now, nearest the stored place."""
-    start = anchor.start_line
-    if start is None or anchor.content_hash is None:
-        return None
-    length = max(0, (anchor.end_line if anchor.end_line is not None else start) - start) + 1
-    last_start = len(lines) - length
-    if last_start < 0:
-        return None
-    near = max(0, min(start, last_start))
-    for distance in range(last_start + 1):
-        for candidate in (near - distance, near + distance) if distance else (near,):
-            if 0 <= candidate <= last_start and (
-                content_hash("\n".join(lines[candidate : candidate + length]))
-                == anchor.content_hash
-            ):
-                return candidate
-        if near - distance < 0 and near + distance > last_start:
-            break
-    return None
+class _AnchorFinder:
+    """Where anchored lines (same content hash) are now, for a sweep over many memories.
+
+    Each file is read once and each (file, anchor length) hashed once into a
+    hash -> start lines index, so checking every anchored memory on ``index`` stays
+    linear in the size of the files rather than anchors x lines.
+    """
+
+    #: Files longer than this are not searched for moved lines (generated, data).
+    MAX_LINES = 100_000
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lines: dict[str, list[str] | None] = {}
+        self._windows: dict[tuple[str, int], dict[str, list[int]]] = {}
+
+    def lines(self, rel: str) -> list[str] | None:
+        if rel not in self._lines:
+            try:
+                text = (self.root / rel).read_text(encoding="utf-8", errors="replace")
+                self._lines[rel] = text.splitlines()
+            except OSError:
+                self._lines[rel] = None
+        return self._lines[rel]
+
+    def find(self, anchor: CodeAnchor) -> int | None:
+        """The anchor's start line now: its stored place if unchanged, else the nearest
+        place holding the same lines, else ``None`` (the code under it changed)."""
+        lines = self.lines(anchor.file)
+        start = anchor.start_line
+        if lines is None or start is None or anchor.content_hash is None:
+            return None
+        end = anchor.end_line if anchor.end_line is not None else start
+        length = max(0, end - start) + 1
+        if start + length <= len(lines) and (
+            content_hash("\n".join(lines[start : start + length])) == anchor.content_hash
+        ):
+            return start
+        if len(lines) > self.MAX_LINES:
+            return None
+        key = (anchor.file, length)
+        index = self._windows.get(key)
+        if index is None:
+            index = {}
+            for first in range(len(lines) - length + 1):
+                digest = content_hash("\n".join(lines[first : first + length]))
+                index.setdefault(digest, []).append(first)
+            self._windows[key] = index
+        starts = index.get(anchor.content_hash)
+        return min(starts, key=lambda s: (abs(s - start), s)) if starts else None
 
 
 def _default_confidence(source: MemorySource) -> float:

@@ -150,6 +150,10 @@ def test_coaccess_cold_start_from_co_commits(engine: Engine, repo: Path) -> None
     partners = dict(engine.observer.coaccess_partners("app.py"))
     assert partners.get("other.py", 0) > 0
     assert engine.sync_history().coaccess_seeded == 0  # same HEAD: nothing to redo
+    engine.index(chunks=False, history=False)
+    ranked = {r.file: r.reasons for r in engine.impact("app.py").ranked_files}
+    # the seed is co-commits: impact counts them once, as co-change
+    assert "opened together" not in ranked["other.py"]
 
 
 def test_no_seed_when_the_observer_is_off(
