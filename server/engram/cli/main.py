@@ -212,7 +212,8 @@ def one_line_error(message: str) -> str:
 
     text = " ".join(str(message).split())
     text = re.sub(r",?\s*(?:at\s+)?(?:[A-Za-z]:)?[\\/][^\s,;()]*\.rs:\d+(?::\d+)?", "", text)
-    text = re.sub(r"(?:Generic N/A error|Wrapped error|LanceError\(\w+\)|lance error):\s*", "", text)
+    noise = r"(?:Generic N/A error|Wrapped error|LanceError\(\w+\)|lance error):\s*"
+    text = re.sub(noise, "", text)
     text = re.sub(r"\b([A-Z][\w ]{1,30}): (?:\1: )+", r"\1: ", text)
     if len(text) > MAX_ERROR_CHARS:
         open_at, close_at = text.find(" ("), text.rfind(")")
