@@ -164,3 +164,36 @@ def test_one_background_job_of_a_kind_at_a_time(ws: Workspace) -> None:
         assert _spawn_background(ws, ["observe", "--drain-inbox"], "{}") is False
     finally:
         os.close(fd)
+
+
+def test_hook_path_imports_neither_the_model_nor_heavy_libraries() -> None:
+    import subprocess
+
+    probe = (
+        "import sys; from engram.cli.main import main; from engram.agents.hooks import hook_main;"
+        "print([m for m in ('cattrs', 'engram.model', 'lancedb', 'numpy', 'fastembed')"
+        " if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_an_older_digest_layout_is_dropped_and_reads_as_stale(ws: Workspace) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(ws.engram_dir / "digest.sqlite")
+    conn.execute("CREATE TABLE memories (id TEXT, record TEXT)")
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute("INSERT INTO meta VALUES ('manifest', '')")
+    conn.commit()
+    conn.close()
+    versions = ws.engram_dir / "memories.lance" / "_versions"
+    versions.mkdir(parents=True)
+    (versions / "3.manifest").write_text("")
+    digest = Digest(ws)
+    assert digest.is_stale()
+    assert digest.for_file("billing.py", ["gotcha"]) == []
+    digest.rebuild([_gotcha("charge wants cents", "billing.py")])
+    assert [b.content for b in digest.for_file("billing.py", ["gotcha"])] == ["charge wants cents"]

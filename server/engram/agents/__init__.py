@@ -1,7 +1,7 @@
 """How coding agents meet Engram: hook answers from a fast SQLite digest, the Claude Code
 adapter, and (in :mod:`engram.mcp.server`) the MCP tools."""
 
-from engram.agents.digest import Digest, lance_manifest_marker
+from engram.agents.digest import Brief, Digest, lance_manifest_marker
 from engram.agents.hooks import (
     HookBudget,
     SessionLedger,
@@ -13,6 +13,7 @@ from engram.agents.hooks import (
 )
 
 __all__ = [
+    "Brief",
     "Digest",
     "HookBudget",
     "SessionLedger",

@@ -16,18 +16,20 @@ import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
 
-from engram.model import Memory, memory_from_dict, memory_to_dict
-from engram.model.codec import make_converter
 from engram.workspace import Workspace
+
+if TYPE_CHECKING:  # the hook path never imports the model
+    from engram.model import Memory
 
 log = logging.getLogger(__name__)
 
 DIGEST_FILE = "digest.sqlite"
+#: Bump when the tables change: an older digest is dropped and rebuilt (it is only a cache).
+DIGEST_SCHEMA = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
     id TEXT PRIMARY KEY,
@@ -35,7 +37,7 @@ CREATE TABLE IF NOT EXISTS memories (
     scope TEXT NOT NULL,
     active INTEGER NOT NULL,
     weight REAL NOT NULL,
-    record TEXT NOT NULL
+    brief TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS memory_files (
     file TEXT NOT NULL,
@@ -45,6 +47,30 @@ CREATE TABLE IF NOT EXISTS memory_files (
 CREATE INDEX IF NOT EXISTS memory_files_file ON memory_files(file);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+
+@attrs.frozen
+class Brief:
+    """What a hook renders of a memory, read without rebuilding the full record."""
+
+    id: str
+    type: str
+    content: str
+    file: str | None = None
+    line: int | None = None
+    needs_review: bool = False
+
+    @classmethod
+    def of(cls, memory: Memory) -> Brief:
+        anchor = memory.anchors[0] if memory.anchors else None
+        return cls(
+            id=memory.id,
+            type=memory.type.value,
+            content=memory.content,
+            file=anchor.file if anchor else None,
+            line=anchor.start_line if anchor else None,
+            needs_review=memory.needs_review,
+        )
 
 
 def _files_of(memory: Memory) -> list[str]:
@@ -89,6 +115,13 @@ class Digest:
         conn = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA foreign_keys=ON")
+        if conn.execute("PRAGMA user_version").fetchone()[0] != DIGEST_SCHEMA:
+            # an older layout: drop it; with no manifest recorded it reads as stale
+            conn.executescript(
+                "DROP TABLE IF EXISTS memory_files; DROP TABLE IF EXISTS memories;"
+                " DROP TABLE IF EXISTS meta;"
+            )
+            conn.execute(f"PRAGMA user_version = {DIGEST_SCHEMA}")
         conn.executescript(_SCHEMA)
         self._conn = conn
         return conn
@@ -104,12 +137,11 @@ class Digest:
         """Mirror a store write: insert or replace ``upserts``, drop ``deleted_ids``."""
         conn = self._connect(create=True)
         assert conn is not None
-        converter = make_converter()
         with conn:
             for memory_id in deleted_ids:
                 conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             for memory in upserts:
-                self._put(conn, memory, converter)
+                self._put(conn, memory)
             conn.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('manifest', ?)",
                 (lance_manifest_marker(self.workspace),),
@@ -120,12 +152,11 @@ class Digest:
         conn = self._connect(create=True)
         assert conn is not None
         count = 0
-        converter = make_converter()
         with conn:
             conn.execute("DELETE FROM memory_files")
             conn.execute("DELETE FROM memories")
             for memory in memories:
-                self._put(conn, memory, converter)
+                self._put(conn, memory)
                 count += 1
             conn.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('manifest', ?)",
@@ -134,11 +165,11 @@ class Digest:
         return count
 
     @staticmethod
-    def _put(conn: sqlite3.Connection, memory: Memory, converter: cattrs.Converter) -> None:
+    def _put(conn: sqlite3.Connection, memory: Memory) -> None:
         active = not memory.deprecated and memory.stale_at is None
         conn.execute("DELETE FROM memory_files WHERE id = ?", (memory.id,))
         conn.execute(
-            "INSERT OR REPLACE INTO memories(id, type, scope, active, weight, record)"
+            "INSERT OR REPLACE INTO memories(id, type, scope, active, weight, brief)"
             " VALUES (?, ?, ?, ?, ?, ?)",
             (
                 memory.id,
@@ -146,7 +177,7 @@ class Digest:
                 memory.scope.value,
                 int(active),
                 _weight(memory),
-                json.dumps(memory_to_dict(memory, converter)),
+                json.dumps(attrs.asdict(Brief.of(memory))),
             ),
         )
         conn.executemany(
@@ -165,26 +196,25 @@ class Digest:
         row = conn.execute("SELECT value FROM meta WHERE key = 'manifest'").fetchone()
         return (row[0] if row else "") != marker
 
-    def _rows(self, sql: str, params: Sequence[Any]) -> list[Memory]:
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[Brief]:
         conn = self._connect(create=False)
         if conn is None:
             return []
-        out: list[Memory] = []
-        converter = make_converter()  # one per read: cattrs compiles its hooks once
-        for (record,) in conn.execute(sql, params):
+        out: list[Brief] = []
+        for (brief,) in conn.execute(sql, params):
             try:
-                out.append(memory_from_dict(json.loads(record), converter))
+                out.append(Brief(**json.loads(brief)))
             except (ValueError, TypeError) as exc:
                 log.warning("skipping unreadable digest row: %s", exc)
         return out
 
-    def for_file(self, file: str, types: Sequence[str], limit: int = 20) -> list[Memory]:
+    def for_file(self, file: str, types: Sequence[str], limit: int = 20) -> list[Brief]:
         """Active memories anchored to or related to ``file``, of ``types``, best first."""
         if not types:
             return []
         marks = ",".join("?" * len(types))
         return self._rows(
-            "SELECT m.record FROM memories m JOIN memory_files f ON f.id = m.id"
+            "SELECT m.brief FROM memories m JOIN memory_files f ON f.id = m.id"
             f" WHERE f.file = ? AND m.active = 1 AND m.type IN ({marks})"
             " ORDER BY m.weight DESC LIMIT ?",
             [file, *types, limit],
@@ -192,7 +222,7 @@ class Digest:
 
     def by_type(
         self, types: Sequence[str], scopes: Sequence[str] | None = None, limit: int = 20
-    ) -> list[Memory]:
+    ) -> list[Brief]:
         """Active memories of ``types`` (optionally only ``scopes``), best first."""
         if not types:
             return []
@@ -203,7 +233,7 @@ class Digest:
             params.extend(scopes)
         params.append(limit)
         return self._rows(
-            f"SELECT m.record FROM memories m WHERE {where} ORDER BY m.weight DESC LIMIT ?",
+            f"SELECT m.brief FROM memories m WHERE {where} ORDER BY m.weight DESC LIMIT ?",
             params,
         )
 

@@ -26,30 +26,30 @@ from typing import Any
 
 import attrs
 
-from engram.agents.digest import Digest
-from engram.model import Memory, MemoryType
+from engram.agents.digest import Brief, Digest
 from engram.workspace import Workspace, WorkspaceError
 
 log = logging.getLogger(__name__)
 
 #: What PostToolUse injects for a file: the things that bite (V3 §7 proactive injection).
+# (type names as strings: the hook path does not import the model)
 FILE_INJECTION_TYPES: tuple[str, ...] = (
-    MemoryType.GOTCHA.value,
-    MemoryType.DEAD_END.value,
-    MemoryType.ERROR_PATTERN.value,
-    MemoryType.DECISION.value,
-    MemoryType.REQUIREMENT.value,
+    "gotcha",
+    "dead_end",
+    "error_pattern",
+    "decision",
+    "requirement",
 )
 #: What SessionStart injects: where work stopped, then project-wide knowledge.
 SESSION_TYPES: tuple[str, ...] = (
-    MemoryType.WORK_STATE.value,
-    MemoryType.DECISION.value,
-    MemoryType.PREFERENCE.value,
-    MemoryType.REQUIREMENT.value,
-    MemoryType.WORKFLOW_RECIPE.value,
-    MemoryType.GOTCHA.value,
-    MemoryType.DEAD_END.value,
-    MemoryType.PATTERN.value,
+    "work_state",
+    "decision",
+    "preference",
+    "requirement",
+    "workflow_recipe",
+    "gotcha",
+    "dead_end",
+    "pattern",
 )
 FILE_TOOLS = frozenset(
     {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead", "apply_patch"}
@@ -93,18 +93,15 @@ class SessionLedger:
         os.replace(tmp, self.path)
 
 
-def render_memory(memory: Memory) -> str:
+def render_memory(memory: Brief) -> str:
     """One line an agent reads: type, text and the citation it can confirm or flag by."""
-    where = ""
-    if memory.anchors and memory.anchors[0].start_line is not None:
-        anchor = memory.anchors[0]
-        where = f" ({anchor.file}:{(anchor.start_line or 0) + 1})"
+    where = f" ({memory.file}:{memory.line + 1})" if memory.file and memory.line is not None else ""
     review = " [unverified]" if memory.needs_review else ""
-    return f"- {memory.type.value.upper()}{where}{review}: {memory.content.strip()} [{memory.id}]"
+    return f"- {memory.type.upper()}{where}{review}: {memory.content.strip()} [{memory.id}]"
 
 
 def pack(
-    header: str, memories: Sequence[Memory], budget: int, seen: set[str]
+    header: str, memories: Sequence[Brief], budget: int, seen: set[str]
 ) -> tuple[str, list[str]]:
     """Lines for ``memories`` not in ``seen`` (already handed out), within ``budget`` tokens."""
     lines: list[str] = []
@@ -225,9 +222,9 @@ def run_claude_code_hook(
         _queue_observation(workspace, payload)
         ledger = SessionLedger.load(workspace, session_id)
         if event == "SessionStart":
-            work = digest.by_type([MemoryType.WORK_STATE.value], limit=3)
+            work = digest.by_type(["work_state"], limit=3)
             rest = digest.by_type(
-                [t for t in SESSION_TYPES if t != MemoryType.WORK_STATE.value],
+                [t for t in SESSION_TYPES if t != "work_state"],
                 # module knowledge comes when the agent touches the module's files
                 scopes=["global"],
                 limit=40,
