@@ -113,7 +113,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="engram-hookbench-") as tmp:
         ws = make_workspace(Path(tmp) / "ws", args.memories, args.files, rng)
-        files = sorted({m.anchors[0].file for m in Digest(ws).by_type(["gotcha"], limit=1000)})
+        files = sorted({m.file for m in Digest(ws).by_type(["gotcha"], limit=1000) if m.file})
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
         base_env["PYTHONPATH"] = str(ROOT / "server")
 
