@@ -5,11 +5,13 @@ Surface (all the code-graph needs for ``engram search --code``)::
     store = ChunkStore(workspace)                    # read_only=True never writes
     store.upsert_chunks(records, vectors, model_id)  # replace chunks by id (one version)
     store.replace_file(file, records, vectors, model_id)  # delete a file's chunks + add, one lock
+    store.replace_files(files, records, vectors, model_id)  # many files, one version
     store.delete_file(file) -> int
     store.chunks_for_file(file) -> list[CodeChunkRecord]
     store.keyword_search(query, k) -> [(id, bm25)]   # over ``text`` (contextual: file, kind,
     store.vector_search(vector, k) -> [(id, cosine)] #  name before the code, V5 §8)
     store.get_many(ids) -> list[CodeChunkRecord]; store.count(); store.compact(); store.close()
+    store.version(); store.all_chunks(); store.vectors_for(ids)  # for in-process indexes
 
 The same machinery as the memory store (:class:`HybridTable`): writer lock, version check,
 FTS fresh after each write, snapshot of vectors refreshed only when the version changed.
@@ -212,6 +214,32 @@ class ChunkStore:
         with self._mutex:
             self._table.write(write)
 
+    def replace_files(
+        self,
+        files: Sequence[str],
+        records: Sequence[CodeChunkRecord],
+        vectors: npt.NDArray[np.float32] | None = None,
+        model_id: str | None = None,
+    ) -> None:
+        """Replace every chunk of all ``files`` with ``records`` in one write.
+
+        Why: a first index touches thousands of files and every LanceDB write is a version,
+        so per-file writes would cost a version (and an FTS update) per file.
+        """
+        if not files and not records:
+            return
+        rows = self._arrow(records, vectors, model_id)
+        where = "file IN (" + ", ".join(sql_quote(f) for f in files) + ")" if files else None
+
+        def write(table: Any) -> None:
+            if where is not None:
+                table.delete(where)
+            if rows.num_rows:
+                table.add(rows)
+
+        with self._mutex:
+            self._table.write(write)
+
     def delete_file(self, file: str) -> int:
         with self._mutex:
             self.refresh()
@@ -232,6 +260,30 @@ class ChunkStore:
             return sorted(
                 (r for r in self._records.values() if r.file == file), key=lambda r: r.start_line
             )
+
+    def version(self) -> int:
+        """The table's latest committed version (0 before the first write); cheap."""
+        with self._mutex:
+            return self._table.version()
+
+    def all_chunks(self) -> list[CodeChunkRecord]:
+        """Every stored chunk (snapshot order), for callers that build their own indexes."""
+        with self._mutex:
+            self.refresh()
+            return [self._records[i] for i in self._ids]
+
+    def vectors_for(self, ids: Sequence[str]) -> npt.NDArray[np.float32] | None:
+        """Unit vectors of ``ids`` in order, or ``None`` unless every id has one (same dim)."""
+        with self._mutex:
+            self.refresh()
+            if not ids:
+                return None
+            row_of = {chunk_id: row for row, chunk_id in enumerate(self._ids)}
+            for block in self._blocks.values():
+                positions = [block.position.get(row_of.get(i, -1)) for i in ids]
+                if all(p is not None for p in positions):
+                    return block.matrix[[p for p in positions if p is not None]].copy()
+            return None
 
     def get_many(self, ids: Sequence[str]) -> list[CodeChunkRecord]:
         with self._mutex:
