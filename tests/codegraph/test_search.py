@@ -139,3 +139,56 @@ def test_search_without_embedder_is_keyword_only(make_graph) -> None:  # type: i
     assert search.search("parse header", mode="dense") == []
     assert search.search("   ") == []
     search.close()
+
+
+def test_chunks_live_in_lancedb_and_unchanged_chunks_are_not_re_embedded(make_graph) -> None:  # type: ignore[no-untyped-def]
+    source = (
+        "def load_settings(path):\n    return toml.load(path)\n\n\n"
+        "def save_settings(path, data):\n    return toml.dump(data, path)\n"
+    )
+    graph = make_graph({"cfg.py": source})
+    engram_dir = graph.workspace.ensure_engram_dir()
+    legacy = engram_dir / "code_chunks.sqlite"
+    legacy.write_bytes(b"an index from an older Engram")
+    embedder = HashingEmbedder()
+    search = CodeSearch(graph.workspace, graph, embedder)
+    first = search.index_chunks()
+    assert first.embedded == first.chunks == 2
+    assert not legacy.exists() and (engram_dir / "chunks.lance").is_dir()
+
+    from engram.store import ChunkStore
+
+    store = ChunkStore(graph.workspace, read_only=True)
+    assert [c.name for c in store.chunks_for_file("cfg.py")] == ["load_settings", "save_settings"]
+
+    # same line count, only the second function's body changes: one chunk embedded again
+    (graph.workspace.root / "cfg.py").write_text(source.replace("toml.dump", "json.dump"))
+    graph.reindex_file("cfg.py")
+    again = search.index_chunks(files=["cfg.py"])
+    assert again.files_chunked == 1 and again.chunks == 2 and again.embedded == 1
+    assert search.search("json dump settings", k=1)[0].name == "save_settings"
+    assert [c.name for c in store.chunks_for_file("cfg.py")] == ["load_settings", "save_settings"]
+    search.close()
+
+
+def test_another_process_re_index_is_picked_up(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph({"a.py": "def parse_header(line):\n    return line\n"})
+    writer = CodeSearch(graph.workspace, graph, None)
+    writer.index_chunks()
+    reader = CodeSearch(graph.workspace, graph, None)
+    assert reader.search("parse header", k=1)[0].name == "parse_header"
+    (graph.workspace.root / "b.py").write_text("def render_footer(page):\n    return page\n")
+    graph.index()
+    assert writer.index_chunks().files_chunked == 1
+    assert reader.search("render footer", k=1)[0].name == "render_footer"
+    writer.close()
+    reader.close()
+
+
+def test_importing_codegraph_does_not_load_lancedb() -> None:
+    import subprocess
+    import sys
+
+    probe = "import sys, engram.codegraph.search; print('lancedb' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

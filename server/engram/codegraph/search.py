@@ -9,22 +9,22 @@ weight that depends on the query: identifier-like queries (``parseConfig``, ``a/
 camelCase/snake_case in both documents and queries, so ``read config file`` finds
 ``readConfigFile``.
 
-Chunks and vectors live in ``.engram/code_chunks.sqlite``; the searchable indexes (an inverted
-index and a NumPy matrix) are built in memory on first use and rebuilt when the stored
-generation changes, so another process's re-index is picked up.
+Chunks and vectors live in the LanceDB-backed ``engram.store.ChunkStore``
+(``.engram/chunks.lance``); the searchable indexes (an inverted index and a NumPy matrix)
+are built in memory on first use and rebuilt when the table version changes, so another
+process's re-index is picked up.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import re
-import sqlite3
 import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -36,6 +36,8 @@ from engram.workspace import Workspace
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+    from engram.store.chunk_store import ChunkStore
 
 log = logging.getLogger(__name__)
 
@@ -239,37 +241,57 @@ class ChunkIndexReport:
         return attrs.asdict(self)
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS chunk_files (file TEXT PRIMARY KEY, hash TEXT, model_id TEXT);
-CREATE TABLE IF NOT EXISTS chunks (
-    id TEXT PRIMARY KEY,
-    file TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    name TEXT,
-    start_line INTEGER NOT NULL,
-    end_line INTEGER NOT NULL,
-    language TEXT,
-    content TEXT NOT NULL,
-    tokens TEXT NOT NULL,
-    model_id TEXT,
-    vector BLOB
-);
-CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file);
-"""
+#: Chunks of at most this many files are embedded and written as one LanceDB version.
+WRITE_BATCH_CHUNKS = EMBED_BATCH * 16
+LEGACY_DB_NAME = "code_chunks.sqlite"
+
+
+def chunk_digest(chunk: CodeChunk) -> str:
+    """Hash of what is embedded for a chunk: equal digests can share one vector."""
+    return hashlib.sha1(chunk.embedding_text().encode("utf-8", "replace")).hexdigest()
+
+
+def stored_hash(file_hash: str | None, model_id: str | None, digest: str) -> str:
+    """``content_hash`` as stored: ``<file hash>|<model id>|<chunk digest>``.
+
+    Why pack three parts: the file hash and model id let an index run skip unchanged files
+    without re-reading them, the chunk digest lets a changed file reuse the vectors of its
+    unchanged chunks; ``ChunkStore`` keeps one hash column, and chunks are derived data.
+    """
+    return f"{file_hash or ''}|{model_id or ''}|{digest}"
+
+
+def parse_stored_hash(value: str) -> tuple[str, str, str]:
+    """``(file hash, model id, chunk digest)``; unknown formats give empty parts."""
+    parts = value.split("|")
+    if len(parts) != 3:
+        return "", "", ""
+    return parts[0], parts[1], parts[2]
 
 
 @attrs.define
 class _Snapshot:
-    generation: str
+    version: int
     rows: list[tuple[str, str | None, str, int, int, str]]  # file, name, kind, start, end, content
     bm25: BM25Index
     matrix: Any  # np.ndarray (n, dim) or None
     model_id: str | None
 
 
+@attrs.define
+class _PendingFile:
+    file: str
+    file_hash: str | None
+    chunks: list[CodeChunk]
+
+
 class CodeSearch:
-    """Chunks, embeds and searches the workspace's code; incremental per file."""
+    """Chunks, embeds and searches the workspace's code; incremental per file.
+
+    Chunks and vectors live in ``engram.store.ChunkStore`` (``.engram/chunks.lance``); the
+    ranking indexes (code-aware BM25, a NumPy matrix) are built in memory from it and rebuilt
+    when the LanceDB table version changes, so another process's re-index is picked up.
+    """
 
     def __init__(
         self,
@@ -277,7 +299,6 @@ class CodeSearch:
         graph: CodeGraph,
         embedder: Embedder | None = None,
         *,
-        db_path: Path | None = None,
         dense_weight: float = DENSE_WEIGHT_PROSE,
         identifier_dense_weight: float = DENSE_WEIGHT_IDENTIFIER,
     ) -> None:
@@ -286,33 +307,24 @@ class CodeSearch:
         self.embedder = embedder
         self.dense_weight = dense_weight
         self.identifier_dense_weight = identifier_dense_weight
-        self._db_path = db_path
-        self._conn: sqlite3.Connection | None = None
+        self._store: ChunkStore | None = None
         self._lock = threading.RLock()
         self._snapshot: _Snapshot | None = None
 
-    @property
-    def db_path(self) -> Path:
-        if self._db_path is None:
-            self._db_path = self.workspace.ensure_engram_dir() / "code_chunks.sqlite"
-        return self._db_path
+    def _chunks(self) -> ChunkStore:
+        """The chunk store, opened on first use (importing it loads NumPy/LanceDB glue)."""
+        if self._store is None:
+            from engram.store.chunk_store import ChunkStore
 
-    def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            conn = sqlite3.connect(
-                self.db_path, timeout=30, isolation_level=None, check_same_thread=False
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(_SCHEMA)
-            self._conn = conn
-        return self._conn
+            self._store = ChunkStore(self.workspace)
+        return self._store
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+            self._snapshot = None
 
     # -- indexing --------------------------------------------------------------------------
     def index_chunks(
@@ -325,35 +337,42 @@ class CodeSearch:
 
         ``files`` limits the work (e.g. the ``changed_files`` of an index run); by default
         every file of the graph is checked and chunks of files that left it are dropped.
+        A changed file's chunks are replaced as a whole; chunks whose embedded text did not
+        change keep their stored vector instead of being embedded again.
         """
         started = time.perf_counter()
         report = ChunkIndexReport(dense=self.embedder is not None)
         model_id = self.embedder.model_id if self.embedder is not None else None
         with self._lock:
-            conn = self._db()
+            store = self._chunks()
             graph_files = {
                 path: (language, digest)
                 for path, language, digest, status in self.graph.files()
                 if status == "ok"
             }
-            stored = {
-                r[0]: (r[1], r[2])
-                for r in conn.execute("SELECT file, hash, model_id FROM chunk_files")
-            }
+            stored_state: dict[str, tuple[str, str]] = {}
+            reusable: dict[str, str] = {}  # chunk digest -> id of a stored chunk with a vector
+            for record in store.all_chunks():
+                file_hash, chunk_model, digest = parse_stored_hash(record.content_hash)
+                stored_state.setdefault(record.file, (file_hash, chunk_model))
+                if model_id is not None and chunk_model == model_id and digest:
+                    reusable.setdefault(digest, record.id)
+            writes = 0  # LanceDB versions this run adds
             if files is None:
-                removed = sorted(set(stored) - set(graph_files))
+                removed = sorted(set(stored_state) - set(graph_files))
                 if removed:
-                    conn.execute("BEGIN")
-                    for file in removed:
-                        conn.execute("DELETE FROM chunks WHERE file=?", (file,))
-                        conn.execute("DELETE FROM chunk_files WHERE file=?", (file,))
-                    conn.commit()
+                    writes += 1
+                    store.replace_files(removed, [])
                     report.files_removed = len(removed)
                 wanted = sorted(graph_files)
             else:
                 wanted = [f for f in files if f in graph_files]
-            todo = [f for f in wanted if stored.get(f) != (graph_files[f][1], model_id)]
-            pending: list[tuple[str, str | None, list[CodeChunk]]] = []
+            todo = [
+                f
+                for f in wanted
+                if stored_state.get(f) != (graph_files[f][1] or "", model_id or "")
+            ]
+            pending: list[_PendingFile] = []
             pending_chunks = 0
             for done, file in enumerate(todo):
                 if cancel is not None and cancel():
@@ -362,23 +381,37 @@ class CodeSearch:
                 if progress is not None:
                     progress(done, len(todo), file)
                 chunks = self._chunks_for(file, graph_files[file][0])
-                pending.append((file, graph_files[file][1], chunks))
+                if not chunks and file not in stored_state:
+                    continue  # nothing stored, nothing to store (e.g. an empty __init__.py)
+                pending.append(_PendingFile(file, graph_files[file][1], chunks))
                 pending_chunks += len(chunks)
-                if pending_chunks >= EMBED_BATCH * 4:
-                    report.embedded += self._write(pending, model_id)
+                if pending_chunks >= WRITE_BATCH_CHUNKS:
+                    writes += 1
+                    report.embedded += self._write(pending, model_id, stored_state, reusable)
                     report.chunks += pending_chunks
                     report.files_chunked += len(pending)
                     pending, pending_chunks = [], 0
             if pending:
-                report.embedded += self._write(pending, model_id)
+                writes += 1
+                report.embedded += self._write(pending, model_id, stored_state, reusable)
                 report.chunks += pending_chunks
                 report.files_chunked += len(pending)
-            if report.files_chunked or report.files_removed:
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (str(time.time_ns()),)
-                )
+            if writes > 1:
+                store.compact()  # merge the fragments a large run wrote; small runs skip it
+            if not report.interrupted:
+                self._drop_legacy_db()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _drop_legacy_db(self) -> None:
+        """Delete the pre-LanceDB ``code_chunks.sqlite`` once its workspace is re-indexed."""
+        engram_dir = self.workspace.engram_dir
+        for suffix in ("", "-wal", "-shm"):
+            path = engram_dir / (LEGACY_DB_NAME + suffix)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                log.info("cannot remove the old chunk database %s: %s", path, exc)
 
     def _chunks_for(self, file: str, language: str | None) -> list[CodeChunk]:
         try:
@@ -388,73 +421,85 @@ class CodeSearch:
             return []
         text = data.decode("utf-8", errors="replace")
         symbols = self.graph.symbols_in(file) if language else []
-        return chunk_file(file, text, symbols, language)
+        unique: dict[str, CodeChunk] = {}
+        for chunk in chunk_file(file, text, symbols, language):
+            unique[chunk.chunk_id] = chunk  # ids are the store's key: last one wins
+        return list(unique.values())
 
     def _write(
-        self, pending: list[tuple[str, str | None, list[CodeChunk]]], model_id: str | None
+        self,
+        pending: list[_PendingFile],
+        model_id: str | None,
+        stored_state: dict[str, tuple[str, str]],
+        reusable: dict[str, str],
     ) -> int:
-        all_chunks = [c for _, _, chunks in pending for c in chunks]
-        vectors: list[bytes | None] = [None] * len(all_chunks)
-        if self.embedder is not None and all_chunks:
-            texts = [c.embedding_text() for c in all_chunks]
+        """Embed what is new, then replace the pending files' chunks in one write.
+
+        Returns how many chunks were embedded (reused vectors do not count).
+        """
+        import numpy as np
+
+        from engram.store.chunk_store import CodeChunkRecord
+
+        store = self._chunks()
+        items = [(p, c, chunk_digest(c)) for p in pending for c in p.chunks]
+        records = [
+            CodeChunkRecord(
+                id=chunk.chunk_id,
+                file=chunk.file,
+                kind=chunk.kind,
+                name=chunk.name or "",
+                start_line=chunk.start_line,
+                end_line=chunk.end_line,
+                content=chunk.content,
+                text=chunk.embedding_text(),
+                content_hash=stored_hash(p.file_hash, model_id, digest),
+            )
+            for p, chunk, digest in items
+        ]
+        vectors = None
+        embedded = 0
+        if self.embedder is not None and items:
+            vectors = np.zeros((len(items), self.embedder.dim), dtype=np.float32)
+            reuse_rows = [i for i, (_, _, d) in enumerate(items) if d in reusable]
+            if reuse_rows:
+                old = store.vectors_for([reusable[items[i][2]] for i in reuse_rows])
+                if old is not None and old.shape[1] == vectors.shape[1]:
+                    vectors[reuse_rows] = old
+                else:
+                    reuse_rows = []
+            reused = set(reuse_rows)
+            fresh = [i for i in range(len(items)) if i not in reused]
+            texts = [records[i].text for i in fresh]
             for start in range(0, len(texts), EMBED_BATCH):
-                matrix = self.embedder.embed(texts[start : start + EMBED_BATCH])
-                for offset, row in enumerate(matrix):
-                    vectors[start + offset] = row.astype("float32").tobytes()
-        conn = self._db()
-        conn.execute("BEGIN")
-        try:
-            position = 0
-            for file, digest, chunks in pending:
-                conn.execute("DELETE FROM chunks WHERE file=?", (file,))
-                rows = []
-                for chunk in chunks:
-                    rows.append(
-                        (chunk.chunk_id, chunk.file, chunk.kind, chunk.name, chunk.start_line,
-                         chunk.end_line, chunk.language, chunk.content,
-                         " ".join(tokenize(chunk.search_text())),
-                         model_id if vectors[position] is not None else None, vectors[position])
-                    )  # fmt: skip
-                    position += 1
-                conn.executemany(
-                    "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
-                )
-                conn.execute(
-                    "INSERT OR REPLACE INTO chunk_files VALUES (?, ?, ?)", (file, digest, model_id)
-                )
-            conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
-        return sum(1 for v in vectors if v is not None)
+                batch = self.embedder.embed(texts[start : start + EMBED_BATCH])
+                vectors[fresh[start : start + EMBED_BATCH]] = np.asarray(batch, np.float32)
+            embedded = len(fresh)
+        replaced = [p.file for p in pending if p.file in stored_state]
+        store.replace_files(replaced, records, vectors, model_id)
+        for p in pending:
+            stored_state[p.file] = (p.file_hash or "", model_id or "")
+        return embedded
 
     # -- searching -------------------------------------------------------------------------
     def _load(self) -> _Snapshot:
-        import numpy as np
-
-        conn = self._db()
-        row = conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
-        generation = row[0] if row else ""
-        if self._snapshot is not None and self._snapshot.generation == generation:
+        store = self._chunks()
+        version = store.version()
+        if self._snapshot is not None and self._snapshot.version == version:
             return self._snapshot
         model_id = self.embedder.model_id if self.embedder is not None else None
-        rows: list[tuple[str, str | None, str, int, int, str]] = []
-        token_lists: list[list[str]] = []
-        vectors: list[Any] = []
-        dense_ok = model_id is not None
-        for file, name, kind, start, end, content, tokens, chunk_model, blob in conn.execute(
-            "SELECT file, name, kind, start_line, end_line, content, tokens, model_id, vector "
-            "FROM chunks ORDER BY file, start_line"
-        ):
-            rows.append((file, name, kind, int(start), int(end), content))
-            token_lists.append(tokens.split())
-            if dense_ok:
-                if blob is None or chunk_model != model_id:
-                    dense_ok = False
-                else:
-                    vectors.append(np.frombuffer(blob, dtype=np.float32))
-        matrix = np.vstack(vectors) if dense_ok and vectors else None
-        self._snapshot = _Snapshot(generation, rows, BM25Index(token_lists), matrix, model_id)
+        records = sorted(store.all_chunks(), key=lambda r: (r.file, r.start_line))
+        rows = [
+            (r.file, r.name or None, r.kind, int(r.start_line), int(r.end_line), r.content)
+            for r in records
+        ]
+        token_lists = [tokenize(f"{r.file} {r.name} {r.content}") for r in records]
+        matrix = None
+        if model_id is not None and records:
+            same_model = all(parse_stored_hash(r.content_hash)[1] == model_id for r in records)
+            if same_model:
+                matrix = store.vectors_for([r.id for r in records])
+        self._snapshot = _Snapshot(version, rows, BM25Index(token_lists), matrix, model_id)
         return self._snapshot
 
     def search(self, query: str, k: int = 10, mode: str = "hybrid") -> list[CodeHit]:
