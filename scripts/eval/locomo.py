@@ -5,9 +5,11 @@ Every turn of a conversation becomes one memory through the product path
 (``Engine.remember_many``: redaction, near-duplicate merge, contextual embedding, one
 batched store write), the way an observer would record an episode: content = the turn
 text, the speaker as a tag, the session as ``provenance.session_id``, the session date as
-``valid_from``, ``dia_id``/speaker/session date in ``extra``, and the ids of the turns
-before and after it in the session in ``extra["adjacent"]`` (episode neighbours). Each QA question with
-evidence is then asked three ways in the same run, with default settings:
+``valid_from``, ``dia_id``/speaker/session date in ``extra``, and the session's turns linked
+as one episode (``engram.embed.text.link_episode``: the ids of the turns before and after in
+``extra["adjacent"]``, an excerpt of the previous turn in ``extra["episode_before"]``, which
+the contextual embedding text carries). Each QA question with evidence is then asked three
+ways in the same run, with default settings:
 
 * ``engram``: ``Engine.search`` (the full retrieval pipeline);
 * ``bm25``: the store's keyword search alone (same index);
@@ -95,6 +97,7 @@ def evidence_ids(raw: Any) -> list[str]:
 
 
 def turn_memories(conv_name: str, turns: Sequence[dict[str, Any]]) -> list[Any]:
+    from engram.embed.text import link_episode
     from engram.model import Memory, MemoryScope, MemorySource, MemoryType, Provenance
 
     memories = []
@@ -120,15 +123,10 @@ def turn_memories(conv_name: str, turns: Sequence[dict[str, Any]]) -> list[Any]:
                 **kwargs,
             )
         )
-    # the turns before and after in the same session: the episode neighbours retrieval
-    # uses (``extra["adjacent"]``), as an observer recording a conversation links them
-    for i, memory in enumerate(memories):
-        adjacent = [
-            memories[j].id
-            for j in (i - 1, i + 1)
-            if 0 <= j < len(turns) and turns[j]["session"] == turns[i]["session"]
-        ]
-        memory.extra["adjacent"] = adjacent
+    # the turns before and after in the same session are its episode neighbours
+    # (``extra["adjacent"]``, lifted by retrieval) and the previous turn's excerpt goes into
+    # the contextual embedding text, as an observer recording a conversation links them
+    link_episode(memories)
     return memories
 
 
