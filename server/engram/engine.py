@@ -856,7 +856,12 @@ class Engine:
         )
         pack = self.retriever.context(request)
         if record and not self.read_only:
-            ids = [item.memory.id for item in getattr(pack, "items", []) if hasattr(item, "memory")]
+            # index-tier items are only "ask about" pointers: the agent did not read them
+            ids = [
+                item.memory.id
+                for item in getattr(pack, "items", [])
+                if hasattr(item, "memory") and str(getattr(item, "tier", "")) != "index"
+            ]
             if ids:
                 self._record_access_quietly(ids)
         return pack
