@@ -96,3 +96,68 @@ async def test_commands_list_search_call_status_refresh_suggest(
             await registry.execute(ctx, "engram.mcp.search", [{"qury": "x"}])
     finally:
         await hubs.close()
+
+
+def test_selection_arguments_fill_only_what_the_selection_can() -> None:
+    from engram.mcp.lsp_commands import selection_arguments, tool_action_specs
+
+    one_string = {"properties": {"text": {"type": "string"}}, "required": ["text"]}
+    assert selection_arguments(one_string, "hello") == {"text": "hello"}
+    assert selection_arguments({"properties": {}}, "x") == {}
+    two = {
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    }
+    assert selection_arguments(two, "1 2") is None
+    number = {"properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    assert selection_arguments(number, "3") is None
+    specs = tool_action_specs(
+        [
+            {"name": "f__echo", "description": "Echo text back", "input_schema": one_string},
+            {"name": "f__add", "description": "Add", "input_schema": two},
+        ],
+        "hello",
+    )
+    assert specs == [
+        {
+            "title": "MCP: f__echo — Echo text back",
+            "tool": "f__echo",
+            "arguments": {"text": "hello"},
+        }
+    ]
+
+
+async def test_code_actions_offer_runnable_tools_and_run_shows_the_result(
+    tmp_workspace: Workspace,
+    user_home: Path,
+    write_config: WriteConfig,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    write_config(user_home / ".config" / "engram" / "mcp.json", {"f": fake_server()})
+    registry = CommandRegistry()
+    hubs = register_commands(registry)
+    assert len(registry.action_providers) == 1 and registry.closers
+
+    shown: list[str] = []
+
+    class ShowingContext(FakeContext):
+        async def show_message(self, text: str) -> None:
+            shown.append(text)
+
+    ctx: Any = ShowingContext(FakeEngine(tmp_workspace))
+    try:
+        await registry.execute(ctx, "engram.mcp.refresh", [{}])
+        actions = await registry.action_providers[0](ctx, "src/x.py", "echo this text back")
+        echo = [a for a in actions if a["arguments"]["tool"] == "f__echo"]
+        assert echo, actions
+        assert echo[0]["command"] == "engram.mcp.run"
+        assert all(a["arguments"]["tool"] != "f__add" for a in actions)  # needs two numbers
+        result = await registry.execute(ctx, "engram.mcp.run", [echo[0]["arguments"]])
+        assert not result.get("isError")
+        assert shown and "f__echo returned" in shown[0] and "echo this text back" in shown[0]
+    finally:
+        for closer in registry.closers:
+            await closer()
+    assert hubs is not None

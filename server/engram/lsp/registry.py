@@ -88,8 +88,17 @@ class CommandContext(Protocol):
         """Ask the client to open ``path`` at ``line`` (``window/showDocument``)."""
         ...
 
+    async def show_message(self, text: str) -> None:
+        """Tell the user something (``window/showMessage``, information)."""
+        ...
+
 
 Handler = Callable[[CommandContext, Any], Awaitable[Any]]
+#: ``(ctx, file, selection) -> [{title, command, arguments}]``: extra code actions an
+#: extension offers for a selection (e.g. the MCP hub's matching tools).
+ActionProvider = Callable[[CommandContext, str | None, str], Awaitable[list[dict[str, Any]]]]
+#: Called once at shutdown (e.g. to end MCP child processes).
+Closer = Callable[[], Awaitable[None]]
 
 
 @attrs.frozen
@@ -147,6 +156,16 @@ class CommandRegistry:
     def __init__(self) -> None:
         self._commands: dict[str, CommandSpec] = {}
         self._converter = make_converter()
+        self.action_providers: list[ActionProvider] = []
+        self.closers: list[Closer] = []
+
+    def add_action_provider(self, provider: ActionProvider) -> None:
+        """Offer extra code actions for selections (asked on every code-action request)."""
+        self.action_providers.append(provider)
+
+    def add_closer(self, closer: Closer) -> None:
+        """Run ``closer`` at shutdown."""
+        self.closers.append(closer)
 
     def register(
         self,

@@ -286,6 +286,9 @@ class EngramLanguageServer(LanguageServer):
         await self.refresh_folder(folder)
         return report
 
+    async def show_message(self, text: str) -> None:
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=text))
+
     async def show_document(self, path: str, line: int, file: str | None = None) -> bool:
         folder = self.folder_for_file(file)
         target = folder.workspace.resolve(path)

@@ -9,6 +9,12 @@
 - ``engram.mcp.status``  ``{file?}`` — servers, trust, cache, live connections
 - ``engram.mcp.refresh`` ``{names?, force?, file?}`` — introspect new/changed trusted servers
 - ``engram.mcp.suggest`` ``{file?, selection?, k?}`` — best tools for a selection (code actions)
+- ``engram.mcp.run``     ``{tool, arguments?, file?}`` — what a tool code action runs: the call,
+  then the result shown to the user (``window/showMessage``)
+
+:func:`code_actions` offers, for a selection, the best matching tools that can be called with
+the selection alone (no required argument, or exactly one required string argument, filled
+with the selected text); the LSP server asks it on every ``textDocument/codeAction``.
 
 There is deliberately no ``trust`` command: approving a workspace-defined server is the
 user's decision at a terminal (``engram mcp trust NAME``), not something a client or an
@@ -91,6 +97,47 @@ class SuggestArgs(Args):
     ALIASES: ClassVar[dict[str, str]] = {"uri": "file", "text": "selection"}
 
 
+@attrs.define
+class RunArgs(Args):
+    tool: str
+    arguments: dict[str, Any] = attrs.field(factory=dict)
+    file: str | None = None
+    ALIASES: ClassVar[dict[str, str]] = {"args": "arguments", "name": "tool", "uri": "file"}
+
+
+#: Longest selection handed to a tool as its argument, and longest result shown.
+MAX_SELECTION_ARGUMENT = 2000
+MAX_SHOWN_RESULT = 400
+
+
+def selection_arguments(schema: Any, selection: str) -> dict[str, Any] | None:
+    """Arguments that call a tool with just the selection, or ``None`` when it needs more."""
+    if not isinstance(schema, dict):
+        return {}
+    properties = schema.get("properties") or {}
+    required = [r for r in schema.get("required") or [] if isinstance(r, str)]
+    if not required:
+        return {}
+    if len(required) == 1 and isinstance(properties, dict):
+        spec = properties.get(required[0]) or {}
+        if isinstance(spec, dict) and spec.get("type") in ("string", None) and selection:
+            return {required[0]: selection[:MAX_SELECTION_ARGUMENT]}
+    return None
+
+
+def tool_action_specs(tools: Sequence[dict[str, Any]], selection: str) -> list[dict[str, Any]]:
+    """``[{title, tool, arguments}]`` for the found tools that the selection can drive."""
+    specs: list[dict[str, Any]] = []
+    for tool in tools:
+        arguments = selection_arguments(tool.get("input_schema"), selection)
+        if arguments is None:
+            continue
+        about = " ".join(str(tool.get("description") or "").split())[:60]
+        title = f"MCP: {tool['name']}" + (f" — {about}" if about else "")
+        specs.append({"title": title, "tool": tool["name"], "arguments": arguments})
+    return specs
+
+
 class HubCache:
     """One hub per workspace root, created on first use; :meth:`close` ends every child."""
 
@@ -115,6 +162,26 @@ class HubCache:
         self._hubs.clear()
         for hub in hubs:
             await hub.close()
+
+
+async def code_actions(
+    cache: HubCache, ctx: CommandContext, file: str | None, selection: str, k: int = 3
+) -> list[dict[str, Any]]:
+    """Tool code actions for a selection: ``[{title, command, arguments}]`` (cheap: cache only)."""
+    text = " ".join(selection.split())
+    if not text:
+        return []
+    hub = await cache.hub(ctx, file)
+    found = hub.search_sync(text[:300], file=file, k=k * 2, with_schema=True)
+    return [
+        {
+            "title": spec["title"],
+            "command": "engram.mcp.run",
+            "arguments": {"tool": spec["tool"], "arguments": spec["arguments"], "file": file},
+        }
+        for spec in tool_action_specs(found.get("tools", []), selection.strip())[:k]
+        if float(next((t["score"] for t in found["tools"] if t["name"] == spec["tool"]), 0)) > 0.05
+    ]
 
 
 async def _save_drafts(
@@ -187,7 +254,27 @@ def register_commands(registry: CommandRegistry, hubs: HubCache | None = None) -
     registry.register(
         "engram.mcp.refresh", RefreshArgs, mcp_refresh, summary="introspect new or changed servers"
     )
+
+    async def mcp_run(ctx: CommandContext, args: RunArgs) -> dict[str, Any]:
+        result = await mcp_call(
+            ctx, CallArgs(tool=args.tool, arguments=args.arguments, file=args.file)
+        )
+        from engram.mcp.results import result_text
+
+        text = " ".join(result_text(result).split())
+        shown = text[:MAX_SHOWN_RESULT] + ("…" if len(text) > MAX_SHOWN_RESULT else "")
+        status = "failed" if result.get("isError") else "returned"
+        await ctx.show_message(f"{result['tool']} {status}: {shown or '(no text)'}")
+        return result
+
     registry.register(
         "engram.mcp.suggest", SuggestArgs, mcp_suggest, summary="MCP tools for a selection"
     )
+    registry.register(
+        "engram.mcp.run", RunArgs, mcp_run, summary="run an MCP tool and show its result"
+    )
+    registry.add_action_provider(
+        lambda ctx, file, selection: code_actions(cache, ctx, file, selection)
+    )
+    registry.add_closer(cache.close)
     return cache

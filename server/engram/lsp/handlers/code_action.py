@@ -1,13 +1,21 @@
-"""textDocument/codeAction: teach from a selection; confirm / flag / pin a memory."""
+"""textDocument/codeAction: teach from a selection; confirm / flag / pin a memory; and the
+actions extensions offer for a selection (the MCP hub's matching tools)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from engram.lsp.actions import build_code_actions
+from engram.lsp.actions import build_code_actions, selection_text
 from engram.lsp.folder import symbol_at
+
+log = logging.getLogger(__name__)
+
+#: Extension actions must not slow the lightbulb down: past this they are skipped.
+EXTENSION_ACTION_TIMEOUT_S = 0.25
 
 if TYPE_CHECKING:
     from engram.lsp.server import EngramLanguageServer
@@ -24,7 +32,7 @@ def register(server: EngramLanguageServer) -> None:
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(code_action_kinds=KINDS, resolve_provider=False),
     )
-    def code_action(
+    async def code_action(
         ls: EngramLanguageServer, params: types.CodeActionParams
     ) -> list[types.CodeAction] | None:
         doc = ls.docs.get(params.text_document.uri)
@@ -49,9 +57,36 @@ def register(server: EngramLanguageServer) -> None:
             symbol=symbol.qualname if symbol else None,
             impact_available=doc.folder.has_graph,
         )
+        selected = selection_text(lines, rng)
+        if selected.strip() and ls.registry.action_providers:
+            actions.extend(await _extension_actions(ls, doc.rel, selected))
         only = params.context.only
         if only:
             actions = [
                 a for a in actions if any(str(a.kind or "").startswith(str(k)) for k in only)
             ]
         return actions or None
+
+
+async def _extension_actions(
+    ls: EngramLanguageServer, rel: str, selected: str
+) -> list[types.CodeAction]:
+    found: list[types.CodeAction] = []
+    for provider in ls.registry.action_providers:
+        try:
+            specs: list[dict[str, Any]] = await asyncio.wait_for(
+                provider(ls, rel, selected), EXTENSION_ACTION_TIMEOUT_S
+            )
+        except Exception as exc:  # an extension must never break the lightbulb
+            log.debug("extension code actions skipped: %r", exc)
+            continue
+        for spec in specs:
+            command = types.Command(
+                title=spec["title"], command=spec["command"], arguments=[spec["arguments"]]
+            )
+            found.append(
+                types.CodeAction(
+                    title=spec["title"], kind=types.CodeActionKind.Refactor, command=command
+                )
+            )
+    return found

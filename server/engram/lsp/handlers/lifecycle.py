@@ -40,6 +40,11 @@ def register(server: EngramLanguageServer) -> None:
             await asyncio.to_thread(ls.editor_events.close)
         except Exception as exc:
             log.debug("editor session not ended: %s", exc)
+        for closer in ls.registry.closers:  # e.g. the MCP hub's child processes
+            try:
+                await closer()
+            except Exception as exc:
+                log.debug("extension close failed: %s", exc)
         for folder in ls.folders.values():
             if folder.engine is not None:
                 try:
