@@ -46,3 +46,12 @@ def test_episode_excerpt_is_short_and_cut_at_a_word() -> None:
     excerpt = episode_excerpt(long, limit=40)
     assert len(excerpt) <= 42 and excerpt.endswith(" …")
     assert episode_excerpt("a\n  b") == "a b"
+
+
+def test_keyword_text_carries_the_episode_context_too() -> None:
+    from engram.store.memory_store import memory_search_text
+
+    a, b = _turn("Why does login hang on CI?", "s"), _turn("The mock clock never ticks.", "s")
+    link_episode([a, b])
+    assert "login hang" in memory_search_text(b)
+    assert "mock clock" not in memory_search_text(a)

@@ -149,7 +149,7 @@ def memory_files(memory: Memory) -> list[str]:
 
 
 def memory_search_text(memory: Memory) -> str:
-    """What BM25 sees: content, tags, anchor files and symbols, related files and modules."""
+    """What BM25 sees: content, tags, anchors, related files and modules, episode context."""
     parts = [memory.content, " ".join(memory.tags)]
     for anchor in memory.anchors:
         parts.append(anchor.file)
@@ -157,6 +157,11 @@ def memory_search_text(memory: Memory) -> str:
             parts.append(anchor.symbol)
     parts.extend(memory.related_files)
     parts.extend(memory.related_modules)
+    # episode context (engram.embed.text.link_episode): a reply or a fix is found by the
+    # words of the question or error recorded just before it, as in its embedding text
+    before = memory.extra.get("episode_before")
+    if isinstance(before, str):
+        parts.append(before)
     return document_text(parts)
 
 
