@@ -37,6 +37,7 @@ from engram.lifecycle import (
     apply_access,
     apply_confirmation,
     apply_correction,
+    apply_session_success,
     export_memories,
     find_duplicate,
     merge_memories,
@@ -911,6 +912,20 @@ class Engine:
                 accessed = [apply_access(m, now=now) for m in found]
                 self.store.update(accessed)
                 self._mirror(accessed)
+
+    def credit_session(self, ids: Sequence[str], session_id: str) -> int:
+        """The session these memories were handed to succeeded: they gain a little trust."""
+        if not ids:
+            return 0
+        self._check_writable()
+        with self._write_lock:
+            found = self.store.get_many(list(dict.fromkeys(ids)))
+            credited = [apply_session_success(m, session_id) for m in found]
+            changed = [new for new, old in zip(credited, found, strict=True) if new is not old]
+            if changed:
+                self.store.update(changed)
+                self._mirror(changed)
+        return len(changed)
 
     def _record_access_quietly(self, ids: Sequence[str]) -> None:
         try:

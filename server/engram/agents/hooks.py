@@ -75,22 +75,42 @@ class SessionLedger:
     path: Path
     handed: list[str] = attrs.field(factory=list)
     tokens: int = 0
+    #: handed ids whose injection was counted as an access (V5 §18), and those credited
+    #: because the session then succeeded; both settled by the background drain.
+    accessed: list[str] = attrs.field(factory=list)
+    credited: list[str] = attrs.field(factory=list)
 
     @classmethod
     def load(cls, workspace: Workspace, session_id: str) -> SessionLedger:
-        safe = _SAFE_SESSION.sub("_", session_id)[:128] or "default"
-        path = workspace.engram_dir / "agents" / "sessions" / f"{safe}.json"
+        path = workspace.engram_dir / "agents" / "sessions" / f"{safe_session(session_id)}.json"
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
-            return cls(path, list(raw.get("handed", [])), int(raw.get("tokens", 0)))
+            return cls(
+                path,
+                list(raw.get("handed", [])),
+                int(raw.get("tokens", 0)),
+                list(raw.get("accessed", [])),
+                list(raw.get("credited", [])),
+            )
         except (OSError, ValueError, TypeError):
             return cls(path)
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"handed": self.handed, "tokens": self.tokens}), "utf-8")
+        data = {
+            "handed": self.handed,
+            "tokens": self.tokens,
+            "accessed": self.accessed,
+            "credited": self.credited,
+        }
+        tmp.write_text(json.dumps(data), "utf-8")
         os.replace(tmp, self.path)
+
+
+def safe_session(session_id: str) -> str:
+    """A session id as a file name."""
+    return _SAFE_SESSION.sub("_", session_id)[:128] or "default"
 
 
 def render_memory(memory: Brief) -> str:
@@ -195,7 +215,7 @@ def _spawn_background(workspace: Workspace, args: list[str], stdin_text: str) ->
 
 def _queue_observation(workspace: Workspace, payload: dict[str, Any]) -> None:
     """Append the raw hook payload to the session's observer inbox (one line, flushed)."""
-    session = _SAFE_SESSION.sub("_", str(payload.get("session_id") or "default"))[:128]
+    session = safe_session(str(payload.get("session_id") or "default"))
     inbox = workspace.engram_dir / "agents" / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
     with (inbox / f"{session}.jsonl").open("a", encoding="utf-8") as fh:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -22,6 +23,8 @@ from engram.errors import EngramError, InvalidInput, NotAvailable
 
 if TYPE_CHECKING:  # the engine module costs ~70 ms: imported when a command opens it
     from engram.engine import Engine
+
+log = logging.getLogger(__name__)
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -504,6 +507,19 @@ def cmd_digest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settle_agent_sessions(engine: Engine, payloads: list[Any]) -> None:
+    """After a drain: the memories hooks handed to these sessions get their feedback."""
+    from engram.agents.feedback import settle_sessions
+
+    sessions = [
+        str(p.get("session_id")) for p in payloads if isinstance(p, dict) and p.get("session_id")
+    ]
+    try:
+        settle_sessions(engine, sessions)
+    except Exception as exc:  # feedback is bookkeeping: never fail the drain for it
+        log.warning("could not settle agent sessions: %s", exc)
+
+
 def cmd_observe(args: argparse.Namespace) -> int:
     data = sys.stdin.buffer.read()
     try:
@@ -532,6 +548,8 @@ def cmd_observe(args: argparse.Namespace) -> int:
                     out = handle(engine, payload)
                     if out is not None:
                         outputs.append(out)
+                if args.drain_inbox:
+                    _settle_agent_sessions(engine, events)
                 for out in outputs:
                     sys.stdout.write(out if isinstance(out, str) else json.dumps(out) + "\n")
                 return 0
@@ -751,7 +769,6 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _quiet_logging() -> None:
     """Library chatter stays out of the way; our own warnings are one line each."""
-    import logging
     import os
 
     debug = os.environ.get("ENGRAM_DEBUG", "") not in ("", "0", "false", "no")

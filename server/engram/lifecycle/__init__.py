@@ -8,6 +8,7 @@ from engram.lifecycle.corrections import (
     apply_access,
     apply_confirmation,
     apply_correction,
+    apply_session_success,
     was_corrected,
 )
 from engram.lifecycle.dedup import DuplicateMatch, find_duplicate, merge_memories, text_ratio
@@ -32,6 +33,7 @@ __all__ = [
     "apply_access",
     "apply_confirmation",
     "apply_correction",
+    "apply_session_success",
     "classify_rule",
     "export_memories",
     "find_duplicate",

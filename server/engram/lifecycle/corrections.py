@@ -92,3 +92,26 @@ def apply_access(memory: Memory, *, now: datetime | None = None) -> Memory:
         if count >= REVIEW_CLEAR_ACCESSES and memory.needs_review:
             changes["needs_review"] = False
     return attrs.evolve(memory, **changes)
+
+
+#: Confidence a memory gains when a session it was handed to ends validated (tests passed,
+#: commit made): smaller than a user's confirmation, larger than one more access.
+SESSION_SUCCESS_BUMP = 0.02
+
+
+def apply_session_success(memory: Memory, session_id: str) -> Memory:
+    """``memory`` was handed to session ``session_id``, which then succeeded (V5 §18/§19).
+
+    Counted once per session (the session joins ``provenance.confirmed_by_sessions``); a
+    memory the user corrected gains nothing.
+    """
+    if session_id in memory.provenance.confirmed_by_sessions or was_corrected(memory):
+        return memory
+    provenance = attrs.evolve(
+        memory.provenance,
+        confirmed_by_sessions=[*memory.provenance.confirmed_by_sessions, session_id],
+    )
+    confidence = min(CONFIDENCE_CAP, round(memory.confidence + SESSION_SUCCESS_BUMP, 4))
+    return attrs.evolve(
+        memory, provenance=provenance, confidence=max(memory.confidence, confidence)
+    )

@@ -1,0 +1,65 @@
+"""Session feedback: handed memories count an access; a succeeded session credits them once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram.agents.feedback import session_succeeded, settle_sessions
+from engram.agents.hooks import SessionLedger
+from engram.lifecycle import apply_session_success
+from engram.model import Memory, MemoryType
+from engram.workspace import Workspace
+
+
+def test_success_credit_is_once_per_session_and_never_for_corrected() -> None:
+    memory = Memory("x", type=MemoryType.GOTCHA, confidence=0.7)
+    once = apply_session_success(memory, "s1")
+    assert once.confidence == 0.72 and once.provenance.confirmed_by_sessions == ["s1"]
+    assert apply_session_success(once, "s1") is once
+    flagged = Memory("y", type=MemoryType.GOTCHA, flags=["not_useful"], confidence=0.5)
+    assert apply_session_success(flagged, "s1").confidence == flagged.confidence
+
+
+def test_what_counts_as_success() -> None:
+    assert session_succeeded({"found": True, "outcome": "success"})
+    assert session_succeeded({"found": True, "outcome": "running", "commits": ["abc"]})
+    assert not session_succeeded({"found": True, "outcome": "failure", "commits": ["abc"]})
+    assert not session_succeeded({"found": True, "outcome": "abandoned"})
+    assert not session_succeeded({"found": False})
+
+
+class FakeEngine:
+    def __init__(self, workspace: Workspace, summary: dict[str, Any]) -> None:
+        self.workspace = workspace
+        self.summary = summary
+        self.accessed: list[str] = []
+        self.credited: list[tuple[str, str]] = []
+
+    def record_access(self, ids: list[str]) -> None:
+        self.accessed.extend(ids)
+
+    def session_summary(self, session_id: str) -> dict[str, Any]:
+        return self.summary
+
+    def credit_session(self, ids: list[str], session_id: str) -> int:
+        self.credited.extend((i, session_id) for i in ids)
+        return len(ids)
+
+
+def test_settlement_is_idempotent(tmp_workspace: Workspace) -> None:
+    tmp_workspace.ensure_engram_dir()
+    ledger = SessionLedger.load(tmp_workspace, "s1")
+    ledger.handed = ["m-a", "m-b"]
+    ledger.save()
+    engine = FakeEngine(tmp_workspace, {"found": True, "outcome": "success"})
+    [first] = settle_sessions(engine, ["s1", "s1"])
+    assert (first.accessed, first.credited, first.succeeded) == (2, 2, True)
+    assert settle_sessions(engine, ["s1"])[0].accessed == 0
+    assert engine.accessed == ["m-a", "m-b"]
+    assert engine.credited == [("m-a", "s1"), ("m-b", "s1")]
+    failed = FakeEngine(tmp_workspace, {"found": True, "outcome": "failure"})
+    ledger = SessionLedger.load(tmp_workspace, "s2")
+    ledger.handed = ["m-c"]
+    ledger.save()
+    [settled] = settle_sessions(failed, ["s2"])
+    assert settled.accessed == 1 and settled.credited == 0
