@@ -474,41 +474,44 @@ class CodeGraph:
         conn = self._db()
         if facts.package:
             conn.execute("UPDATE files SET package=? WHERE id=?", (facts.package, file_id))
+        # ids are assigned here (as SQLite would: max + 1) so that all rows of the file go in
+        # with a few executemany calls instead of one statement per definition; the caller
+        # already holds the write transaction, so nobody else can take these ids
+        next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]) + 1
         node_ids: list[int | None] = []
+        node_rows: list[tuple[int, int, str, str, str, int, int, int | None, int]] = []
+        edge_rows: list[tuple[str, int, int | None, int, str, float, int]] = []
         for definition in facts.definitions:
             parent_id = node_ids[definition.parent] if definition.parent is not None else None
             if definition.kind in HIDDEN_KINDS:
                 node_ids.append(parent_id)  # children attach to the nearest visible ancestor
                 continue
-            cursor = conn.execute(
-                """INSERT INTO nodes(file_id, kind, name, qualname, start_line, end_line,
-                                     parent_id, exported) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
-                (
-                    file_id,
-                    definition.kind,
-                    definition.name,
-                    definition.qualname,
-                    definition.start_line,
-                    definition.end_line,
-                    parent_id,
-                    int(definition.exported),
-                ),
-            )
-            node_id = int(cursor.lastrowid or 0)
+            node_id = next_id
+            next_id += 1
             node_ids.append(node_id)
-            conn.execute(
-                """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, weight, line)
-                   VALUES ('contains', ?, ?, ?, ?, ?, ?)""",
-                (file_id, parent_id, file_id, definition.qualname, EDGE_WEIGHTS["contains"],
-                 definition.start_line),
+            node_rows.append(
+                (node_id, file_id, definition.kind, definition.name, definition.qualname,
+                 definition.start_line, definition.end_line, parent_id, int(definition.exported))
+            )  # fmt: skip
+            edge_rows.append(
+                ("contains", file_id, parent_id, file_id, definition.qualname,
+                 EDGE_WEIGHTS["contains"], definition.start_line)
             )  # fmt: skip
             if definition.exported:
-                conn.execute(
-                    """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, weight, line)
-                       VALUES ('exports', ?, NULL, ?, ?, ?, ?)""",
-                    (file_id, file_id, definition.name, EDGE_WEIGHTS["exports"],
-                     definition.start_line),
+                edge_rows.append(
+                    ("exports", file_id, None, file_id, definition.name, EDGE_WEIGHTS["exports"],
+                     definition.start_line)
                 )  # fmt: skip
+        conn.executemany(
+            """INSERT INTO nodes(id, file_id, kind, name, qualname, start_line, end_line,
+                                 parent_id, exported) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            node_rows,
+        )
+        conn.executemany(
+            """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, weight, line)
+               VALUES (?, ?, ?, ?, ?, ?, ?)""",
+            edge_rows,
+        )
         conn.executemany(
             "INSERT INTO imports(file_id, module, names, wildcard, line) VALUES (?, ?, ?, ?, ?)",
             [
@@ -654,17 +657,28 @@ class CodeGraph:
 
     def _phase_resolve(self, cancel: CancelCallback | None) -> None:
         conn = self._db()
-        stale = [int(r[0]) for r in conn.execute("SELECT id FROM files WHERE stale_at IS NOT NULL")]
-        if not stale:
+        any_stale = conn.execute("SELECT 1 FROM files WHERE stale_at IS NOT NULL LIMIT 1")
+        if any_stale.fetchone() is None:
             return
         if cancel is not None and cancel():
             raise IndexInterrupted
-        resolver = self._get_resolver()
         conn.execute("BEGIN")
-        changed = self._resolve_files(stale, resolver)
+        try:
+            self._resolve_stale()
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+
+    def _resolve_stale(self) -> None:
+        """Resolve every stale file and update the closure, inside the caller's transaction."""
+        conn = self._db()
+        stale = [int(r[0]) for r in conn.execute("SELECT id FROM files WHERE stale_at IS NOT NULL")]
+        if not stale:
+            return
+        changed = self._resolve_files(stale, self._get_resolver())
         self._update_closure(changed)
         conn.executemany("UPDATE files SET stale_at=NULL WHERE id=?", [(i,) for i in stale])
-        conn.commit()
 
     def _resolve_files(self, file_ids: Sequence[int], resolver: ImportResolver) -> set[int]:
         """Resolve references of ``file_ids``; returns the files whose dependencies changed."""
@@ -721,6 +735,8 @@ class CodeGraph:
         rows = conn.execute(
             "SELECT rowid, module, names, wildcard, line FROM imports WHERE file_id=?", (file_id,)
         ).fetchall()
+        resolved_rows: list[tuple[int, int]] = []
+        import_edges: list[tuple[int, int, str, float, int]] = []
         for rowid, module, names_json, wildcard, line in rows:
             ref = ImportRef(module, json.loads(names_json), bool(wildcard), int(line))
             targets = (
@@ -728,18 +744,20 @@ class CodeGraph:
                  if t in path_to_id]
                 if spec is not None else []
             )  # fmt: skip
-            conn.execute("UPDATE imports SET resolved=? WHERE rowid=?", (int(bool(targets)), rowid))
+            resolved_rows.append((int(bool(targets)), rowid))
             for target in targets:
                 add_dep(target, "imports")
-                conn.execute(
-                    """INSERT INTO edges(kind, src_file, dst_file, target, weight, line)
-                       VALUES ('imports', ?, ?, ?, ?, ?)""",
-                    (file_id, target, module, EDGE_WEIGHTS["imports"], line),
-                )
+                import_edges.append((file_id, target, module, EDGE_WEIGHTS["imports"], line))
                 for name in ref.names:
                     imported_names[name].append(target)
                 alias = module.replace("::", "/").replace(".", "/").rstrip("/").split("/")[-1]
                 module_aliases[alias].append(target)
+        conn.executemany("UPDATE imports SET resolved=? WHERE rowid=?", resolved_rows)
+        conn.executemany(
+            """INSERT INTO edges(kind, src_file, dst_file, target, weight, line)
+               VALUES ('imports', ?, ?, ?, ?, ?)""",
+            import_edges,
+        )
         # names the calls may refer to
         own = {r[0] for r in conn.execute("SELECT name FROM nodes WHERE file_id=?", (file_id,))}
         dep_files = sorted(deps)
@@ -905,6 +923,10 @@ class CodeGraph:
             conn.execute("BEGIN")
             try:
                 outcome = self._store_path(rel, stat.st_size, stat.st_mtime_ns, previous)
+                if outcome is not None and existing is not None:
+                    # an edited known file: store and resolve in one transaction (one commit,
+                    # and readers never see its facts without their resolution)
+                    self._resolve_stale()
                 conn.commit()
             except BaseException:
                 conn.rollback()
@@ -916,7 +938,7 @@ class CodeGraph:
                 self._resolver = None
                 self._mark_reresolvable([rel], [])
                 self._sync_modules()
-            self._phase_resolve(None)
+                self._phase_resolve(None)
         return ReindexResult(rel, changed=True, milliseconds=(time.perf_counter() - started) * 1000)
 
     # -- queries ---------------------------------------------------------------------------

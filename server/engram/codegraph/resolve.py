@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from engram.codegraph.extract import ImportRef
 
 _JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
+#: most memoised answers one resolver keeps (a cold index of a huge tree must stay bounded)
+_MEMO_LIMIT = 50_000
 _GO_MODULE_RE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
 
 
@@ -64,6 +66,9 @@ class ImportResolver:
             parts = directory.split("/") if directory else []
             for start in range(len(parts)):
                 self._java_dirs[".".join(parts[start:])].append(directory)
+        #: answers of :meth:`resolve`; valid as long as this snapshot of the file list is, so
+        #: re-indexing an edited file does not redo the string work for its unchanged imports
+        self._memo: dict[tuple[str, str, str, tuple[str, ...], bool, str | None], list[str]] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def files_in_dir(self, directory: str, suffixes: tuple[str, ...] = ()) -> list[str]:
@@ -93,6 +98,15 @@ class ImportResolver:
         self, resolver: str, source: str, ref: ImportRef, package: str | None = None
     ) -> list[str]:
         """Workspace files ``ref`` (found in ``source``) refers to; empty when external."""
+        key = (resolver, source, ref.module, tuple(ref.names), ref.wildcard, package)
+        cached = self._memo.get(key)
+        if cached is None:
+            if len(self._memo) >= _MEMO_LIMIT:  # bounded memory on a huge tree
+                self._memo.clear()
+            cached = self._memo[key] = self._resolve_uncached(resolver, source, ref)
+        return list(cached)
+
+    def _resolve_uncached(self, resolver: str, source: str, ref: ImportRef) -> list[str]:
         method = {
             "python": self._python,
             "js": self._js,
