@@ -192,3 +192,24 @@ def test_importing_codegraph_does_not_load_lancedb() -> None:
     probe = "import sys, engram.codegraph.search; print('lancedb' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_hybrid_ranking_does_not_depend_on_how_many_results_are_asked_for(  # type: ignore[no-untyped-def]
+    make_graph, monkeypatch
+) -> None:
+    """A fixed fusion pool: a longer list extends the shorter one instead of reordering it."""
+    monkeypatch.setattr("engram.codegraph.search.CANDIDATES", 4)
+    files = {
+        f"pkg/mod{i}.py": (
+            f"def handler_{i}(request):\n    '''Handle request number {i} and parse the body.'''\n"
+            f"    return request.body{i}\n"
+        )
+        for i in range(12)
+    }
+    graph = make_graph(files)
+    search = CodeSearch(graph.workspace, graph, HashingEmbedder())
+    search.index_chunks()
+    short = [(h.file, h.score) for h in search.search("parse request body", k=1)]
+    long = [(h.file, h.score) for h in search.search("parse request body", k=3)]
+    assert len(short) == 1 and long[:1] == short
+    search.close()
