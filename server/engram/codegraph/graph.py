@@ -25,7 +25,7 @@ import posixpath
 import sqlite3
 import threading
 import time
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from engram.codegraph.extract import HIDDEN_KINDS, FileFacts, ImportRef
-from engram.codegraph.languages import LanguageRegistry, is_indexable, language_for
+from engram.codegraph.languages import (
+    LanguageRegistry,
+    LoadedLanguage,
+    is_indexable,
+    language_for,
+)
 from engram.codegraph.project import ProjectFact, detect_project
 from engram.codegraph.resolve import ImportResolver, read_go_modules, read_js_packages
 from engram.codegraph.walk import iter_workspace_files
@@ -41,7 +46,7 @@ from engram.config import EngramConfig, IndexConfig
 from engram.workspace import Workspace
 
 if TYPE_CHECKING:
-    from tree_sitter import Parser
+    from tree_sitter import Parser, Tree
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +54,9 @@ SCHEMA_VERSION = 1
 MAX_DEPTH = 3
 BATCH_SIZE = 100
 BINARY_SNIFF_BYTES = 8192
+#: Syntax trees kept for incremental re-parsing of files edited through ``reindex_file``
+#: (the files open in an editor); a bulk index never keeps a tree.
+RECENT_TREES = 4
 #: Impact propagation weights per edge type (V3 §6).
 EDGE_WEIGHTS: dict[str, float] = {
     "imports": 0.9,
@@ -222,6 +230,8 @@ class CodeGraph:
         self._parser: Parser | None = None
         self._resolver: ImportResolver | None = None
         self._manifest_paths: list[str] | None = None
+        #: path -> (language, source, tree) of the last few files re-indexed one by one
+        self._recent_trees: OrderedDict[str, tuple[str, bytes, Tree]] = OrderedDict()
 
     # -- connection ------------------------------------------------------------------------
     @property
@@ -257,6 +267,7 @@ class CodeGraph:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            self._recent_trees.clear()
 
     def __enter__(self) -> CodeGraph:
         return self
@@ -390,8 +401,13 @@ class CodeGraph:
         size: int,
         mtime_ns: int,
         previous: tuple[str | None, int | None, int | None, str] | None,
+        *,
+        keep_tree: bool = False,
     ) -> tuple[str, str | None] | None:
-        """Read and store one file; ``None`` when its content hash is unchanged."""
+        """Read and store one file; ``None`` when its content hash is unchanged.
+
+        ``keep_tree`` keeps the syntax tree for an incremental re-parse of the next edit.
+        """
         conn = self._db()
         absolute = self.workspace.root / rel
         if size > self.config.max_file_bytes:
@@ -413,10 +429,17 @@ class CodeGraph:
         if previous is not None and previous[0] == digest and previous[3] != "error":
             conn.execute("UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, rel))
             return None
-        return self._store_bytes(rel, data, digest, size, mtime_ns)
+        return self._store_bytes(rel, data, digest, size, mtime_ns, keep_tree=keep_tree)
 
     def _store_bytes(
-        self, rel: str, data: bytes, digest: str, size: int, mtime_ns: int
+        self,
+        rel: str,
+        data: bytes,
+        digest: str,
+        size: int,
+        mtime_ns: int,
+        *,
+        keep_tree: bool = False,
     ) -> tuple[str, str | None]:
         if b"\0" in data[:BINARY_SNIFF_BYTES]:
             binary_note = "skipped: binary content"
@@ -427,10 +450,10 @@ class CodeGraph:
         facts: FileFacts | None = None
         note: str | None = None
         if loaded is not None:
-            from engram.codegraph.extract import extract, parse
+            from engram.codegraph.extract import extract
 
             try:
-                facts = extract(loaded, parse(self._get_parser(), loaded, data))
+                facts = extract(loaded, self._parse(rel, loaded, data, keep_tree=keep_tree))
             except Exception as exc:  # a grammar bug must not end the run
                 log.warning("parse failed for %s: %s", rel, exc)
                 note = f"parse failed: {exc}"
@@ -442,6 +465,22 @@ class CodeGraph:
         if facts is not None:
             self._write_facts(file_id, facts)
         return "ok", note
+
+    def _parse(self, rel: str, loaded: LoadedLanguage, data: bytes, *, keep_tree: bool) -> Tree:
+        """Parse ``data``, incrementally from the file's previous tree when one was kept."""
+        from engram.codegraph.extract import parse, reparse
+
+        recent = self._recent_trees.pop(rel, None)
+        parser = self._get_parser()
+        if recent is not None and recent[0] == loaded.spec.name:
+            tree = reparse(parser, loaded, recent[1], recent[2], data)
+        else:
+            tree = parse(parser, loaded, data)
+        if keep_tree:
+            self._recent_trees[rel] = (loaded.spec.name, data, tree)
+            while len(self._recent_trees) > RECENT_TREES:
+                self._recent_trees.popitem(last=False)
+        return tree
 
     def _write_file(
         self,
@@ -922,7 +961,9 @@ class CodeGraph:
             previous = (existing[0], existing[1], existing[2], existing[3]) if existing else None
             conn.execute("BEGIN")
             try:
-                outcome = self._store_path(rel, stat.st_size, stat.st_mtime_ns, previous)
+                outcome = self._store_path(
+                    rel, stat.st_size, stat.st_mtime_ns, previous, keep_tree=True
+                )
                 if outcome is not None and existing is not None:
                     # an edited known file: store and resolve in one transaction (one commit,
                     # and readers never see its facts without their resolution)
