@@ -842,13 +842,14 @@ class CodeGraph:
             return None
 
         updates: list[tuple[int | None, int]] = []
-        for edge_id, kind, name, obj in conn.execute(
-            "SELECT id, kind, dst_name, target FROM edges WHERE src_file=? "
+        for edge_id, kind, name, obj, current in conn.execute(
+            "SELECT id, kind, dst_name, target, dst_file FROM edges WHERE src_file=? "
             "AND kind IN ('calls', 'extends', 'implements')",
             (file_id,),
         ).fetchall():
             dst = pick(name, obj if kind == "calls" else None)
-            updates.append((dst, edge_id))
+            if dst != current:  # most calls (builtins, libraries) stay unresolved: no write
+                updates.append((dst, edge_id))
             if dst is not None:
                 add_dep(dst, kind)
         conn.executemany("UPDATE edges SET dst_file=? WHERE id=?", updates)
