@@ -167,3 +167,43 @@ def test_recent_trees_are_bounded(make_graph) -> None:  # type: ignore[no-untype
     assert len(graph._recent_trees) == RECENT_TREES
     graph.close()
     assert not graph._recent_trees
+
+
+SAMPLES = {
+    "m.js": "import x from './x.js';\nexport class A extends B { run() { return x.go(); } }\n",
+    "m.ts": (
+        "import { U } from './u';\ninterface I {}\n"
+        "export class C implements I { f(): U { return g(); } }\n"
+    ),
+    "m.tsx": "import R from 'react';\nexport function View() { return <div>{R.h()}</div>; }\n",
+    "m.go": 'package m\nimport "fmt"\ntype S struct{}\nfunc (s S) Run() { fmt.Println(h()) }\n',
+    "m.rs": (
+        "use crate::u::f;\npub struct S;\ntrait T { fn go(&self); }\n"
+        "impl T for S { fn go(&self) { f(); } }\n"
+    ),
+    "M.java": (
+        "package p;\nimport q.R;\npublic class M extends B implements I { void r() { R.go(); } }\n"
+    ),
+}
+
+
+def test_one_combined_query_pass_gives_the_facts_of_separate_queries() -> None:
+    """Extraction runs all query kinds as one query; each kind sees what its own query sees."""
+    import attrs
+    from tree_sitter import Parser
+
+    sources = {name: text.encode() for name, text in SAMPLES.items()}
+    server = Path(__file__).resolve().parents[2] / "server" / "engram" / "codegraph"
+    sources.update({f"{p.name}": p.read_bytes() for p in server.glob("*.py")})
+    registry = LanguageRegistry()
+    parser = Parser()
+    for name, source in sources.items():
+        spec = language_for(name)
+        assert spec is not None, name
+        loaded = registry.get(spec)
+        assert loaded is not None and loaded.combined is not None, name
+        tree = parse(parser, loaded, source)
+        one_by_one = attrs.evolve(loaded, combined=None)
+        facts = extract(loaded, tree)
+        assert facts == extract(one_by_one, tree), name
+        assert facts.definitions or facts.imports, name

@@ -80,13 +80,26 @@ def _strip_quotes(text: str) -> str:
     return text.strip().strip("\"'`")
 
 
-def _matches(loaded: LoadedLanguage, kind: str, root: Node) -> list[tuple[int, dict[str, Any]]]:
+Matches = dict[str, list[tuple[int, dict[str, Any]]]]
+
+
+def _matches(loaded: LoadedLanguage, root: Node) -> Matches:
+    """Matches of every query kind, from one pass of the combined query when there is one.
+
+    Each kind keeps its matches in the order its own query would give them (a combined
+    query reports matches in tree order, like each of its parts).
+    """
     from tree_sitter import QueryCursor
 
-    query = loaded.queries.get(kind)
-    if query is None:
-        return []
-    return list(QueryCursor(query).matches(root))
+    by_kind: Matches = {kind: [] for kind in loaded.queries}
+    if loaded.combined is not None:
+        kinds = loaded.combined_kinds
+        for pattern, captures in QueryCursor(loaded.combined).matches(root):
+            by_kind[kinds[pattern]].append((pattern, captures))
+        return by_kind
+    for kind, query in loaded.queries.items():
+        by_kind[kind] = list(QueryCursor(query).matches(root))
+    return by_kind
 
 
 def parse(parser: Parser, loaded: LoadedLanguage, source: bytes) -> Tree:
@@ -153,17 +166,18 @@ def extract(loaded: LoadedLanguage, tree: Tree) -> FileFacts:
     """All facts of one parsed file; the tree is not kept."""
     root = tree.root_node
     facts = FileFacts(language=loaded.spec.name, has_errors=root.has_error)
-    _collect_definitions(loaded, root, facts)
-    _collect_imports(loaded, root, facts)
-    _collect_calls(loaded, root, facts)
-    _collect_inheritance(loaded, root, facts)
+    matches = _matches(loaded, root)
+    _collect_definitions(matches, facts)
+    _collect_imports(matches, facts)
+    _collect_calls(matches, facts)
+    _collect_inheritance(matches, facts)
     return facts
 
 
-def _collect_definitions(loaded: LoadedLanguage, root: Node, facts: FileFacts) -> None:
+def _collect_definitions(matches: Matches, facts: FileFacts) -> None:
     seen: dict[tuple[int, int], Definition] = {}
     exported: set[str] = set()
-    for _, caps in _matches(loaded, "definitions", root):
+    for _, caps in matches.get("definitions", []):
         for cap_name, nodes in caps.items():
             if cap_name == "export.name":
                 exported.update(_text(n) for n in nodes)
@@ -204,9 +218,9 @@ def _collect_definitions(loaded: LoadedLanguage, root: Node, facts: FileFacts) -
     facts.definitions = ordered
 
 
-def _collect_imports(loaded: LoadedLanguage, root: Node, facts: FileFacts) -> None:
+def _collect_imports(matches: Matches, facts: FileFacts) -> None:
     by_key: dict[tuple[str, int], ImportRef] = {}
-    for _, caps in _matches(loaded, "imports", root):
+    for _, caps in matches.get("imports", []):
         if "package" in caps:
             facts.package = _text(caps["package"][0])
             continue
@@ -241,10 +255,10 @@ def _enclosing(definitions: list[Definition], starts: list[int], byte: int) -> i
     return None
 
 
-def _collect_calls(loaded: LoadedLanguage, root: Node, facts: FileFacts) -> None:
+def _collect_calls(matches: Matches, facts: FileFacts) -> None:
     starts = [d.start_byte for d in facts.definitions]
     seen: set[tuple[str, str | None, int | None]] = set()
-    for _, caps in _matches(loaded, "calls", root):
+    for _, caps in matches.get("calls", []):
         names = caps.get("call.name")
         if not names:
             continue
@@ -262,9 +276,9 @@ def _collect_calls(loaded: LoadedLanguage, root: Node, facts: FileFacts) -> None
         facts.calls.append(CallRef(name, obj, node.start_point[0] + 1, caller))
 
 
-def _collect_inheritance(loaded: LoadedLanguage, root: Node, facts: FileFacts) -> None:
+def _collect_inheritance(matches: Matches, facts: FileFacts) -> None:
     seen: set[tuple[str, str, str]] = set()
-    for _, caps in _matches(loaded, "inheritance", root):
+    for _, caps in matches.get("inheritance", []):
         classes = caps.get("class.name")
         if not classes:
             continue

@@ -120,6 +120,11 @@ class LoadedLanguage:
     spec: LanguageSpec
     language: Language
     queries: dict[str, Query]
+    #: all of ``queries`` compiled as one, so extraction walks the tree once instead of once
+    #: per kind; ``combined_kinds[i]`` is the kind of pattern ``i``. ``None`` when the
+    #: concatenation does not compile (then each query runs on its own).
+    combined: Query | None = None
+    combined_kinds: tuple[str, ...] = ()
 
 
 class LanguageRegistry:
@@ -158,9 +163,22 @@ class LanguageRegistry:
         module: Any = importlib.import_module(spec.module)
         language = Language(getattr(module, spec.function)())
         queries: dict[str, Query] = {}
+        sources: list[str] = []
+        kinds: list[str] = []
         folder = self.query_root / spec.queries
         for kind in QUERY_KINDS:
             path = folder / f"{kind}.scm"
             if path.is_file():
-                queries[kind] = Query(language, path.read_text(encoding="utf-8"))
-        return LoadedLanguage(spec, language, queries)
+                source = path.read_text(encoding="utf-8")
+                queries[kind] = Query(language, source)
+                sources.append(source)
+                kinds.extend([kind] * queries[kind].pattern_count)
+        combined: Query | None
+        try:
+            combined = Query(language, "\n".join(sources))
+        except Exception as exc:  # keep the separate queries; they compiled
+            log.warning("%s queries do not combine (%s); running them one by one", spec.name, exc)
+            combined = None
+        if combined is not None and combined.pattern_count != len(kinds):
+            combined = None
+        return LoadedLanguage(spec, language, queries, combined, tuple(kinds))
