@@ -27,8 +27,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "server"))
 
-from engram.agents import Digest, HookBudget, estimate_tokens  # noqa: E402
+from engram.agents import Digest, HookBudget  # noqa: E402
 from engram.model import CodeAnchor, Memory, MemoryScope, MemoryType  # noqa: E402
+from engram.tokens import estimate_tokens  # noqa: E402
 from engram.workspace import Workspace  # noqa: E402
 
 TYPES = [MemoryType.GOTCHA, MemoryType.DEAD_END, MemoryType.ERROR_PATTERN, MemoryType.DECISION]

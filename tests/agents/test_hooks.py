@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from engram.agents import Digest, HookBudget, estimate_tokens, hook_main, run_claude_code_hook
+from engram.agents import Digest, HookBudget, hook_main, run_claude_code_hook
 from engram.model import CodeAnchor, Memory, MemoryScope, MemoryType
+from engram.tokens import estimate_tokens
 from engram.workspace import Workspace
 
 

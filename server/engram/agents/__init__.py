@@ -5,7 +5,6 @@ from engram.agents.digest import Brief, Digest, lance_manifest_marker
 from engram.agents.hooks import (
     HookBudget,
     SessionLedger,
-    estimate_tokens,
     hook_main,
     pack,
     render_memory,
@@ -17,7 +16,6 @@ __all__ = [
     "Digest",
     "HookBudget",
     "SessionLedger",
-    "estimate_tokens",
     "hook_main",
     "lance_manifest_marker",
     "pack",

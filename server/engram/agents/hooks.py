@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 
 from engram.agents.digest import Brief, Digest
+from engram.tokens import estimate_tokens
 from engram.workspace import Workspace, WorkspaceError
 
 log = logging.getLogger(__name__)
@@ -55,11 +56,6 @@ FILE_TOOLS = frozenset(
     {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead", "apply_patch"}
 )
 _SAFE_SESSION = re.compile(r"[^A-Za-z0-9._-]")
-
-
-def estimate_tokens(text: str) -> int:
-    """Conservative token count (never below a BPE tokenizer's for English and code)."""
-    return (len(text.encode("utf-8")) + 2) // 3
 
 
 @attrs.define

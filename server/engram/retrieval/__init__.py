@@ -18,7 +18,6 @@ from engram.retrieval.scoring import (
     weighted_rrf,
     weighted_score_fusion,
 )
-from engram.retrieval.tokens import estimate_tokens
 from engram.retrieval.types import (
     ContextItem,
     ContextPack,
@@ -30,6 +29,7 @@ from engram.retrieval.types import (
     SearchRequest,
     Tier,
 )
+from engram.tokens import estimate_tokens
 
 __all__ = [
     "BACKGROUND_TYPES",

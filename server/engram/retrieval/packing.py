@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 
 from engram.model import Memory, MemoryType
-from engram.retrieval.tokens import estimate_tokens
 from engram.retrieval.types import ContextItem, ContextPack, Level, SearchHit, Tier
+from engram.tokens import estimate_tokens
 
 #: Conventions and how-tos: useful everywhere, so shown compressed (004 tier 3).
 BACKGROUND_TYPES: frozenset[MemoryType] = frozenset(

@@ -1,4 +1,7 @@
-"""A conservative token count that needs no tokenizer model.
+"""A conservative token count that needs no tokenizer model (one measure for every budget).
+
+It lives at the package top, with no heavy imports, because agent hooks (a fresh process per
+tool call) budget their context with the same count as the retrieval pipeline's packs.
 
 Context packs promise never to exceed their budget, so the estimate must not under-count
 what a real byte-level BPE tokenizer (GPT-4's ``cl100k_base``, ``o200k_base``, Claude's)
