@@ -103,3 +103,13 @@ def test_config_accepts_camel_case_env_and_warns_on_unknown(
     assert config.embed.model == "none"
     assert config.retrieval.default_k == 4
     assert "engram.diagnostics.bogus_key" in caplog.text
+
+
+def test_merge_settings_normalises_before_merging() -> None:
+    from engram.config import merge_settings
+
+    merged = merge_settings(
+        {"diagnostics": {"trust_level": 2, "max_per_file": 5}},
+        {"diagnostics": {"trustLevel": 4}},
+    )
+    assert merged == {"diagnostics": {"trust_level": 4, "max_per_file": 5}}

@@ -141,6 +141,18 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
     return merged
 
 
+def merge_settings(*layers: dict[str, Any]) -> dict[str, Any]:
+    """Settings layers merged, later over earlier, after normalising every key.
+
+    Normalising first matters: an editor's ``trustLevel`` must override an
+    initialisation option's ``trust_level``, not sit beside it.
+    """
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = _deep_merge(merged, _normalise_tree(layer))
+    return merged
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
@@ -214,14 +226,15 @@ def load_config(
     environ: Mapping[str, str] | None = None,
 ) -> EngramConfig:
     """Merge pyproject ``[tool.engram]``, ``.engram/config.toml``, env and ``overrides``."""
-    merged: dict[str, Any] = {}
     pyproject = _read_toml(workspace.root / "pyproject.toml")
-    merged = _deep_merge(merged, _normalise_tree(pyproject.get("tool", {}).get("engram", {}) or {}))
-    merged = _deep_merge(merged, _normalise_tree(_read_toml(workspace.engram_dir / "config.toml")))
-    merged = _deep_merge(merged, env_overrides(environ))
-    if overrides:
-        merged = _deep_merge(merged, _normalise_tree(overrides))
-    return config_from_dict(merged)
+    return config_from_dict(
+        merge_settings(
+            pyproject.get("tool", {}).get("engram", {}) or {},
+            _read_toml(workspace.engram_dir / "config.toml"),
+            env_overrides(environ),
+            overrides or {},
+        )
+    )
 
 
 def _normalise_tree(raw: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path
 
 from engram import __version__
+from engram.config import merge_settings
 from engram.errors import EngramError
 from engram.lsp import anchors as anchor_ops
 from engram.lsp.anchors import LineSpan, TextEdit
@@ -374,7 +375,7 @@ class EngramLanguageServer(LanguageServer):
                 )
                 section = result[0] if result else None
                 if isinstance(section, dict):
-                    merged = deep_merge(merged, section)
+                    merged = merge_settings(merged, section)
             except Exception as exc:
                 log.info("workspace/configuration unavailable: %s", exc)
         kind = self.init_options.get("clientKind") or self.init_options.get("client_kind")
@@ -666,17 +667,6 @@ def _progress_adapter(fn: Callable[[int, int, str], None]) -> Callable[..., None
             fn(numbers[0], 0, text)
 
     return adapter
-
-
-def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """``override`` over ``base``, merging nested objects (editor settings over init options)."""
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _first_line(exc: BaseException) -> str:
