@@ -43,7 +43,6 @@ class RetrievalConfig:
     rrf_k: int = 60
     candidates: int = 50
     default_budget_tokens: int = 2000
-    stale_after_days: int = 30
 
 
 @attrs.define
