@@ -1111,7 +1111,7 @@ class Engine:
         checks = 0
         updated: list[Memory] = []
         for memory in memories:
-            files = list(dict.fromkeys([*(a.file for a in memory.anchors), *memory.related_files]))
+            files = memory.files
             missing = [f for f in files if not (root / f).exists()]
             changes: dict[str, Any] = {}
             if missing and memory.stale_at is None:

@@ -73,10 +73,6 @@ class Brief:
         )
 
 
-def _files_of(memory: Memory) -> list[str]:
-    return list(dict.fromkeys([a.file for a in memory.anchors] + list(memory.related_files)))
-
-
 def _weight(memory: Memory) -> float:
     """Order of preference inside the digest: pinned and verified first, then confidence."""
     return (
@@ -182,7 +178,7 @@ class Digest:
         )
         conn.executemany(
             "INSERT OR IGNORE INTO memory_files(file, id) VALUES (?, ?)",
-            [(f, memory.id) for f in _files_of(memory)],
+            [(f, memory.id) for f in memory.files],
         )
 
     # ----------------------------------------------------------------- reading

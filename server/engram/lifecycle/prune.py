@@ -43,9 +43,7 @@ class PruneReport:
 
 
 def _files_of(memory: Memory) -> list[str]:
-    files = dict.fromkeys(a.file for a in memory.anchors)
-    files.update(dict.fromkeys(memory.related_files))
-    return [f for f in files if f and f != "."]
+    return [f for f in memory.files if f and f != "."]
 
 
 def _deprecated_at(memory: Memory, fallback: datetime) -> datetime:

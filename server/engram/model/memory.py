@@ -229,6 +229,13 @@ class Memory:
             self.citation_text = make_citation_text(self.content)
 
     @property
+    def files(self) -> list[str]:
+        """Anchor files, then related files, without repeats: where this memory applies."""
+        seen = dict.fromkeys(anchor.file for anchor in self.anchors)
+        seen.update(dict.fromkeys(self.related_files))
+        return list(seen)
+
+    @property
     def is_stale(self) -> bool:
         return self.stale_at is not None
 

@@ -83,15 +83,6 @@ _GENERIC_PATH_WORDS = frozenset(
 )
 
 
-def _memory_files(memory: Memory) -> list[str]:
-    seen: dict[str, None] = {}
-    for anchor in memory.anchors:
-        seen.setdefault(anchor.file, None)
-    for path in memory.related_files:
-        seen.setdefault(path, None)
-    return list(seen)
-
-
 def adjacent_ids(memory: Memory) -> list[str]:
     """Ids in ``extra["adjacent"]``: memories recorded next to this one in its episode."""
     raw = memory.extra.get("adjacent")
@@ -314,9 +305,7 @@ class Retriever:
                 return []
             top = [hits[:GRAPH_SEED_RESULTS] for hits in paths.values()]
             seed_ids = list(dict.fromkeys(mid for hits in top for mid, _ in hits))
-            seeds = list(
-                dict.fromkeys(f for m in self.store.get_many(seed_ids) for f in _memory_files(m))
-            )
+            seeds = list(dict.fromkeys(f for m in self.store.get_many(seed_ids) for f in m.files))
         for path, weight in sorted(self._neighbours(seeds).items(), key=lambda kv: -kv[1]):
             if path in seeds:
                 continue
@@ -339,7 +328,7 @@ class Retriever:
             return ranked
         window = ranked[:50]
         memories = {m.id: m for m in self.store.get_many([mid for mid, _ in window])}
-        files_of = {mid: _memory_files(m) for mid, m in memories.items()}
+        files_of = {mid: m.files for mid, m in memories.items()}
         top_files = list(dict.fromkeys(f for mid, _ in window[:10] for f in files_of.get(mid, ())))
         neighbours = self._neighbours(top_files)
         if not neighbours:
@@ -513,7 +502,7 @@ class Retriever:
         if memory.type in BACKGROUND_TYPES:
             return Tier.BACKGROUND
         if memory.type in CRITICAL_TYPES:
-            files = _memory_files(memory)
+            files = memory.files
             on_file = request.file is not None and request.file in files
             on_symbol = request.symbol is not None and any(
                 a.symbol == request.symbol for a in memory.anchors

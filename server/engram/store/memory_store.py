@@ -138,16 +138,6 @@ def _unit(vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return v / norm if norm > 0 else v
 
 
-def memory_files(memory: Memory) -> list[str]:
-    """Anchor files then related files, without repeats: what ``MemoryFilter.file`` matches."""
-    seen: dict[str, None] = {}
-    for anchor in memory.anchors:
-        seen.setdefault(anchor.file, None)
-    for path in memory.related_files:
-        seen.setdefault(path, None)
-    return list(seen)
-
-
 def memory_search_text(memory: Memory) -> str:
     """What BM25 sees: content, tags, anchors, related files and modules, episode context."""
     parts = [memory.content, " ".join(memory.tags)]
@@ -391,7 +381,7 @@ class MemoryStore:
         snap = self._snap
         snap.generation += 1
         row = snap.row_of.get(memory.id)
-        files = memory_files(memory)
+        files = memory.files
         dim = 0 if vector is None else int(vector.shape[0])
         if row is None:
             row = len(snap.ids)
@@ -535,7 +525,7 @@ class MemoryStore:
                 "scope": [m.scope.value for m in memories],
                 "content": [m.content for m in memories],
                 "search_text": [memory_search_text(m) for m in memories],
-                "files": [memory_files(m) for m in memories],
+                "files": [m.files for m in memories],
                 "needs_review": [m.needs_review for m in memories],
                 "deprecated": [m.deprecated for m in memories],
                 "stale": [m.stale_at is not None for m in memories],
