@@ -395,7 +395,9 @@ class McpHub:
                         describe_exception(exc),
                     )
                     return
-                tools = [_tool_from_listing(spec.name, raw) for raw in raw_tools if raw.get("name")]
+                tools = [
+                    ToolInfo.from_cache(spec.name, raw) for raw in raw_tools if raw.get("name")
+                ]
                 updates[spec.name] = CachedServer(
                     spec.config_hash, spec.transport, spec.scope, time.time(), tools, info, None
                 )
@@ -546,16 +548,3 @@ class McpHub:
         for problem in snapshot.problems:
             notes.append(f"{problem.origin}: {problem.message}")
         return notes
-
-
-def _tool_from_listing(server: str, raw: Mapping[str, Any]) -> ToolInfo:
-    schema = raw.get("inputSchema", raw.get("input_schema"))
-    annotations = raw.get("annotations")
-    return ToolInfo(
-        server=server,
-        name=str(raw["name"]),
-        description=str(raw.get("description") or ""),
-        input_schema=schema if isinstance(schema, dict) else {},
-        title=raw.get("title") if isinstance(raw.get("title"), str) else None,
-        annotations=annotations if isinstance(annotations, dict) else None,
-    )

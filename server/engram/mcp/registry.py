@@ -73,7 +73,8 @@ class ToolInfo:
 
     @classmethod
     def from_cache(cls, server: str, raw: Mapping[str, Any]) -> ToolInfo:
-        schema = raw.get("input_schema")
+        """From the registry cache, or from a server's ``tools/list`` (``inputSchema``)."""
+        schema = raw.get("input_schema", raw.get("inputSchema"))
         annotations = raw.get("annotations")
         return cls(
             server=server,
