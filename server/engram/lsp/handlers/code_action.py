@@ -57,9 +57,11 @@ def register(server: EngramLanguageServer) -> None:
             symbol=symbol.qualname if symbol else None,
             impact_available=doc.folder.has_graph,
         )
-        selected = selection_text(lines, rng)
-        if selected.strip() and ls.registry.action_providers:
-            actions.extend(await _extension_actions(ls, doc.rel, selected))
+        # only for a real selection: clients ask for code actions on every cursor move
+        if rng.start != rng.end and ls.registry.action_providers:
+            selected = selection_text(lines, rng)
+            if selected.strip():
+                actions.extend(await _extension_actions(ls, doc.rel, selected))
         only = params.context.only
         if only:
             actions = [
