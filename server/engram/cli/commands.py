@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram.cli import render
 from engram.errors import EngramError, InvalidInput, NotAvailable
+from engram.model import memory_json, to_jsonable
 
 if TYPE_CHECKING:  # the engine module costs ~70 ms: imported when a command opens it
     from engram.engine import Engine
@@ -160,7 +161,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         if args.code:
             code_hits = engine.search_code(args.query, k=args.k)
             if args.json:
-                emit_json({"query": args.query, "hits": [render.to_jsonable(h) for h in code_hits]})
+                emit_json({"query": args.query, "hits": [to_jsonable(h) for h in code_hits]})
             else:
                 render.print_code_hits(code_hits)
             return 0
@@ -190,7 +191,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         document: dict[str, Any] = {
             "count": len(memories),
-            "memories": [render.memory_dict(m) for m in memories],
+            "memories": [memory_json(m) for m in memories],
         }
         if args.review:
             document["session"] = session
@@ -216,7 +217,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
         memory = engine.get(args.id)
     if args.json:
-        emit_json(render.memory_dict(memory))
+        emit_json(memory_json(memory))
     else:
         print(render.memory_card(memory))
     return 0
@@ -289,7 +290,7 @@ def cmd_context(args: argparse.Namespace) -> int:
             budget_tokens=budget,
         )
     if args.json:
-        emit_json(render.to_jsonable(pack))
+        emit_json(to_jsonable(pack))
     else:
         text = getattr(pack, "text", "") or ""
         if text.strip():
@@ -316,7 +317,7 @@ def cmd_index(args: argparse.Namespace) -> int:
                     chunks=False,
                     history=False,
                 )
-            summary["code"] = render.to_jsonable(report)
+            summary["code"] = to_jsonable(report)
             summary["_report"] = report
             if not args.json:
                 note(f"code graph: {_graph_summary(report)}")
@@ -325,7 +326,7 @@ def cmd_index(args: argparse.Namespace) -> int:
                     progress=lambda done, total, path: update(str(path or ""), done, total),
                     embed=not args.no_embed,
                 )
-            summary["chunks"] = render.to_jsonable(chunk_report)
+            summary["chunks"] = to_jsonable(chunk_report)
             if not args.json:
                 note(f"code search: {render.one_line_summary(chunk_report)}")
         except NotAvailable as exc:
@@ -354,7 +355,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _graph_summary(report: Any) -> str:
-    data = render.to_jsonable(report)
+    data = to_jsonable(report)
     if not isinstance(data, dict):
         return str(data)
     keys = ("files_seen", "files_indexed", "files_unchanged", "nodes", "edges", "seconds")
@@ -392,7 +393,7 @@ def _mine_history(engine: Engine, quiet: bool) -> dict[str, Any]:
                 f"{report.code_changed} memories need review: the code under them changed "
                 "in a commit (engram list --review)"
             )
-    data = render.to_jsonable(report.mined)
+    data = to_jsonable(report.mined)
     return {**(data if isinstance(data, dict) else {}), "memories": followed}
 
 
@@ -440,7 +441,7 @@ def cmd_impact(args: argparse.Namespace) -> int:
         _index_if_empty(engine)
         report = engine.impact(file, symbol)
     if args.json:
-        emit_json(render.to_jsonable(report))
+        emit_json(to_jsonable(report))
     else:
         render.print_impact(report)
     return 0
@@ -567,9 +568,7 @@ def cmd_observe(args: argparse.Namespace) -> int:
             outputs.append(engine.observe(event))
     if args.format == "engram" and outputs:
         emit_json(
-            [render.to_jsonable(o) for o in outputs]
-            if len(outputs) > 1
-            else (render.to_jsonable(outputs[0]))
+            [to_jsonable(o) for o in outputs] if len(outputs) > 1 else (to_jsonable(outputs[0]))
         )
     return 0
 

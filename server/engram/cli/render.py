@@ -1,56 +1,16 @@
 """Turning engine results into terminal text and JSON.
 
-Plain text, one memory per line, so ``grep`` and ``cut`` work on it; JSON through one
-function (:func:`to_jsonable`) that understands attrs records, ``to_dict()`` methods,
-enums, datetimes and paths, so reports from other packages serialise without special cases.
+Plain text, one memory per line, so ``grep`` and ``cut`` work on it; JSON through the one
+function every front end shares (:func:`engram.model.to_jsonable`), which understands attrs
+records, ``to_dict()`` methods, enums, datetimes and paths.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-import attrs
-
-from engram.model import Memory, memory_to_dict, utcnow
-
-
-def to_jsonable(value: Any) -> Any:
-    """Any result object as JSON-ready data."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, Memory):
-        return memory_dict(value)
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return to_jsonable(to_dict())
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return value.as_posix()
-    if attrs.has(type(value)):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in attrs.fields(type(value))}
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, Sequence | set | frozenset):
-        return [to_jsonable(v) for v in value]
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if hasattr(value, "__dict__"):
-        return {k: to_jsonable(v) for k, v in vars(value).items() if not k.startswith("_")}
-    return str(value)
-
-
-def memory_dict(memory: Memory) -> dict[str, Any]:
-    data = memory_to_dict(memory)
-    data["citation"] = memory.citation()
-    data["current_confidence"] = round(memory.current_confidence(), 4)
-    return data
+from engram.model import Memory, memory_json, to_jsonable, utcnow
 
 
 def hit_to_dict(hit: Any) -> dict[str, Any]:
@@ -66,7 +26,7 @@ def hit_to_dict(hit: Any) -> dict[str, Any]:
         "confidence": memory.confidence,
         "content": memory.content,
         "anchors": [to_jsonable(a) for a in memory.anchors],
-        "memory": memory_dict(memory),
+        "memory": memory_json(memory),
     }
 
 

@@ -14,44 +14,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 
 from engram.lsp.registry import Args, CommandContext, CommandError, CommandRegistry
-from engram.model import Memory, memory_to_dict
+from engram.model import memory_json, to_jsonable
 
 if TYPE_CHECKING:
     from engram.engine import Engine
 
 
 # --------------------------------------------------------------------------- results
-
-
-def memory_json(memory: Memory) -> dict[str, Any]:
-    """A memory as JSON (the model codec) plus its citation chip and decayed confidence."""
-    data = memory_to_dict(memory)
-    data["citation"] = memory.citation()
-    data["current_confidence"] = round(memory.current_confidence(), 4)
-    data["stale"] = memory.is_stale
-    return data
-
-
-def to_jsonable(value: Any) -> Any:
-    """Engine results (attrs records with ``to_dict``, enums, paths) as plain JSON."""
-    if isinstance(value, Memory):
-        return memory_json(value)
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return to_jsonable(to_dict())
-    if attrs.has(type(value)):
-        return {k: to_jsonable(v) for k, v in attrs.asdict(value, recurse=False).items()}
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if hasattr(value, "value") and isinstance(value.value, str | int):
-        return value.value
-    if hasattr(value, "as_posix"):
-        return value.as_posix()
-    return value
 
 
 # --------------------------------------------------------------------------- arguments

@@ -17,14 +17,12 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-import attrs
 from pydantic import Field
 
 from engram.errors import EngramError
-from engram.model import Memory, memory_to_dict
+from engram.model import Memory, to_jsonable
 from engram.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -64,28 +62,6 @@ INSTRUCTIONS = (
     "flag any that turned out wrong with engram_flag. To find a tool from the user's other MCP "
     "servers without loading them all, call engram_find_tools, then engram_call_tool."
 )
-
-
-def to_jsonable(value: Any) -> Any:
-    """Results of engine calls as plain JSON values (memories through the model codec)."""
-    if isinstance(value, Memory):
-        return memory_to_dict(value)
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return to_jsonable(to_dict())
-    if attrs.has(type(value)):
-        return {k: to_jsonable(v) for k, v in attrs.asdict(value, recurse=False).items()}
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return value.as_posix()
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if hasattr(value, "value") and isinstance(value.value, str):  # enums
-        return value.value
-    return value
 
 
 def _memory_brief(memory: Memory) -> dict[str, Any]:

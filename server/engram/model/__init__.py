@@ -1,6 +1,12 @@
 """The memory model: record types, vocabularies, decay defaults and the JSON codec."""
 
-from engram.model.codec import SchemaError, memory_from_dict, memory_to_dict
+from engram.model.codec import (
+    SchemaError,
+    memory_from_dict,
+    memory_json,
+    memory_to_dict,
+    to_jsonable,
+)
 from engram.model.memory import (
     ANCHORED_DIAGNOSTIC_TYPES,
     DEFAULT_HALF_LIVES,
@@ -41,7 +47,9 @@ __all__ = [
     "content_hash",
     "make_citation_text",
     "memory_from_dict",
+    "memory_json",
     "memory_to_dict",
     "new_memory_id",
+    "to_jsonable",
     "utcnow",
 ]

@@ -7,10 +7,12 @@ shared by accident); it is cheap. Datetimes travel as ISO 8601 strings in UTC.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import attrs
 import cattrs
 
 from engram.model.memory import SCHEMA_VERSION, Memory
@@ -82,3 +84,42 @@ def memory_from_dict(raw: dict[str, Any], converter: cattrs.Converter | None = N
         else:
             detail = str(exc)
         raise SchemaError(f"not a valid memory record: {detail}") from exc
+
+
+def memory_json(memory: Memory) -> dict[str, Any]:
+    """A memory as every front end returns it: the codec's record plus its citation chip,
+    its decayed confidence and whether it is stale."""
+    data = memory_to_dict(memory)
+    data["citation"] = memory.citation()
+    data["current_confidence"] = round(memory.current_confidence(), 4)
+    data["stale"] = memory.is_stale
+    return data
+
+
+def to_jsonable(value: Any) -> Any:
+    """Any engine result (memories, attrs records with ``to_dict``, enums, paths, dates) as
+    plain JSON data: one rendering for the CLI's ``--json``, LSP commands and MCP tools."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Memory):
+        return memory_json(value)
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return to_jsonable(to_dict())
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return value.as_posix()
+    if attrs.has(type(value)):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in attrs.fields(type(value))}
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, Sequence | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if hasattr(value, "tolist"):  # NumPy scalars and arrays
+        return value.tolist()
+    if hasattr(value, "__dict__"):
+        return {k: to_jsonable(v) for k, v in vars(value).items() if not k.startswith("_")}
+    return str(value)
