@@ -38,6 +38,8 @@ def accepts(flt: MemoryFilter | None, m: Memory) -> bool:
         return False
     if flt.needs_review is not None and m.needs_review != flt.needs_review:
         return False
+    if flt.valid_within is not None and not flt.valid_within.contains(m.valid_from):
+        return False
     if not flt.include_deprecated and m.deprecated:
         return False
     return flt.include_stale or m.stale_at is None

@@ -268,3 +268,27 @@ def test_tag_named_in_query_ranks_higher() -> None:
     assert ids(hits)[0] == "m-ben" and "tag named in the query" in hits[0].reasons
     hits = r.search(SearchRequest("what classes did Ana start"))
     assert ids(hits)[0] == "m-ana"
+
+
+def test_a_dated_query_searches_inside_the_window_it_names() -> None:
+    """ "... in March 2024": March's memories are searched on their own and lifted."""
+
+    def on(day: datetime, content: str, mid: str) -> Memory:
+        return mem(content, id=mid, valid_from=day, created_at=day, updated_at=day)
+
+    march = datetime(2024, 3, 12, tzinfo=UTC)
+    answer = on(march, "redis went away after the outage", "m-answer")
+    # many memories that match the words better but were recorded at other times
+    elsewhen = [datetime(2024, 1, 3, tzinfo=UTC), datetime(2024, 6, 3, tzinfo=UTC)]
+    noise = [
+        on(elsewhen[i % 2], f"what we decided about the redis cache, note {i}", f"m-n{i}")
+        for i in range(60)
+    ]
+    r, _ = retriever([answer, *noise])
+    undated = r.search(SearchRequest("what did we decide about the redis cache", k=10))
+    assert "m-answer" not in ids(undated)
+    hits = r.search(SearchRequest("what did we decide about the redis cache in March 2024", k=10))
+    assert "m-answer" in ids(hits)[:3]
+    found = next(h for h in hits if h.memory.id == "m-answer")
+    assert "dated: March 2024" in found.reasons
+    assert "time #1" in found.reasons

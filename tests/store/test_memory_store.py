@@ -346,3 +346,51 @@ def test_table_from_a_newer_engram_is_refused(tmp_workspace: Workspace) -> None:
     )
     with pytest.raises(StoreError, match="needs a migration"):
         table.table()
+
+
+@pytest.mark.parametrize("prefilter_limit", [2000, 0])
+def test_time_window_filters_every_search_and_follows_writes(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, prefilter_limit: int
+) -> None:
+    """``valid_within``: by the ids in the window (prefilter) or by over-fetching (limit 0)."""
+    import engram.store.memory_store as memory_store
+    from engram.model.timewindow import TimeWindow
+
+    monkeypatch.setattr(memory_store, "MAX_PREFILTER_IDS", prefilter_limit)
+    emb = FakeEmbedder()
+
+    def dated(text: str, when: datetime) -> Memory:
+        return Memory(text, valid_from=when, created_at=when, updated_at=when)
+
+    march = dated("payment retries doubled the charge", datetime(2024, 3, 5, tzinfo=UTC))
+    june = dated("payment webhook needs the raw body", datetime(2024, 6, 9, tzinfo=UTC))
+    older = dated("payment amounts are integer cents", datetime(2023, 3, 20, tzinfo=UTC))
+    mems = [march, june, older]
+    store.add(mems, emb.embed([m.content for m in mems]), emb.model_id)
+    q = emb.embed(["payment"])[0]
+
+    def found(window: TimeWindow) -> tuple[set[str], set[str], set[str]]:
+        flt = MemoryFilter(valid_within=window)
+        return (
+            {m.id for m in store.list(flt)},
+            set(ids(store.keyword_search("payment", 10, flt))),
+            set(ids(store.vector_search(q, 10, flt))),
+        )
+
+    march_2024 = TimeWindow(datetime(2024, 3, 1, tzinfo=UTC), datetime(2024, 4, 1, tzinfo=UTC))
+    assert found(march_2024) == ({march.id},) * 3
+    any_march = TimeWindow(march_2024.start, march_2024.end, every_year=True)
+    assert found(any_march) == ({march.id, older.id},) * 3
+    # a memory written after the window column was built is filtered like the others
+    late = dated("payment refunds go through the ledger", datetime(2024, 3, 28, tzinfo=UTC))
+    store.add([late], emb.embed([late.content]), emb.model_id)
+    assert found(march_2024) == ({march.id, late.id},) * 3
+    empty = TimeWindow(datetime(2020, 1, 1, tzinfo=UTC), datetime(2020, 2, 1, tzinfo=UTC))
+    assert found(empty) == (set(), set(), set())
+    # and a reopened store (fresh snapshot) reads valid_from from the stored records
+    reopened = MemoryStore(store.workspace)
+    try:
+        flt = MemoryFilter(valid_within=march_2024)
+        assert {m.id for m in reopened.list(flt)} == {march.id, late.id}
+    finally:
+        reopened.close()

@@ -27,6 +27,7 @@ from engram.model.memory import (
     new_memory_id,
     utcnow,
 )
+from engram.model.timewindow import TimeWindow
 
 __all__ = [
     "ANCHORED_DIAGNOSTIC_TYPES",
@@ -42,6 +43,7 @@ __all__ = [
     "Provenance",
     "RelationType",
     "SchemaError",
+    "TimeWindow",
     "UniversalPhase",
     "WorkUnitRef",
     "content_hash",

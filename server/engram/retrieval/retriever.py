@@ -30,22 +30,28 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import numpy as np
 
 from engram.config import RetrievalConfig
 from engram.model import Memory, MemoryType, utcnow
+from engram.model.timewindow import TimeWindow
 from engram.retrieval.packing import pack_context
 from engram.retrieval.scoring import (
     BM25,
     DENSE,
     FUSION_WEIGHTS,
     GRAPH,
+    TIME,
+    TIME_MATCH_BOOST,
+    TIME_WEIGHT,
     detect_query_type,
     graph_neighbourhood_boost,
     memory_weight,
     weighted_rrf,
     weighted_score_fusion,
 )
+from engram.retrieval.timeframe import find_timeframe
 from engram.retrieval.types import (
     ContextPack,
     ContextRequest,
@@ -203,21 +209,27 @@ class Retriever:
         flt = self._filter(request)
         notes: list[str] = []
         paths: dict[str, list[tuple[str, float]]] = {}
+        window = find_timeframe(query, now) if query else None
         if query:
             # V5 stage 1 runs the paths in parallel: BM25 (LanceDB, releases the GIL) on a
             # worker thread while this one embeds the query (ONNX, releases it too).
             keyword_notes: list[str] = []
             pending = self._pool().submit(self._keyword, query, n, flt, keyword_notes)
-            dense = self._dense(query, n, flt, notes)
+            dense, vector = self._dense(query, n, flt, notes)
             paths[BM25] = pending.result()
             notes.extend(keyword_notes)
             if dense is not None:
                 paths[DENSE] = dense
+            if window is not None:
+                in_window = self._in_window(query, vector, n, flt, window)
+                if in_window:
+                    paths[TIME] = in_window
+                    notes.append(f"dated: {window.text}")
         graph_hits = self._graph_candidates(request.file, paths)
         if graph_hits:
             paths[GRAPH] = graph_hits
         qtype = detect_query_type(query) if query else QueryType.STRUCTURAL
-        weights = FUSION_WEIGHTS[qtype]
+        weights = {**FUSION_WEIGHTS[qtype], TIME: TIME_WEIGHT}
         if self.fusion == "rrf":
             fused = weighted_rrf(
                 {name: [mid for mid, _ in hits] for name, hits in paths.items()},
@@ -225,7 +237,7 @@ class Retriever:
                 k=self.config.rrf_k,
             )
         else:
-            fused = weighted_score_fusion(paths, weights, rank_only={GRAPH})
+            fused = weighted_score_fusion(paths, weights, rank_only={GRAPH, TIME})
         top = max(fused.values(), default=0.0) or 1.0
         ranked = sorted(
             ((mid, score / top) for mid, score in fused.items()), key=lambda item: -item[1]
@@ -249,26 +261,52 @@ class Retriever:
 
     def _dense(
         self, query: str, n: int, flt: Any, notes: list[str]
-    ) -> list[tuple[str, float]] | None:
+    ) -> tuple[list[tuple[str, float]] | None, np.ndarray | None]:
+        """Dense candidates and the query vector (None, None without a working model)."""
         if self.embedder is None:
             notes.append("no embedding model: keyword + graph only")
-            return None
+            return None, None
         try:
             vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
-            if self._vector_takes_model:
-                found = self.store.vector_search(
+            found = self._vector_search(vector, n, flt)
+        except Exception as exc:
+            log.warning("dense search failed: %s", exc)
+            notes.append("dense search unavailable: keyword + graph only")
+            return None, None
+        return found, vector
+
+    def _vector_search(self, vector: np.ndarray, n: int, flt: Any) -> list[tuple[str, float]]:
+        if self._vector_takes_model and self.embedder is not None:
+            return list(
+                self.store.vector_search(
                     vector,
                     n,
                     flt,
                     model_id=self.embedder.model_id,  # type: ignore[call-arg]
                 )
-            else:
-                found = self.store.vector_search(vector, n, flt)
-        except Exception as exc:
-            log.warning("dense search failed: %s", exc)
-            notes.append("dense search unavailable: keyword + graph only")
-            return None
-        return list(found)
+            )
+        return list(self.store.vector_search(vector, n, flt))
+
+    def _in_window(
+        self, query: str, vector: np.ndarray | None, n: int, flt: Any, window: TimeWindow
+    ) -> list[tuple[str, float]]:
+        """The time path: BM25 and dense again, inside the window the query names.
+
+        "What did we decide about caching in March?" has its answer among March's
+        memories, where the whole store's top 50 may not reach; searching the window
+        alone finds it, and fusion weighs it with the other paths (docs/retrieval.md).
+        """
+        dated = attrs.evolve(flt, valid_within=window)
+        inner: dict[str, list[tuple[str, float]]] = {}
+        try:
+            inner[BM25] = list(self.store.keyword_search(query, n, dated))
+            if vector is not None:
+                inner[DENSE] = self._vector_search(vector, n, dated)
+        except Exception as exc:  # an optional signal: never fail the search for it
+            log.info("time-window search failed: %s", exc)
+            return []
+        fused = weighted_score_fusion(inner, FUSION_WEIGHTS[QueryType.SEMANTIC])
+        return sorted(fused.items(), key=lambda item: -item[1])
 
     def _ids_for_file(self, path: str) -> list[str]:
         ids_for_file = getattr(self.store, "ids_for_file", None)
@@ -402,6 +440,8 @@ class Retriever:
             if stale_reason is not None and request.proactive:
                 continue
             tag_match = bool(query_words) and tags_named(memory, query_words)
+            if mid in path_ranks.get(TIME, {}):  # recorded when the query says
+                relevance *= TIME_MATCH_BOOST
             weight = memory_weight(
                 memory,
                 now=now,

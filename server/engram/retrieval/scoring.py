@@ -73,6 +73,12 @@ SOURCE_TRUST: Mapping[MemorySource, float] = {
 BM25 = "bm25"
 DENSE = "dense"
 GRAPH = "graph"
+#: BM25 + dense again inside the time window a query names (engram.retrieval.timeframe)
+TIME = "time"
+#: Its fusion weight, on top of the query type's weights (which sum to 1).
+TIME_WEIGHT = 0.4
+#: ... and a memory recorded inside the window weighs this much more.
+TIME_MATCH_BOOST = 1.25
 
 #: Path weights by query type (V5 §7 stage 2a). For natural-language (semantic) queries V5
 #: gives dense twice BM25's weight; measured on LoCoMo with the default MiniLM model, BM25

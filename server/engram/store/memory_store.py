@@ -27,9 +27,10 @@ from __future__ import annotations
 import enum
 import json
 import logging
+import re
 import threading
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -46,6 +47,7 @@ from engram.model import (
     memory_to_dict,
 )
 from engram.model.codec import make_converter
+from engram.model.timewindow import TimeWindow
 from engram.store.changelog import ChangeLog
 from engram.store.errors import StoreError
 from engram.store.fts_text import document_text, sql_quote
@@ -67,6 +69,10 @@ LOCK_FILE = "write.lock"
 #: A foreign write touching more ids than this is cheaper to take by a full reload.
 MAX_PATCH_IDS = 5000
 CHANGES_FILE = "memories.changes.sqlite"
+#: A time-windowed keyword search names the window's ids to LanceDB up to this many ...
+MAX_PREFILTER_IDS = 2000
+#: ... and otherwise fetches this many times k and keeps the rows inside the window.
+WINDOW_OVERFETCH = 5
 _LOAD_COLUMNS = [
     "id",
     "type",
@@ -81,6 +87,9 @@ _LOAD_COLUMNS = [
     "dim",
     "model_id",
 ]
+
+#: ``"valid_from":"<ISO time>"`` in a record (see ``_valid_from_column``)
+_VALID_FROM = re.compile(r'"valid_from":"([^"]+)"')
 
 _TYPES: list[MemoryType] = list(MemoryType)
 _SOURCES: list[MemorySource] = list(MemorySource)
@@ -99,6 +108,8 @@ class MemoryFilter:
     needs_review: bool | None = None
     include_deprecated: bool = False
     include_stale: bool = True
+    #: only memories whose ``valid_from`` falls in this window (a date named in a query)
+    valid_within: TimeWindow | None = None
 
 
 def memory_schema() -> pa.Schema:
@@ -174,6 +185,7 @@ def _filter_key(flt: MemoryFilter | None) -> tuple[Any, ...]:
         flt.needs_review,
         flt.include_deprecated,
         flt.include_stale,
+        flt.valid_within,
     )
 
 
@@ -200,6 +212,8 @@ class _Snapshot:
         self.deprecated = GrowColumn(np.bool_)
         self.stale = GrowColumn(np.bool_)
         self.updated = GrowColumn(np.float64)
+        #: ``valid_from`` as POSIX seconds, built on the first time-window filter (NaN: unread)
+        self.valid_from: GrowColumn | None = None
         self.blocks: dict[int, VectorBlock] = {}
         #: bumped on every in-place change, so cached filter masks know they are stale
         self.generation = 0
@@ -397,6 +411,8 @@ class MemoryStore:
             snap.type_code.append(-1)
             snap.source_code.append(-1)
             snap.updated.append(0.0)
+            if snap.valid_from is not None:
+                snap.valid_from.append(np.nan)
         else:
             for path in snap.files[row]:
                 snap.file_rows.get(path, set()).discard(row)
@@ -418,6 +434,8 @@ class MemoryStore:
         snap.deprecated.data[row] = memory.deprecated
         snap.stale.data[row] = memory.stale_at is not None
         snap.updated.data[row] = memory.updated_at.timestamp()
+        if snap.valid_from is not None:
+            snap.valid_from.data[row] = memory.valid_from.timestamp()
         if vector is not None:
             block = snap.blocks.get(dim)
             if block is None:
@@ -479,7 +497,42 @@ class MemoryStore:
             if rows:
                 in_file[rows] = True
             mask &= in_file
+        if flt.valid_within is not None:
+            mask &= flt.valid_within.mask(self._valid_from_column())
         return mask
+
+    def _valid_from_column(self) -> npt.NDArray[np.float64]:
+        """``valid_from`` of every row (POSIX seconds; NaN for dead or unreadable rows).
+
+        Built once per snapshot on the first time-window filter, then kept current by
+        ``_put_row``: loading it with every snapshot would cost every start-up for a
+        filter most sessions never use. The raw JSON is scanned for the field (the codec
+        writes it as an ISO string), and only rows where that fails are decoded.
+        """
+        snap = self._snap
+        if snap.valid_from is not None:
+            return snap.valid_from.view()
+        values = np.full(len(snap.ids), np.nan, dtype=np.float64)
+        alive = snap.alive.view()
+        for row, raw in enumerate(snap.records):
+            if raw is None or not alive[row]:
+                continue
+            match = _VALID_FROM.search(raw)
+            moment: datetime | None = None
+            if match is not None:
+                try:
+                    moment = datetime.fromisoformat(match.group(1))
+                except ValueError:
+                    moment = None
+            if moment is None:
+                memory = self._memory_at(row)
+                moment = memory.valid_from if memory is not None else None
+            if moment is not None:
+                if moment.tzinfo is None:
+                    moment = moment.replace(tzinfo=UTC)
+                values[row] = moment.timestamp()
+        snap.valid_from = GrowColumn.from_array(values, np.float64)
+        return snap.valid_from.view()
 
     @staticmethod
     def _where(flt: MemoryFilter | None) -> str | None:
@@ -687,15 +740,36 @@ class MemoryStore:
     def keyword_search(
         self, query: str, k: int, flt: MemoryFilter | None = None
     ) -> list[tuple[str, float]]:
-        """BM25 over content, tags and anchors: ``(id, score)`` best first."""
+        """BM25 over content, tags and anchors: ``(id, score)`` best first.
+
+        A time window (``flt.valid_within``) is not a table column: the ids inside it come
+        from the snapshot and go to LanceDB as a prefilter when there are few of them (a
+        day, a month); a wide window over-fetches and keeps the rows inside it.
+        """
         if k <= 0:
             return []
         with self._mutex:
             self.refresh()
-            rows = self._table.keyword_search(query, k, self._where(flt), ["id"])
-            return [
+            where = self._where(flt)
+            fetch = k
+            inside: set[str] | None = None
+            if flt is not None and flt.valid_within is not None:
+                rows_in = np.flatnonzero(self._row_mask(flt))
+                if not len(rows_in):
+                    return []
+                inside = {self._snap.ids[r] for r in rows_in.tolist()}
+                if len(inside) <= MAX_PREFILTER_IDS:
+                    ids = ", ".join(sql_quote(mid) for mid in sorted(inside))
+                    where = f"{where} AND id IN ({ids})" if where else f"id IN ({ids})"
+                else:
+                    fetch = k * WINDOW_OVERFETCH
+            rows = self._table.keyword_search(query, fetch, where, ["id"])
+            found = [
                 (str(r["id"]), float(r["_score"])) for r in rows if r["id"] in self._snap.row_of
             ]
+            if inside is not None:
+                found = [hit for hit in found if hit[0] in inside]
+            return found[:k]
 
     def vector_search(
         self,
