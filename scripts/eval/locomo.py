@@ -63,7 +63,7 @@ def parse_date(text: str) -> datetime | None:
     return None
 
 
-def conversation_turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
+def conversation_turns(conv: dict[str, Any], with_captions: bool = True) -> list[dict[str, Any]]:
     """All turns in session order, each with its session number and date."""
     sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION_KEY.match(key)))
     turns: list[dict[str, Any]] = []
@@ -74,11 +74,15 @@ def conversation_turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
         for turn in conv[key]:
             if not isinstance(turn, dict) or not turn.get("text") or not turn.get("dia_id"):
                 continue
+            text = str(turn["text"]).strip()
+            caption = str(turn.get("blip_caption") or "").strip()
+            if caption and with_captions:
+                text = f"{text} [shared an image: {caption}]"
             turns.append(
                 {
                     "dia_id": str(turn["dia_id"]).strip(),
                     "speaker": str(turn.get("speaker", "")).strip(),
-                    "text": str(turn["text"]).strip(),
+                    "text": text,
                     "session": number,
                     "date_text": date_text,
                     "date": parse_date(date_text),
@@ -182,12 +186,13 @@ def run_conversation(
     limit_questions: int | None,
     scores: dict[str, Scores],
     progress: Callable[[str], None],
+    with_captions: bool = True,
 ) -> tuple[int, int]:
     from engram.config import EngramConfig
     from engram.engine import Engine
     from engram.workspace import Workspace
 
-    turns = conversation_turns(conv)
+    turns = conversation_turns(conv, with_captions)
     known = {t["dia_id"] for t in turns}
     questions = []
     skipped = 0
@@ -256,6 +261,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embed-model", default="default", help="'default', a name, or 'none'")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="embedding cache file")
     parser.add_argument("--no-cache", action="store_true")
+    parser.add_argument(
+        "--no-captions",
+        action="store_true",
+        help="leave out the caption of an image shared in a turn (blip_caption)",
+    )
     parser.add_argument("--dataset-name", default=None, help="default: the data folder's name")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -277,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in files:
         conv = json.loads(path.read_text(encoding="utf-8"))
         asked, missing = run_conversation(
-            path.stem, conv, embedder, args.limit_questions, scores, progress
+            path.stem, conv, embedder, args.limit_questions, scores, progress, not args.no_captions
         )
         items += asked
         skipped += missing
@@ -296,6 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "conversations": len(files),
         "embed_model": getattr(embedder, "model_id", None),
         "seconds": round(elapsed, 1),
+        "image_captions": not args.no_captions,
     }
     print(json.dumps(summary) if args.json else json.dumps(summary, indent=2))
     return 0
