@@ -292,3 +292,24 @@ def test_a_dated_query_searches_inside_the_window_it_names() -> None:
     found = next(h for h in hits if h.memory.id == "m-answer")
     assert "dated: March 2024" in found.reasons
     assert "time #1" in found.reasons
+
+
+def test_episode_spread_reaches_two_steps_at_half_the_share() -> None:
+    """The same speaker's turn before the reply to it (two steps away) is lifted too."""
+    setup = mem("something not so great happened yesterday", id="m-setup")
+    asked = mem("oh no, what happened?", id="m-asked")
+    told = mem("a car ran a red light and hit us at the crossing", id="m-told")
+    far = mem("anyway, how was your weekend?", id="m-far")
+    chain = [setup, asked, told, far]
+    for i, memory in enumerate(chain):
+        memory.extra["adjacent"] = [m.id for m in chain[max(0, i - 1) : i + 2] if m is not memory]
+    noise = [mem(f"the red car at the crossing, photo {i}", id=f"m-n{i}") for i in range(15)]
+    r, _ = retriever([*chain, *noise])
+    hits = r.search(SearchRequest("when did the car hit you at the red light", k=40))
+    assert ids(hits)[0] == "m-told"
+    score = {h.memory.id: h.score for h in hits}
+    assert {"m-asked", "m-setup", "m-far"} <= set(score)
+    # one step away gets the full share, two steps half of it
+    assert score["m-asked"] > score["m-setup"]
+    setup_hit = next(h for h in hits if h.memory.id == "m-setup")
+    assert "next to a top result in its episode" in setup_hit.reasons

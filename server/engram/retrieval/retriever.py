@@ -35,7 +35,6 @@ import numpy as np
 
 from engram.config import RetrievalConfig
 from engram.model import Memory, MemoryType, utcnow
-from engram.model.timewindow import TimeWindow
 from engram.retrieval.packing import pack_context
 from engram.retrieval.scoring import (
     BM25,
@@ -75,6 +74,7 @@ GRAPH_SEED_RESULTS = 5
 #: Top results whose episode neighbours (``extra["adjacent"]``) are lifted, and by how much.
 EPISODE_SEEDS = 5
 EPISODE_SHARE = 0.3
+EPISODE_SECOND_SHARE = 0.15
 #: Fused candidates that get weights and staleness checks (weights reorder within this).
 FINALISE_WINDOW = 30
 #: Types an agent must see before touching the file they are anchored on (004 tier 1).
@@ -161,7 +161,7 @@ class Retriever:
     def _pool(self) -> ThreadPoolExecutor:
         with self._pool_lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="engram-bm25")
+                self._executor = ThreadPoolExecutor(2, thread_name_prefix="engram-bm25")
             return self._executor
 
     def close(self) -> None:
@@ -215,13 +215,19 @@ class Retriever:
             # worker thread while this one embeds the query (ONNX, releases it too).
             keyword_notes: list[str] = []
             pending = self._pool().submit(self._keyword, query, n, flt, keyword_notes)
+            dated = None if window is None else attrs.evolve(flt, valid_within=window)
+            pending_dated = (
+                None
+                if dated is None
+                else self._pool().submit(self._keyword, query, n, dated, [])
+            )
             dense, vector = self._dense(query, n, flt, notes)
             paths[BM25] = pending.result()
             notes.extend(keyword_notes)
             if dense is not None:
                 paths[DENSE] = dense
-            if window is not None:
-                in_window = self._in_window(query, vector, n, flt, window)
+            if window is not None and dated is not None and pending_dated is not None:
+                in_window = self._in_window(pending_dated.result(), vector, n, dated)
                 if in_window:
                     paths[TIME] = in_window
                     notes.append(f"dated: {window.text}")
@@ -288,23 +294,25 @@ class Retriever:
         return list(self.store.vector_search(vector, n, flt))
 
     def _in_window(
-        self, query: str, vector: np.ndarray | None, n: int, flt: Any, window: TimeWindow
+        self,
+        keyword_hits: list[tuple[str, float]],
+        vector: np.ndarray | None,
+        n: int,
+        dated: Any,
     ) -> list[tuple[str, float]]:
         """The time path: BM25 and dense again, inside the window the query names.
 
         "What did we decide about caching in March?" has its answer among March's
         memories, where the whole store's top 50 may not reach; searching the window
         alone finds it, and fusion weighs it with the other paths (docs/retrieval.md).
+        The windowed BM25 ran on a worker thread beside the main paths.
         """
-        dated = attrs.evolve(flt, valid_within=window)
-        inner: dict[str, list[tuple[str, float]]] = {}
-        try:
-            inner[BM25] = list(self.store.keyword_search(query, n, dated))
-            if vector is not None:
+        inner: dict[str, list[tuple[str, float]]] = {BM25: keyword_hits}
+        if vector is not None:
+            try:
                 inner[DENSE] = self._vector_search(vector, n, dated)
-        except Exception as exc:  # an optional signal: never fail the search for it
-            log.info("time-window search failed: %s", exc)
-            return []
+            except Exception as exc:  # an optional signal: never fail the search for it
+                log.info("time-window search failed: %s", exc)
         fused = weighted_score_fusion(inner, FUSION_WEIGHTS[QueryType.SEMANTIC])
         return sorted(fused.items(), key=lambda item: -item[1])
 
@@ -393,6 +401,7 @@ class Retriever:
             return ranked
         memories = {m.id: m for m in self.store.get_many([mid for mid, _ in seeds])}
         bonus: dict[str, float] = {}
+        first_ring: dict[str, tuple[str, float]] = {}
         for mid, score in seeds:
             memory = memories.get(mid)
             if memory is None:
@@ -400,6 +409,13 @@ class Retriever:
             for other in adjacent_ids(memory):
                 if other != mid:
                     bonus[other] = max(bonus.get(other, 0.0), EPISODE_SHARE * score)
+                    first_ring.setdefault(other, (mid, score))
+        if EPISODE_SECOND_SHARE > 0:
+            for ring in self.store.get_many(list(first_ring)):
+                seed, score = first_ring[ring.id]
+                for other in adjacent_ids(ring):
+                    if other != seed and other != ring.id:
+                        bonus[other] = max(bonus.get(other, 0.0), EPISODE_SECOND_SHARE * score)
         if not bonus:
             return ranked
         scores = dict(ranked)
