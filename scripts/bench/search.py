@@ -12,7 +12,13 @@ realistic posting lists) and random unit vectors of the default model's dimensio
   ~10-15 ms on this machine, whatever the store size);
 * ``store_vector`` / ``store_keyword``: the store's ``vector_search`` / ``keyword_search``;
 * ``numpy_exact``: ``matrix @ query`` + ``argpartition`` top-k over the same float32
-  matrix, the floor for exact dense search.
+  matrix, the floor for exact dense search;
+* ``retriever_dated_day`` / ``retriever_dated_month``: the same queries naming a day
+  ("... on 5 March 2025") or a month ("... in March 2025"), which adds the time path
+  (BM25 + dense again inside the window; memories' ``valid_from`` is spread over two
+  years, so a day holds ~1/730 of the store and a month ~1/24);
+* ``first_dated_ms``: the first dated search on a freshly opened store, which builds the
+  snapshot's ``valid_from`` column.
 
 Usage: scripts/bench/search.py [--sizes 1000,10000,100000] [--queries 200] [--k 10]
 Last stdout line: one JSON object with p50/p95 (ms) per size and method.
@@ -27,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -111,6 +118,12 @@ def bench_size(size: int, queries: int, k: int, seed: int) -> dict[str, Any]:
     query_texts = [zipf_text(rng, words, int(rng.integers(3, 7))) for _ in range(queries)]
     query_texts = [f"{text} q{i}" for i, text in enumerate(query_texts)]  # unique keys
     query_vectors = unit_vectors(rng, queries)
+    day_texts = [f"{text} on 5 March 2025" for text in query_texts]
+    month_texts = [f"{text} in March 2025" for text in query_texts]
+    vector_of = dict(zip(query_texts, query_vectors, strict=True))
+    vector_of |= dict(zip(day_texts, query_vectors, strict=True))
+    vector_of |= dict(zip(month_texts, query_vectors, strict=True))
+    end_of_span = datetime(2026, 1, 1, tzinfo=UTC)
     result: dict[str, Any] = {"memories": size}
     with tempfile.TemporaryDirectory(prefix=f"bench-search-{size}-") as tmp:
         store = MemoryStore(Workspace.open(tmp))
@@ -123,6 +136,7 @@ def bench_size(size: int, queries: int, k: int, seed: int) -> dict[str, Any]:
                         content=zipf_text(rng, words, int(rng.integers(8, 40))),
                         type=types[i % len(types)],
                         source=sources[i % len(sources)],
+                        valid_from=end_of_span - timedelta(days=float(rng.uniform(0, 730))),
                     )
                     for i in range(start, end)
                 ]
@@ -136,8 +150,17 @@ def bench_size(size: int, queries: int, k: int, seed: int) -> dict[str, Any]:
                 top = np.argpartition(-scores, k)[:k]
                 top[np.argsort(-scores[top])]
 
-            embedder = LookupEmbedder(dict(zip(query_texts, query_vectors, strict=True)))
-            retriever = Retriever(store, embedder, RetrievalConfig())
+            embedder = LookupEmbedder(vector_of)
+            clock = lambda: end_of_span  # noqa: E731 - "now" at the end of the two years
+            fresh = MemoryStore(Workspace.open(tmp), read_only=True)
+            try:
+                first = Retriever(fresh, embedder, RetrievalConfig(), clock=clock)
+                t0 = time.perf_counter()
+                first.search(SearchRequest(day_texts[0], k=k))
+                result["first_dated_ms"] = round(1000 * (time.perf_counter() - t0), 1)
+            finally:
+                fresh.close()
+            retriever = Retriever(store, embedder, RetrievalConfig(), clock=clock)
             result["numpy_exact"] = percentiles(timed(numpy_exact, queries))
             result["store_vector"] = percentiles(
                 timed(lambda i: store.vector_search(query_vectors[i], k), queries)
@@ -147,6 +170,12 @@ def bench_size(size: int, queries: int, k: int, seed: int) -> dict[str, Any]:
             )
             result["retriever"] = percentiles(
                 timed(lambda i: retriever.search(SearchRequest(query_texts[i], k=k)), queries)
+            )
+            result["retriever_dated_day"] = percentiles(
+                timed(lambda i: retriever.search(SearchRequest(day_texts[i], k=k)), queries)
+            )
+            result["retriever_dated_month"] = percentiles(
+                timed(lambda i: retriever.search(SearchRequest(month_texts[i], k=k)), queries)
             )
         finally:
             store.close()
@@ -178,7 +207,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{size:>7} memories: retriever p95 {figures['retriever']['p95_ms']} ms, "
             f"store vector p95 {figures['store_vector']['p95_ms']} ms, "
             f"keyword p95 {figures['store_keyword']['p95_ms']} ms, "
-            f"numpy p95 {figures['numpy_exact']['p95_ms']} ms",
+            f"numpy p95 {figures['numpy_exact']['p95_ms']} ms, "
+            f"dated day/month p95 {figures['retriever_dated_day']['p95_ms']}/"
+            f"{figures['retriever_dated_month']['p95_ms']} ms, "
+            f"first dated {figures['first_dated_ms']} ms",
             file=sys.stderr,
             flush=True,
         )
