@@ -217,9 +217,7 @@ class Retriever:
             pending = self._pool().submit(self._keyword, query, n, flt, keyword_notes)
             dated = None if window is None else attrs.evolve(flt, valid_within=window)
             pending_dated = (
-                None
-                if dated is None
-                else self._pool().submit(self._keyword, query, n, dated, [])
+                None if dated is None else self._pool().submit(self._keyword, query, n, dated, [])
             )
             dense, vector = self._dense(query, n, flt, notes)
             paths[BM25] = pending.result()
