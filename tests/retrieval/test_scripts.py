@@ -55,6 +55,18 @@ def tiny_locomo(folder: Path) -> None:
             {"question": "A question without evidence", "evidence": []},
         ],
     }
+    # a turn that shares a photo: the caption is all that says what the photo shows
+    conv["session_2"].append(  # type: ignore[attr-defined]
+        {
+            "speaker": "Ben",
+            "dia_id": "D2:4",
+            "text": "Look at this!",
+            "blip_caption": "a photo of a medal hanging on a lighthouse railing",
+        }
+    )
+    conv["qa"].append(  # type: ignore[attr-defined]
+        {"question": "Where did Ben hang his medal on 20 October, 2023?", "evidence": ["D2:4"]}
+    )
     (folder / "1.json").write_text(json.dumps(conv), encoding="utf-8")
 
 
@@ -75,19 +87,34 @@ def test_locomo_smoke(tmp_path: Path) -> None:
         "locomo-dev",
     )
     assert result["dataset"] == "locomo-dev"
-    assert result["items"] == 4 and result["skipped_without_evidence"] == 1
+    assert result["items"] == 5 and result["skipped_without_evidence"] == 1
+    assert result["image_captions"] is True
     rows = result["rows"]
     assert isinstance(rows, dict) and set(rows) == {"engram", "bm25", "dense"}
     for row in rows.values():
         assert set(row) >= {"recall@5", "recall@10", "mrr"}
         assert 0.0 <= row["recall@5"] <= row["recall@10"] <= 1.0
-    # seven short turns: everything is in the top 10
+    # eight short turns: everything is in the top 10; the photo's turn is found by its
+    # caption ("medal", "lighthouse") and the date, so it comes first for BM25 too
     assert rows["engram"]["recall@10"] == 1.0
+    text_only = run(
+        "scripts/eval/locomo.py",
+        "--data",
+        str(data),
+        "--json",
+        "--no-captions",
+        "--cache",
+        str(tmp_path / "cache.sqlite"),
+    )
+    assert text_only["image_captions"] is False
+    assert text_only["rows"]["bm25"]["mrr"] < rows["bm25"]["mrr"]  # type: ignore[index]
 
 
 def test_search_bench_smoke() -> None:
     result = run("scripts/bench/search.py", "--sizes", "200", "--queries", "10")
     figures = result["sizes"]["200"]  # type: ignore[index]
-    for method in ("retriever", "store_vector", "store_keyword", "numpy_exact"):
+    methods = ("retriever", "store_vector", "store_keyword", "numpy_exact")
+    for method in (*methods, "retriever_dated_day", "retriever_dated_month"):
         assert figures[method]["p50_ms"] <= figures[method]["p95_ms"]
+    assert figures["first_dated_ms"] > 0
     assert result["largest"]["memories"] == 200  # type: ignore[index]
