@@ -313,3 +313,15 @@ def test_episode_spread_reaches_two_steps_at_half_the_share() -> None:
     assert score["m-asked"] > score["m-setup"]
     setup_hit = next(h for h in hits if h.memory.id == "m-setup")
     assert "next to a top result in its episode" in setup_hit.reasons
+
+
+def test_a_date_in_a_file_path_opens_no_time_path() -> None:
+    """Context for ``migrations/2024-03-05-users.sql`` is about the file, not that day."""
+    day = datetime(2024, 3, 5, tzinfo=UTC)
+    that_day = mem("users migration backfills emails", id="m-day", valid_from=day)
+    on_file = mem("run it with --lock-timeout", id="m-file", file="migrations/2024-03-05-users.sql")
+    r, _ = retriever([that_day, on_file])
+    pack = r.context(ContextRequest(file="migrations/2024-03-05-users.sql", budget_tokens=300))
+    assert pack.items and not any("dated:" in r for item in pack.items for r in item.reasons)
+    asked = r.search(SearchRequest("users migration on 2024-03-05"))
+    assert any("dated: 2024-03-05" in h.reasons for h in asked)

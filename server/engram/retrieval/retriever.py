@@ -209,7 +209,7 @@ class Retriever:
         flt = self._filter(request)
         notes: list[str] = []
         paths: dict[str, list[tuple[str, float]]] = {}
-        window = find_timeframe(query, now) if query else None
+        window = find_timeframe(query, now) if query and request.read_dates else None
         if query:
             # V5 stage 1 runs the paths in parallel: BM25 (LanceDB, releases the GIL) on a
             # worker thread while this one embeds the query (ONNX, releases it too).
@@ -502,13 +502,15 @@ class Retriever:
         """The memories that matter for a file and/or query, packed into the token budget."""
         now = self._clock()
         budget = max(0, int(request.budget_tokens))
-        query = (request.query or "").strip() or file_query(request.file, request.symbol)
+        asked = (request.query or "").strip()
+        query = asked or file_query(request.file, request.symbol)
         search = SearchRequest(
             query=query,
             k=max(20, self.config.default_k * 2),
             phase=request.phase,
             file=request.file,
             proactive=True,
+            read_dates=bool(asked),
         )
         hits = self.search(search) if (query or request.file) else []
         anchored = self._anchored(request, now, {h.memory.id for h in hits})

@@ -49,7 +49,9 @@ class SearchRequest:
     """One search. ``proactive`` marks injection (diagnostics, hooks): stale is never returned.
 
     ``file`` is the file the caller is looking at; it biases results towards memories on that
-    file and its graph neighbours, it does not filter.
+    file and its graph neighbours, it does not filter. ``read_dates``: a date the query
+    names ("in March 2024") opens the time path; off for queries built from a file path
+    (``migrations/2024-03-05-users.sql`` names no time the user asked about).
     """
 
     query: str
@@ -58,6 +60,7 @@ class SearchRequest:
     file: str | None = None
     types: Sequence[MemoryType] | None = None
     proactive: bool = False
+    read_dates: bool = True
 
 
 @attrs.define
