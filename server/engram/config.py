@@ -115,6 +115,16 @@ class LlmConfig:
 
 
 @attrs.define
+class TeamConfig:
+    """Team sharing through the repository (``engram share`` / ``engram sync``)."""
+
+    #: workspace-relative folder of shared memories, committed with the code
+    dir: str = ".engram-team"
+    #: read the folder into the local store on ``engram index`` and when it changes
+    auto_sync: bool = True
+
+
+@attrs.define
 class EngramConfig:
     embed: EmbedConfig = attrs.field(factory=EmbedConfig)
     retrieval: RetrievalConfig = attrs.field(factory=RetrievalConfig)
@@ -124,6 +134,7 @@ class EngramConfig:
     observer: ObserverConfig = attrs.field(factory=ObserverConfig)
     mcp: McpConfig = attrs.field(factory=McpConfig)
     llm: LlmConfig = attrs.field(factory=LlmConfig)
+    team: TeamConfig = attrs.field(factory=TeamConfig)
 
 
 class ConfigError(ValueError):

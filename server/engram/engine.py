@@ -80,6 +80,22 @@ CODE_CHANGED_FLAG = "code_changed"
 MAX_STALENESS_CHECKS = 200
 
 
+def _same_shared_memory(path: Path, text: str) -> bool:
+    """Whether ``path`` already holds this memory (ignoring who shared it and when)."""
+    import json
+
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        new = json.loads(text)
+    except (OSError, ValueError):
+        return False
+    if not isinstance(old, dict):
+        return False
+    old.pop("shared", None)
+    new.pop("shared", None)
+    return bool(old == new)
+
+
 # --------------------------------------------------------------------------- result types
 
 
@@ -129,6 +145,36 @@ class ImportReport:
     skipped: list[str] = attrs.field(factory=list)
     redacted: int = 0
     ids: list[str] = attrs.field(factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.define
+class ShareReport:
+    """What :meth:`Engine.share` wrote into the team folder."""
+
+    folder: str
+    written: list[str] = attrs.field(factory=list)
+    unchanged: list[str] = attrs.field(factory=list)
+    #: ``id: reason`` for each memory that was not shared
+    refused: list[str] = attrs.field(factory=list)
+    committed: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.define
+class TeamSyncReport:
+    """What :meth:`Engine.sync_team` read from the team folder into the local store."""
+
+    folder: str
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    retired: int = 0
+    skipped: list[str] = attrs.field(factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -1261,6 +1307,162 @@ class Engine:
                     self.store.delete(report.deleted)
                 self._mirror(report.updated, report.deleted)
         return report
+
+    # ------------------------------------------------------------------ team sharing
+
+    def _team_folder(self) -> tuple[Path, str]:
+        """The team folder (absolute) and as configured (workspace-relative, POSIX)."""
+        rel = self.config.team.dir.strip().strip("/") or ".engram-team"
+        try:
+            folder = self.workspace.resolve(rel)
+        except WorkspaceError as exc:
+            raise InvalidInput(f"team.dir must be inside the workspace: {exc}") from exc
+        return folder, self.workspace.relative(folder)
+
+    def share(self, ids: Sequence[str] = (), *, commit: bool = False) -> ShareReport:
+        """Write verified memories (or the given ids) to the team folder for git to carry.
+
+        Files whose memory did not change are left alone, so re-sharing makes no diff.
+        ``commit``: also ``git add`` + ``git commit`` the written files (never push).
+        """
+        from engram.lifecycle.team import render_team_file, share_refusal, team_path
+
+        folder, label = self._team_folder()
+        report = ShareReport(folder=label)
+        if ids:
+            chosen = [self.get(mid) for mid in dict.fromkeys(ids)]
+        else:
+            chosen = self.store.list(self._filter())
+        who = self._git_user()
+        now = self._clock()
+        ready: list[tuple[Memory, Path]] = []
+        for memory in chosen:
+            reason = share_refusal(memory, explicit=bool(ids))
+            if reason is not None:
+                if ids:  # the whole store's refusals are the normal case, not news
+                    report.refused.append(f"{memory.id}: {reason}")
+                continue
+            ready.append((memory, team_path(folder, memory.id)))
+        if ready:
+            folder.mkdir(parents=True, exist_ok=True)
+        written: list[Path] = []
+        for memory, path in ready:
+            text = render_team_file(memory, shared_by=who, shared_at=now)
+            if _same_shared_memory(path, text):
+                report.unchanged.append(memory.id)
+                continue
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+            report.written.append(self.workspace.relative(path))
+        if commit and written:
+            report.committed = self._commit_team_files(written, len(written))
+        if written:
+            self.sync_team()  # our own copies now know they are shared
+        return report
+
+    def sync_team(self) -> TeamSyncReport:
+        """Read the team folder into the local store: add, update, retire (see lifecycle.team)."""
+        from engram.lifecycle.team import plan_sync, read_team_folder
+
+        folder, label = self._team_folder()
+        report = TeamSyncReport(folder=label)
+        state = _EngineState(self.workspace.engram_dir / ENGINE_STATE_FILE)
+        known: dict[str, str] = dict(state.get("team_files") or {})
+        if not folder.is_dir() and not known:
+            return report
+        self._check_writable()
+        read = read_team_folder(folder, label=label)
+        report.skipped = list(read.skipped)
+        now = self._clock()
+        with self._write_lock:
+            local = self.store.get_many(list({*known, *(e.memory.id for e in read.entries)}))
+            present = {m.id for m in local}
+            fresh = [
+                e
+                for e in read.entries
+                if known.get(e.memory.id) != e.digest or e.memory.id not in present
+            ]
+            report.unchanged = len(read.entries) - len(fresh)
+            plan = plan_sync(fresh, local, now=now)
+            shared_ids = {e.memory.id for e in read.entries}
+            plan.retire = [m for m in plan.retire if m.id not in shared_ids]
+            report.unchanged += plan.unchanged
+            prepared = [self._prepare(m)[0] for m in plan.add]
+            reembed = [self._prepare(m)[0] for m in plan.update if m.id in plan.reembed]
+            keep = [m for m in plan.update if m.id not in plan.reembed]
+            vectors = self._embed_memories([*prepared, *reembed], None)
+            model_id = self._embedder.model_id if self._embedder is not None else None
+            if prepared:
+                self.store.add(
+                    prepared, None if vectors is None else vectors[: len(prepared)], model_id
+                )
+            if reembed:
+                self.store.update(
+                    reembed, None if vectors is None else vectors[len(prepared) :], model_id
+                )
+            if keep or plan.retire:
+                self.store.update([*keep, *plan.retire])
+            self._mirror([*prepared, *reembed, *keep, *plan.retire])
+        report.added, report.updated, report.retired = (
+            len(prepared),
+            len(plan.update),
+            len(plan.retire),
+        )
+        state.set("team_files", {e.memory.id: e.digest for e in read.entries})
+        if report.added or report.updated or report.retired:
+            log.info("team sync from %s: %s", label, report.to_dict())
+        return report
+
+    def _git_user(self) -> str | None:
+        """``git config user.name`` (who shared), or None outside git / without a name."""
+        import subprocess
+
+        try:
+            done = subprocess.run(
+                ["git", "config", "user.name"],
+                cwd=self.workspace.root,
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        name = done.stdout.strip()
+        return name or None
+
+    def _commit_team_files(self, paths: Sequence[Path], count: int) -> str:
+        import subprocess
+
+        rels = [self.workspace.relative(p) for p in paths]
+        message = f"engram: share {count} memor{'y' if count == 1 else 'ies'}"
+        for args in (["git", "add", "--", *rels], ["git", "commit", "-m", message, "--", *rels]):
+            try:
+                done = subprocess.run(
+                    args,
+                    cwd=self.workspace.root,
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    check=False,
+                )
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise EngramError(f"cannot run git to commit the shared memories: {exc}") from exc
+            if done.returncode != 0:
+                detail = (done.stderr or done.stdout).strip().splitlines()
+                raise EngramError(
+                    f"git {args[1]} failed: {detail[-1] if detail else 'no output'}; "
+                    "the files are written, commit them yourself"
+                )
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=self.workspace.root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        return head.stdout.strip()
 
     def export(self, fmt: str = "json") -> str:
         memories = self.store.list(self._filter(include_deprecated=True))

@@ -241,3 +241,35 @@ async def test_vscode_session(app_workspace: Workspace) -> None:
             timeout=15,
             what="memory written by another process",
         )
+
+        # a pull brings a teammate's shared memory: the team folder is read into the store
+        from engram.lifecycle.team import render_team_file, team_path
+        from engram.model import CodeAnchor, Memory, MemoryType
+        from engram.model import utcnow as now
+
+        teammates = Memory(
+            "Cache.get is called from the billing worker too",
+            type=MemoryType.GOTCHA,
+            anchors=[CodeAnchor(file="src/app.py", start_line=19, end_line=20)],
+        )
+        team = root / ".engram-team"
+        team.mkdir()
+        team_path(team, teammates.id).write_text(
+            render_team_file(teammates, shared_by="Ana", shared_at=now()), encoding="utf-8"
+        )
+        client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[
+                    types.FileEvent(
+                        uri=uri(team_path(team, teammates.id)), type=types.FileChangeType.Created
+                    )
+                ]
+            )
+        )
+        await wait_for(
+            lambda: teammates.id in {d.data["id"] for d in engram_diags(client, doc_uri)},
+            timeout=15,
+            what="memory shared through the team folder",
+        )
+        shared = next(d for d in engram_diags(client, doc_uri) if d.data["id"] == teammates.id)
+        assert "shared by Ana" in shared.message

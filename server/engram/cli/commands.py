@@ -344,6 +344,15 @@ def cmd_index(args: argparse.Namespace) -> int:
             summary["seeded"] = {"skipped": str(exc)}
         summary.pop("_report", None)
         summary["history"] = _mine_history(engine, args.json)
+        if engine.config.team.auto_sync:
+            team = engine.sync_team()
+            summary["team"] = team.to_dict()
+            if not args.json and (team.added or team.updated or team.retired or team.skipped):
+                note(
+                    f"team memories: {team.added} added, {team.updated} updated, "
+                    f"{team.retired} retired"
+                    + (f", {len(team.skipped)} files skipped" if team.skipped else "")
+                )
         try:
             summary["memories"] = _backfill_embeddings(engine, args.json)
         except NotAvailable as exc:
@@ -717,6 +726,44 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_share(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        report = engine.share(args.ids, commit=args.commit)
+    if args.json:
+        emit_json(report.to_dict())
+        return 0
+    if report.written:
+        print(f"shared {len(report.written)} memories in {report.folder}/")
+        for path in report.written[:10]:
+            note(f"wrote {path}")
+        if report.committed:
+            note(f"committed as {report.committed[:10]}; push it with your code")
+        else:
+            note(f"commit {report.folder}/ and push it (or use --commit)")
+    elif report.unchanged:
+        print(f"nothing new to share: {len(report.unchanged)} memories already in {report.folder}/")
+    else:
+        print("nothing to share: confirm a memory first (engram confirm ID), or share it by id")
+    for reason in report.refused:
+        note(f"not shared {reason}")
+    return 1 if report.refused and not (report.written or report.unchanged) else 0
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        report = engine.sync_team()
+    if args.json:
+        emit_json(report.to_dict())
+        return 0
+    print(
+        f"team memories from {report.folder}/: {report.added} added, {report.updated} updated, "
+        f"{report.retired} retired, {report.unchanged} unchanged"
+    )
+    for reason in report.skipped[:10]:
+        note(f"skipped {reason}")
+    return 0
+
+
 def cmd_prune(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
         report = engine.prune(dry_run=args.dry_run)
@@ -755,6 +802,8 @@ COMMANDS: dict[str, Handler] = {
     "import": cmd_import,
     "digest": cmd_digest,
     "prune": cmd_prune,
+    "share": cmd_share,
+    "sync": cmd_sync,
 }
 
 

@@ -186,6 +186,17 @@ def build_parser() -> OneLineParser:
     p.add_argument("file", metavar="FILE")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
+    p = add(
+        "share",
+        "write verified memories (or the given ids) to the team folder, for git to carry",
+    )
+    p.add_argument("ids", metavar="ID", nargs="*", help="share these (default: every verified one)")
+    p.add_argument("--commit", action="store_true", help="also git add + commit the files")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = add("sync", "read the team folder (after a pull) into the local store")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
     p = add("prune", "apply the lifecycle rules: stale files, decay, expired sessions")
     p.add_argument("--dry-run", action="store_true", help="only say what would change")
     p.add_argument("--json", action="store_true", help="print one JSON document")

@@ -190,7 +190,9 @@ def age_text(then: datetime, now: datetime) -> str:
 
 
 def provenance_text(memory: Memory, now: datetime) -> str:
-    """``user_taught · 3 days ago · confidence 0.82 · session s-12 · commit 1a2b3c4``."""
+    """``user_taught · 3 days ago · confidence 0.82 · session s-12 · commit 1a2b3c4``.
+
+    A memory from the team folder says who shared it (``shared by Ana``)."""
     parts = [
         memory.source.value,
         age_text(memory.created_at, now),
@@ -200,6 +202,10 @@ def provenance_text(memory: Memory, now: datetime) -> str:
         parts.append(f"session {memory.provenance.session_id}")
     if memory.provenance.commit_sha:
         parts.append(f"commit {memory.provenance.commit_sha[:7]}")
+    team = memory.extra.get("team")  # engram.lifecycle.team: came from the team folder
+    if isinstance(team, dict):
+        who = team.get("by")
+        parts.append(f"shared by {who}" if isinstance(who, str) and who else "shared by the team")
     if memory.pinned:
         parts.append("pinned")
     if memory.user_verified:

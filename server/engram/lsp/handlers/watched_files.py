@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from engram.config import TeamConfig
 from engram.lsp.server import uri_to_path
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ def register(server: EngramLanguageServer) -> None:
     ) -> None:
         by_folder: dict[str, tuple[Folder, list[str]]] = {}
         store_changed: set[str] = set()
+        team_changed: dict[str, Folder] = {}
         for change in params.changes:
             path = uri_to_path(change.uri)
             folder = ls.folder_for_path(path) if path is not None else None
@@ -39,15 +41,43 @@ def register(server: EngramLanguageServer) -> None:
             if parts[0] == ".engram":
                 store_changed.add(folder.uri)
                 continue
+            if "/".join(parts).startswith(team_dir(folder) + "/"):
+                team_changed[folder.uri] = folder  # a pull brought teammates' memories
+                continue
             if change.uri in ls.docs:
                 continue  # the editor owns open documents; didChange/didSave cover them
             by_folder.setdefault(folder.uri, (folder, []))[1].append("/".join(parts))
         for folder, rels in by_folder.values():
             ls.spawn(reindex_files(ls, folder, rels), f"re-index in {folder.root}")
-        for uri in store_changed - set(by_folder):
+        for folder in team_changed.values():
+            ls.spawn(sync_team(ls, folder), f"team sync in {folder.root}")
+        for uri in store_changed - set(by_folder) - set(team_changed):
             folder = ls.folders.get(uri)
             if folder is not None:
                 ls.spawn(ls.refresh_folder(folder), f"refresh of {folder.root}")
+
+
+def team_dir(folder: Folder) -> str:
+    """The folder's team directory (``team.dir``), workspace-relative, no slashes around."""
+    engine = folder.engine
+    default = TeamConfig().dir
+    configured = engine.config.team.dir if engine is not None else default
+    return configured.strip().strip("/") or default
+
+
+async def sync_team(ls: EngramLanguageServer, folder: Folder) -> None:
+    """Read the team folder into the store (after a pull or checkout), then refresh."""
+    engine = folder.engine
+    if engine is None or not folder.ready or not engine.config.team.auto_sync:
+        return
+    try:
+        report = await asyncio.to_thread(engine.sync_team)
+    except Exception as exc:  # a bad team file must never take the server down
+        log.warning("team sync in %s failed: %s", folder.root, exc)
+        return
+    if report.added or report.updated or report.retired:
+        log.info("team sync in %s: %s", folder.root, report.to_dict())
+    await ls.refresh_folder(folder)
 
 
 async def reindex_files(ls: EngramLanguageServer, folder: Folder, rels: Sequence[str]) -> None:

@@ -1,0 +1,293 @@
+"""Team sharing through the repository itself: verified memories as reviewable files.
+
+A team shares what it learned the way it shares code: ``engram share`` writes each
+verified memory to ``<team dir>/<id>.json`` (default ``.engram-team/``) in the
+repository, where it is committed, reviewed in a pull request and pushed with the code;
+``engram sync`` (also run by ``engram index`` and by the language server when those files
+change after a pull) reads the folder back into every teammate's local store. One file
+per memory keeps merges trivial (two people sharing two memories never conflict) and a
+review diff readable. The folder is the source of truth for shared memories: a
+teammate's edit to a file updates everyone's copy, a deleted file retires it.
+
+What may be shared (``share_refusal``): only memories a person stands behind (taught by a
+user, confirmed, or pinned), in a project-wide scope (not session or work-unit notes),
+not of the personal types (work state, preferences, calibration, prefetch and cost
+notes), not deprecated, stale, awaiting review or tagged ``private``, and with no secret
+left in the text (checked again here, after the redaction at remember time). Asking for
+a memory by id overrides the "stands behind" rule (sharing it is standing behind it);
+nothing overrides the safety rules.
+
+Shared files carry only what a teammate needs: content, type, scope, anchors, tags,
+relations, confidence, validity, who shared it and when. Access counts, session ids and
+local review state stay local (V5 §16: personal data never leaves the machine).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from engram.lifecycle.redaction import redact_secrets
+from engram.model import Memory, MemoryScope, MemorySource, MemoryType, memory_from_dict
+from engram.model.codec import make_converter, memory_to_dict
+
+__all__ = [
+    "DEFAULT_TEAM_DIR",
+    "TEAM_TAG",
+    "SyncPlan",
+    "TeamEntry",
+    "TeamFolder",
+    "plan_sync",
+    "read_team_folder",
+    "render_team_file",
+    "share_refusal",
+    "team_path",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TEAM_DIR = ".engram-team"
+#: Tag on every memory that came from the team folder.
+TEAM_TAG = "team"
+#: ``extra`` key holding where a team memory came from (file, sharer, time).
+TEAM_KEY = "team"
+#: A shared file larger than this is skipped (a memory is at most a few kilobytes).
+MAX_TEAM_FILE_BYTES = 256 * 1024
+#: Kind of note each format version of the shared file means.
+TEAM_FORMAT = 1
+
+PERSONAL_TYPES: frozenset[MemoryType] = frozenset(
+    {
+        MemoryType.WORK_STATE,
+        MemoryType.PREFERENCE,
+        MemoryType.TASK_CALIBRATION,
+        MemoryType.PREFETCH_PATTERN,
+        MemoryType.CONTEXT_COST,
+    }
+)
+SHARED_SCOPES: frozenset[MemoryScope] = frozenset({MemoryScope.GLOBAL, MemoryScope.MODULE})
+#: Fields of a memory that never leave the machine.
+_LOCAL_FIELDS = (
+    "access_count",
+    "last_accessed_at",
+    "needs_review",
+    "user_verified",
+    "deprecated",
+    "stale_at",
+    "flags",
+    "extra",
+    "work_unit",
+    "updated_at",
+)
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def share_refusal(memory: Memory, *, explicit: bool = False) -> str | None:
+    """Why ``memory`` may not be shared, or None when it may."""
+    if memory.deprecated:
+        return "it is deprecated"
+    if memory.stale_at is not None:
+        return "it is stale (its code changed); confirm or fix it first"
+    if memory.needs_review:
+        return "it awaits review; confirm it first"
+    if "private" in memory.tags:
+        return "it is tagged private"
+    if memory.scope not in SHARED_SCOPES:
+        return f"its scope is {memory.scope.value} (only global and module memories are shared)"
+    if redact_secrets(memory.content).redacted:
+        return "its text contains what looks like a secret"
+    if explicit:
+        return None
+    if memory.type in PERSONAL_TYPES:
+        return f"{memory.type.value} memories are personal (share it by id to override)"
+    if not (memory.user_verified or memory.pinned or memory.source is MemorySource.USER_TAUGHT):
+        return "nobody has confirmed it yet (engram confirm ID, or share it by id)"
+    return None
+
+
+def team_path(folder: Path, memory_id: str) -> Path:
+    if not _ID.match(memory_id):
+        raise ValueError(f"not a memory id: {memory_id!r}")
+    return folder / f"{memory_id}.json"
+
+
+def render_team_file(memory: Memory, *, shared_by: str | None, shared_at: datetime) -> str:
+    """The shared file's text: stable key order and indentation, so diffs stay small."""
+    record = memory_to_dict(memory, make_converter())
+    for key in _LOCAL_FIELDS:
+        record.pop(key, None)
+    provenance = dict(record.get("provenance") or {})
+    provenance.pop("session_id", None)
+    provenance.pop("confirmed_by_sessions", None)
+    record["provenance"] = provenance
+    record["tags"] = [t for t in record.get("tags", []) if t != TEAM_TAG]
+    record["shared"] = {
+        "format": TEAM_FORMAT,
+        "by": shared_by,
+        "at": shared_at.isoformat(),
+    }
+    return json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+@attrs.define
+class TeamEntry:
+    """One shared memory read from the folder, as the local store should hold it."""
+
+    path: str
+    memory: Memory
+    #: hash of the file's text: unchanged files are skipped on the next sync
+    digest: str
+    shared_by: str | None
+
+
+@attrs.define
+class TeamFolder:
+    entries: list[TeamEntry] = attrs.field(factory=list)
+    skipped: list[str] = attrs.field(factory=list)
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def read_team_folder(folder: Path, *, label: str) -> TeamFolder:
+    """Every ``*.json`` in ``folder`` as a local team memory; bad files are skipped, named.
+
+    ``label`` is the folder as the user sees it (workspace-relative), for messages.
+    """
+    out = TeamFolder()
+    if not folder.is_dir():
+        return out
+    converter = make_converter()
+    for path in sorted(folder.glob("*.json")):
+        name = f"{label}/{path.name}"
+        try:
+            if path.stat().st_size > MAX_TEAM_FILE_BYTES:
+                out.skipped.append(f"{name}: larger than {MAX_TEAM_FILE_BYTES} bytes")
+                continue
+            text = path.read_text(encoding="utf-8")
+            raw = json.loads(text)
+        except (OSError, UnicodeDecodeError) as exc:
+            out.skipped.append(f"{name}: cannot read it ({exc})")
+            continue
+        except json.JSONDecodeError as exc:
+            out.skipped.append(f"{name}: not valid JSON (line {exc.lineno})")
+            continue
+        entry = _entry(raw, name, text, path.stem, converter)
+        if isinstance(entry, str):
+            out.skipped.append(f"{name}: {entry}")
+        else:
+            out.entries.append(entry)
+    return out
+
+
+def _entry(raw: Any, name: str, text: str, stem: str, converter: Any) -> TeamEntry | str:
+    if not isinstance(raw, dict):
+        return "not a memory (expected a JSON object)"
+    shared = raw.pop("shared", None)
+    shared_by = shared.get("by") if isinstance(shared, dict) else None
+    shared_at = shared.get("at") if isinstance(shared, dict) else None
+    try:
+        memory = memory_from_dict(raw, converter)
+    except Exception as exc:  # a hand-edited file: say what is wrong, keep the rest
+        return f"not a memory ({str(exc).splitlines()[0][:120]})"
+    if memory.id != stem:
+        return f"its id {memory.id!r} does not match the file name"
+    if redact_secrets(memory.content).redacted:
+        return "its text contains what looks like a secret; not imported"
+    extra = {TEAM_KEY: {"file": name, "by": shared_by, "at": shared_at}}
+    memory = attrs.evolve(
+        memory,
+        tags=list(dict.fromkeys([*memory.tags, TEAM_TAG])),
+        # the team reviewed it in the repository: it is verified knowledge here too
+        user_verified=True,
+        needs_review=False,
+        deprecated=False,
+        stale_at=None,
+        extra=extra,
+    )
+    return TeamEntry(path=name, memory=memory, digest=_digest(text), shared_by=shared_by)
+
+
+def team_origin(memory: Memory) -> dict[str, Any] | None:
+    """Where a team memory came from (``extra["team"]``), or None for a local one."""
+    origin = memory.extra.get(TEAM_KEY)
+    return origin if isinstance(origin, dict) else None
+
+
+@attrs.define
+class SyncPlan:
+    """What a sync changes in the local store."""
+
+    add: list[Memory] = attrs.field(factory=list)
+    #: shared files whose content differs from the local copy (a teammate edited them)
+    update: list[Memory] = attrs.field(factory=list)
+    #: text changed, so the vector must be recomputed
+    reembed: set[str] = attrs.field(factory=set)
+    unchanged: int = 0
+    #: team memories whose file is gone: retired (deprecated) locally
+    retire: list[Memory] = attrs.field(factory=list)
+
+
+_COMPARED = (
+    "content",
+    "type",
+    "scope",
+    "tags",
+    "anchors",
+    "related_files",
+    "related_modules",
+    "relations",
+    "pinned",
+    "confidence",
+    "valid_until",
+    "citation_text",
+)
+
+
+def plan_sync(entries: Sequence[TeamEntry], local: Sequence[Memory], *, now: datetime) -> SyncPlan:
+    """Compare the folder with the local store (``local``: every memory with a shared id
+    and every local team memory)."""
+    plan = SyncPlan()
+    by_id = {m.id: m for m in local}
+    seen: set[str] = set()
+    for entry in entries:
+        shared = entry.memory
+        seen.add(shared.id)
+        mine = by_id.get(shared.id)
+        if mine is None:
+            plan.add.append(attrs.evolve(shared, updated_at=now))
+            continue
+        origin = team_origin(mine) or {}
+        same = all(getattr(mine, f) == getattr(shared, f) for f in _COMPARED if f != "tags")
+        same = same and set(mine.tags) | {TEAM_TAG} == set(shared.tags)
+        if same and origin.get("file") == entry.path and not mine.deprecated:
+            plan.unchanged += 1
+            continue
+        if shared.content != mine.content:
+            plan.reembed.add(shared.id)
+        plan.update.append(
+            attrs.evolve(
+                mine,
+                **{f: getattr(shared, f) for f in _COMPARED},
+                user_verified=True,
+                needs_review=False,
+                deprecated=False,
+                extra={**mine.extra, **shared.extra},
+                updated_at=now,
+            )
+        )
+    for memory in local:
+        if memory.id in seen or team_origin(memory) is None or memory.deprecated:
+            continue
+        plan.retire.append(attrs.evolve(memory, deprecated=True, updated_at=now))
+    return plan

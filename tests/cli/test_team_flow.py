@@ -1,0 +1,101 @@
+"""Two teammates share memories through their repository with ``engram share`` / ``sync``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import Run, _run
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=60
+    )
+    return done.stdout.strip()
+
+
+def teammate(path: Path, name: str) -> None:
+    git(path, "config", "user.name", name)
+    git(path, "config", "user.email", f"{name.lower()}@example.com")
+
+
+def test_share_commit_clone_sync_edit_and_retire(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    ana, ben = tmp_path / "ana", tmp_path / "ben"
+    ana.mkdir()
+    git(ana, "init", "-q", "-b", "main")
+    teammate(ana, "Ana")
+    (ana / "billing.py").write_text("def charge(amount):\n    return amount\n")
+    git(ana, "add", ".")
+    git(ana, "commit", "-qm", "billing")
+
+    def engram(where: Path, *args: str) -> Run:
+        run = _run(list(args), where, cli_env, None)
+        assert run.code == 0, run.err
+        return run
+
+    def as_json(where: Path, *args: str) -> dict[str, object]:
+        data: dict[str, object] = json.loads(engram(where, *args, "--json").out)
+        return data
+
+    gotcha = engram(ana, "remember", "--file", "billing.py", "charge() takes cents").out.strip()
+    engram(ana, "remember", "--tag", "private", "my own shortcut: rebuild with make fast")
+    shared = as_json(ana, "share", "--commit")
+    assert shared["written"] == [f".engram-team/{gotcha}.json"]
+    assert isinstance(shared["committed"], str) and git(ana, "log", "-1", "--format=%s") == (
+        "engram: share 1 memory"
+    )
+    assert as_json(ana, "share")["written"] == []  # sharing again makes no diff
+    assert git(ana, "status", "--porcelain") == ""
+
+    # Ben clones and syncs: Ana's gotcha is his, verified, with who shared it
+    git(tmp_path, "clone", "-q", str(ana), str(ben))
+    teammate(ben, "Ben")
+    synced = as_json(ben, "sync")
+    assert (synced["added"], synced["updated"], synced["retired"]) == (1, 0, 0)
+    (memory,) = json.loads(engram(ben, "list", "--json").out)["memories"]
+    assert memory["id"] == gotcha and "team" in memory["tags"] and memory["user_verified"]
+    assert "shortcut" not in engram(ben, "search", "make fast").out
+    assert as_json(ben, "sync")["unchanged"] == 1
+
+    # Ben corrects the shared text in a commit; Ana pulls and syncs
+    shared_file = ben / ".engram-team" / f"{gotcha}.json"
+    record = json.loads(shared_file.read_text())
+    record["content"] = "charge() takes integer cents; euros raise ValueError"
+    shared_file.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    git(ben, "commit", "-qam", "sharper gotcha")
+    git(ana, "pull", "-q", str(ben), "main")
+    assert as_json(ana, "sync")["updated"] == 1
+    assert gotcha in engram(ana, "search", "euros raise ValueError").out
+
+    # a malformed file never blocks the others
+    (ana / ".engram-team" / "m-broken.json").write_text("{oops")
+    report = as_json(ana, "sync")
+    assert report["skipped"] and "m-broken.json" in report["skipped"][0]  # type: ignore[index]
+    (ana / ".engram-team" / "m-broken.json").unlink()
+
+    # Ana removes the shared memory; Ben's copy retires after his pull
+    git(ana, "rm", "-q", f".engram-team/{gotcha}.json")
+    git(ana, "commit", "-qm", "retire gotcha")
+    git(ben, "pull", "-q", str(ana), "main")
+    assert as_json(ben, "sync")["retired"] == 1
+    assert gotcha not in engram(ben, "search", "charge cents").out
+
+
+def test_share_by_id_says_why_not(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    git(tmp_path, "init", "-q")
+    teammate(tmp_path, "Ana")
+    run = _run(["remember", "--tag", "private", "only mine"], tmp_path, cli_env, None)
+    mine = run.out.strip()
+    refused = _run(["share", mine], tmp_path, cli_env, None)
+    assert refused.code == 1
+    assert f"not shared {mine}: it is tagged private" in refused.err
+    assert not (tmp_path / ".engram-team").exists()
+    missing = _run(["share", "m-nothere00"], tmp_path, cli_env, None)
+    assert missing.code != 0 and len(missing.err_lines) == 1

@@ -1,0 +1,153 @@
+"""Team sharing rules: what may be shared, the shared file, reading it back, sync plans."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import attrs
+import pytest
+
+from engram.lifecycle.team import (
+    TEAM_TAG,
+    plan_sync,
+    read_team_folder,
+    render_team_file,
+    share_refusal,
+    team_path,
+)
+from engram.model import Memory, MemoryScope, MemorySource, MemoryType, Provenance
+
+NOW = datetime(2026, 5, 1, tzinfo=UTC)
+
+
+def taught(content: str = "charge() takes cents, never euros", **kw: object) -> Memory:
+    base: dict[str, object] = {
+        "content": content,
+        "type": MemoryType.GOTCHA,
+        "source": MemorySource.USER_TAUGHT,
+    }
+    base.update(kw)
+    return Memory(**base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({}, None),
+        ({"source": MemorySource.OBSERVER_INFERRED}, "nobody has confirmed it yet"),
+        ({"source": MemorySource.OBSERVER_INFERRED, "user_verified": True}, None),
+        ({"source": MemorySource.AGENT_EXPLICIT, "pinned": True}, None),
+        ({"deprecated": True}, "deprecated"),
+        ({"stale_at": NOW}, "stale"),
+        ({"needs_review": True}, "awaits review"),
+        ({"tags": ["private"]}, "private"),
+        ({"scope": MemoryScope.SESSION}, "scope is session"),
+        ({"type": MemoryType.WORK_STATE}, "personal"),
+        ({"type": MemoryType.PREFERENCE}, "personal"),
+        ({"content": "deploy with token ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"}, "secret"),
+    ],
+)
+def test_share_refusal(changes: dict[str, object], reason: str | None) -> None:
+    got = share_refusal(taught(**changes))  # type: ignore[arg-type]
+    if reason is None:
+        assert got is None
+    else:
+        assert got is not None and reason in got
+
+
+def test_asking_by_id_overrides_confirmation_but_never_safety() -> None:
+    inferred = taught(source=MemorySource.OBSERVER_INFERRED, type=MemoryType.PREFERENCE)
+    assert share_refusal(inferred, explicit=True) is None
+    assert "private" in (share_refusal(taught(tags=["private"]), explicit=True) or "")
+    assert "scope" in (share_refusal(taught(scope=MemoryScope.SESSION), explicit=True) or "")
+
+
+def test_shared_file_keeps_team_knowledge_and_drops_local_state(tmp_path: Path) -> None:
+    memory = taught(
+        access_count=42,
+        needs_review=False,
+        provenance=Provenance(session_id="s-secret-local", commit_sha="abc123"),
+        extra={"adjacent": ["m-x"]},
+        tags=["billing"],
+    )
+    text = render_team_file(memory, shared_by="Ana", shared_at=NOW)
+    record = json.loads(text)
+    assert record["content"] == memory.content and record["id"] == memory.id
+    assert record["shared"] == {"format": 1, "by": "Ana", "at": NOW.isoformat()}
+    for local in ("access_count", "extra", "needs_review", "user_verified", "updated_at"):
+        assert local not in record
+    assert "session_id" not in record["provenance"]
+    assert record["provenance"]["commit_sha"] == "abc123"
+    # rendering is deterministic: sharing again makes no diff
+    assert render_team_file(memory, shared_by="Ana", shared_at=NOW) == text
+
+    folder = tmp_path / ".engram-team"
+    folder.mkdir()
+    team_path(folder, memory.id).write_text(text, encoding="utf-8")
+    read = read_team_folder(folder, label=".engram-team")
+    assert read.skipped == []
+    (entry,) = read.entries
+    got = entry.memory
+    assert got.id == memory.id and got.content == memory.content
+    assert TEAM_TAG in got.tags and "billing" in got.tags
+    assert got.user_verified and got.access_count == 0
+    assert got.extra["team"] == {
+        "file": f".engram-team/{memory.id}.json",
+        "by": "Ana",
+        "at": NOW.isoformat(),
+    }
+    assert entry.shared_by == "Ana"
+
+
+def test_bad_team_files_are_skipped_with_a_reason(tmp_path: Path) -> None:
+    folder = tmp_path / "team"
+    folder.mkdir()
+    good = taught()
+    (folder / f"{good.id}.json").write_text(
+        render_team_file(good, shared_by=None, shared_at=NOW), encoding="utf-8"
+    )
+    (folder / "m-broken.json").write_text("{not json", encoding="utf-8")
+    (folder / "m-list.json").write_text("[1, 2]", encoding="utf-8")
+    (folder / "m-renamed.json").write_text(
+        render_team_file(taught("other"), shared_by=None, shared_at=NOW), encoding="utf-8"
+    )
+    (folder / "m-notype.json").write_text(json.dumps({"content": "x", "type": "nonsense"}))
+    secret = taught("the key is AKIAIOSFODNN7EXAMPLE for prod")
+    (folder / f"{secret.id}.json").write_text(
+        render_team_file(secret, shared_by=None, shared_at=NOW), encoding="utf-8"
+    )
+    (folder / "notes.txt").write_text("not a memory")
+    read = read_team_folder(folder, label="team")
+    assert [e.memory.id for e in read.entries] == [good.id]
+    reasons = "\n".join(read.skipped)
+    assert "team/m-broken.json: not valid JSON" in reasons
+    assert "team/m-list.json: not a memory" in reasons
+    assert "does not match the file name" in reasons
+    assert "team/m-notype.json: not a memory" in reasons
+    assert "secret" in reasons
+    assert len(read.skipped) == 5
+
+
+def test_plan_sync_adds_updates_keeps_and_retires(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    folder.mkdir()
+    same, edited, new = taught("same text"), taught("old text"), taught("new text")
+    for memory in (same, attrs.evolve(edited, content="edited by a teammate"), new):
+        team_path(folder, memory.id).write_text(
+            render_team_file(memory, shared_by="Ben", shared_at=NOW), encoding="utf-8"
+        )
+    entries = read_team_folder(folder, label="t").entries
+    by_id = {e.memory.id: e.memory for e in entries}
+    local_same = by_id[same.id]
+    local_edited = attrs.evolve(by_id[edited.id], content="old text")
+    gone = attrs.evolve(taught("a teammate deleted this file"), tags=[TEAM_TAG])
+    gone.extra["team"] = {"file": "t/gone.json", "by": "Ben", "at": None}
+    mine = taught("never shared: stays as it is")
+    plan = plan_sync(entries, [local_same, local_edited, gone, mine], now=NOW)
+    assert [m.id for m in plan.add] == [new.id]
+    assert [m.id for m in plan.update] == [edited.id]
+    assert plan.update[0].content == "edited by a teammate" and plan.reembed == {edited.id}
+    assert plan.unchanged == 1
+    assert [m.id for m in plan.retire] == [gone.id] and plan.retire[0].deprecated
