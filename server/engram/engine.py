@@ -46,14 +46,17 @@ from engram.lifecycle import (
     redact_secrets,
     stable_memory_id,
 )
+from engram.lifecycle.contradictions import Contradiction, find_contradictions
 from engram.model import (
     CodeAnchor,
     CorrectionKind,
     Memory,
+    MemoryRelation,
     MemoryScope,
     MemorySource,
     MemoryType,
     Provenance,
+    RelationType,
     UniversalPhase,
     content_hash,
     utcnow,
@@ -108,6 +111,9 @@ class RememberResult:
     merged: bool = False
     redactions: list[str] = attrs.field(factory=list)
     duplicate_reason: str | None = None
+    #: ``"m-…: reason"`` for each existing memory this one contradicts (both kept, linked
+    #: by ``conflicts_with``; this one goes to review)
+    conflicts: list[str] = attrs.field(factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,6 +121,7 @@ class RememberResult:
             "merged": self.merged,
             "redactions": list(self.redactions),
             "citation": self.memory.citation(),
+            "conflicts": list(self.conflicts),
         }
 
 
@@ -145,6 +152,21 @@ class ImportReport:
     skipped: list[str] = attrs.field(factory=list)
     redacted: int = 0
     ids: list[str] = attrs.field(factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.define
+class ConsolidateReport:
+    """What :meth:`Engine.consolidate` did (or would do with ``dry_run``)."""
+
+    scanned: int = 0
+    #: ``"kept <- removed (reason)"`` for near-duplicates merged into the older memory
+    merged: list[str] = attrs.field(factory=list)
+    #: ``"newer vs older: kind, reason"`` for contradictions newly linked for review
+    conflicts: list[str] = attrs.field(factory=list)
+    dry_run: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -622,9 +644,13 @@ class Engine:
             for index, (memory, (_, kinds)) in enumerate(zip(stamped, prepared, strict=True)):
                 vector = vectors[index] if vectors is not None else None
                 candidates = self._duplicate_candidates(memory, vector, batch_pool, to_update)
+                # "the timeout is 30s" / "… 90s" read as near-duplicates by text ratio, but
+                # merging would keep one value and lose the other: contradictions never merge
+                conflicts = find_contradictions(memory, candidates)
+                disputed = {c.memory.id for c in conflicts}
                 match = find_duplicate(
                     memory,
-                    candidates,
+                    [pair for pair in candidates if pair[0].id not in disputed],
                     ratio_threshold=self.config.safety.duplicate_ratio,
                     cosine_threshold=self.config.safety.duplicate_cosine,
                 )
@@ -637,14 +663,42 @@ class Engine:
                     batch_pool = [merged if m.id == merged.id else m for m in batch_pool]
                     results.append(RememberResult(merged, True, kinds, match.reason))
                 else:
+                    memory, notes = self._link_contradictions(memory, conflicts, to_update)
                     to_add.append(memory)
                     add_vectors.append(vector)
                     batch_pool.append(memory)
-                    results.append(RememberResult(memory, False, kinds))
+                    results.append(RememberResult(memory, False, kinds, conflicts=notes))
             self._write(store, to_add, add_vectors, list(to_update.values()))
         # results hold the final state of merged records (a later one may merge again)
         final = {m.id: m for m in [*to_add, *to_update.values()]}
         return [attrs.evolve(r, memory=final.get(r.memory.id, r.memory)) for r in results]
+
+    def _link_contradictions(
+        self, memory: Memory, found: Sequence[Contradiction], pending: dict[str, Memory]
+    ) -> tuple[Memory, list[str]]:
+        """Link ``memory`` to the existing memories it contradicts (lifecycle.contradictions).
+
+        Both are kept: the new one goes to review with a ``conflicts_with`` relation to
+        each, and each gets the relation back (in ``pending``, written with the batch), so
+        whoever reviews either sees the other. Never silently resolved (V5 §15).
+        """
+        if not found:
+            return memory, []
+        relations = list(memory.relations)
+        notes: list[str] = []
+        for conflict in found:
+            other = pending.get(conflict.memory.id, conflict.memory)
+            relations.append(
+                MemoryRelation(
+                    RelationType.CONFLICTS_WITH, target_memory_id=other.id, auto_extracted=True
+                )
+            )
+            back = MemoryRelation(
+                RelationType.CONFLICTS_WITH, target_memory_id=memory.id, auto_extracted=True
+            )
+            pending[other.id] = attrs.evolve(other, relations=[*other.relations, back])
+            notes.append(f"{other.id}: {conflict.kind}, {conflict.reason}")
+        return attrs.evolve(memory, relations=relations, needs_review=True), notes
 
     def _embed_memories(
         self, memories: Sequence[Memory], progress: ProgressCallback | None
@@ -1307,6 +1361,92 @@ class Engine:
                     self.store.delete(report.deleted)
                 self._mirror(report.updated, report.deleted)
         return report
+
+    def consolidate(
+        self, *, dry_run: bool = False, progress: ProgressCallback | None = None
+    ) -> ConsolidateReport:
+        """Merge near-duplicates and link contradictions among the memories already stored.
+
+        ``remember`` does both for each new memory; memories that arrived another way (a
+        teammate's shared file, an older Engram) or whose neighbours changed since are
+        checked here (004 §3). Each memory is compared with its keyword neighbours of the
+        same type; a pair is judged once. Merges keep the older memory (its id is what
+        citations and relations point at); contradictions are linked both ways (once: a
+        linked pair is not linked again) and the newer one goes to review.
+        """
+        report = ConsolidateReport(dry_run=dry_run)
+        if not dry_run:
+            self._check_writable()
+        with self._write_lock:
+            memories = sorted(self.store.list(self._filter()), key=lambda m: m.created_at)
+            report.scanned = len(memories)
+            alive: dict[str, Memory] = {m.id: m for m in memories}
+            removed: set[str] = set()
+            changed: dict[str, Memory] = {}
+            for index, memory in enumerate(memories):
+                if progress is not None and index % 50 == 0:
+                    progress("consolidating", index, len(memories))
+                if memory.id in removed:
+                    continue
+                current = changed.get(memory.id, memory)
+                neighbours = self._keyword_neighbours(current, alive, removed, changed)
+                pairs: builtins.list[tuple[Memory, float | None]] = [(m, None) for m in neighbours]
+                # each pair is judged from its newer side: that one merges or goes to review
+                older = [(m, c) for m, c in pairs if m.created_at <= current.created_at]
+                linked = {r.target_memory_id for r in current.relations}
+                conflicts = [
+                    c for c in find_contradictions(current, older) if c.memory.id not in linked
+                ]
+                disputed = {c.memory.id for c in conflicts} | linked
+                match = find_duplicate(
+                    current,
+                    [(m, c) for m, c in older if m.id not in disputed],
+                    ratio_threshold=self.config.safety.duplicate_ratio,
+                    cosine_threshold=self.config.safety.duplicate_cosine,
+                )
+                if match is not None:
+                    kept = merge_memories(match.memory, current, now=self._clock())
+                    changed[kept.id] = kept
+                    removed.add(current.id)
+                    changed.pop(current.id, None)
+                    report.merged.append(f"{kept.id} <- {current.id} ({match.reason})")
+                    continue
+                if conflicts:
+                    updated, notes = self._link_contradictions(current, conflicts, changed)
+                    changed[current.id] = updated
+                    report.conflicts.extend(f"{current.id} vs {note}" for note in notes)
+            if progress is not None:
+                progress("consolidating", len(memories), len(memories))
+            if not dry_run and (changed or removed):
+                updates = [m for mid, m in changed.items() if mid not in removed]
+                if updates:
+                    self.store.update(updates)
+                if removed:
+                    self.store.delete(sorted(removed))
+                self._mirror(updates, sorted(removed))
+        return report
+
+    def _keyword_neighbours(
+        self,
+        memory: Memory,
+        alive: Mapping[str, Memory],
+        removed: set[str],
+        changed: Mapping[str, Memory],
+    ) -> builtins.list[Memory]:
+        """Memories of the same type that share words with ``memory`` (current versions)."""
+        try:
+            found = self.store.keyword_search(
+                memory.content, DUPLICATE_CANDIDATES, self._filter(types=[memory.type])
+            )
+        except Exception as exc:  # an FTS hiccup skips this memory, not the run
+            log.debug("consolidate: keyword search failed for %s: %s", memory.id, exc)
+            return []
+        out: list[Memory] = []
+        for mid, _score in found:
+            if mid == memory.id or mid in removed or mid not in alive:
+                continue
+            out.append(changed.get(mid, alive[mid]))
+        return out
 
     # ------------------------------------------------------------------ team sharing
 

@@ -379,3 +379,69 @@ def test_concurrent_remember_loses_nothing(engine: Engine, fake_store):
         + sum(int(m.extra.get("merge_count", 0)) for m in fake_store.memories.values())
         == 40
     )
+
+
+def test_a_contradicting_memory_is_kept_linked_and_sent_to_review(engine: Engine, fake_store):
+    old = engine.remember("Run migrations before deploying", type="decision").memory
+    new = engine.remember("Run migrations after deploying", type="decision")
+    assert not new.merged
+    assert new.conflicts and new.conflicts[0].startswith(f"{old.id}: opposite")
+    assert new.to_dict()["conflicts"] == new.conflicts
+    stored_new, stored_old = fake_store.get(new.memory.id), fake_store.get(old.id)
+    assert stored_new.needs_review and not stored_old.needs_review
+    assert [(r.relation_type.value, r.target_memory_id) for r in stored_new.relations] == [
+        ("conflicts_with", old.id)
+    ]
+    assert [(r.relation_type.value, r.target_memory_id) for r in stored_old.relations] == [
+        ("conflicts_with", new.memory.id)
+    ]
+    # the same thing said again is a duplicate, not a contradiction
+    again = engine.remember("run migrations before deploying", type="decision")
+    assert again.merged and not again.conflicts
+
+
+def test_contradictions_inside_one_batch_are_linked_too(engine: Engine, fake_store):
+    from engram.model import Memory
+
+    batch = [
+        Memory(content="The job timeout is 30s", type=MemoryType.GOTCHA),
+        Memory(content="The job timeout is 90s", type=MemoryType.GOTCHA),
+    ]
+    first, second = engine.remember_many(batch)
+    assert second.conflicts and first.memory.id in second.conflicts[0]
+    assert fake_store.get(second.memory.id).needs_review
+    assert fake_store.get(first.memory.id).relations[0].target_memory_id == second.memory.id
+
+
+def test_consolidate_merges_duplicates_and_links_contradictions_already_stored(
+    engine: Engine, fake_store, clock
+):
+    """Memories that arrived without the remember pipeline (a team file, an old store)."""
+    from engram.model import Memory
+
+    def stored(text: str) -> Memory:
+        clock.advance(minutes=1)
+        memory = Memory(text, type=MemoryType.GOTCHA, created_at=clock.now)
+        fake_store.add([memory])
+        return memory
+
+    older = stored("Never call save() inside the request loop")
+    copy = stored("never call save() inside the request loop.")
+    before = stored("Run migrations before deploying")
+    after = stored("Run migrations after deploying")
+    other = stored("Thumbnails are generated lazily")
+    preview = engine.consolidate(dry_run=True)
+    assert preview.scanned == 5 and fake_store.count() == 5
+    assert preview.merged == [f"{older.id} <- {copy.id} (text ratio 99)"]
+    assert [c.split(":")[0] for c in preview.conflicts] == [f"{after.id} vs {before.id}"]
+
+    report = engine.consolidate()
+    assert report.merged == preview.merged and report.conflicts == preview.conflicts
+    assert fake_store.get(copy.id) is None and fake_store.count() == 4
+    assert fake_store.get(older.id).confidence == pytest.approx(older.confidence + 0.05)
+    assert fake_store.get(after.id).needs_review
+    assert fake_store.get(before.id).relations[0].target_memory_id == after.id
+    assert fake_store.get(other.id).relations == []
+    again = engine.consolidate()  # nothing left to do, and links are not doubled
+    assert again.merged == [] and again.conflicts == []
+    assert len(fake_store.get(before.id).relations) == 1

@@ -143,6 +143,11 @@ def cmd_remember(args: argparse.Namespace) -> int:
             f"merged into existing memory {result.memory.id} ({result.duplicate_reason}); "
             f"confidence now {result.memory.confidence:.2f}"
         )
+    for conflict in result.conflicts:
+        note(
+            f"contradicts {conflict}; both kept and linked, this one is marked for review "
+            "(engram confirm the one that holds, engram flag the other)"
+        )
     if args.json:
         emit_json(result.to_dict())
     else:
@@ -726,6 +731,25 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine, progress_bar("consolidating memories") as update:
+        report = engine.consolidate(dry_run=args.dry_run, progress=update)
+    if args.json:
+        emit_json(report.to_dict())
+        return 0
+    would = "would merge" if args.dry_run else "merged"
+    link = "would link" if args.dry_run else "linked"
+    print(
+        f"{report.scanned} memories: {would} {len(report.merged)} near-duplicates, "
+        f"{link} {len(report.conflicts)} contradictions for review"
+    )
+    for line in [*report.merged, *report.conflicts][:10]:
+        note(line)
+    if report.conflicts and not args.dry_run:
+        note("review them: engram list --review (confirm the one that holds, flag the other)")
+    return 0
+
+
 def cmd_share(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
         report = engine.share(args.ids, commit=args.commit)
@@ -803,6 +827,7 @@ COMMANDS: dict[str, Handler] = {
     "digest": cmd_digest,
     "prune": cmd_prune,
     "share": cmd_share,
+    "consolidate": cmd_consolidate,
     "sync": cmd_sync,
 }
 

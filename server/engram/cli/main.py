@@ -197,6 +197,10 @@ def build_parser() -> OneLineParser:
     p = add("sync", "read the team folder (after a pull) into the local store")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
+    p = add("consolidate", "merge near-duplicates and link contradictions among stored memories")
+    p.add_argument("--dry-run", action="store_true", help="only say what would change")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
     p = add("prune", "apply the lifecycle rules: stale files, decay, expired sessions")
     p.add_argument("--dry-run", action="store_true", help="only say what would change")
     p.add_argument("--json", action="store_true", help="print one JSON document")

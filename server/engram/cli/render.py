@@ -162,6 +162,14 @@ def memory_card(memory: Memory) -> str:
                 f"correction: {correction.get('kind')} at {str(correction.get('at', ''))[:16]}"
                 + (f" ({correction['note']})" if correction.get("note") else "")
             )
+    for relation in memory.relations:
+        target = relation.target_memory_id or relation.target_file
+        if target:
+            found = " (found automatically)" if relation.auto_extracted else ""
+            lines.append(f"{relation.relation_type.value.replace('_', ' ')}: {target}{found}")
+    team = memory.extra.get("team")
+    if isinstance(team, dict):
+        lines.append(f"shared by {team.get('by') or 'the team'} through {team.get('file')}")
     lines.append(f"citation: {memory.citation()}")
     lines.append("")
     lines.append(memory.content)

@@ -225,8 +225,17 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
             )
         )
         out: dict[str, Any] = to_jsonable(result)
+        notes: list[str] = []
         if result.redactions:
-            out["note"] = "secrets were redacted before storing: " + ", ".join(result.redactions)
+            notes.append("secrets were redacted before storing: " + ", ".join(result.redactions))
+        if result.conflicts:
+            notes.append(
+                "this contradicts "
+                + "; ".join(result.conflicts)
+                + ". Both are kept and this one awaits review: check which holds"
+            )
+        if notes:
+            out["note"] = " ".join(notes)
         return out
 
     @server.tool(

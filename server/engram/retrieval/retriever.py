@@ -34,7 +34,7 @@ import attrs
 import numpy as np
 
 from engram.config import RetrievalConfig
-from engram.model import Memory, MemoryType, utcnow
+from engram.model import Memory, MemoryType, RelationType, utcnow
 from engram.retrieval.packing import pack_context
 from engram.retrieval.scoring import (
     BM25,
@@ -474,6 +474,11 @@ class Retriever:
                 reasons.append("next to a top result in its episode")
             if tag_match:
                 reasons.append("tag named in the query")
+            reasons.extend(
+                f"conflicts with {r.target_memory_id} (review both)"
+                for r in memory.relations
+                if r.relation_type is RelationType.CONFLICTS_WITH and r.target_memory_id
+            )
             reasons.extend(notes)
             if weight.phase != 1.0 and request.phase is not None:
                 reasons.append(f"phase {request.phase.value} x{weight.phase:g}")
