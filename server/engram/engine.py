@@ -197,6 +197,8 @@ class TeamSyncReport:
     unchanged: int = 0
     retired: int = 0
     skipped: list[str] = attrs.field(factory=list)
+    #: ids added, updated or retired (editors refresh what shows them)
+    changed: list[str] = attrs.field(factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -1548,6 +1550,7 @@ class Engine:
             len(plan.update),
             len(plan.retire),
         )
+        report.changed = [m.id for m in [*prepared, *plan.update, *plan.retire]]
         state.set("team_files", {e.memory.id: e.digest for e in read.entries})
         if report.added or report.updated or report.retired:
             log.info("team sync from %s: %s", label, report.to_dict())

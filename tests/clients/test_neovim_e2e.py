@@ -153,6 +153,12 @@ def test_gotcha_diagnostic_hover_remember_and_flag(nvim: Any, workspace: Workspa
     )
     assert "legacy gateway" in found
 
+    # share it with the team: a reviewable file in the repository
+    nvim.command(f"EngramShare {memory_id}")
+    shared_file = workspace.root / ".engram-team" / f"{memory_id}.json"
+    wait_for("the shared file", lambda: shared_file.exists(), timeout=30)
+    assert "wants cents" in shared_file.read_text()
+
     nvim.command(f"EngramFlag {memory_id} incorrect")
     wait_for(
         "the flagged diagnostic to disappear",

@@ -403,3 +403,35 @@ def test_session_ledger_summary() -> None:
     assert summary["corrected"][0]["correction"] == "confirmed"
     assert summary["needs_review"][0]["citation"] == b.citation()
     assert ledger.counts() == {"applied": 1, "learned": 1, "corrected": 1}
+
+
+def test_share_sync_and_consolidate_commands(tmp_path: Any) -> None:
+    """engram.share / engram.syncTeam / engram.consolidate on a real engine (no model)."""
+    from engram.config import EmbedConfig, EngramConfig
+    from engram.engine import Engine
+    from engram.workspace import Workspace
+
+    (tmp_path / ".git").mkdir()  # a workspace root; no commit is made here
+    engine = Engine(Workspace.open(tmp_path), EngramConfig(embed=EmbedConfig(model="none")))
+    try:
+        registry = CommandRegistry()
+        register_commands(registry)
+        ctx = FakeContext(engine)
+        taught = engine.remember("charge() takes integer cents", file=None).memory
+        private = engine.remember("my shortcut: make fast", tags=["private"]).memory
+        shared = run(registry.execute(ctx, "engram.share", []))  # type: ignore[arg-type]
+        assert shared["written"] == [f".engram-team/{taught.id}.json"]
+        assert [m.id for m in ctx.changed] == [taught.id]
+        refused = run(registry.execute(ctx, "engram.share", [{"ids": [private.id]}]))  # type: ignore[arg-type]
+        assert refused["written"] == [] and "private" in refused["refused"][0]
+
+        (tmp_path / ".engram-team" / f"{taught.id}.json").unlink()
+        synced = run(registry.execute(ctx, "engram.syncTeam", []))  # type: ignore[arg-type]
+        assert synced["retired"] == 1 and synced["changed"] == [taught.id]
+
+        engine.remember("Run migrations before deploying", type="decision")
+        engine.remember("Run migrations after deploying", type="decision")
+        report = run(registry.execute(ctx, "engram.consolidate", [{"dryRun": True}]))  # type: ignore[arg-type]
+        assert report == {"scanned": 3, "merged": [], "conflicts": [], "dry_run": True}
+    finally:
+        engine.close()

@@ -16,7 +16,17 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 
-import { parseMemoryList, parseStats, Stats, statusText, summaryText, MemorySummary } from "./model";
+import {
+  consolidateText,
+  parseMemoryList,
+  parseStats,
+  shareText,
+  Stats,
+  statusText,
+  summaryText,
+  syncText,
+  MemorySummary,
+} from "./model";
 import { choosePython, missingServerMessage, PythonChoice, PythonExtensionApi } from "./python";
 import { buildProbeCommand, buildServerCommand } from "./serverCommand";
 import { toServerSettings, SettingsObject } from "./settings";
@@ -281,6 +291,27 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       "engram.ui.reindex",
       withErrors(async () => {
         await run("engram.reindex", {});
+        await refresh();
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "engram.ui.shareTeam",
+      withErrors(async () => {
+        void vscode.window.showInformationMessage(shareText(await run("engram.share", {})));
+        await refresh();
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "engram.ui.syncTeam",
+      withErrors(async () => {
+        void vscode.window.showInformationMessage(syncText(await run("engram.syncTeam", {})));
+        await refresh();
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "engram.ui.consolidate",
+      withErrors(async () => {
+        void vscode.window.showInformationMessage(consolidateText(await run("engram.consolidate", {})));
         await refresh();
       }),
     ),

@@ -113,3 +113,41 @@ export function summaryText(raw: unknown): string {
   const review = Array.isArray(rec["needs_review"]) ? rec["needs_review"].length : asNumber(rec["needs_review"]);
   return `Engram session: ${applied} memories applied, ${learned} learned, ${review} need review.`;
 }
+
+/** The message after "Share Confirmed Memories with the Team" (engram.share). */
+export function shareText(raw: unknown): string {
+  const rec = asRecord(raw);
+  const written = asStringArray(rec["written"]);
+  const unchanged = asStringArray(rec["unchanged"]);
+  const folder = typeof rec["folder"] === "string" ? rec["folder"] : ".engram-team";
+  const committed = typeof rec["committed"] === "string" ? rec["committed"].slice(0, 10) : undefined;
+  if (written.length === 0) {
+    return unchanged.length > 0
+      ? `Engram: nothing new to share; ${unchanged.length} memories are already in ${folder}/.`
+      : "Engram: nothing to share yet. Confirm a memory first, then share.";
+  }
+  const next = committed ? `committed as ${committed}; push it with your code` : `commit ${folder}/ and push it`;
+  return `Engram: shared ${written.length} memories in ${folder}/ (${next}).`;
+}
+
+/** The message after "Sync Team Memories" (engram.syncTeam). */
+export function syncText(raw: unknown): string {
+  const rec = asRecord(raw);
+  const skipped = asStringArray(rec["skipped"]);
+  const parts = [
+    `${asNumber(rec["added"])} added`,
+    `${asNumber(rec["updated"])} updated`,
+    `${asNumber(rec["retired"])} retired`,
+  ];
+  const tail = skipped.length > 0 ? `; ${skipped.length} files skipped (see the log)` : "";
+  return `Engram team memories: ${parts.join(", ")}${tail}.`;
+}
+
+/** The message after "Merge Duplicates and Find Contradictions" (engram.consolidate). */
+export function consolidateText(raw: unknown): string {
+  const rec = asRecord(raw);
+  const merged = asStringArray(rec["merged"]).length;
+  const conflicts = asStringArray(rec["conflicts"]).length;
+  const review = conflicts > 0 ? " They are in the review queue." : "";
+  return `Engram: merged ${merged} near-duplicates, found ${conflicts} contradictions.${review}`;
+}

@@ -25,6 +25,9 @@ test("activation with a working interpreter starts the server with the built com
   }
   assert.ok(rec.commands.has("engram.ui.teach"));
   assert.ok(rec.commands.has("engram.ui.review"));
+  for (const id of ["engram.ui.shareTeam", "engram.ui.syncTeam", "engram.ui.consolidate"]) {
+    assert.ok(rec.commands.has(id), id);
+  }
   await ext.deactivate();
   subscriptions.forEach((d) => d.dispose());
 });

@@ -5,7 +5,16 @@ import { buildTree } from "../src/tree";
 import { choosePython, missingServerMessage } from "../src/python";
 import { buildServerCommand } from "../src/serverCommand";
 import { toServerSettings } from "../src/settings";
-import { moduleOf, parseMemoryList, parseStats, statusText, summaryText } from "../src/model";
+import {
+  consolidateText,
+  moduleOf,
+  parseMemoryList,
+  parseStats,
+  shareText,
+  statusText,
+  summaryText,
+  syncText,
+} from "../src/model";
 
 test("python: setting wins, then the Python extension, then python3", () => {
   const api = { environments: { getActiveEnvironmentPath: () => ({ path: "/venv/bin/python" }) } };
@@ -79,4 +88,19 @@ test("memory tree: health, by type, by module, review queue", () => {
   assert.deepEqual(tree[2].children?.map((n) => n.label), ["(global)", "src/x"]);
   assert.equal(tree[3].children?.[0].memory?.id, "a");
   assert.equal(moduleOf("a.py"), "(root)");
+});
+
+test("team sharing and consolidation messages", () => {
+  assert.equal(
+    shareText({ folder: ".engram-team", written: [".engram-team/m-1.json"], unchanged: [], committed: "0123456789abcdef" }),
+    "Engram: shared 1 memories in .engram-team/ (committed as 0123456789; push it with your code).",
+  );
+  assert.match(shareText({ written: [], unchanged: ["m-1", "m-2"] }), /nothing new to share; 2 memories/);
+  assert.match(shareText({}), /Confirm a memory first/);
+  assert.equal(
+    syncText({ added: 2, updated: 1, retired: 0, skipped: ["x.json: not valid JSON"] }),
+    "Engram team memories: 2 added, 1 updated, 0 retired; 1 files skipped (see the log).",
+  );
+  assert.match(consolidateText({ merged: ["a <- b"], conflicts: ["c vs d: opposite"] }), /merged 1 .* found 1 contradictions\. They are in the review queue/);
+  assert.match(consolidateText("junk"), /merged 0 near-duplicates, found 0 contradictions\.$/);
 });

@@ -156,6 +156,19 @@ class StatsArgs(Args):
     pass
 
 
+@attrs.define
+class ShareArgs(Args):
+    #: share exactly these (default: every memory someone stands behind)
+    ids: list[str] = attrs.field(factory=list)
+    #: also git add + commit the written files
+    commit: bool = False
+
+
+@attrs.define
+class ConsolidateArgs(Args):
+    dry_run: bool = False
+
+
 # --------------------------------------------------------------------------- handlers
 
 
@@ -334,6 +347,37 @@ async def stats(ctx: CommandContext, args: StatsArgs | None) -> dict[str, Any]:
     return result
 
 
+async def share(ctx: CommandContext, args: ShareArgs | None) -> dict[str, Any]:
+    """Write memories to the team folder (docs/team.md); the result names what and why not."""
+    wanted = args or ShareArgs()
+    report = await ctx.call(lambda e: e.share(wanted.ids, commit=wanted.commit))
+    result: dict[str, Any] = to_jsonable(report)
+    shared = [path.rsplit("/", 1)[-1].removesuffix(".json") for path in report.written]
+    if shared:
+        await ctx.memories_changed(await ctx.call(lambda e: e.store.get_many(shared)))
+    return result
+
+
+async def sync_team(ctx: CommandContext, args: StatsArgs | None) -> dict[str, Any]:
+    """Read the team folder into the store (after a pull) and refresh what shows them."""
+    report = await ctx.call(lambda e: e.sync_team())
+    if report.changed:
+        changed = await ctx.call(lambda e: e.store.get_many(report.changed))
+        await ctx.memories_changed(changed)
+    result: dict[str, Any] = to_jsonable(report)
+    return result
+
+
+async def consolidate(ctx: CommandContext, args: ConsolidateArgs | None) -> dict[str, Any]:
+    """Merge near-duplicates and link contradictions among stored memories (lifecycle)."""
+    dry_run = bool(args and args.dry_run)
+    report = await ctx.call(lambda e: e.consolidate(dry_run=dry_run))
+    if not dry_run and (report.merged or report.conflicts):
+        await ctx.memories_changed([])
+    result: dict[str, Any] = to_jsonable(report)
+    return result
+
+
 async def open_memory(ctx: CommandContext, args: IdArgs) -> dict[str, Any]:
     """Show a memory's anchored place in the editor and return the memory."""
     memory = await ctx.call(lambda e: e.get(args.id))
@@ -365,3 +409,6 @@ def register_commands(registry: CommandRegistry) -> None:
     add("engram.reindex", ReindexArgs, reindex, summary="re-index the code graph")
     add("engram.stats", StatsArgs, stats, summary="store and server status")
     add("engram.open", IdArgs, open_memory, summary="open a memory's place in the editor")
+    add("engram.share", ShareArgs, share, summary="share memories through the team folder")
+    add("engram.syncTeam", StatsArgs, sync_team, summary="read the team folder into the store")
+    add("engram.consolidate", ConsolidateArgs, consolidate, summary="merge and link memories")

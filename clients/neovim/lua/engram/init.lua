@@ -257,6 +257,34 @@ function M.confirm(id)
   end)
 end
 
+--- Write the memories you stand behind (or the given ids) to the team folder.
+function M.share(ids, commit)
+  M.execute('engram.share', { ids = ids or {}, commit = commit or false }, function(r)
+    local written = #(r.written or {})
+    if written == 0 then
+      notify('nothing new to share (confirm a memory first, or name its id)')
+    else
+      notify(('shared %d memories in %s/%s'):format(
+        written,
+        r.folder or '.engram-team',
+        r.committed and (' (committed ' .. r.committed:sub(1, 10) .. ')') or ', commit and push it'
+      ))
+    end
+    for _, why in ipairs(r.refused or {}) do
+      notify('not shared ' .. why, vim.log.levels.WARN)
+    end
+  end)
+end
+
+--- Read the team folder (after a pull) into the store.
+function M.sync_team()
+  M.execute('engram.syncTeam', {}, function(r)
+    notify(('team memories: %d added, %d updated, %d retired'):format(
+      r.added or 0, r.updated or 0, r.retired or 0
+    ))
+  end)
+end
+
 local function create_commands()
   local cmd = vim.api.nvim_create_user_command
   cmd('EngramSearch', function(o)
@@ -284,6 +312,12 @@ local function create_commands()
   cmd('EngramConfirm', function(o)
     M.confirm(o.fargs[1])
   end, { nargs = '?', desc = 'Confirm a memory (id or the one under the cursor)' })
+  cmd('EngramShare', function(o)
+    M.share(o.fargs, o.bang)
+  end, { nargs = '*', bang = true, desc = 'Share memories with the team (! also commits)' })
+  cmd('EngramSync', function()
+    M.sync_team()
+  end, { desc = 'Read the team folder into the store' })
 end
 
 local function lsp_config()
