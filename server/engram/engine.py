@@ -1557,55 +1557,24 @@ class Engine:
         return report
 
     def _git_user(self) -> str | None:
-        """``git config user.name`` (who shared), or None outside git / without a name."""
-        import subprocess
-
+        """Who shares (``git config user.name``), or None outside git / without a name."""
+        user_name = getattr(self.history, "user_name", None)
         try:
-            done = subprocess.run(
-                ["git", "config", "user.name"],
-                cwd=self.workspace.root,
-                capture_output=True,
-                text=True,
-                timeout=5,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
+            name = user_name() if callable(user_name) else None
+        except Exception as exc:  # attribution is optional: never fail a share for it
+            log.debug("no git user name: %s", exc)
             return None
-        name = done.stdout.strip()
-        return name or None
+        return name if isinstance(name, str) and name else None
 
     def _commit_team_files(self, paths: Sequence[Path], count: int) -> str:
-        import subprocess
-
-        rels = [self.workspace.relative(p) for p in paths]
+        commit_paths = getattr(self.history, "commit_paths", None)
+        if not callable(commit_paths):
+            raise EngramError("git history is not available: commit the shared files yourself")
         message = f"engram: share {count} memor{'y' if count == 1 else 'ies'}"
-        for args in (["git", "add", "--", *rels], ["git", "commit", "-m", message, "--", *rels]):
-            try:
-                done = subprocess.run(
-                    args,
-                    cwd=self.workspace.root,
-                    capture_output=True,
-                    text=True,
-                    timeout=60,
-                    check=False,
-                )
-            except (OSError, subprocess.SubprocessError) as exc:
-                raise EngramError(f"cannot run git to commit the shared memories: {exc}") from exc
-            if done.returncode != 0:
-                detail = (done.stderr or done.stdout).strip().splitlines()
-                raise EngramError(
-                    f"git {args[1]} failed: {detail[-1] if detail else 'no output'}; "
-                    "the files are written, commit them yourself"
-                )
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=self.workspace.root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-        return head.stdout.strip()
+        try:
+            return str(commit_paths([self.workspace.relative(p) for p in paths], message))
+        except Exception as exc:  # GitCommandFailed: git's own reason, files kept
+            raise EngramError(f"{exc}; the files are written, commit them yourself") from exc
 
     def export(self, fmt: str = "json") -> str:
         memories = self.store.list(self._filter(include_deprecated=True))

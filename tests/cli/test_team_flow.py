@@ -99,3 +99,21 @@ def test_share_by_id_says_why_not(tmp_path: Path, cli_env: dict[str, str]) -> No
     assert not (tmp_path / ".engram-team").exists()
     missing = _run(["share", "m-nothere00"], tmp_path, cli_env, None)
     assert missing.code != 0 and len(missing.err_lines) == 1
+
+
+def test_share_commit_outside_git_keeps_the_files_and_says_why(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    mine = _run(
+        ["--workspace", str(plain), "remember", "cache keys include the locale"],
+        plain,
+        cli_env,
+        None,
+    )
+    assert mine.code == 0, mine.err
+    done = _run(["--workspace", str(plain), "share", "--commit"], plain, cli_env, None)
+    assert done.code == 1 and len(done.err_lines) == 1
+    assert "not in a git repository" in done.err and "commit them yourself" in done.err
+    assert (plain / ".engram-team" / f"{mine.out.strip()}.json").exists()

@@ -122,6 +122,10 @@ def _utc(ts: int) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)
 
 
+class GitCommandFailed(RuntimeError):
+    """A git command Engram ran on the user's behalf failed; the message is git's."""
+
+
 class GitHistory:
     """Co-change partners, renames and commit linkage for one workspace's git history.
 
@@ -785,6 +789,32 @@ class GitHistory:
             return None
         out = self._git("rev-parse", f"{self.rev}^{{commit}}")
         return out.strip() if out else None
+
+    def user_name(self) -> str | None:
+        """``git config user.name``: who shares a memory (``engram share``); None if unset."""
+        if self._open_repo() is None:
+            return None
+        out = self._git("config", "user.name", timeout=5)
+        return (out or "").strip() or None
+
+    def commit_paths(self, paths: Sequence[str], message: str) -> str:
+        """``git add`` + ``git commit`` exactly ``paths`` (workspace-relative); the new HEAD.
+
+        Raises :class:`GitCommandFailed` with git's own last line (nothing to commit, no
+        identity configured, a hook refused it …); the files stay as they are.
+        """
+        repo = self._open_repo()
+        if repo is None:
+            raise GitCommandFailed("this workspace is not in a git repository")
+        inside = [f"{self._prefix}{p}" for p in paths]
+        for cmd in (["git", "add", "--", *inside], ["git", "commit", "-m", message, "--", *inside]):
+            try:
+                repo.git.execute(cmd)
+            except Exception as exc:  # GitCommandError (or OSError): say what git said
+                lines = (str(getattr(exc, "stderr", "") or exc)).strip().splitlines()
+                last = lines[-1].strip().strip("'\"") if lines else type(exc).__name__
+                raise GitCommandFailed(f"git {cmd[1]} failed: {last}") from exc
+        return str(repo.head.commit.hexsha)
 
     def commits_touching(
         self,
