@@ -262,3 +262,51 @@ async def test_notable_result_becomes_a_memory_draft(
     assert usage.popularity()["f__echo"] == 1
     assert usage.for_module("src") == {"f__echo": 1}
     await hub2.close()
+
+
+async def test_streamable_http_server_is_searched_and_called(
+    tmp_workspace: Workspace, user_home: Path, environ: dict[str, str], write_config: WriteConfig
+) -> None:
+    """A server the user runs over streamable HTTP: no process for the hub to start."""
+    import socket
+    import subprocess
+    import sys
+
+    from mcp_helpers import FAKE_SERVER
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, str(FAKE_SERVER), "ok", "--name", "web", "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):  # until it listens
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the HTTP MCP server did not start")
+        write_config(
+            user_config(user_home), {"web": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"}}
+        )
+        before = child_pids()
+        hub = make_hub(tmp_workspace, user_home, environ)
+        try:
+            report = await hub.refresh()
+            assert report["refreshed"] == ["web"], report
+            found = await hub.search("echo the given text back", k=3)
+            assert found["tools"][0]["name"] == "web__echo"
+            result = await hub.call("web__echo", {"text": "over http"})
+            assert not result["isError"] and "over http" in str(result["content"])
+            added = await hub.call("web__add", {"a": 2, "b": 40})
+            assert "42" in str(added["content"])
+            assert child_pids() == before  # nothing spawned: the server is the user's
+        finally:
+            await hub.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

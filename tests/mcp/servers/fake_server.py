@@ -6,7 +6,8 @@ Modes (first argument):
 - ``junk``: not an MCP server: prints garbage lines and keeps running.
 - ``exit``: exits at once with an error (a server that cannot start).
 
-``--tools N`` adds N extra generated tools; ``--name NAME`` sets the server name; the env
+``--tools N`` adds N extra generated tools; ``--name NAME`` sets the server name;
+``--http PORT`` serves streamable HTTP on ``127.0.0.1:PORT/mcp`` instead of stdio; the env
 variable ``FAKE_PIDFILE`` (if set) gets this process's pid appended, so tests can check
 which processes were started and that none survive.
 """
@@ -94,7 +95,10 @@ def main(argv: list[str]) -> None:
 
         make(i)
 
-    server.run("stdio")
+    if "--http" in argv:  # streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio
+        server.run("streamable-http", port=int(argv[argv.index("--http") + 1]))
+    else:
+        server.run("stdio")
 
 
 if __name__ == "__main__":
