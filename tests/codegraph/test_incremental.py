@@ -191,3 +191,46 @@ def test_project_facts(make_graph) -> None:  # type: ignore[no-untyped-def]
     assert facts["project.tests.python"].memory_type == "preference"
     assert "React" in facts["project.frameworks.node"].content
     assert "Vitest" in facts["project.tests.node"].content
+
+
+def edges_of(graph: CodeGraph, src: str) -> set[tuple[str, str | None]]:
+    """``(call name, file it resolves to or None)`` of the call edges of ``src``."""
+    conn = sqlite3.connect(graph.db_path)
+    rows = conn.execute(
+        """SELECT e.dst_name, fd.path FROM edges e JOIN files fs ON fs.id=e.src_file
+           LEFT JOIN files fd ON fd.id=e.dst_file WHERE fs.path=? AND e.kind='calls'""",
+        (src,),
+    ).fetchall()
+    conn.close()
+    return {(str(name), path) for name, path in rows}
+
+
+def test_callers_follow_when_a_callee_is_removed_or_comes_back(
+    make_graph,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """Editing only the callee's file re-resolves its callers (no edit to the caller).
+
+    (A ``from lib import helper`` call keeps pointing at lib: the import names its source.)
+    """
+    graph = make_graph(
+        {
+            "lib.py": "def helper():\n    return 1\n\ndef other():\n    return 2\n",
+            "app.py": "import lib\n\ndef run():\n    return lib.helper() + lib.other()\n",
+        }
+    )
+    root = graph.workspace.root
+    assert {("helper", "lib.py"), ("other", "lib.py")} <= edges_of(graph, "app.py")
+    calls = {r for r in graph.symbol_dependents("lib.py", "helper") if r[1] == "calls"}
+    assert calls == {("app.py", "calls", 4)}
+
+    (root / "lib.py").write_text("def other():\n    return 2\n")  # helper is gone
+    graph.reindex_file("lib.py")
+    assert ("helper", "lib.py") not in edges_of(graph, "app.py")
+    assert ("other", "lib.py") in edges_of(graph, "app.py")
+    assert not [r for r in graph.symbol_dependents("lib.py", "helper") if r[1] == "calls"]
+
+    (root / "lib.py").write_text("def helper():\n    return 3\n\ndef other():\n    return 2\n")
+    graph.reindex_file("lib.py")  # and back: the caller's call resolves again
+    assert ("helper", "lib.py") in edges_of(graph, "app.py")
+    assert closure(graph) == fresh_closure(root, tmp_path)

@@ -962,12 +962,15 @@ class CodeGraph:
             previous = (existing[0], existing[1], existing[2], existing[3]) if existing else None
             conn.execute("BEGIN")
             try:
+                names_before = self._defined_names(rel) if existing is not None else set()
                 outcome = self._store_path(
                     rel, stat.st_size, stat.st_mtime_ns, previous, keep_tree=True
                 )
                 if outcome is not None and existing is not None:
                     # an edited known file: store and resolve in one transaction (one commit,
-                    # and readers never see its facts without their resolution)
+                    # and readers never see its facts without their resolution); callers of
+                    # a name it no longer defines (or now defines) are resolved again too
+                    self._mark_callers_stale(rel, names_before, self._defined_names(rel))
                     self._resolve_stale()
                 conn.commit()
             except BaseException:
@@ -982,6 +985,51 @@ class CodeGraph:
                 self._sync_modules()
                 self._phase_resolve(None)
         return ReindexResult(rel, changed=True, milliseconds=(time.perf_counter() - started) * 1000)
+
+    def _defined_names(self, rel: str) -> set[str]:
+        """Names of the definitions in ``rel`` (what other files' calls resolve to)."""
+        file_id = self._file_id(rel)
+        if file_id is None:
+            return set()
+        rows = self._db().execute(
+            "SELECT DISTINCT name FROM nodes WHERE file_id=? AND kind != 'module'", (file_id,)
+        )
+        return {str(r[0]) for r in rows}
+
+    def _mark_callers_stale(self, rel: str, before: set[str], after: set[str]) -> None:
+        """Files depending on ``rel`` whose calls may now resolve differently become stale.
+
+        A removed definition leaves callers pointing at nothing (their edge must move or
+        go); a new one may be what their unresolved call meant. Only files that already
+        depend on ``rel`` (imports it, calls into it) are considered: a call can only
+        resolve to a file its own file reaches.
+        """
+        removed, added = sorted(before - after), sorted(after - before)
+        file_id = self._file_id(rel)
+        if file_id is None or not (removed or added):
+            return
+        conn = self._db()
+        now = self._clock()
+        kinds = "('calls', 'extends', 'implements')"
+        for start in range(0, len(removed), 500):
+            chunk = removed[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            conn.execute(
+                f"""UPDATE files SET stale_at=? WHERE id != ? AND id IN (
+                      SELECT src_file FROM edges WHERE dst_file=? AND kind IN {kinds}
+                      AND dst_name IN ({marks}))""",
+                (now, file_id, file_id, *chunk),
+            )
+        for start in range(0, len(added), 500):
+            chunk = added[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            conn.execute(
+                f"""UPDATE files SET stale_at=? WHERE id != ?
+                      AND id IN (SELECT src FROM file_deps WHERE dst=?)
+                      AND id IN (SELECT src_file FROM edges WHERE dst_file IS NULL
+                                 AND kind IN {kinds} AND dst_name IN ({marks}))""",
+                (now, file_id, file_id, *chunk),
+            )
 
     # -- queries ---------------------------------------------------------------------------
     def files(self) -> list[tuple[str, str | None, str | None, str]]:
