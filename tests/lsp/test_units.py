@@ -212,6 +212,16 @@ def test_hover_lists_memories_with_citation_and_impact() -> None:
     assert text is not None
     assert a.citation() in text and "Gotcha" in text and "`parse`" in text
     assert hover_markdown([], None, NOW) is None
+    from engram.model import MemoryRelation, RelationType
+
+    disputed = attrs.evolve(
+        a,
+        relations=[MemoryRelation(RelationType.CONFLICTS_WITH, target_memory_id="m-other")],
+        extra={"team": {"by": "Ana", "file": ".engram-team/x.json"}},
+    )
+    text = hover_markdown([disputed], None, NOW)
+    assert text is not None
+    assert "**Contradicts** `m-other`: review both" in text and "shared by Ana" in text
 
 
 def test_impact_summary_from_report() -> None:

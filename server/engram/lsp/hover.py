@@ -14,7 +14,7 @@ from typing import Any
 
 from engram.lsp.anchors import LineSpan
 from engram.lsp.diagnostics import TYPE_LABELS, provenance_text
-from engram.model import Memory
+from engram.model import Memory, RelationType
 
 #: At most this many memories in one hover; the rest are counted.
 MAX_HOVER_MEMORIES = 5
@@ -75,9 +75,19 @@ def impact_summary(report: Any) -> str | None:
 def memory_block(memory: Memory, now: datetime) -> str:
     label = TYPE_LABELS.get(memory.type, memory.type.value.replace("_", " "))
     stale = " · **stale**" if memory.is_stale else ""
+    conflicts = [
+        r.target_memory_id
+        for r in memory.relations
+        if r.relation_type is RelationType.CONFLICTS_WITH and r.target_memory_id
+    ]
+    warning = (
+        "\n\n**Contradicts** " + ", ".join(f"`{mid}`" for mid in conflicts) + ": review both"
+        if conflicts
+        else ""
+    )
     return (
         f"**{label}** · {provenance_text(memory, now)}{stale}\n\n"
-        f"{memory.content}\n\n"
+        f"{memory.content}{warning}\n\n"
         f"`{memory.citation()}`"
     )
 
