@@ -199,6 +199,9 @@ class TeamSyncReport:
     skipped: list[str] = attrs.field(factory=list)
     #: ids added, updated or retired (editors refresh what shows them)
     changed: list[str] = attrs.field(factory=list)
+    #: ``"local vs team: kind, reason"``: local memories a teammate's one contradicts (the
+    #: local one goes to review, both are linked)
+    conflicts: list[str] = attrs.field(factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -1545,6 +1548,7 @@ class Engine:
             if keep or plan.retire:
                 self.store.update([*keep, *plan.retire])
             self._mirror([*prepared, *reembed, *keep, *plan.retire])
+            report.conflicts = self._flag_local_conflicts([*prepared, *reembed])
         report.added, report.updated, report.retired = (
             len(prepared),
             len(plan.update),
@@ -1555,6 +1559,45 @@ class Engine:
         if report.added or report.updated or report.retired:
             log.info("team sync from %s: %s", label, report.to_dict())
         return report
+
+    def _flag_local_conflicts(self, team: Sequence[Memory]) -> builtins.list[str]:
+        """Local memories a teammate's new or edited memory contradicts go to review.
+
+        V5 §15: a team memory and a personal one that disagree are both kept and shown with
+        attribution, never silently resolved. The team's side was reviewed in the
+        repository, so the local side is the one that asks to be checked.
+        """
+        from engram.lifecycle.team import team_origin
+
+        notes: builtins.list[str] = []
+        pending: dict[str, Memory] = {}
+        for shared in team:
+            try:
+                found = self.store.keyword_search(
+                    shared.content, DUPLICATE_CANDIDATES, self._filter(types=[shared.type])
+                )
+            except Exception as exc:  # an FTS hiccup must not fail the sync
+                log.debug("team conflict search failed: %s", exc)
+                continue
+            ids = [mid for mid, _ in found if mid != shared.id]
+            candidates = [
+                (pending.get(m.id, m), None)
+                for m in self.store.get_many(ids)
+                if team_origin(m) is None
+                and shared.id not in {r.target_memory_id for r in m.relations}
+            ]
+            for conflict in find_contradictions(shared, candidates):
+                # the same finding seen from the local memory's side: it goes to review
+                seen_from_local = Contradiction(
+                    shared, conflict.kind, conflict.reason, conflict.overlap
+                )
+                mine, _ = self._link_contradictions(conflict.memory, [seen_from_local], pending)
+                pending[mine.id] = mine
+                notes.append(f"{mine.id} vs {shared.id}: {conflict.kind}, {conflict.reason}")
+        if pending:
+            self.store.update(list(pending.values()))
+            self._mirror(list(pending.values()))
+        return notes
 
     def _git_user(self) -> str | None:
         """Who shares (``git config user.name``), or None outside git / without a name."""

@@ -117,3 +117,35 @@ def test_share_commit_outside_git_keeps_the_files_and_says_why(
     assert done.code == 1 and len(done.err_lines) == 1
     assert "not in a git repository" in done.err and "commit them yourself" in done.err
     assert (plain / ".engram-team" / f"{mine.out.strip()}.json").exists()
+
+
+def test_a_teammates_memory_that_contradicts_mine_sends_mine_to_review(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    ana, ben = tmp_path / "ana", tmp_path / "ben"
+    ana.mkdir()
+    git(ana, "init", "-q", "-b", "main")
+    teammate(ana, "Ana")
+    (ana / "README.md").write_text("deploy notes\n")
+    git(ana, "add", ".")
+    git(ana, "commit", "-qm", "init")
+    git(tmp_path, "clone", "-q", str(ana), str(ben))
+    teammate(ben, "Ben")
+    mine = _run(
+        ["remember", "--type", "decision", "run migrations after deploying"], ben, cli_env, None
+    )
+    assert mine.code == 0, mine.err
+    shared = _run(
+        ["remember", "--type", "decision", "run migrations before deploying"], ana, cli_env, None
+    )
+    assert _run(["share", "--commit"], ana, cli_env, None).code == 0
+    git(ben, "pull", "-q", str(ana), "main")
+    report = json.loads(_run(["sync", "--json"], ben, cli_env, None).out)
+    assert report["added"] == 1
+    assert report["conflicts"] == [
+        f"{mine.out.strip()} vs {shared.out.strip()}: opposite, before vs after"
+    ]
+    review = json.loads(_run(["list", "--review", "--json"], ben, cli_env, None).out)["memories"]
+    assert [m["id"] for m in review] == [mine.out.strip()]
+    shown = _run(["show", mine.out.strip()], ben, cli_env, None).out
+    assert f"conflicts with: {shared.out.strip()}" in shown

@@ -785,6 +785,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
     )
     for reason in report.skipped[:10]:
         note(f"skipped {reason}")
+    for conflict in report.conflicts[:10]:
+        note(f"contradicts a teammate's memory, yours goes to review: {conflict}")
     return 0
 
 
