@@ -1548,7 +1548,7 @@ class Engine:
             if keep or plan.retire:
                 self.store.update([*keep, *plan.retire])
             self._mirror([*prepared, *reembed, *keep, *plan.retire])
-            report.conflicts = self._flag_local_conflicts([*prepared, *reembed])
+            report.conflicts = self._flag_local_conflicts([*prepared, *reembed], shared_ids)
         report.added, report.updated, report.retired = (
             len(prepared),
             len(plan.update),
@@ -1560,44 +1560,70 @@ class Engine:
             log.info("team sync from %s: %s", label, report.to_dict())
         return report
 
-    def _flag_local_conflicts(self, team: Sequence[Memory]) -> builtins.list[str]:
+    def _flag_local_conflicts(
+        self, team: Sequence[Memory], all_team_ids: set[str]
+    ) -> builtins.list[str]:
         """Local memories a teammate's new or edited memory contradicts go to review.
 
         V5 §15: a team memory and a personal one that disagree are both kept and shown with
         attribution, never silently resolved. The team's side was reviewed in the
         repository, so the local side is the one that asks to be checked.
+
+        Each pair is found by a keyword search from one side: from the team memories when
+        they are fewer (a pull with a few new files), else from the local memories (the
+        first sync of a clone: hundreds of team files, a handful of local notes).
         """
         from engram.lifecycle.team import team_origin
 
+        if not team:
+            return []
+        batch = {m.id: m for m in team}
+        local_count = self.store.count() - len(all_team_ids)
+        pairs: builtins.list[tuple[Memory, Contradiction]] = []
+        if local_count < len(batch):
+            locals_ = [m for m in self.store.list(self._filter()) if m.id not in all_team_ids]
+            for mine in locals_:
+                hits = self._keyword_ids(mine.content, mine.type)
+                shared = [(batch[mid], None) for mid in hits if mid in batch]
+                pairs.extend((mine, found) for found in find_contradictions(mine, shared))
+        else:
+            for shared_memory in team:
+                hits = self._keyword_ids(shared_memory.content, shared_memory.type)
+                candidates = [
+                    (m, None)
+                    for m in self.store.get_many([h for h in hits if h != shared_memory.id])
+                    if team_origin(m) is None and m.id not in all_team_ids
+                ]
+                for found in find_contradictions(shared_memory, candidates):
+                    # read again from the local memory's side, so the reason says what
+                    # "yours" claims first, as in the other branch
+                    again = find_contradictions(found.memory, [(shared_memory, None)])
+                    fallback = Contradiction(shared_memory, found.kind, found.reason, found.overlap)
+                    pairs.append((found.memory, again[0] if again else fallback))
         notes: builtins.list[str] = []
         pending: dict[str, Memory] = {}
-        for shared in team:
-            try:
-                found = self.store.keyword_search(
-                    shared.content, DUPLICATE_CANDIDATES, self._filter(types=[shared.type])
-                )
-            except Exception as exc:  # an FTS hiccup must not fail the sync
-                log.debug("team conflict search failed: %s", exc)
-                continue
-            ids = [mid for mid, _ in found if mid != shared.id]
-            candidates = [
-                (pending.get(m.id, m), None)
-                for m in self.store.get_many(ids)
-                if team_origin(m) is None
-                and shared.id not in {r.target_memory_id for r in m.relations}
-            ]
-            for conflict in find_contradictions(shared, candidates):
-                # the same finding seen from the local memory's side: it goes to review
-                seen_from_local = Contradiction(
-                    shared, conflict.kind, conflict.reason, conflict.overlap
-                )
-                mine, _ = self._link_contradictions(conflict.memory, [seen_from_local], pending)
-                pending[mine.id] = mine
-                notes.append(f"{mine.id} vs {shared.id}: {conflict.kind}, {conflict.reason}")
+        for mine, found in pairs:
+            current = pending.get(mine.id, mine)
+            if found.memory.id in {r.target_memory_id for r in current.relations}:
+                continue  # already linked (an earlier sync)
+            linked, _ = self._link_contradictions(current, [found], pending)
+            pending[linked.id] = linked
+            notes.append(f"{linked.id} vs {found.memory.id}: {found.kind}, {found.reason}")
         if pending:
             self.store.update(list(pending.values()))
             self._mirror(list(pending.values()))
         return notes
+
+    def _keyword_ids(self, text: str, mtype: MemoryType) -> builtins.list[str]:
+        """Ids of the keyword neighbours of ``text`` among memories of ``mtype``."""
+        try:
+            found = self.store.keyword_search(
+                text, DUPLICATE_CANDIDATES, self._filter(types=[mtype])
+            )
+        except Exception as exc:  # an FTS hiccup must not fail the caller
+            log.debug("keyword neighbours failed: %s", exc)
+            return []
+        return [mid for mid, _ in found]
 
     def _git_user(self) -> str | None:
         """Who shares (``git config user.name``), or None outside git / without a name."""

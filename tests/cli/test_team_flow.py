@@ -119,8 +119,9 @@ def test_share_commit_outside_git_keeps_the_files_and_says_why(
     assert (plain / ".engram-team" / f"{mine.out.strip()}.json").exists()
 
 
+@pytest.mark.parametrize("others", [0, 3])  # searched from the team side, then the local side
 def test_a_teammates_memory_that_contradicts_mine_sends_mine_to_review(
-    tmp_path: Path, cli_env: dict[str, str]
+    tmp_path: Path, cli_env: dict[str, str], others: int
 ) -> None:
     ana, ben = tmp_path / "ana", tmp_path / "ben"
     ana.mkdir()
@@ -138,12 +139,15 @@ def test_a_teammates_memory_that_contradicts_mine_sends_mine_to_review(
     shared = _run(
         ["remember", "--type", "decision", "run migrations before deploying"], ana, cli_env, None
     )
+    for i in range(others):
+        unrelated = f"the thumbnail cache for album {i} lives in /var/cache/thumbs{i}"
+        assert _run(["remember", "--type", "decision", unrelated], ana, cli_env, None).code == 0
     assert _run(["share", "--commit"], ana, cli_env, None).code == 0
     git(ben, "pull", "-q", str(ana), "main")
     report = json.loads(_run(["sync", "--json"], ben, cli_env, None).out)
-    assert report["added"] == 1
+    assert report["added"] == 1 + others
     assert report["conflicts"] == [
-        f"{mine.out.strip()} vs {shared.out.strip()}: opposite, before vs after"
+        f"{mine.out.strip()} vs {shared.out.strip()}: opposite, after vs before"
     ]
     review = json.loads(_run(["list", "--review", "--json"], ben, cli_env, None).out)["memories"]
     assert [m["id"] for m in review] == [mine.out.strip()]

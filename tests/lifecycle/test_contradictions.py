@@ -43,6 +43,8 @@ def test_each_kind_of_contradiction_is_found(old: str, new: str, kind: str) -> N
         ("the config file is required in production", "the config file is optional in development"),
         ("JWT tokens expire after 24 hours", "refresh tokens are stored in redis"),
         ("retry the upload 3 times", "retry the upload 3 times with backoff"),
+        # a number that names which thing is meant is not a setting's value
+        ("album 0 thumbnails live in /var/t0", "album 1 thumbnails live in /var/t1"),
     ],
 )  # fmt: skip
 def test_agreeing_or_differently_scoped_notes_are_not_contradictions(old: str, new: str) -> None:

@@ -151,3 +151,23 @@ def test_plan_sync_adds_updates_keeps_and_retires(tmp_path: Path) -> None:
     assert plan.update[0].content == "edited by a teammate" and plan.reembed == {edited.id}
     assert plan.unchanged == 1
     assert [m.id for m in plan.retire] == [gone.id] and plan.retire[0].deprecated
+
+
+def test_team_bench_smoke() -> None:
+    """scripts/bench/team.py on 20 memories prints its figures (and finds the 2 planted)."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "team.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--memories", "20", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["benchmark"] == "team" and summary["shared_files"] == 20
+    assert summary["sync_first_added"] == 20 and summary["sync_unchanged_count"] == 20
+    assert summary["sync_one_edit_updated"] == 1 and summary["sync_first_conflicts"] == 2
+    assert set(summary["ms_per_memory"]) == {"share", "sync_first", "remember_batch", "consolidate"}

@@ -100,6 +100,17 @@ _GENERIC_VERBS = frozenset(
 )
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_.']*[a-z0-9]|[a-z0-9]")
 _HAS_DIGIT = re.compile(r"\d")
+#: A number is a setting's value when one of these comes just before it ("the timeout is
+#: 30s", "pin lxml to 4.9", "starts at 02:00", "uses Node 18"); after anything else it
+#: names which thing is meant ("album 3", "step 12"), and two notes about album 3 and
+#: album 4 do not contradict each other.
+_VALUE_CUES = frozenset(
+    {
+        "is", "are", "was", "be", "to", "at", "after", "within", "under", "over", "=",
+        "of", "uses", "use", "using", "set", "sets", "equals", "takes", "needs", "version",
+        "limit", "max", "min", "maximum", "minimum", "every", "than",
+    }
+)  # fmt: skip
 
 
 @attrs.frozen
@@ -136,7 +147,7 @@ def _read(text: str) -> _Reading:
             continue
         tokens = _TOKEN.findall(clause)
         scope = 0
-        for token in tokens:
+        for position, token in enumerate(tokens):
             bare = token.rstrip(".")
             if bare in _NEGATION_WORDS or bare.endswith("n't"):
                 scope = NEGATION_SCOPE
@@ -144,8 +155,10 @@ def _read(text: str) -> _Reading:
             if bare in _STOP:
                 continue
             bare = _stem(bare)
-            if _HAS_DIGIT.search(bare):
-                values.add(bare)
+            if _HAS_DIGIT.search(bare) and _VALUE_CUES.intersection(
+                tokens[max(0, position - 2) : position]
+            ):
+                values.add(bare)  # a setting's value ("is 30s", "to 4.9"), not an index
             words.add(bare)
             if scope > 0:
                 negated.add(bare)

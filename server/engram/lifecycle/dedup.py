@@ -3,8 +3,9 @@
 Agents and people say the same thing many times. Instead of storing copies (which crowd
 out other memories in a token budget), a new memory that is nearly the same as an existing
 one of the same type is merged into it and the existing one gains confidence: being
-re-learned is evidence. Two guards keep the merge honest: the types must match, and a
-sentence that differs by a negation ("do X" / "never do X") is never a duplicate.
+re-learned is evidence. Three guards keep the merge honest: the types must match, a
+sentence that differs by a negation ("do X" / "never do X") is never a duplicate, and
+neither is one that states other numbers ("album 3" / "album 4", "30s" / "90s").
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ _NEGATIONS = frozenset(
     {"not", "never", "no", "don't", "dont", "doesn't", "isn't", "avoid", "without", "cannot"}
 )
 _WORD = re.compile(r"[a-z0-9_']+")
+_NUMBER = re.compile(r"\d+(?:\.\d+)*")
 
 
 def normalise_text(text: str) -> str:
@@ -34,6 +36,12 @@ def normalise_text(text: str) -> str:
 def _negations(text: str) -> frozenset[str]:
     words = set(_WORD.findall(text.lower()))
     return frozenset(w for w in words if w in _NEGATIONS or w.endswith("n't"))
+
+
+def _numbers(text: str) -> frozenset[str]:
+    """The numbers a note states ("album 3", "30s", "4.9"): notes that differ in them say
+    different things however alike the rest of the text is."""
+    return frozenset(_NUMBER.findall(text.lower()))
 
 
 def text_ratio(a: str, b: str) -> float:
@@ -70,10 +78,11 @@ def find_duplicate(
     """
     best: DuplicateMatch | None = None
     new_neg = _negations(new.content)
+    new_numbers = _numbers(new.content)
     for existing, cosine in candidates:
         if existing.id == new.id or existing.type != new.type or existing.deprecated:
             continue
-        if _negations(existing.content) != new_neg:
+        if _negations(existing.content) != new_neg or _numbers(existing.content) != new_numbers:
             continue
         ratio = text_ratio(new.content, existing.content)
         if ratio >= ratio_threshold or (cosine is not None and cosine >= cosine_threshold):
