@@ -1861,7 +1861,27 @@ class Engine:
                 "info",
             )
         )
+        checks.append(self._team_check())
         return checks
+
+    def _team_check(self) -> DoctorCheck:
+        """The team folder: how many shared memories, and any file sync had to skip."""
+        from engram.lifecycle.team import read_team_folder
+
+        try:
+            folder, label = self._team_folder()
+        except InvalidInput as exc:
+            return DoctorCheck("team", False, str(exc), "warning")
+        if not folder.is_dir():
+            return DoctorCheck("team", True, f"no {label}/ yet (engram share creates it)", "info")
+        read = read_team_folder(folder, label=label)
+        detail = f"{len(read.entries)} shared memories in {label}/"
+        if read.skipped:
+            return DoctorCheck(
+                "team", False, f"{detail}; {len(read.skipped)} unreadable: {read.skipped[0]}",
+                "warning",
+            )  # fmt: skip
+        return DoctorCheck("team", True, detail, "info")
 
     def close(self) -> None:
         with self._write_lock:

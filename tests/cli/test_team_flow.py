@@ -78,6 +78,9 @@ def test_share_commit_clone_sync_edit_and_retire(tmp_path: Path, cli_env: dict[s
     (ana / ".engram-team" / "m-broken.json").write_text("{oops")
     report = as_json(ana, "sync")
     assert report["skipped"] and "m-broken.json" in report["skipped"][0]  # type: ignore[index]
+    doctor = json.loads(_run(["doctor", "--json"], ana, cli_env, None).out)
+    (team_check,) = [c for c in doctor["checks"] if c["name"] == "team"]
+    assert not team_check["ok"] and "m-broken.json: not valid JSON" in team_check["detail"]
     (ana / ".engram-team" / "m-broken.json").unlink()
 
     # Ana removes the shared memory; Ben's copy retires after his pull
