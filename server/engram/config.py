@@ -75,6 +75,10 @@ class IndexConfig:
     max_file_bytes: int = 1_000_000
     exclude: list[str] = attrs.field(factory=list)
     index_on_start: bool = True
+    #: the language server embeds code chunks and memories in a child ``engram index``
+    #: process after its own (keyword-only) index, so the model's memory (hundreds of MB
+    #: while embedding) is freed when it is done instead of staying in the editor's server
+    embed_in_background: bool = True
 
 
 @attrs.define

@@ -1091,8 +1091,13 @@ class Engine:
         *,
         chunks: bool = True,
         history: bool = True,
+        embed_chunks: bool = True,
     ) -> Any:
         """Bring the code graph (and, with ``chunks``, the code-search chunks) up to date.
+
+        ``embed_chunks=False`` stores keyword-only chunks (the language server does this
+        and leaves embedding to a child process, so the model's memory never lands in the
+        editor's server).
 
         ``progress(done, total, path)`` is called per file. Returns the graph's
         ``IndexReport``; the chunk report of the same run is kept in
@@ -1102,7 +1107,7 @@ class Engine:
         """
         report = self.codegraph.index(progress=progress, cancel=cancel)
         if chunks and not getattr(report, "interrupted", False):
-            self.index_chunks(progress=progress, cancel=cancel)
+            self.index_chunks(progress=progress, cancel=cancel, embed=embed_chunks)
         if history and not getattr(report, "interrupted", False) and not self.read_only:
             self.last_history_report = self.sync_history(cancel=cancel)
         return report
@@ -1309,8 +1314,9 @@ class Engine:
         ``embed=False`` stores keyword-only chunks quickly; the next run with embeddings
         re-embeds them (their model id differs).
         """
-        searcher = self.code_search
-        if not embed:
+        if embed:
+            searcher = self.code_search
+        else:  # never touch self.code_search here: building it loads the embedding model
             module = _optional_module("engram.codegraph", "code search")
             searcher = module.CodeSearch(self.workspace, self.codegraph, None)
         try:

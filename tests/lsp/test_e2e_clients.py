@@ -244,3 +244,32 @@ def test_tcp_mode_answers_initialize(tmp_workspace: Workspace) -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+async def test_embeddings_run_in_a_child_process_not_the_server(app_workspace: Workspace) -> None:
+    """With a model configured, start-up indexes keyword-only and a child embeds.
+
+    The model and its buffers (hundreds of MB while embedding) live in the child, which
+    returns that memory when it exits; its output goes to .engram/logs.
+    """
+    root = app_workspace.root
+    subprocess.run(
+        [sys.executable, "-m", "engram", "index", "--workspace", str(root), "--no-embed"],
+        check=True,
+        capture_output=True,
+        env={**__import__("os").environ, "ENGRAM_EMBED__MODEL": "none"},
+    )
+    log = root / ".engram" / "logs" / "background-index.log"
+    async with lsp_session([root], options={"embed": {"model": "default"}}) as client:
+        await wait_ready(client)
+        await wait_for(
+            lambda: log.exists() and "code search:" in log.read_text(),
+            timeout=150,
+            what="the child's index run",
+        )
+        import re
+
+        embedded = re.search(r"embedded (\d+)", log.read_text())
+        assert embedded and int(embedded.group(1)) > 0  # the chunks got their vectors there
+        stats = await command(client, "engram.stats")
+        assert stats["ready"] is True

@@ -394,3 +394,24 @@ def test_time_window_filters_every_search_and_follows_writes(
         assert {m.id for m in reopened.list(flt)} == {march.id, late.id}
     finally:
         reopened.close()
+
+
+def test_record_column_reads_arrow_rows_and_local_writes() -> None:
+    """The snapshot's raw records: loaded rows stay Arrow until read, writes go on top."""
+    import pyarrow as pa
+
+    from engram.store.snapshot import RecordColumn
+
+    column = RecordColumn(pa.chunked_array([["a", None], ["c"]]))
+    assert len(column) == 3 and list(column) == ["a", None, "c"]
+    column[1] = "b"
+    column.append("d")
+    column[0] = None
+    assert list(column) == [None, "b", "c", "d"] and column[3] == "d"
+    with pytest.raises(IndexError):
+        column[4] = "x"
+    with pytest.raises(IndexError):
+        _ = column[9]
+    empty = RecordColumn()
+    empty.append("only")
+    assert list(empty) == ["only"]

@@ -113,6 +113,8 @@ class Folder:
         self.symbols: dict[str, tuple[SymbolInfo, ...]] = {}
         self.impact: dict[str, str | None] = {}
         self.session = SessionLedger()
+        #: child processes working for this folder (background embedding), ended at shutdown
+        self.children: list[Any] = []
 
     def contains(self, path: Path) -> bool:
         return path == self.root or self.root in path.parents

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 import time
 import uuid
@@ -282,6 +283,7 @@ class EngramLanguageServer(LanguageServer):
             report: Any = await asyncio.to_thread(run)
         else:
             report = await self.index_folder(folder, engine, "Engram: re-indexing")
+            self.maybe_embed_in_child(folder, engine)
         folder.impact.clear()
         folder.symbols.clear()
         await self.refresh_folder(folder)
@@ -404,11 +406,68 @@ class EngramLanguageServer(LanguageServer):
                 await self.index_folder(folder, engine, None, progress)
                 folder.symbols.clear()
                 await self.refresh_folder(folder)
+                self.maybe_embed_in_child(folder, engine)
         except Exception as exc:
             folder.error = f"Engram could not start for {folder.root}: {_first_line(exc)}"
             log.error("%s", folder.error, exc_info=not isinstance(exc, EngramError))
         finally:
             self.end_progress(progress, folder.error or "ready")
+
+    @staticmethod
+    def child_will_index(engine: Engine) -> bool:
+        """Whether a child ``engram index`` follows this server's own index."""
+        config = engine.config
+        return config.index.embed_in_background and config.embed.model != "none"
+
+    def maybe_embed_in_child(self, folder: Folder, engine: Engine) -> None:
+        """After a keyword-only index: embeddings in a child, unless off or one runs."""
+        if not self.child_will_index(engine):
+            return
+        if folder.children:
+            return  # the running child embeds whatever this index added, too
+        self.spawn(self.embed_in_child(folder), f"embedding in {folder.root}")
+
+    async def embed_in_child(self, folder: Folder) -> None:
+        """Run ``engram index`` in a child process for the embeddings, then refresh.
+
+        Embedding code chunks loads the ONNX model and its buffers (hundreds of MB, for
+        minutes on a large repository); in a child, that memory is returned to the
+        system when it exits, and the editor's server stays small. The child writes
+        through the stores' own writer locks; this server sees the new vectors as
+        foreign writes. Its output goes to ``.engram/logs/background-index.log``.
+        """
+        import subprocess
+        import sys
+
+        logs = folder.workspace.engram_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        # the child reads the workspace's config files itself; the editor's embedding
+        # settings travel as environment overrides so both use the same model
+        embed = folder.engine.config.embed if folder.engine is not None else None
+        env = dict(os.environ)
+        if embed is not None:
+            env["ENGRAM_EMBED__MODEL"] = embed.model
+            env["ENGRAM_EMBED__BATCH_SIZE"] = str(embed.batch_size)
+        with (logs / "background-index.log").open("a", encoding="utf-8") as sink:
+            try:
+                child = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "engram", "index", "--workspace", str(folder.root),
+                    stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, env=env,
+                    preexec_fn=_lower_priority if os.name == "posix" else None,
+                )  # fmt: skip
+            except OSError as exc:
+                log.warning("background embedding not started: %s", exc)
+                return
+            folder.children.append(child)
+            try:
+                code = await child.wait()
+            finally:
+                if child in folder.children:
+                    folder.children.remove(child)
+        if code != 0:
+            log.warning("background embedding exited with %s (see %s)", code, logs)
+            return
+        await self.refresh_folder(folder)
 
     def configure_folder(self, folder: Folder, engine: Engine) -> None:
         config = engine.config
@@ -442,11 +501,17 @@ class EngramLanguageServer(LanguageServer):
         def cancelled() -> bool:
             return self.progress_cancelled(token)
 
+        # keyword-only chunks here; embeddings (and, when that child runs, git history
+        # mining) happen in a child process, see maybe_embed_in_child
+        history_here = not self.child_will_index(engine)
+
         def run() -> Any:
-            try:
-                return engine.index(progress=_progress_adapter(progress), cancel=cancelled)
-            except TypeError:
-                return engine.index(progress, cancelled)
+            return engine.index(
+                progress=_progress_adapter(progress),
+                cancel=cancelled,
+                embed_chunks=False,
+                history=history_here,
+            )
 
         try:
             folder.indexing = "indexing"
@@ -667,6 +732,12 @@ def _progress_adapter(fn: Callable[[int, int, str], None]) -> Callable[..., None
             fn(numbers[0], 0, text)
 
     return adapter
+
+
+def _lower_priority() -> None:
+    """In the background-embedding child: yield the CPU to the editor (``nice 10``)."""
+    with contextlib.suppress(OSError):
+        os.nice(10)
 
 
 def _first_line(exc: BaseException) -> str:

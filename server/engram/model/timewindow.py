@@ -8,10 +8,13 @@ recorded then; :func:`engram.retrieval.timeframe.find_timeframe` turns the words
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import attrs
-import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:  # NumPy loads only when a store masks rows: `engram serve` starts without it
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["TimeWindow"]
 
@@ -39,10 +42,16 @@ class TimeWindow:
         moment = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
         if not self.every_year:
             return self.start <= moment < self.end
-        return bool(self._calendar_mask(np.asarray([_month_day(moment)]))[0])
+        low, high = _month_day(self.start), _month_day(self.end)
+        day = _month_day(moment)
+        if self.end.year > self.start.year and high >= low:  # a whole year or more
+            return True
+        return low <= day < high if low <= high else (day >= low or day < high)
 
     def mask(self, timestamps: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
         """Which POSIX ``timestamps`` (seconds, UTC) fall in the window."""
+        import numpy as np
+
         stamps = np.asarray(timestamps, dtype=np.float64)
         if not self.every_year:
             return (stamps >= self.start.timestamp()) & (stamps < self.end.timestamp())
@@ -56,6 +65,8 @@ class TimeWindow:
         return self._calendar_mask(month * 32 + day) & finite
 
     def _calendar_mask(self, month_days: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        import numpy as np
+
         low, high = _month_day(self.start), _month_day(self.end)
         if self.end.year > self.start.year and high >= low:  # a whole year or more
             return np.ones(month_days.shape, dtype=np.bool_)

@@ -53,7 +53,7 @@ from engram.store.errors import StoreError
 from engram.store.fts_text import document_text, sql_quote
 from engram.store.hybrid import CLEANUP_AFTER, META_TABLE, META_TABLE_VERSION, HybridTable
 from engram.store.lock import DEFAULT_LOCK_TIMEOUT_S, WriteLock
-from engram.store.snapshot import GrowColumn, VectorBlock, vectors_from_binary
+from engram.store.snapshot import GrowColumn, RecordColumn, VectorBlock, vectors_from_binary
 from engram.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ class _Snapshot:
         self.version = -1
         self.ids: list[str] = []
         self.row_of: dict[str, int] = {}
-        self.records: list[str | None] = []
+        self.records = RecordColumn()
         self.decoded: dict[int, Memory] = {}
         self.files: list[list[str]] = []
         self.file_rows: dict[str, set[int]] = {}
@@ -337,7 +337,7 @@ class MemoryStore:
         n = data.num_rows
         snap.ids = [str(x) for x in data.column("id").to_pylist()]
         snap.row_of = {mid: i for i, mid in enumerate(snap.ids)}
-        snap.records = data.column("record").to_pylist()
+        snap.records = RecordColumn(data.column("record"))
         snap.files = [f or [] for f in data.column("files").to_pylist()]
         for row, files in enumerate(snap.files):
             for path in files:

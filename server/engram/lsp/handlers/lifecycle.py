@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,11 @@ def register(server: EngramLanguageServer) -> None:
             except Exception as exc:
                 log.debug("extension close failed: %s", exc)
         for folder in ls.folders.values():
+            for child in list(folder.children):  # background embedding: stop, never orphan
+                with contextlib.suppress(ProcessLookupError):
+                    child.terminate()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(child.wait(), timeout=5)
             if folder.engine is not None:
                 try:
                     await asyncio.to_thread(folder.engine.close)
