@@ -75,9 +75,10 @@ class IndexConfig:
     max_file_bytes: int = 1_000_000
     exclude: list[str] = attrs.field(factory=list)
     index_on_start: bool = True
-    #: the language server embeds code chunks and memories in a child ``engram index``
-    #: process after its own (keyword-only) index, so the model's memory (hundreds of MB
-    #: while embedding) is freed when it is done instead of staying in the editor's server
+    #: the language server indexes keyword-only and leaves embeddings (code chunks,
+    #: memories) and git history mining to a child ``engram index`` process, so their
+    #: memory (hundreds of MB while embedding) is freed when it is done instead of staying
+    #: in the editor's server; off: all in the server process, code chunks keyword-only
     embed_in_background: bool = True
 
 

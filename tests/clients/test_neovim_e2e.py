@@ -84,7 +84,7 @@ def nvim(workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         "vim.opt.rtp:prepend(" + json.dumps(str(PLUGIN)) + ")\n"
         "vim.cmd('filetype plugin indent on')\n"
         "require('engram').setup{ python = " + json.dumps(sys.executable) + ","
-        " settings = { embed = { model = 'none' } } }\n"
+        " settings = { embed = { model = 'none' }, index = { embed_in_background = false } } }\n"
     )
     # the child nvim (and the server it starts) inherit this environment
     monkeypatch.setenv("ENGRAM_EMBED__MODEL", "none")

@@ -37,8 +37,13 @@ class Cache:
         return None
 '''
 
-#: Settings every test server gets: no embedding model (keyword search only; fast).
-FAST = {"embed": {"model": "none"}, "diagnostics": {"debounceMs": 50}}
+#: Settings every test server gets: no embedding model (keyword search only; fast), and no
+#: background ``engram index`` child writing to the store while a test asserts on it.
+FAST = {
+    "embed": {"model": "none"},
+    "diagnostics": {"debounceMs": 50},
+    "index": {"embedInBackground": False},
+}
 
 
 def seed(root: Path, memories: list[dict[str, Any]]) -> list[str]:

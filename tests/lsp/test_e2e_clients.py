@@ -260,7 +260,8 @@ async def test_embeddings_run_in_a_child_process_not_the_server(app_workspace: W
         env={**__import__("os").environ, "ENGRAM_EMBED__MODEL": "none"},
     )
     log = root / ".engram" / "logs" / "background-index.log"
-    async with lsp_session([root], options={"embed": {"model": "default"}}) as client:
+    options = {"embed": {"model": "default"}, "index": {"embedInBackground": True}}
+    async with lsp_session([root], options=options) as client:
         await wait_ready(client)
         await wait_for(
             lambda: log.exists() and "code search:" in log.read_text(),
@@ -273,3 +274,29 @@ async def test_embeddings_run_in_a_child_process_not_the_server(app_workspace: W
         assert embedded and int(embedded.group(1)) > 0  # the chunks got their vectors there
         stats = await command(client, "engram.stats")
         assert stats["ready"] is True
+
+
+async def test_shutdown_ends_a_running_background_child(app_workspace: Workspace) -> None:
+    """The editor closes while the child still embeds: it must not outlive the server."""
+    root = app_workspace.root
+    for i in range(300):  # enough chunks to keep the child embedding for a while
+        body = "\n".join(f"def f{i}_{j}(value):\n    return value * {j}\n" for j in range(8))
+        (root / "src" / f"gen{i}.py").write_text(body)
+    subprocess.run(
+        [sys.executable, "-m", "engram", "index", "--workspace", str(root), "--no-embed"],
+        check=True,
+        capture_output=True,
+        env={**__import__("os").environ, "ENGRAM_EMBED__MODEL": "none"},
+    )
+
+    def children() -> list[str]:
+        found = subprocess.run(
+            ["pgrep", "-f", f"engram index --workspace {root}"], capture_output=True, text=True
+        )
+        return found.stdout.split()
+
+    options = {"embed": {"model": "default"}, "index": {"embedInBackground": True}}
+    async with lsp_session([root], options=options) as client:
+        await wait_ready(client)
+        await wait_for(children, timeout=30, what="the background child")
+    await wait_for(lambda: not children(), timeout=5, what="the child to end with the server")

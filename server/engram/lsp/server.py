@@ -416,8 +416,7 @@ class EngramLanguageServer(LanguageServer):
     @staticmethod
     def child_will_index(engine: Engine) -> bool:
         """Whether a child ``engram index`` follows this server's own index."""
-        config = engine.config
-        return config.index.embed_in_background and config.embed.model != "none"
+        return engine.config.index.embed_in_background
 
     def maybe_embed_in_child(self, folder: Folder, engine: Engine) -> None:
         """After a keyword-only index: embeddings in a child, unless off or one runs."""
@@ -461,6 +460,10 @@ class EngramLanguageServer(LanguageServer):
             folder.children.append(child)
             try:
                 code = await child.wait()
+            except asyncio.CancelledError:  # shutdown cancels this task first: end the child
+                with contextlib.suppress(ProcessLookupError):
+                    child.terminate()
+                raise
             finally:
                 if child in folder.children:
                     folder.children.remove(child)
@@ -735,9 +738,17 @@ def _progress_adapter(fn: Callable[[int, int, str], None]) -> Callable[..., None
 
 
 def _lower_priority() -> None:
-    """In the background-embedding child: yield the CPU to the editor (``nice 10``)."""
+    """In the background child: yield the CPU to the editor (``nice 10``) and, on Linux,
+    end with the server if it dies without a shutdown (no orphaned indexing)."""
     with contextlib.suppress(OSError):
         os.nice(10)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+            import signal
+
+            pr_set_pdeathsig = 1
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def _first_line(exc: BaseException) -> str:
