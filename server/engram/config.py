@@ -80,6 +80,9 @@ class IndexConfig:
     #: memory (hundreds of MB while embedding) is freed when it is done instead of staying
     #: in the editor's server; off: all in the server process, code chunks keyword-only
     embed_in_background: bool = True
+    #: seconds after start-up before that child starts: the first opens and hovers of a
+    #: session get the CPU to themselves
+    background_delay_seconds: float = 10.0
 
 
 @attrs.define

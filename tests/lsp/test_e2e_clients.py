@@ -260,7 +260,10 @@ async def test_embeddings_run_in_a_child_process_not_the_server(app_workspace: W
         env={**__import__("os").environ, "ENGRAM_EMBED__MODEL": "none"},
     )
     log = root / ".engram" / "logs" / "background-index.log"
-    options = {"embed": {"model": "default"}, "index": {"embedInBackground": True}}
+    options = {
+        "embed": {"model": "default"},
+        "index": {"embedInBackground": True, "backgroundDelaySeconds": 0},
+    }
     async with lsp_session([root], options=options) as client:
         await wait_ready(client)
         await wait_for(
@@ -295,7 +298,10 @@ async def test_shutdown_ends_a_running_background_child(app_workspace: Workspace
         )
         return found.stdout.split()
 
-    options = {"embed": {"model": "default"}, "index": {"embedInBackground": True}}
+    options = {
+        "embed": {"model": "default"},
+        "index": {"embedInBackground": True, "backgroundDelaySeconds": 0},
+    }
     async with lsp_session([root], options=options) as client:
         await wait_ready(client)
         await wait_for(children, timeout=30, what="the background child")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engram.cli import render
+from engram.cli.serve import cmd_serve
 from engram.errors import EngramError, InvalidInput, NotAvailable
 from engram.model import memory_json, to_jsonable
 
@@ -625,24 +626,6 @@ def _pop_workspace(argv: list[str]) -> tuple[list[str], str | None]:
         else:
             rest.append(item)
     return rest, workspace
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    import importlib
-
-    tcp = args.tcp
-    if tcp is not None and not re.fullmatch(r"[^:\s]*:\d{1,5}", tcp):
-        raise InvalidInput(f"--tcp must be HOST:PORT, got {tcp!r}")
-
-    try:
-        lsp = importlib.import_module("engram.lsp")
-    except ModuleNotFoundError as exc:
-        raise NotAvailable("the language server is not available yet (engram.lsp)") from exc
-    run_server = getattr(lsp, "run_server", None)
-    if not callable(run_server):
-        raise NotAvailable("the language server is not available yet (engram.lsp.run_server)")
-    run_server(_workspace_arg(args), tcp)
-    return 0
 
 
 def cmd_mcp_serve(args: argparse.Namespace) -> int:

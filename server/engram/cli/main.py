@@ -263,6 +263,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return hook_main(args.agent, sys.stdin.read(), getattr(args, "workspace", None))
     try:
+        if args.command == "serve":  # the editor is waiting for `initialize`: import little
+            from engram.cli.serve import cmd_serve
+
+            return cmd_serve(args)
         from engram.cli.commands import run_command
 
         return run_command(args)

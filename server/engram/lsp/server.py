@@ -438,6 +438,9 @@ class EngramLanguageServer(LanguageServer):
         import subprocess
         import sys
 
+        delay = folder.engine.config.index.background_delay_seconds if folder.engine else 0.0
+        if delay > 0:
+            await asyncio.sleep(delay)  # cancelled at shutdown: no child is started then
         logs = folder.workspace.engram_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         # the child reads the workspace's config files itself; the editor's embedding

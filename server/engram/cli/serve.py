@@ -1,0 +1,32 @@
+"""``engram serve``: start the language server with as little imported as possible.
+
+Editors time ``initialize`` from the moment they spawn the process, so this path imports
+neither the other commands nor their rendering (``engram.cli.commands``), only what
+checking the arguments needs; ``engram.lsp`` brings pygls and lsprotocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+
+from engram.errors import InvalidInput, NotAvailable
+
+_TCP = re.compile(r"[^:\s]*:\d{1,5}")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    tcp = args.tcp
+    if tcp is not None and not _TCP.fullmatch(tcp):
+        raise InvalidInput(f"--tcp must be HOST:PORT, got {tcp!r}")
+    try:
+        lsp = importlib.import_module("engram.lsp")
+    except ModuleNotFoundError as exc:
+        raise NotAvailable("the language server is not available yet (engram.lsp)") from exc
+    run_server = getattr(lsp, "run_server", None)
+    if not callable(run_server):
+        raise NotAvailable("the language server is not available yet (engram.lsp.run_server)")
+    workspace = getattr(args, "workspace", None)
+    run_server(str(workspace) if workspace else None, tcp)
+    return 0
