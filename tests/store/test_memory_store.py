@@ -415,3 +415,14 @@ def test_record_column_reads_arrow_rows_and_local_writes() -> None:
     empty = RecordColumn()
     empty.append("only")
     assert list(empty) == ["only"]
+
+
+def test_record_column_extracts_a_field_from_loaded_and_written_rows() -> None:
+    import pyarrow as pa
+
+    from engram.store.snapshot import RecordColumn
+
+    column = RecordColumn(pa.chunked_array([['{"v":"a"}', None], ['{"w":1}']]))
+    column.append('{"v":"d"}')
+    column[2] = '{"v":"c"}'
+    assert column.extract(r'"v":"([^"]+)"') == ["a", None, "c", "d"]

@@ -103,6 +103,8 @@ class HybridTable:
         self._mutex = threading.RLock()
         self._writes_since_optimize = 0
         self._stamp: tuple[int, int, int] | None = None
+        #: the version last read from LanceDB, valid while ``_versions/`` has not moved
+        self._version: int | None = None
         meta = schema.metadata or {}
         self.table_version = int(meta.get(META_TABLE_VERSION, b"1"))
 
@@ -137,16 +139,22 @@ class HybridTable:
 
     def table(self) -> Any | None:
         """The open table at its latest version, or ``None`` when it does not exist yet."""
+        return self._current()[0]
+
+    def _current(self) -> tuple[Any | None, bool]:
+        """The table, and whether it may have moved since the last look (see below)."""
         with self._mutex:
             if self._table is None:
                 if not self.exists():
-                    return None
+                    return None, True
                 db = self._connect()
                 self._table = self.guard("open", lambda: db.open_table(self.name))
                 self._check_version(self._table)
-            elif self._maybe_changed():
+                return self._table, True
+            if self._maybe_changed():
                 self.guard("read", self._table.checkout_latest)
-            return self._table
+                return self._table, True
+            return self._table, False
 
     def _maybe_changed(self) -> bool:
         """Could another writer have committed since we last looked?
@@ -187,9 +195,20 @@ class HybridTable:
                 self._migrate(table, found)
 
     def version(self) -> int:
-        """The latest committed version (0 when the table does not exist)."""
-        table = self.table()
-        return 0 if table is None else int(self.guard("read", lambda: table.version))
+        """The latest committed version (0 when the table does not exist).
+
+        Asked before every read; when ``_versions/`` has not moved (``_maybe_changed``)
+        the version read last time is still the latest, and LanceDB (a round trip through
+        its event loop, 0.1 to several ms) is not asked again.
+        """
+        with self._mutex:
+            table, moved = self._current()
+            if table is None:
+                self._version = None
+                return 0
+            if moved or self._version is None:
+                self._version = int(self.guard("read", lambda: table.version))
+            return self._version
 
     def _hold(self) -> Any:
         if self._lock is None:
@@ -226,6 +245,7 @@ class HybridTable:
             with self._mutex:
                 self._table = None
                 self._stamp = None
+                self._version = None
             try:
                 return fn()
             except StoreError:
@@ -384,3 +404,4 @@ class HybridTable:
             self._table = None
             self._db = None
             self._stamp = None
+            self._version = None

@@ -514,14 +514,14 @@ class MemoryStore:
             return snap.valid_from.view()
         values = np.full(len(snap.ids), np.nan, dtype=np.float64)
         alive = snap.alive.view()
-        for row, raw in enumerate(snap.records):
-            if raw is None or not alive[row]:
+        stamps = snap.records.extract(_VALID_FROM.pattern)
+        for row, text in enumerate(stamps):
+            if not alive[row]:  # dropped rows are dead: their record is None
                 continue
-            match = _VALID_FROM.search(raw)
             moment: datetime | None = None
-            if match is not None:
+            if text is not None:
                 try:
-                    moment = datetime.fromisoformat(match.group(1))
+                    moment = datetime.fromisoformat(text)
                 except ValueError:
                     moment = None
             if moment is None:

@@ -238,3 +238,29 @@ class RecordColumn:
     def __iter__(self) -> Iterator[str | None]:
         for row in range(self._size):
             yield self[row]
+
+    def extract(self, pattern: str) -> list[str | None]:
+        """The first group of ``pattern`` in every row (None where absent).
+
+        The loaded rows are scanned by Arrow's compute kernel (no ``str`` per row), the
+        rows written since by ``re``: building the ``valid_from`` column of 100k records
+        this way takes a fraction of decoding them.
+        """
+        import re
+
+        found: list[str | None] = [None] * self._size
+        if self._base is not None and len(self._base):
+            import pyarrow.compute as pc
+
+            named = re.sub(r"^(.*?)\((?!\?)", r"\1(?P<value>", pattern, count=1)
+            matched = pc.extract_regex(self._base, named)
+            values = matched.field("value").to_pylist()
+            valid = matched.is_valid().to_pylist()
+            for row, (value, ok) in enumerate(zip(values, valid, strict=True)):
+                if ok:
+                    found[row] = value
+        compiled = re.compile(pattern)
+        for row, raw in self._over.items():
+            hit = compiled.search(raw) if raw is not None else None
+            found[row] = hit.group(1) if hit is not None else None
+        return found
