@@ -763,13 +763,16 @@ class MemoryStore:
                     where = f"{where} AND id IN ({ids})" if where else f"id IN ({ids})"
                 else:
                     fetch = k * WINDOW_OVERFETCH
-            rows = self._table.keyword_search(query, fetch, where, ["id"])
-            found = [
-                (str(r["id"]), float(r["_score"])) for r in rows if r["id"] in self._snap.row_of
-            ]
-            if inside is not None:
-                found = [hit for hit in found if hit[0] in inside]
-            return found[:k]
+        # the FTS query itself runs without the snapshot's lock: the retriever runs it on
+        # a worker thread while this thread's vector search holds that lock, and holding
+        # it here made the two paths take turns instead of overlapping (p95 +5-10 ms)
+        rows = self._table.keyword_search(query, fetch, where, ["id"])
+        with self._mutex:
+            row_of = self._snap.row_of
+            found = [(str(r["id"]), float(r["_score"])) for r in rows if r["id"] in row_of]
+        if inside is not None:
+            found = [hit for hit in found if hit[0] in inside]
+        return found[:k]
 
     def vector_search(
         self,
@@ -801,8 +804,11 @@ class MemoryStore:
                 if len(self._allowed_cache) > 32:
                     self._allowed_cache.clear()
                 self._allowed_cache[key] = allowed
-            hits = block.search(query, k, allowed=allowed)
-            return [(self._snap.ids[row], score) for row, score in hits]
+            frozen, ids = block.frozen(), self._snap.ids
+        # the matrix product (the O(n·dim) step, ~8 ms at 100k) runs without the lock, so
+        # the retriever's keyword search on its worker thread is not kept waiting for it
+        hits = frozen.search(query, k, allowed)
+        return [(ids[row], score) for row, score in hits]
 
     def missing_vectors(self, model_id: str) -> list[Memory]:
         """Memories with no vector from ``model_id`` (never embedded, or another model)."""

@@ -119,24 +119,45 @@ class VectorBlock:
         ``allowed`` (from :meth:`allowed`) may be passed instead, so callers can cache it
         between writes: on 100k rows the matrix product is the only O(n·dim) step.
         """
-        n = self.size
-        if n == 0 or k <= 0:
-            return []
         if allowed is None:
             allowed = self.allowed(row_mask)
+        return self.frozen().search(query, k, allowed)
+
+    def frozen(self) -> FrozenBlock:
+        """The block as it is now, to search without holding the snapshot's lock.
+
+        The matrix is a view (a later write may touch one of its rows in place, never the
+        shape); the row map is copied (a removal marks its row -1).
+        """
+        n = self.size
+        return FrozenBlock(self.matrix[:n], self.rows[:n].copy())
+
+
+class FrozenBlock:
+    """A :class:`VectorBlock` captured for one search (see :meth:`VectorBlock.frozen`)."""
+
+    def __init__(self, matrix: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]) -> None:
+        self.matrix = matrix
+        self.rows = rows
+
+    def search(
+        self, query: npt.NDArray[np.float32], k: int, allowed: npt.NDArray[np.bool_]
+    ) -> list[tuple[int, float]]:
+        n = len(self.rows)
+        if n == 0 or k <= 0:
+            return []
+        allowed = allowed[:n] & (self.rows >= 0)
         count = int(np.count_nonzero(allowed))
         if count == 0:
             return []
         q = normalise(query.reshape(1, -1).astype(np.float32, copy=False))[0]
         if count == n:
             positions = None
-            scores = self.matrix[:n] @ q
+            scores = self.matrix @ q
         else:
             positions = np.flatnonzero(allowed)
-            if count * 4 <= n:  # selective filter: score only the allowed rows
-                scores = self.matrix[positions] @ q
-            else:
-                scores = (self.matrix[:n] @ q)[positions]
+            selective = count * 4 <= n  # a selective filter scores only the allowed rows
+            scores = self.matrix[positions] @ q if selective else (self.matrix @ q)[positions]
         m = len(scores)
         k = min(k, m)
         top = np.argpartition(scores, m - k)[m - k :] if k < m else np.arange(m)
