@@ -26,14 +26,19 @@ def teammate(path: Path, name: str) -> None:
     git(path, "config", "user.email", f"{name.lower()}@example.com")
 
 
+def first_repo(path: Path, name: str, file: str, text: str) -> None:
+    """A repository with one commit of ``file``, owned by ``name``."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    teammate(path, name)
+    (path / file).write_text(text)
+    git(path, "add", ".")
+    git(path, "commit", "-qm", f"add {file}")
+
+
 def test_share_commit_clone_sync_edit_and_retire(tmp_path: Path, cli_env: dict[str, str]) -> None:
     ana, ben = tmp_path / "ana", tmp_path / "ben"
-    ana.mkdir()
-    git(ana, "init", "-q", "-b", "main")
-    teammate(ana, "Ana")
-    (ana / "billing.py").write_text("def charge(amount):\n    return amount\n")
-    git(ana, "add", ".")
-    git(ana, "commit", "-qm", "billing")
+    first_repo(ana, "Ana", "billing.py", "def charge(amount):\n    return amount\n")
 
     def engram(where: Path, *args: str) -> Run:
         run = _run(list(args), where, cli_env, None)
@@ -127,12 +132,7 @@ def test_a_teammates_memory_that_contradicts_mine_sends_mine_to_review(
     tmp_path: Path, cli_env: dict[str, str], others: int
 ) -> None:
     ana, ben = tmp_path / "ana", tmp_path / "ben"
-    ana.mkdir()
-    git(ana, "init", "-q", "-b", "main")
-    teammate(ana, "Ana")
-    (ana / "README.md").write_text("deploy notes\n")
-    git(ana, "add", ".")
-    git(ana, "commit", "-qm", "init")
+    first_repo(ana, "Ana", "README.md", "deploy notes\n")
     git(tmp_path, "clone", "-q", str(ana), str(ben))
     teammate(ben, "Ben")
     mine = _run(
