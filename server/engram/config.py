@@ -131,6 +131,11 @@ class TeamConfig:
     #: read the folder into the local store on ``engram index`` and when it changes
     auto_sync: bool = True
 
+    @property
+    def folder(self) -> str:
+        """``dir`` as a workspace-relative POSIX path, no slashes around (the default if empty)."""
+        return self.dir.strip().strip("/") or ".engram-team"
+
 
 @attrs.define
 class EngramConfig:

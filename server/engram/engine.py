@@ -59,6 +59,7 @@ from engram.model import (
     RelationType,
     UniversalPhase,
     content_hash,
+    team_origin,
     utcnow,
 )
 from engram.workspace import Workspace, WorkspaceError
@@ -1445,25 +1446,17 @@ class Engine:
         changed: Mapping[str, Memory],
     ) -> builtins.list[Memory]:
         """Memories of the same type that share words with ``memory`` (current versions)."""
-        try:
-            found = self.store.keyword_search(
-                memory.content, DUPLICATE_CANDIDATES, self._filter(types=[memory.type])
-            )
-        except Exception as exc:  # an FTS hiccup skips this memory, not the run
-            log.debug("consolidate: keyword search failed for %s: %s", memory.id, exc)
-            return []
-        out: list[Memory] = []
-        for mid, _score in found:
-            if mid == memory.id or mid in removed or mid not in alive:
-                continue
-            out.append(changed.get(mid, alive[mid]))
-        return out
+        return [
+            changed.get(mid, alive[mid])
+            for mid in self._keyword_ids(memory.content, memory.type)
+            if mid != memory.id and mid not in removed and mid in alive
+        ]
 
     # ------------------------------------------------------------------ team sharing
 
     def _team_folder(self) -> tuple[Path, str]:
         """The team folder (absolute) and as configured (workspace-relative, POSIX)."""
-        rel = self.config.team.dir.strip().strip("/") or ".engram-team"
+        rel = self.config.team.folder
         try:
             folder = self.workspace.resolve(rel)
         except WorkspaceError as exc:
@@ -1579,8 +1572,6 @@ class Engine:
         they are fewer (a pull with a few new files), else from the local memories (the
         first sync of a clone: hundreds of team files, a handful of local notes).
         """
-        from engram.lifecycle.team import team_origin
-
         if not team:
             return []
         batch = {m.id: m for m in team}

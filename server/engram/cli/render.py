@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engram.model import Memory, memory_json, to_jsonable, utcnow
+from engram.model import Memory, memory_json, shared_by_text, team_origin, to_jsonable, utcnow
 
 
 def hit_to_dict(hit: Any) -> dict[str, Any]:
@@ -167,9 +167,9 @@ def memory_card(memory: Memory) -> str:
         if target:
             found = " (found automatically)" if relation.auto_extracted else ""
             lines.append(f"{relation.relation_type.value.replace('_', ' ')}: {target}{found}")
-    team = memory.extra.get("team")
-    if isinstance(team, dict):
-        lines.append(f"shared by {team.get('by') or 'the team'} through {team.get('file')}")
+    team = team_origin(memory)
+    if team is not None:
+        lines.append(f"{shared_by_text(memory)} through {team.get('file')}")
     lines.append(f"citation: {memory.citation()}")
     lines.append("")
     lines.append(memory.content)

@@ -35,8 +35,16 @@ from typing import Any
 import attrs
 
 from engram.lifecycle.redaction import redact_secrets
-from engram.model import Memory, MemoryScope, MemorySource, MemoryType, memory_from_dict
+from engram.model import (
+    Memory,
+    MemoryScope,
+    MemorySource,
+    MemoryType,
+    memory_from_dict,
+    team_origin,
+)
 from engram.model.codec import make_converter, memory_to_dict
+from engram.model.memory import TEAM_KEY
 
 __all__ = [
     "DEFAULT_TEAM_DIR",
@@ -56,8 +64,6 @@ log = logging.getLogger(__name__)
 DEFAULT_TEAM_DIR = ".engram-team"
 #: Tag on every memory that came from the team folder.
 TEAM_TAG = "team"
-#: ``extra`` key holding where a team memory came from (file, sharer, time).
-TEAM_KEY = "team"
 #: A shared file larger than this is skipped (a memory is at most a few kilobytes).
 MAX_TEAM_FILE_BYTES = 256 * 1024
 #: Kind of note each format version of the shared file means.
@@ -216,12 +222,6 @@ def _entry(raw: Any, name: str, text: str, stem: str, converter: Any) -> TeamEnt
         extra=extra,
     )
     return TeamEntry(path=name, memory=memory, digest=_digest(text), shared_by=shared_by)
-
-
-def team_origin(memory: Memory) -> dict[str, Any] | None:
-    """Where a team memory came from (``extra["team"]``), or None for a local one."""
-    origin = memory.extra.get(TEAM_KEY)
-    return origin if isinstance(origin, dict) else None
 
 
 @attrs.define

@@ -29,7 +29,7 @@ import attrs
 from lsprotocol import types
 
 from engram.lsp.anchors import LineSpan
-from engram.model import ANCHORED_DIAGNOSTIC_TYPES, Memory, MemoryType
+from engram.model import ANCHORED_DIAGNOSTIC_TYPES, Memory, MemoryType, shared_by_text
 
 log = logging.getLogger(__name__)
 
@@ -202,10 +202,9 @@ def provenance_text(memory: Memory, now: datetime) -> str:
         parts.append(f"session {memory.provenance.session_id}")
     if memory.provenance.commit_sha:
         parts.append(f"commit {memory.provenance.commit_sha[:7]}")
-    team = memory.extra.get("team")  # engram.lifecycle.team: came from the team folder
-    if isinstance(team, dict):
-        who = team.get("by")
-        parts.append(f"shared by {who}" if isinstance(who, str) and who else "shared by the team")
+    shared = shared_by_text(memory)
+    if shared is not None:
+        parts.append(shared)
     if memory.pinned:
         parts.append("pinned")
     if memory.user_verified:

@@ -25,6 +25,8 @@ from engram.model.memory import (
     content_hash,
     make_citation_text,
     new_memory_id,
+    shared_by_text,
+    team_origin,
     utcnow,
 )
 from engram.model.timewindow import TimeWindow
@@ -52,6 +54,8 @@ __all__ = [
     "memory_json",
     "memory_to_dict",
     "new_memory_id",
+    "shared_by_text",
+    "team_origin",
     "to_jsonable",
     "utcnow",
 ]

@@ -265,3 +265,23 @@ def make_citation_text(content: str, limit: int = 40) -> str:
         return first
     cut = first[: limit - 1].rsplit(" ", 1)[0] or first[: limit - 1]
     return cut + "…"
+
+
+#: ``extra`` key of a memory read from the team folder (``engram.lifecycle.team``):
+#: ``{"file": ".engram-team/<id>.json", "by": who shared it, "at": when}``.
+TEAM_KEY = "team"
+
+
+def team_origin(memory: Memory) -> dict[str, Any] | None:
+    """Where a team memory came from (``extra["team"]``), or None for a local one."""
+    origin = memory.extra.get(TEAM_KEY)
+    return origin if isinstance(origin, dict) else None
+
+
+def shared_by_text(memory: Memory) -> str | None:
+    """``"shared by Ana"`` for a team memory (hover, diagnostics, ``show``), else None."""
+    origin = team_origin(memory)
+    if origin is None:
+        return None
+    who = origin.get("by")
+    return f"shared by {who}" if isinstance(who, str) and who else "shared by the team"

@@ -42,9 +42,9 @@ class TimeWindow:
         moment = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
         if not self.every_year:
             return self.start <= moment < self.end
-        low, high = _month_day(self.start), _month_day(self.end)
+        low, high, whole_year = self._calendar_bounds()
         day = _month_day(moment)
-        if self.end.year > self.start.year and high >= low:  # a whole year or more
+        if whole_year:
             return True
         return low <= day < high if low <= high else (day >= low or day < high)
 
@@ -64,11 +64,16 @@ class TimeWindow:
         ) + 1
         return self._calendar_mask(month * 32 + day) & finite
 
+    def _calendar_bounds(self) -> tuple[int, int, bool]:
+        """Month-day bounds of an ``every_year`` window, and whether it spans a year."""
+        low, high = _month_day(self.start), _month_day(self.end)
+        return low, high, self.end.year > self.start.year and high >= low
+
     def _calendar_mask(self, month_days: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         import numpy as np
 
-        low, high = _month_day(self.start), _month_day(self.end)
-        if self.end.year > self.start.year and high >= low:  # a whole year or more
+        low, high, whole_year = self._calendar_bounds()
+        if whole_year:
             return np.ones(month_days.shape, dtype=np.bool_)
         if low <= high:
             return (month_days >= low) & (month_days < high)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import enum
 import json
 import logging
-import re
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -89,7 +88,7 @@ _LOAD_COLUMNS = [
 ]
 
 #: ``"valid_from":"<ISO time>"`` in a record (see ``_valid_from_column``)
-_VALID_FROM = re.compile(r'"valid_from":"([^"]+)"')
+_VALID_FROM = r'"valid_from":"([^"]+)"'
 
 _TYPES: list[MemoryType] = list(MemoryType)
 _SOURCES: list[MemorySource] = list(MemorySource)
@@ -514,7 +513,7 @@ class MemoryStore:
             return snap.valid_from.view()
         values = np.full(len(snap.ids), np.nan, dtype=np.float64)
         alive = snap.alive.view()
-        stamps = snap.records.extract(_VALID_FROM.pattern)
+        stamps = snap.records.extract(_VALID_FROM)
         for row, text in enumerate(stamps):
             if not alive[row]:  # dropped rows are dead: their record is None
                 continue

@@ -60,9 +60,7 @@ def register(server: EngramLanguageServer) -> None:
 def team_dir(folder: Folder) -> str:
     """The folder's team directory (``team.dir``), workspace-relative, no slashes around."""
     engine = folder.engine
-    default = TeamConfig().dir
-    configured = engine.config.team.dir if engine is not None else default
-    return configured.strip().strip("/") or default
+    return (engine.config.team if engine is not None else TeamConfig()).folder
 
 
 async def sync_team(ls: EngramLanguageServer, folder: Folder) -> None:
