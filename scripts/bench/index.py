@@ -152,12 +152,12 @@ def main(argv: list[str] | None = None) -> int:
         "rows": {
             "engram": {
                 "seconds": round(cold_seconds, 3),
-                "mb_per_s": round(code_bytes / mb / cold_seconds, 3) if cold_seconds else None,
+                "mb_per_s": round(code_bytes / mb / cold_seconds, 6) if cold_seconds else None,
                 "files_per_s": round(len(listed) / cold_seconds, 1) if cold_seconds else None,
             },
             "tree_sitter": {
                 "seconds": round(bare_seconds, 3),
-                "mb_per_s": round(bare_bytes / mb / bare_seconds, 3) if bare_seconds else None,
+                "mb_per_s": round(bare_bytes / mb / bare_seconds, 6) if bare_seconds else None,
                 "files_per_s": round(bare_files / bare_seconds, 1) if bare_seconds else None,
             },
         },

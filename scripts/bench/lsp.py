@@ -87,12 +87,13 @@ def prepare(repo: Path, rel: str, memories: int) -> Path:
 
 
 def seed_memories(root: Path, rel: str, count: int) -> None:
-    from engram.engine import Engine
+    from engram.app import Engine
+    from engram.app.remember import remember
     from engram.model import CodeAnchor, Memory, MemoryType
 
     with Engine.open(root, {"embed": {"model": "none"}}) as engine:
         for mtype, symbol, text in ANCHORED:
-            engine.remember(text, type=mtype, file=rel, symbol=symbol)
+            remember(engine, text, type=mtype, file=rel, symbol=symbol)
         files = [
             p.relative_to(root).as_posix()
             for p in root.rglob("*.py")

@@ -4,13 +4,14 @@
 A scratch git repository gets N confirmed memories (synthetic technical notes, a tenth of
 them contradicting another); then, in one run:
 
-* ``share``: ``Engine.share()`` writing N files into ``.engram-team/``;
-* ``sync_first``: a second clone's first ``Engine.sync_team()`` (adds N memories);
+* ``share``: ``engram.app.team.share`` writing N files into ``.engram-team/``;
+* ``sync_first``: a second clone's first ``engram.app.team.sync_team`` (adds N memories);
 * ``sync_unchanged``: the same again (every file skipped by its hash);
 * ``sync_one_edit``: one file edited by a teammate (one update, re-embedded);
-* ``consolidate``: ``Engine.consolidate()`` over the N + a tenth local memories;
-* ``remember_batch``: ``Engine.remember_many`` of the same N notes into a fresh store, the
-  comparison row (dedup + contradiction checks included) for what sync costs per memory.
+* ``consolidate``: ``engram.app.maintenance.consolidate`` over the N + a tenth local memories;
+* ``remember_batch``: ``remember_many`` (``engram.app.remember``) of the same N notes into a
+  fresh store, the comparison row (dedup + contradiction checks included) for what sync costs
+  per memory.
 
 The embedding model is off by default (``--model`` to include it): the figures are then
 Engram's own cost, not the model's ~70 texts/s.
@@ -83,8 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("team bench: --memories must be at least 10", file=sys.stderr)
         return 2
 
+    from engram.app import Engine
+    from engram.app.maintenance import consolidate
+    from engram.app.remember import remember_many
+    from engram.app.team import share, sync_team
     from engram.config import EmbedConfig, EngramConfig
-    from engram.engine import Engine
     from engram.model import Memory, MemoryType
     from engram.workspace import Workspace
 
@@ -105,8 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ana = Engine(Workspace.open(ana_root), config)
         try:
             batch = [Memory(t, type=MemoryType.DECISION, user_verified=True) for t in texts]
-            ana.remember_many(batch)
-            report, figures["share"] = timed(lambda: ana.share(commit=True))
+            remember_many(ana, batch)
+            report, figures["share"] = timed(lambda: share(ana, commit=True))
             figures["shared_files"] = len(report.written)
         finally:
             ana.close()
@@ -115,19 +119,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         ben = Engine(Workspace.open(ben_root), config)
         try:
             local = [Memory(t, type=MemoryType.DECISION) for t in against]
-            ben.remember_many(local)
-            first, figures["sync_first"] = timed(ben.sync_team)
+            remember_many(ben, local)
+            first, figures["sync_first"] = timed(lambda: sync_team(ben))
             figures["sync_first_added"] = first.added
             figures["sync_first_conflicts"] = len(first.conflicts)
-            again, figures["sync_unchanged"] = timed(ben.sync_team)
+            again, figures["sync_unchanged"] = timed(lambda: sync_team(ben))
             figures["sync_unchanged_count"] = again.unchanged
             edited = sorted((ben_root / ".engram-team").glob("*.json"))[0]
             record = json.loads(edited.read_text())
             record["content"] += " (checked by Ben)"
             edited.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-            one, figures["sync_one_edit"] = timed(ben.sync_team)
+            one, figures["sync_one_edit"] = timed(lambda: sync_team(ben))
             figures["sync_one_edit_updated"] = one.updated
-            merged, figures["consolidate"] = timed(ben.consolidate)
+            merged, figures["consolidate"] = timed(lambda: consolidate(ben))
             figures["consolidate_scanned"] = merged.scanned
         finally:
             ben.close()
@@ -135,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         solo = Engine(Workspace.open(solo_root), config)
         try:
             batch = [Memory(t, type=MemoryType.DECISION) for t in texts]
-            _, figures["remember_batch"] = timed(lambda: solo.remember_many(batch))
+            _, figures["remember_batch"] = timed(lambda: remember_many(solo, batch))
         finally:
             solo.close()
 

@@ -2,7 +2,7 @@
 """LoCoMo evidence retrieval: recall@5, recall@10 and MRR for Engram, BM25 alone, dense alone.
 
 Every turn of a conversation becomes one memory through the product path
-(``Engine.remember_many``: redaction, near-duplicate merge, contextual embedding, one
+(``engram.app.remember.remember_many``: redaction, near-duplicate merge, contextual embedding, one
 batched store write), the way an observer would record an episode: content = the turn
 text, the speaker as a tag, the session as ``provenance.session_id``, the session date as
 ``valid_from``, ``dia_id``/speaker/session date in ``extra``, and the session's turns linked
@@ -11,7 +11,7 @@ as one episode (``engram.embed.text.link_episode``: the ids of the turns before 
 the contextual embedding text carries). Each QA question with evidence is then asked three
 ways in the same run, with default settings:
 
-* ``engram``: ``Engine.search`` (the full retrieval pipeline);
+* ``engram``: ``engram.app.recall.search`` (the full retrieval pipeline);
 * ``bm25``: the store's keyword search alone (same index);
 * ``dense``: the store's vector search alone (same vectors, the query embedded by the
   same model).
@@ -188,8 +188,10 @@ def run_conversation(
     progress: Callable[[str], None],
     with_captions: bool = True,
 ) -> tuple[int, int]:
+    from engram.app import Engine
+    from engram.app.recall import search
+    from engram.app.remember import remember_many
     from engram.config import EngramConfig
-    from engram.engine import Engine
     from engram.workspace import Workspace
 
     turns = conversation_turns(conv, with_captions)
@@ -213,7 +215,7 @@ def run_conversation(
         engine = Engine(ws, config, embedder=embedder)
         try:
             started = time.perf_counter()
-            results = engine.remember_many(turn_memories(name, turns))
+            results = remember_many(engine, turn_memories(name, turns))
             memory_turns: dict[str, set[str]] = {}
             for turn, result in zip(turns, results, strict=True):
                 memory_turns.setdefault(result.memory.id, set()).add(turn["dia_id"])
@@ -228,7 +230,7 @@ def run_conversation(
                 embedder.embed([q for q, _ in questions])
             for question, evidence in questions:
                 t0 = time.perf_counter()
-                hits = engine.search(question, k=K, record=False)
+                hits = search(engine, question, k=K, record=False)
                 t1 = time.perf_counter()
                 scores["engram"].add(
                     [memory_turns.get(h.memory.id, set()) for h in hits], evidence, t1 - t0

@@ -32,6 +32,12 @@ class NotAvailable(EngramError):
     """A capability is not installed or not built yet (e.g. no code graph)."""
 
 
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message``: how an unexpected error is logged or reported."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".strip(": ")
+
+
 #: The exceptions that mean "the user asked for something that cannot be done".
 USER_ERRORS: tuple[type[Exception], ...] = (EngramError, WorkspaceError, ConfigError)
 
@@ -44,4 +50,5 @@ __all__ = [
     "NotFound",
     "StoreLocked",
     "WorkspaceError",
+    "one_line",
 ]

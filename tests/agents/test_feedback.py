@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from engram.agents.feedback import session_succeeded, settle_sessions
 from engram.agents.hooks import SessionLedger
 from engram.lifecycle import apply_session_success
@@ -44,6 +46,16 @@ class FakeEngine:
     def credit_session(self, ids: list[str], session_id: str) -> int:
         self.credited.extend((i, session_id) for i in ids)
         return len(ids)
+
+
+@pytest.fixture(autouse=True)
+def use_cases_on_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The three use cases settlement calls, answered by the fake engine."""
+    monkeypatch.setattr("engram.app.recall.record_access", lambda e, ids: e.record_access(ids))
+    monkeypatch.setattr(
+        "engram.app.recall.credit_session", lambda e, ids, sid: e.credit_session(ids, sid)
+    )
+    monkeypatch.setattr("engram.app.observe.session_summary", lambda e, sid: e.session_summary(sid))
 
 
 def test_settlement_is_idempotent(tmp_workspace: Workspace) -> None:

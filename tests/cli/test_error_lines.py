@@ -32,6 +32,6 @@ def test_long_causes_are_shortened_but_the_advice_kept() -> None:
 
 
 def test_commands_module_does_not_import_the_engine() -> None:
-    code = "import sys, engram.cli.commands; print('engram.engine' in sys.modules)"
+    code = "import sys, engram.cli.commands; print('engram.app.engine' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

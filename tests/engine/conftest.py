@@ -15,8 +15,8 @@ import attrs
 import numpy as np
 import pytest
 
+from engram.app import Engine
 from engram.config import EmbedConfig, EngramConfig
-from engram.engine import Engine
 from engram.model import Memory, MemorySource, MemoryType
 from engram.workspace import Workspace
 
@@ -70,6 +70,9 @@ class FakeStore:
 
     def get(self, memory_id: str) -> Memory | None:
         return self.memories.get(memory_id)
+
+    def ids_for_file(self, path: str) -> list[str]:
+        return [m.id for m in self.list(FakeFilter(file=path, include_deprecated=True))]
 
     def get_many(self, ids: Sequence[str]) -> list[Memory]:
         return [self.memories[i] for i in ids if i in self.memories]

@@ -8,8 +8,15 @@ from typing import ClassVar
 
 import pytest
 
+from engram.app import Engine
+from engram.app.doctor import doctor, stats
+from engram.app.indexing import seed_workspace
+from engram.app.maintenance import consolidate, prune
+from engram.app.memories import confirm, flag, for_file, forget, get, list_memories, pin
+from engram.app.portability import export, import_file
+from engram.app.recall import record_access
+from engram.app.remember import remember, remember_many
 from engram.config import EmbedConfig, EngramConfig, SafetyConfig
-from engram.engine import Engine
 from engram.errors import InvalidInput, NotFound
 from engram.model import CorrectionKind, MemorySource, MemoryType
 from engram.workspace import Workspace, WorkspaceError
@@ -18,7 +25,8 @@ from engram.workspace import Workspace, WorkspaceError
 def test_remember_stores_a_typed_anchored_memory(engine: Engine, fake_store, tmp_workspace):
     src = tmp_workspace.root / "auth.py"
     src.write_text("def login():\n    token = make()\n    return token\n", encoding="utf-8")
-    result = engine.remember(
+    result = remember(
+        engine,
         "login() must refresh the token before the 24h expiry",
         type="gotcha",
         file=str(src),
@@ -39,9 +47,9 @@ def test_remember_stores_a_typed_anchored_memory(engine: Engine, fake_store, tmp
     )
     assert anchor.content_hash is not None and len(anchor.content_hash) == 16
     assert memory.tags == ["auth"]
-    assert engine.memories_for_file("auth.py") == [memory]
-    assert engine.memories_for_file(str(src)) == [memory]
-    assert engine.memories_for_file("other.py") == []
+    assert for_file(engine, "auth.py") == [memory]
+    assert for_file(engine, str(src)) == [memory]
+    assert for_file(engine, "other.py") == []
 
 
 @pytest.mark.parametrize(
@@ -60,29 +68,30 @@ def test_remember_stores_a_typed_anchored_memory(engine: Engine, fake_store, tmp
 )
 def test_remember_refuses_bad_input(engine: Engine, kwargs, message):
     with pytest.raises(InvalidInput, match=message):
-        engine.remember(**kwargs)
+        remember(engine, **kwargs)
 
 
 def test_remember_refuses_content_over_the_limit(engine: Engine):
     engine.config.safety = SafetyConfig(max_content_chars=50)
-    engine.remember("x" * 50)
+    remember(engine, "x" * 50)
     with pytest.raises(InvalidInput, match="51 characters, over the limit of 50"):
-        engine.remember("y" * 51)
+        remember(engine, "y" * 51)
 
 
 def test_remember_refuses_paths_outside_the_workspace(engine: Engine, tmp_path: Path):
     outside = tmp_path / "elsewhere.py"
     outside.write_text("x = 1\n")
     with pytest.raises(WorkspaceError, match="outside the workspace"):
-        engine.remember("something about elsewhere", file=str(outside))
+        remember(engine, "something about elsewhere", file=str(outside))
     with pytest.raises(WorkspaceError):
-        engine.remember("something", file="../../etc/passwd")
+        remember(engine, "something", file="../../etc/passwd")
 
 
 def test_secrets_are_redacted_before_storage_and_reported(engine: Engine, fake_store):
-    result = engine.remember(
+    result = remember(
+        engine,
         "deploy with OPENAI key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789 and "
-        "postgres://app:hunter2hunter2@db.internal/prod"
+        "postgres://app:hunter2hunter2@db.internal/prod",
     )
     stored = fake_store.get(result.memory.id)
     assert "sk-proj-abc" not in stored.content and "hunter2" not in stored.content
@@ -92,9 +101,9 @@ def test_secrets_are_redacted_before_storage_and_reported(engine: Engine, fake_s
 
 
 def test_near_duplicate_merges_instead_of_copying(engine: Engine, fake_store, clock):
-    first = engine.remember("Never call save() inside the request loop", tags=["db"])
-    second = engine.remember(
-        "never call save() inside the request loop.", tags=["perf"], session_id="s2"
+    first = remember(engine, "Never call save() inside the request loop", tags=["db"])
+    second = remember(
+        engine, "never call save() inside the request loop.", tags=["perf"], session_id="s2"
     )
     assert second.merged and second.memory.id == first.memory.id
     assert fake_store.count() == 1
@@ -105,12 +114,12 @@ def test_near_duplicate_merges_instead_of_copying(engine: Engine, fake_store, cl
 
 
 def test_merge_caps_confidence_and_respects_type_and_negation(engine: Engine, fake_store):
-    engine.remember("Use the retry wrapper for S3 uploads", type="preference", confidence=0.94)
-    again = engine.remember("Use the retry wrapper for S3 uploads", type="preference")
+    remember(engine, "Use the retry wrapper for S3 uploads", type="preference", confidence=0.94)
+    again = remember(engine, "Use the retry wrapper for S3 uploads", type="preference")
     assert again.merged and again.memory.confidence == pytest.approx(0.95)
-    assert not engine.remember("Use the retry wrapper for S3 uploads", type="gotcha").merged
-    assert not engine.remember(
-        "Don't use the retry wrapper for S3 uploads", type="preference"
+    assert not remember(engine, "Use the retry wrapper for S3 uploads", type="gotcha").merged
+    assert not remember(
+        engine, "Don't use the retry wrapper for S3 uploads", type="preference"
     ).merged
     assert fake_store.count() == 3
 
@@ -123,7 +132,7 @@ def test_remember_many_merges_within_one_batch(engine: Engine, fake_store):
         Memory(content="tests need the fake clock", type=MemoryType.PATTERN),
         Memory(content="Indexing skips vendored files", type=MemoryType.PATTERN),
     ]
-    results = engine.remember_many(batch)
+    results = remember_many(engine, batch)
     assert [r.merged for r in results] == [False, True, False]
     assert fake_store.count() == 2
     assert fake_store.writes == 1
@@ -131,106 +140,110 @@ def test_remember_many_merges_within_one_batch(engine: Engine, fake_store):
 
 def test_corrections(engine: Engine, fake_store, clock):
     ids = {
-        kind: engine.remember(
-            f"fact number {kind.value} about caching layers", confidence=0.7
+        kind: remember(
+            engine, f"fact number {kind.value} about caching layers", confidence=0.7
         ).memory.id
         for kind in CorrectionKind
     }
-    incorrect = engine.flag(ids[CorrectionKind.INCORRECT], "incorrect", note="it was wrong")
+    incorrect = flag(engine, ids[CorrectionKind.INCORRECT], "incorrect", note="it was wrong")
     assert incorrect.deprecated and incorrect.valid_until == clock.now
     assert incorrect.extra["corrections"][0] == {
         "kind": "incorrect",
         "at": clock.now.isoformat(),
         "note": "it was wrong",
     }
-    outdated = engine.flag(ids[CorrectionKind.OUTDATED], CorrectionKind.OUTDATED)
+    outdated = flag(engine, ids[CorrectionKind.OUTDATED], CorrectionKind.OUTDATED)
     assert outdated.stale_at == clock.now and not outdated.deprecated
-    scope = engine.flag(ids[CorrectionKind.WRONG_SCOPE], "wrong-scope")
+    scope = flag(engine, ids[CorrectionKind.WRONG_SCOPE], "wrong-scope")
     assert scope.needs_review and scope.confidence == pytest.approx(0.5)
-    noise = engine.flag(ids[CorrectionKind.NOT_USEFUL], "not_useful")
+    noise = flag(engine, ids[CorrectionKind.NOT_USEFUL], "not_useful")
     assert noise.confidence == pytest.approx(0.55) and not noise.needs_review
     # deprecated memories leave normal listings but stay retrievable by id
-    assert ids[CorrectionKind.INCORRECT] not in {m.id for m in engine.list()}
-    assert engine.get(ids[CorrectionKind.INCORRECT]).deprecated
+    assert ids[CorrectionKind.INCORRECT] not in {m.id for m in list_memories(engine)}
+    assert get(engine, ids[CorrectionKind.INCORRECT]).deprecated
     with pytest.raises(InvalidInput, match="valid values: incorrect, outdated"):
-        engine.flag(ids[CorrectionKind.OUTDATED], "meh")
+        flag(engine, ids[CorrectionKind.OUTDATED], "meh")
 
 
 def test_confirm_pin_forget(engine: Engine, fake_store, clock):
-    memory = engine.remember("Cache keys include the tenant id", needs_review=True, confidence=0.6)
-    confirmed = engine.confirm(memory.memory.id)
+    memory = remember(engine, "Cache keys include the tenant id", needs_review=True, confidence=0.6)
+    confirmed = confirm(engine, memory.memory.id)
     assert confirmed.user_verified and not confirmed.needs_review
     assert confirmed.confidence == pytest.approx(0.7)
-    assert engine.pin(memory.memory.id).pinned
-    assert not engine.pin(memory.memory.id, False).pinned
-    gone = engine.forget(memory.memory.id)
+    assert pin(engine, memory.memory.id).pinned
+    assert not pin(engine, memory.memory.id, False).pinned
+    gone = forget(engine, memory.memory.id)
     assert gone.id == memory.memory.id and fake_store.count() == 0
-    for call in (engine.get, engine.forget, engine.confirm):
+    for use_case in (get, forget, confirm):
         with pytest.raises(NotFound, match="no memory with id"):
-            call(memory.memory.id)
+            use_case(engine, memory.memory.id)
 
 
 def test_access_count_trust_rules(engine: Engine, fake_store):
-    memory = engine.remember("Retry idempotent calls only", confidence=0.7, needs_review=True)
+    memory = remember(engine, "Retry idempotent calls only", confidence=0.7, needs_review=True)
     mid = memory.memory.id
     for _ in range(4):
-        engine.record_access([mid])
+        record_access(engine, [mid])
     assert fake_store.get(mid).confidence == pytest.approx(0.7)
-    engine.record_access([mid])
+    record_access(engine, [mid])
     assert fake_store.get(mid).confidence == pytest.approx(0.75)
     assert fake_store.get(mid).needs_review
     for _ in range(5):
-        engine.record_access([mid])
+        record_access(engine, [mid])
     after = fake_store.get(mid)
     assert after.access_count == 10 and not after.needs_review
     assert after.confidence == pytest.approx(0.8)
     # a corrected memory earns no trust from being shown
-    engine.flag(mid, "not_useful")
+    flag(engine, mid, "not_useful")
     before = fake_store.get(mid).confidence
     for _ in range(5):
-        engine.record_access([mid])
+        record_access(engine, [mid])
     assert fake_store.get(mid).confidence == pytest.approx(before)
 
 
 def test_list_filters(engine: Engine, tmp_workspace):
     (tmp_workspace.root / "a.py").write_text("a = 1\n")
-    engine.remember("Gotcha in module a about imports", file="a.py")
-    engine.remember("We chose LanceDB for vectors", type="decision", source="agent_explicit")
-    engine.remember("Check flaky network tests", type="pattern", needs_review=True)
-    assert len(engine.list()) == 3
-    assert [m.type.value for m in engine.list(type="decision")] == ["decision"]
-    assert [m.source.value for m in engine.list(source=["agent_explicit"])] == ["agent_explicit"]
-    assert [m.anchors[0].file for m in engine.list(file="a.py")] == ["a.py"]
-    assert [m.type.value for m in engine.list(needs_review=True)] == ["pattern"]
+    remember(engine, "Gotcha in module a about imports", file="a.py")
+    remember(engine, "We chose LanceDB for vectors", type="decision", source="agent_explicit")
+    remember(engine, "Check flaky network tests", type="pattern", needs_review=True)
+    assert len(list_memories(engine)) == 3
+    assert [m.type.value for m in list_memories(engine, type="decision")] == ["decision"]
+    assert [m.source.value for m in list_memories(engine, source=["agent_explicit"])] == [
+        "agent_explicit"
+    ]
+    assert [m.anchors[0].file for m in list_memories(engine, file="a.py")] == ["a.py"]
+    assert [m.type.value for m in list_memories(engine, needs_review=True)] == ["pattern"]
     with pytest.raises(InvalidInput, match="unknown memory type"):
-        engine.list(type="nope")
+        list_memories(engine, type="nope")
 
 
 def test_export_import_round_trip(engine: Engine, fake_store, tmp_workspace, tmp_path):
     (tmp_workspace.root / "b.py").write_text("b = 2\n")
-    engine.remember("b.py must stay import-free", file="b.py", tags=["x"])
-    engine.remember("Prefer attrs over dataclasses", type="preference")
+    remember(engine, "b.py must stay import-free", file="b.py", tags=["x"])
+    remember(engine, "Prefer attrs over dataclasses", type="preference")
     for fmt in ("json", "md"):
-        text = engine.export(fmt)
+        text = export(engine, fmt)
         path = tmp_path / f"export.{fmt}"
         path.write_text(text)
         other = Engine(
             tmp_workspace,
             EngramConfig(embed=EmbedConfig(model="none")),
             store=type(fake_store)(),
-            filter_factory=type(engine._filter()),
+            filter_factory=type(engine.filter()),
         )
-        report = other.import_(path)
+        report = import_file(other, path)
         assert report.added == 2 and report.skipped == []
-        assert {m.content for m in other.list()} == {m.content for m in engine.list()}
-        assert {m.id for m in other.list()} == {m.id for m in engine.list()}
+        assert {m.content for m in list_memories(other)} == {
+            m.content for m in list_memories(engine)
+        }
+        assert {m.id for m in list_memories(other)} == {m.id for m in list_memories(engine)}
         # importing again updates in place
-        again = other.import_(path)
+        again = import_file(other, path)
         assert again.added == 0 and again.merged == 2 and other.store.count() == 2
-    doc = json.loads(engine.export("json"))
+    doc = json.loads(export(engine, "json"))
     assert doc["engram_export"] == 1 and doc["count"] == 2
     with pytest.raises(InvalidInput, match="unknown export format"):
-        engine.export("xml")
+        export(engine, "xml")
 
 
 def test_import_rules_file(engine: Engine, tmp_path):
@@ -242,9 +255,9 @@ def test_import_rules_file(engine: Engine, tmp_path):
         "- Tests live under tests/<area>\n  with one folder per capability\n"
         "```\n- not a rule inside code\n```\n"
     )
-    report = engine.import_(claude)
+    report = import_file(engine, claude)
     assert report.kind == "rules" and report.added == 4
-    memories = {m.content: m for m in engine.list()}
+    memories = {m.content: m for m in list_memories(engine)}
     assert memories["Never use print() in library code"].type is MemoryType.GOTCHA
     assert memories["Prefer attrs for data classes"].type is MemoryType.PREFERENCE
     assert memories["We decided on LanceDB because it is embedded"].type is MemoryType.DECISION
@@ -266,28 +279,28 @@ def test_import_bad_files(engine: Engine, tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_bytes(content)
     with pytest.raises(InvalidInput, match=message):
-        engine.import_(path)
+        import_file(engine, path)
 
 
 def test_import_missing_file_and_directory(engine: Engine, tmp_path):
     with pytest.raises(InvalidInput, match="does not exist"):
-        engine.import_(tmp_path / "nope.md")
+        import_file(engine, tmp_path / "nope.md")
     with pytest.raises(InvalidInput, match="is a directory"):
-        engine.import_(tmp_path)
+        import_file(engine, tmp_path)
 
 
 def test_prune_applies_rules(engine: Engine, fake_store, clock, tmp_workspace):
     (tmp_workspace.root / "kept.py").write_text("x = 1\n")
     (tmp_workspace.root / "gone.py").write_text("x = 1\n")
-    kept = engine.remember("kept.py has a subtle cache", file="kept.py").memory.id
-    gone = engine.remember("gone.py has a subtle cache", file="gone.py").memory.id
-    session = engine.remember("temporary note for this session", scope="session").memory.id
+    kept = remember(engine, "kept.py has a subtle cache", file="kept.py").memory.id
+    gone = remember(engine, "gone.py has a subtle cache", file="gone.py").memory.id
+    session = remember(engine, "temporary note for this session", scope="session").memory.id
     (tmp_workspace.root / "gone.py").unlink()
     clock.advance(days=8)
-    dry = engine.prune(dry_run=True)
+    dry = prune(engine, dry_run=True)
     assert set(dry.deleted) == {session} and dry.stale_marked == [gone]
     assert fake_store.count() == 3
-    report = engine.prune()
+    report = prune(engine)
     assert fake_store.get(session) is None
     assert fake_store.get(gone).stale_at == clock.now
     assert fake_store.get(kept).stale_at is None
@@ -295,10 +308,10 @@ def test_prune_applies_rules(engine: Engine, fake_store, clock, tmp_workspace):
 
 
 def test_stats_and_doctor(engine: Engine):
-    engine.remember("One thing worth knowing about stats")
-    stats = engine.stats()
-    assert stats["total"] == 1 and stats["by_type"] == {"gotcha": 1}
-    checks = {c.name: c for c in engine.doctor()}
+    remember(engine, "One thing worth knowing about stats")
+    counts = stats(engine)
+    assert counts["total"] == 1 and counts["by_type"] == {"gotcha": 1}
+    checks = {c.name: c for c in doctor(engine)}
     assert checks["store"].ok and "1 memories" in checks["store"].detail
     assert (
         not checks["embedding model"].ok
@@ -313,15 +326,15 @@ def test_read_only_engine_refuses_writes(engine: Engine, tmp_workspace: Workspac
         EngramConfig(embed=EmbedConfig(model="none")),
         store=fake_store,
         read_only=True,
-        filter_factory=type(engine._filter()),
+        filter_factory=type(engine.filter()),
     )
     with pytest.raises(Exception, match="read-only"):
-        ro.remember("x y z")
+        remember(ro, "x y z")
 
 
 def test_cosine_duplicate_merges(dense_engine: Engine, fake_store):
-    dense_engine.remember("the build cache lives in dot cache folder and must be cleared")
-    result = dense_engine.remember("must be cleared the build cache lives in dot cache folder")
+    remember(dense_engine, "the build cache lives in dot cache folder and must be cleared")
+    result = remember(dense_engine, "must be cleared the build cache lives in dot cache folder")
     assert result.merged and fake_store.count() == 1
     assert "cosine" in (result.duplicate_reason or "")
 
@@ -344,12 +357,12 @@ def test_seed_workspace_is_idempotent_and_keeps_corrections(engine: Engine, tmp_
         ]
 
     (tmp_workspace.root / "AGENTS.md").write_text("# Rules\n- Never push to main\n- Use uv\n")
-    assert engine.seed_workspace(Report()) == {"facts": 2, "rules": 2}
-    rule = next(m for m in engine.list() if m.content == "Never push to main")
-    engine.flag(rule.id, "incorrect")
-    assert engine.seed_workspace(Report()) == {"facts": 0, "rules": 0}
-    assert engine.get(rule.id).deprecated
-    fact = next(m for m in engine.list() if m.content == "Tests run with pytest.")
+    assert seed_workspace(engine, Report()) == {"facts": 2, "rules": 2}
+    rule = next(m for m in list_memories(engine) if m.content == "Never push to main")
+    flag(engine, rule.id, "incorrect")
+    assert seed_workspace(engine, Report()) == {"facts": 0, "rules": 0}
+    assert get(engine, rule.id).deprecated
+    fact = next(m for m in list_memories(engine) if m.content == "Tests run with pytest.")
     assert fact.type is MemoryType.PREFERENCE and fact.confidence == pytest.approx(0.8)
     assert fact.related_files == ["pyproject.toml"] and fact.scope.value == "global"
 
@@ -362,8 +375,8 @@ def test_concurrent_remember_loses_nothing(engine: Engine, fake_store):
     def worker(n: int) -> None:
         try:
             for i in range(10):
-                engine.remember(
-                    f"thread {n} fact {i} {'x' * n} {'y' * i} distinct words {n * 100 + i}"
+                remember(
+                    engine, f"thread {n} fact {i} {'x' * n} {'y' * i} distinct words {n * 100 + i}"
                 )
         except BaseException as exc:
             errors.append(exc)
@@ -382,8 +395,8 @@ def test_concurrent_remember_loses_nothing(engine: Engine, fake_store):
 
 
 def test_a_contradicting_memory_is_kept_linked_and_sent_to_review(engine: Engine, fake_store):
-    old = engine.remember("Run migrations before deploying", type="decision").memory
-    new = engine.remember("Run migrations after deploying", type="decision")
+    old = remember(engine, "Run migrations before deploying", type="decision").memory
+    new = remember(engine, "Run migrations after deploying", type="decision")
     assert not new.merged
     assert new.conflicts and new.conflicts[0].startswith(f"{old.id}: opposite")
     assert new.to_dict()["conflicts"] == new.conflicts
@@ -396,7 +409,7 @@ def test_a_contradicting_memory_is_kept_linked_and_sent_to_review(engine: Engine
         ("conflicts_with", new.memory.id)
     ]
     # the same thing said again is a duplicate, not a contradiction
-    again = engine.remember("run migrations before deploying", type="decision")
+    again = remember(engine, "run migrations before deploying", type="decision")
     assert again.merged and not again.conflicts
 
 
@@ -407,7 +420,7 @@ def test_contradictions_inside_one_batch_are_linked_too(engine: Engine, fake_sto
         Memory(content="The job timeout is 30s", type=MemoryType.GOTCHA),
         Memory(content="The job timeout is 90s", type=MemoryType.GOTCHA),
     ]
-    first, second = engine.remember_many(batch)
+    first, second = remember_many(engine, batch)
     assert second.conflicts and first.memory.id in second.conflicts[0]
     assert fake_store.get(second.memory.id).needs_review
     assert fake_store.get(first.memory.id).relations[0].target_memory_id == second.memory.id
@@ -430,18 +443,18 @@ def test_consolidate_merges_duplicates_and_links_contradictions_already_stored(
     before = stored("Run migrations before deploying")
     after = stored("Run migrations after deploying")
     other = stored("Thumbnails are generated lazily")
-    preview = engine.consolidate(dry_run=True)
+    preview = consolidate(engine, dry_run=True)
     assert preview.scanned == 5 and fake_store.count() == 5
     assert preview.merged == [f"{older.id} <- {copy.id} (text ratio 99)"]
     assert [c.split(":")[0] for c in preview.conflicts] == [f"{after.id} vs {before.id}"]
 
-    report = engine.consolidate()
+    report = consolidate(engine)
     assert report.merged == preview.merged and report.conflicts == preview.conflicts
     assert fake_store.get(copy.id) is None and fake_store.count() == 4
     assert fake_store.get(older.id).confidence == pytest.approx(older.confidence + 0.05)
     assert fake_store.get(after.id).needs_review
     assert fake_store.get(before.id).relations[0].target_memory_id == after.id
     assert fake_store.get(other.id).relations == []
-    again = engine.consolidate()  # nothing left to do, and links are not doubled
+    again = consolidate(engine)  # nothing left to do, and links are not doubled
     assert again.merged == [] and again.conflicts == []
     assert len(fake_store.get(before.id).relations) == 1

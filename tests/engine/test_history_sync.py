@@ -11,8 +11,14 @@ from pathlib import Path
 import pytest
 from tests.conftest import git
 
+from engram.app import Engine
+from engram.app.history_sync import CODE_CHANGED_CONFIDENCE_FACTOR, CODE_CHANGED_FLAG, sync_history
+from engram.app.impact import impact
+from engram.app.indexing import index
+from engram.app.memories import get, list_memories
+from engram.app.observe import observe, session_summary
+from engram.app.remember import remember
 from engram.config import EmbedConfig, EngramConfig, ObserverConfig
-from engram.engine import CODE_CHANGED_CONFIDENCE_FACTOR, CODE_CHANGED_FLAG, Engine
 from engram.workspace import Workspace
 
 from .conftest import Clock, FakeFilter, FakeStore
@@ -36,14 +42,14 @@ def repo(tmp_workspace: Workspace) -> Path:
 
 
 def anchored(engine: Engine, file: str = "app.py") -> str:
-    return engine.remember(
-        "parse needs an absolute path", file=file, start_line=0, end_line=2
+    return remember(
+        engine, "parse needs an absolute path", file=file, start_line=0, end_line=2
     ).memory.id
 
 
 def test_remember_links_the_head_commit(engine: Engine, repo: Path) -> None:
     head = git(repo, "rev-parse", "HEAD").strip()
-    memory = engine.remember("a global fact about this project").memory
+    memory = remember(engine, "a global fact about this project").memory
     assert memory.provenance.commit_sha == head
 
 
@@ -52,27 +58,27 @@ def test_remember_without_git_has_no_commit(tmp_path: Path, fake_store: FakeStor
     plain.mkdir()
     config = EngramConfig(embed=EmbedConfig(model="none"))
     engine = Engine(Workspace(plain), config, store=fake_store, filter_factory=FakeFilter)
-    memory = engine.remember("works without git").memory
+    memory = remember(engine, "works without git").memory
     assert memory.provenance.commit_sha is None
-    assert engine.sync_history().skipped  # says why, does not raise
+    assert sync_history(engine).skipped  # says why, does not raise
 
 
 def test_renamed_file_carries_its_memories(engine: Engine, repo: Path) -> None:
     memory_id = anchored(engine)
-    related = engine.remember("app and other change together", related_files=["app.py"]).memory
-    engine.sync_history()  # records the commit the renames are applied up to
+    related = remember(engine, "app and other change together", related_files=["app.py"]).memory
+    sync_history(engine)  # records the commit the renames are applied up to
     git(repo, "mv", "app.py", "core.py")
     commit_all(repo, "rename")
 
-    report = engine.sync_history()
+    report = sync_history(engine)
 
     assert report.renamed == 2
-    moved = engine.get(memory_id)
+    moved = get(engine, memory_id)
     assert [a.file for a in moved.anchors] == ["core.py"]
-    assert engine.get(related.id).related_files == ["core.py"]
-    assert {m.id for m in engine.list(file="core.py")} == {memory_id, related.id}
-    assert engine.list(file="app.py") == []
-    assert engine.sync_history().renamed == 0  # applied once
+    assert get(engine, related.id).related_files == ["core.py"]
+    assert {m.id for m in list_memories(engine, file="core.py")} == {memory_id, related.id}
+    assert list_memories(engine, file="app.py") == []
+    assert sync_history(engine).renamed == 0  # applied once
 
 
 def test_first_sync_applies_all_known_renames_but_not_onto_a_new_file(
@@ -81,40 +87,40 @@ def test_first_sync_applies_all_known_renames_but_not_onto_a_new_file(
     old_id = anchored(engine)
     git(repo, "mv", "app.py", "core.py")
     commit_all(repo, "rename")
-    engine.sync_history()  # first run ever: every mined rename whose old path is gone
-    assert engine.get(old_id).anchors[0].file == "core.py"
+    sync_history(engine)  # first run ever: every mined rename whose old path is gone
+    assert get(engine, old_id).anchors[0].file == "core.py"
 
     git(repo, "mv", "core.py", "engine.py")
     commit_all(repo, "rename again")
     (repo / "core.py").write_text("NEW = True\n")  # a new file under the old name
     commit_all(repo, "new core")
-    newer = engine.remember("the new core module", file="core.py").memory
-    engine.sync_history()
-    assert engine.get(old_id).anchors[0].file == "engine.py"  # made before the rename
-    assert engine.get(newer.id).anchors[0].file == "core.py"  # made after it: stays
+    newer = remember(engine, "the new core module", file="core.py").memory
+    sync_history(engine)
+    assert get(engine, old_id).anchors[0].file == "engine.py"  # made before the rename
+    assert get(engine, newer.id).anchors[0].file == "core.py"  # made after it: stays
 
 
 def test_committed_change_under_an_anchor_asks_for_review(engine: Engine, repo: Path) -> None:
     memory_id = anchored(engine)
-    before = engine.get(memory_id)
+    before = get(engine, memory_id)
     assert before.provenance.commit_sha
-    engine.sync_history()
-    assert not engine.get(memory_id).needs_review  # nothing changed yet
+    sync_history(engine)
+    assert not get(engine, memory_id).needs_review  # nothing changed yet
 
     (repo / "app.py").write_text(SOURCE.replace("return open(path).read()", "return path"))
-    engine.sync_history()
-    assert not engine.get(memory_id).needs_review  # uncommitted edit: work in progress
+    sync_history(engine)
+    assert not get(engine, memory_id).needs_review  # uncommitted edit: work in progress
 
     commit_all(repo, "change parse")
-    report = engine.sync_history()
-    after = engine.get(memory_id)
+    report = sync_history(engine)
+    after = get(engine, memory_id)
     assert report.code_changed == 1
     assert after.needs_review and CODE_CHANGED_FLAG in after.flags
     assert after.confidence == pytest.approx(before.confidence * CODE_CHANGED_CONFIDENCE_FACTOR)
     assert after.stale_at is None  # the file is still there: review, not stale
 
-    engine.sync_history()
-    assert engine.get(memory_id).confidence == after.confidence  # penalised once
+    sync_history(engine)
+    assert get(engine, memory_id).confidence == after.confidence  # penalised once
 
 
 def test_moved_lines_follow_and_deleted_files_go_stale(engine: Engine, repo: Path) -> None:
@@ -124,17 +130,17 @@ def test_moved_lines_follow_and_deleted_files_go_stale(engine: Engine, repo: Pat
     (repo / "other.py").unlink()
     commit_all(repo, "move parse down, delete other")
 
-    report = engine.sync_history()
+    report = sync_history(engine)
 
-    moved = engine.get(memory_id)
+    moved = get(engine, memory_id)
     assert (moved.anchors[0].start_line, moved.anchors[0].end_line) == (2, 4)
     assert not moved.needs_review and report.relocated == 1
-    assert engine.get(gone_id).stale_at is not None and report.stale_marked == 1
+    assert get(engine, gone_id).stale_at is not None and report.stale_marked == 1
 
     (repo / "other.py").write_text("Y = 2\n")
     commit_all(repo, "restore other")
-    assert engine.sync_history().unstaled == 1
-    assert engine.get(gone_id).stale_at is None
+    assert sync_history(engine).unstaled == 1
+    assert get(engine, gone_id).stale_at is None
 
 
 def test_coaccess_cold_start_from_co_commits(engine: Engine, repo: Path) -> None:
@@ -144,14 +150,14 @@ def test_coaccess_cold_start_from_co_commits(engine: Engine, repo: Path) -> None
         commit_all(repo, f"change both {n}")
     assert engine.observer.coaccess_partners("app.py") == []
 
-    report = engine.sync_history()
+    report = sync_history(engine)
 
     assert report.coaccess_seeded >= 1
     partners = dict(engine.observer.coaccess_partners("app.py"))
     assert partners.get("other.py", 0) > 0
-    assert engine.sync_history().coaccess_seeded == 0  # same HEAD: nothing to redo
-    engine.index(chunks=False, history=False)
-    ranked = {r.file: r.reasons for r in engine.impact("app.py").ranked_files}
+    assert sync_history(engine).coaccess_seeded == 0  # same HEAD: nothing to redo
+    index(engine, chunks=False, history=False)
+    ranked = {r.file: r.reasons for r in impact(engine, "app.py").ranked_files}
     # the seed is co-commits: impact counts them once, as co-change
     assert "opened together" not in ranked["other.py"]
 
@@ -161,7 +167,7 @@ def test_no_seed_when_the_observer_is_off(
 ) -> None:
     config = EngramConfig(embed=EmbedConfig(model="none"), observer=ObserverConfig(enabled=False))
     engine = Engine(tmp_workspace, config, store=fake_store, filter_factory=FakeFilter)
-    assert engine.sync_history().coaccess_seeded == 0
+    assert sync_history(engine).coaccess_seeded == 0
     assert not (tmp_workspace.engram_dir / "observer").exists()
 
 
@@ -173,13 +179,13 @@ def test_impact_ranks_a_strong_coaccess_partner(engine: Engine, repo: Path) -> N
     for n in range(3):
         session = f"s{n}"
         for path in ("billing.py", "invoice.py", "billing.py", "invoice.py"):
-            engine.observe(
-                {"kind": "editor", "action": "open", "files": [path], "session_id": session}
+            observe(
+                engine, {"kind": "editor", "action": "open", "files": [path], "session_id": session}
             )
-        engine.observe({"kind": "session_end", "session_id": session, "outcome": "success"})
-    engine.index(chunks=False, history=False)
+        observe(engine, {"kind": "session_end", "session_id": session, "outcome": "success"})
+    index(engine, chunks=False, history=False)
 
-    report = engine.impact("billing.py")
+    report = impact(engine, "billing.py")
 
     ranked = {r.file: r for r in report.ranked_files}
     assert "invoice.py" in ranked
@@ -187,15 +193,15 @@ def test_impact_ranks_a_strong_coaccess_partner(engine: Engine, repo: Path) -> N
 
 
 def test_session_summary_through_the_engine(engine: Engine, repo: Path, clock: Clock) -> None:
-    assert engine.session_summary() == {
+    assert session_summary(engine) == {
         "found": False,
         "session_id": None,
         "text": "no summary of a finished session yet",
     }
-    engine.observe({"kind": "editor", "action": "open", "files": ["app.py"], "session_id": "a1"})
-    live = engine.session_summary("a1")
+    observe(engine, {"kind": "editor", "action": "open", "files": ["app.py"], "session_id": "a1"})
+    live = session_summary(engine, "a1")
     assert live["found"] and live["outcome"] == "running"
-    engine.observe({"kind": "session_end", "session_id": "a1", "outcome": "success"})
-    done = engine.session_summary()
+    observe(engine, {"kind": "session_end", "session_id": "a1", "outcome": "success"})
+    done = session_summary(engine)
     assert done["found"] and done["session_id"] == "a1" and done["outcome"] == "success"
     assert "text" in done and isinstance(done["learned"], list)

@@ -48,10 +48,11 @@ FAST = {
 
 def seed(root: Path, memories: list[dict[str, Any]]) -> list[str]:
     """Remember memories through the real engine (as the CLI would); returns ids."""
-    from engram.engine import Engine
+    from engram.app import Engine
+    from engram.app.remember import remember
 
     with Engine.open(Workspace.open(root), {"embed": {"model": "none"}}) as engine:
-        return [engine.remember(m.pop("content"), **m).memory.id for m in memories]
+        return [remember(engine, m.pop("content"), **m).memory.id for m in memories]
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 from lsprotocol import types
 from tests.lsp.conftest import lsp_session, open_doc, uri, wait_for, wait_ready
 
+from engram.app.observe import session_summary
 from engram.config import EngramConfig, ObserverConfig
 from engram.lsp.folder import Folder
 from engram.lsp.observe import DEBOUNCE_SECONDS, EditorEventFeed
@@ -25,6 +26,10 @@ class RecordingEngine:
         self.events: list[dict[str, Any]] = []
         self.fail = fail
         self.seen = threading.Event()
+
+    @property
+    def observer(self) -> RecordingEngine:
+        return self  # the feed reaches the observer through the engine
 
     def observe(self, event: dict[str, Any]) -> None:
         self.seen.set()
@@ -148,9 +153,9 @@ async def test_open_change_save_become_observer_events(app_workspace: Workspace)
         assert session_id.startswith("lsp-") and {e["session_id"] for e in events} == {session_id}
         assert uri(path) == doc_uri
     # shutdown ended the session: the observer finalised it and wrote its summary
-    from engram.engine import Engine
+    from engram.app import Engine
 
     with Engine.open(root, {"embed": {"model": "none"}}) as engine:
-        summary = engine.session_summary(session_id)
+        summary = session_summary(engine, session_id)
     assert summary["found"] and summary["session_id"] == session_id
     assert summary["outcome"] != "running"

@@ -10,7 +10,8 @@ import attrs
 import pytest
 from lsprotocol import types
 
-from engram.errors import NotAvailable, NotFound
+from engram.app.remember import remember
+from engram.errors import EngramError
 from engram.lsp.actions import build_code_actions, selection_text
 from engram.lsp.anchors import LineSpan, TextEdit, locate_anchor, shift_all, shift_span
 from engram.lsp.commands import register_commands
@@ -335,14 +336,24 @@ class FakeContext:
         return True
 
 
+class FailingStore:
+    def get(self, memory_id: str) -> Memory | None:
+        return None  # the use case turns this into NotFound
+
+    def list(self, *_args: Any) -> list[Memory]:
+        raise EngramError("the store is not available yet")
+
+
 class FailingEngine:
-    def get(self, memory_id: str) -> Memory:
-        raise NotFound(f"no memory with id {memory_id}")
+    """Components that fail the three ways a command can: not found, a user error, a bug."""
 
-    def stats(self) -> dict[str, Any]:
-        raise NotAvailable("the store is not available yet")
+    read_only = False
+    store = FailingStore()
 
-    def confirm(self, memory_id: str) -> Memory:
+    def filter(self, **_kwargs: Any) -> None:
+        return None
+
+    def check_writable(self) -> None:
         raise RuntimeError("boom\nsecond line")
 
 
@@ -417,8 +428,8 @@ def test_session_ledger_summary() -> None:
 
 def test_share_sync_and_consolidate_commands(tmp_path: Any) -> None:
     """engram.share / engram.syncTeam / engram.consolidate on a real engine (no model)."""
+    from engram.app import Engine
     from engram.config import EmbedConfig, EngramConfig
-    from engram.engine import Engine
     from engram.workspace import Workspace
 
     (tmp_path / ".git").mkdir()  # a workspace root; no commit is made here
@@ -427,8 +438,8 @@ def test_share_sync_and_consolidate_commands(tmp_path: Any) -> None:
         registry = CommandRegistry()
         register_commands(registry)
         ctx = FakeContext(engine)
-        taught = engine.remember("charge() takes integer cents", file=None).memory
-        private = engine.remember("my shortcut: make fast", tags=["private"]).memory
+        taught = remember(engine, "charge() takes integer cents", file=None).memory
+        private = remember(engine, "my shortcut: make fast", tags=["private"]).memory
         shared = run(registry.execute(ctx, "engram.share", []))  # type: ignore[arg-type]
         assert shared["written"] == [f".engram-team/{taught.id}.json"]
         assert [m.id for m in ctx.changed] == [taught.id]
@@ -439,8 +450,8 @@ def test_share_sync_and_consolidate_commands(tmp_path: Any) -> None:
         synced = run(registry.execute(ctx, "engram.syncTeam", []))  # type: ignore[arg-type]
         assert synced["retired"] == 1 and synced["changed"] == [taught.id]
 
-        engine.remember("Run migrations before deploying", type="decision")
-        engine.remember("Run migrations after deploying", type="decision")
+        remember(engine, "Run migrations before deploying", type="decision")
+        remember(engine, "Run migrations after deploying", type="decision")
         report = run(registry.execute(ctx, "engram.consolidate", [{"dryRun": True}]))  # type: ignore[arg-type]
         assert report == {"scanned": 3, "merged": [], "conflicts": [], "dry_run": True}
     finally:

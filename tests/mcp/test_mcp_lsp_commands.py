@@ -29,6 +29,14 @@ class FakeEngine:
         return SimpleNamespace(memory=SimpleNamespace(id=f"m{len(self.remembered)}"))
 
 
+@pytest.fixture(autouse=True)
+def remember_on_fake(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The remember use case, answered by the fake engine (it records what was saved)."""
+    monkeypatch.setattr(
+        "engram.app.remember.remember", lambda e, content, **kw: e.remember(content, **kw)
+    )
+
+
 class FakeContext:
     def __init__(self, engine: FakeEngine) -> None:
         self.engine = engine

@@ -165,37 +165,25 @@ def test_not_a_hook_payload_is_refused() -> None:
         adapt({"hook_event_name": "Stop"})
 
 
-class FakeEngine:
-    def __init__(self, observer: Any, workspace: Any) -> None:
-        self.observer = observer
-        self.workspace = workspace
-
-    def observe(self, event: dict[str, Any]) -> Any:
-        return self.observer.observe(event)
-
-    def list(self, **_kw: Any) -> list[Any]:
-        return []
-
-
 def test_handle_hook_observes_and_injects_scratchpad_notes(make_observer, tmp_workspace) -> None:  # type: ignore[no-untyped-def]
-    engine = FakeEngine(make_observer(), tmp_workspace)
+    observer = make_observer()
     path = str(tmp_workspace.root / "src" / "auth.py")
     read = payload(
         "PostToolUse", tool_name="Read", tool_input={"file_path": path}, tool_response={}
     )
-    assert handle_hook(engine, payload("SessionStart", source="startup")) is None
-    assert handle_hook(engine, read) is None  # nothing noted yet
+    assert handle_hook(observer, payload("SessionStart", source="startup")) is None
+    assert handle_hook(observer, read) is None  # nothing noted yet
     stop = payload(
         "Stop", last_assistant_message="Actually, tokens are cached per tenant, not per user."
     )
-    handle_hook(engine, stop)
-    out = handle_hook(engine, read)
+    handle_hook(observer, stop)
+    out = handle_hook(observer, read)
     assert out is not None
     data = json.loads(out)
     assert data["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
     assert "cached per tenant" in data["hookSpecificOutput"]["additionalContext"]
     # a broken payload never raises out of a hook
-    assert handle_hook(engine, {"garbage": True}) is None
+    assert handle_hook(observer, {"garbage": True}) is None
 
 
 def test_settings_snippet_covers_the_hooks() -> None:

@@ -6,7 +6,9 @@ import json
 import subprocess
 import sys
 
-from engram.engine import Engine
+from engram.app import Engine
+from engram.app.memories import list_memories
+from engram.app.observe import observe
 
 
 def test_engine_observe_promotes_into_the_store(tmp_workspace) -> None:  # type: ignore[no-untyped-def]
@@ -37,12 +39,12 @@ def test_engine_observe_promotes_into_the_store(tmp_workspace) -> None:  # type:
                 "output": "[main 1234567] x",
             },
         ]:
-            result = engine.observe(event)
+            result = observe(engine, event)
         assert result.promotion is not None and result.promotion.error is None
-        (memory,) = engine.list(needs_review=True)
+        (memory,) = list_memories(engine, needs_review=True)
         assert memory.type.value == "gotcha" and memory.provenance.commit_sha == "1234567"
         assert memory.related_files == ["app/auth.py"]
-        end = engine.observe({"session_id": sid, "kind": "session_end"})
+        end = observe(engine, {"session_id": sid, "kind": "session_end"})
         assert end.summary is not None and end.summary.to_dict()["needs_review"] == [memory.id]
         assert json.dumps(end.to_dict())  # serialisable for the CLI and the LSP
     finally:

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from engram.agents.hooks import SessionLedger
+
+if TYPE_CHECKING:
+    from engram.app import Engine
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +40,11 @@ def session_succeeded(summary: dict[str, Any]) -> bool:
     return bool(summary.get("commits")) and summary.get("outcome") in ("running", None)
 
 
-def settle_sessions(engine: Any, session_ids: Iterable[str]) -> list[Settlement]:
+def settle_sessions(engine: Engine, session_ids: Iterable[str]) -> list[Settlement]:
     """Record accesses and success credit for the memories handed to these sessions."""
+    from engram.app.observe import session_summary
+    from engram.app.recall import credit_session, record_access
+
     results: list[Settlement] = []
     for session_id in dict.fromkeys(session_ids):
         ledger = SessionLedger.load(engine.workspace, session_id)
@@ -47,18 +53,18 @@ def settle_sessions(engine: Any, session_ids: Iterable[str]) -> list[Settlement]
         settled = Settlement(session_id)
         fresh = [i for i in ledger.handed if i not in ledger.accessed]
         if fresh:
-            engine.record_access(fresh)
+            record_access(engine, fresh)
             ledger.accessed.extend(fresh)
             settled.accessed = len(fresh)
         try:
-            summary = engine.session_summary(session_id)
+            summary = session_summary(engine, session_id)
         except Exception as exc:  # no observer: accesses still count
             log.info("no session summary for %s: %s", session_id, exc)
             summary = {"found": False}
         settled.succeeded = session_succeeded(summary)
         if settled.succeeded:
             due = [i for i in ledger.handed if i not in ledger.credited]
-            settled.credited = engine.credit_session(due, session_id) if due else 0
+            settled.credited = credit_session(engine, due, session_id) if due else 0
             ledger.credited.extend(due)
         ledger.save()
         results.append(settled)

@@ -1,6 +1,6 @@
 """The ``engram`` subcommands. Imported only after argv was parsed.
 
-Each command opens the :class:`~engram.engine.Engine`, calls one use case and renders the
+Each command opens the :class:`~engram.app.Engine`, calls one use case and renders the
 result: human text on stdout by default, exactly one JSON document with ``--json``, and
 notes for the user (redactions, merges, skipped work, progress) on stderr so that stdout
 stays machine-readable for hooks and scripts.
@@ -23,8 +23,8 @@ from engram.cli.serve import cmd_serve
 from engram.errors import EngramError, InvalidInput, NotAvailable
 from engram.model import memory_json, to_jsonable
 
-if TYPE_CHECKING:  # the engine module costs ~70 ms: imported when a command opens it
-    from engram.engine import Engine
+if TYPE_CHECKING:  # the use cases cost ~70 ms to import: imported when a command runs
+    from engram.app import Engine
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ def _workspace_arg(args: argparse.Namespace) -> str | None:
 
 
 def open_engine(args: argparse.Namespace, *, read_only: bool = False) -> Engine:
-    from engram.engine import Engine
+    from engram.app import Engine
 
     return Engine.open(_workspace_arg(args), read_only=read_only)
 
@@ -120,8 +120,11 @@ def parse_line_range(value: str | None) -> tuple[int | None, int | None]:
 def cmd_remember(args: argparse.Namespace) -> int:
     text = _read_text_arg(args.text)
     start, end = parse_line_range(args.line)
+    from engram.app.remember import remember
+
     with open_engine(args) as engine:
-        result = engine.remember(
+        result = remember(
+            engine,
             text,
             type=args.type,
             source=args.source,
@@ -163,16 +166,18 @@ def _types(values: list[str] | None) -> list[str] | None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from engram.app import recall
+
     with open_engine(args) as engine:
         if args.code:
-            code_hits = engine.search_code(args.query, k=args.k)
+            code_hits = recall.search_code(engine, args.query, k=args.k)
             if args.json:
                 emit_json({"query": args.query, "hits": [to_jsonable(h) for h in code_hits]})
             else:
                 render.print_code_hits(code_hits)
             return 0
-        hits = engine.search(
-            args.query, k=args.k, phase=args.phase, file=args.file, types=_types(args.type)
+        hits = recall.search(
+            engine, args.query, k=args.k, phase=args.phase, file=args.file, types=_types(args.type)
         )
     if args.json:
         emit_json({"query": args.query, "hits": [render.hit_to_dict(h) for h in hits]})
@@ -182,9 +187,12 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from engram.app.memories import list_memories
+
     session: dict[str, Any] | None = None
     with open_engine(args) as engine:
-        memories = engine.list(
+        memories = list_memories(
+            engine,
             type=_types(args.type),
             source=_types(args.source),
             file=args.file,
@@ -211,8 +219,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _last_session_summary(engine: Engine) -> dict[str, Any] | None:
     """The last finished observer session's card for ``list --review`` (V5 §13), if any."""
+    from engram.app.observe import session_summary
+
     try:
-        summary = engine.session_summary()
+        summary = session_summary(engine)
     except EngramError as exc:
         note(f"no session summary: {exc}")
         return None
@@ -220,8 +230,10 @@ def _last_session_summary(engine: Engine) -> dict[str, Any] | None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from engram.app.memories import get
+
     with open_engine(args) as engine:
-        memory = engine.get(args.id)
+        memory = get(engine, args.id)
     if args.json:
         emit_json(memory_json(memory))
     else:
@@ -230,22 +242,28 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    from engram.app.memories import forget
+
     with open_engine(args) as engine:
-        memory = engine.forget(args.id)
+        memory = forget(engine, args.id)
     print(f"forgot {memory.id}: {memory.citation_text}")
     return 0
 
 
 def cmd_confirm(args: argparse.Namespace) -> int:
+    from engram.app.memories import confirm
+
     with open_engine(args) as engine:
-        memory = engine.confirm(args.id)
+        memory = confirm(engine, args.id)
     print(f"confirmed {memory.id} (confidence {memory.confidence:.2f}, verified)")
     return 0
 
 
 def cmd_flag(args: argparse.Namespace) -> int:
+    from engram.app.memories import flag
+
     with open_engine(args) as engine:
-        memory = engine.flag(args.id, args.kind, args.note)
+        memory = flag(engine, args.id, args.kind, args.note)
     state = []
     if memory.deprecated:
         state.append("deprecated")
@@ -259,8 +277,10 @@ def cmd_flag(args: argparse.Namespace) -> int:
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
+    from engram.app.memories import pin
+
     with open_engine(args) as engine:
-        memory = engine.pin(args.id, not args.unpin)
+        memory = pin(engine, args.id, not args.unpin)
     print(f"{'pinned' if memory.pinned else 'unpinned'} {memory.id}")
     return 0
 
@@ -282,13 +302,16 @@ def _parse_budget(value: str | None) -> int | None:
 def cmd_context(args: argparse.Namespace) -> int:
     if not args.file and not args.query:
         raise InvalidInput("give a FILE or --query TEXT")
+    from engram.app.recall import context
+
     budget = _parse_budget(args.budget)
     with open_engine(args) as engine:
         if args.file:
             path = engine.workspace.resolve(args.file)
             if not path.exists():
                 raise InvalidInput(f"{args.file} does not exist in {engine.workspace.root}")
-        pack = engine.context(
+        pack = context(
+            engine,
             file=args.file,
             symbol=args.symbol,
             query=args.query,
@@ -314,11 +337,15 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from engram.app import indexing
+    from engram.app.team import sync_team
+
     summary: dict[str, Any] = {}
     with open_engine(args) as engine:
         try:
             with progress_bar("indexing code") as update:
-                report = engine.index(
+                report = indexing.index(
+                    engine,
                     progress=lambda done, total, path: update(str(path or ""), done, total),
                     chunks=False,
                     history=False,
@@ -328,7 +355,8 @@ def cmd_index(args: argparse.Namespace) -> int:
             if not args.json:
                 note(f"code graph: {_graph_summary(report)}")
             with progress_bar("chunking and embedding code") as update:
-                chunk_report = engine.index_chunks(
+                chunk_report = indexing.index_chunks(
+                    engine,
                     progress=lambda done, total, path: update(str(path or ""), done, total),
                     embed=not args.no_embed,
                 )
@@ -339,7 +367,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             summary["code"] = {"skipped": str(exc)}
             note(f"skipped code indexing: {exc}")
         try:
-            seeded = engine.seed_workspace(summary.get("_report"))
+            seeded = indexing.seed_workspace(engine, summary.get("_report"))
             summary["seeded"] = seeded
             if not args.json and any(seeded.values()):
                 note(
@@ -351,7 +379,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         summary.pop("_report", None)
         summary["history"] = _mine_history(engine, args.json)
         if engine.config.team.auto_sync:
-            team = engine.sync_team()
+            team = sync_team(engine)
             summary["team"] = team.to_dict()
             if not args.json and (team.added or team.updated or team.retired or team.skipped):
                 note(
@@ -386,8 +414,10 @@ def _graph_summary(report: Any) -> str:
 
 def _mine_history(engine: Engine, quiet: bool) -> dict[str, Any]:
     """Mine git history and let the memories follow it (renames, changed code, co-access)."""
+    from engram.app.history_sync import sync_history
+
     with progress_bar("mining git history") as update:
-        report = engine.sync_history(progress=update)
+        report = sync_history(engine, progress=update)
     if report.skipped:
         note(f"skipped git history: {report.skipped}")
         return {"skipped": report.skipped}
@@ -414,8 +444,10 @@ def _mine_history(engine: Engine, quiet: bool) -> dict[str, Any]:
 
 def _backfill_embeddings(engine: Engine, quiet: bool) -> dict[str, Any]:
     """Embed memories that have no vector for the current model (after a model switch)."""
+    from engram.app.indexing import embed_missing
+
     with progress_bar("embedding memories") as update:
-        result = engine.embed_missing(progress=update)
+        result = embed_missing(engine, progress=update)
     if not quiet:
         if result["model"] is None:
             note(
@@ -441,20 +473,24 @@ def _split_target(target: str, root: Path) -> tuple[str, str | None]:
 
 def _index_if_empty(engine: Engine) -> None:
     """Impact on a never-indexed workspace would say nothing: index it first, once."""
+    from engram.app.indexing import index
+
     stats = engine.codegraph.stats()
     if int(stats.get("files", 0)) == 0:
         note("the code graph is empty: indexing the workspace first")
         with progress_bar("indexing code") as update:
-            engine.index(progress=lambda done, total, path: update(str(path or ""), done, total))
+            index(engine, progress=lambda done, total, path: update(str(path or ""), done, total))
 
 
 def cmd_impact(args: argparse.Namespace) -> int:
+    from engram.app.impact import impact
+
     with open_engine(args) as engine:
         file, symbol = _split_target(args.target, engine.workspace.root)
         if not engine.workspace.resolve(file).exists():
             raise InvalidInput(f"{file} does not exist in {engine.workspace.root}")
         _index_if_empty(engine)
-        report = engine.impact(file, symbol)
+        report = impact(engine, file, symbol)
     if args.json:
         emit_json(to_jsonable(report))
     else:
@@ -515,10 +551,12 @@ def _drain_inbox(engine: Engine, events: list[Any]) -> list[Any]:
 
 
 def cmd_digest(args: argparse.Namespace) -> int:
+    from engram.app.indexing import rebuild_digest
+
     with open_engine(args) as engine:
         if not args.rebuild:
             raise InvalidInput("nothing to do: use 'engram digest --rebuild'")
-        count = engine.rebuild_digest()
+        count = rebuild_digest(engine)
     note(f"digest rebuilt with {count} memories")
     return 0
 
@@ -537,6 +575,8 @@ def _settle_agent_sessions(engine: Engine, payloads: list[Any]) -> None:
 
 
 def cmd_observe(args: argparse.Namespace) -> int:
+    from engram.app.observe import observe, recent_work_state
+
     data = sys.stdin.buffer.read()
     try:
         raw = data.decode("utf-8")
@@ -551,36 +591,28 @@ def cmd_observe(args: argparse.Namespace) -> int:
             # the triggering payload was queued by the hook too: replay the queue instead
             events = _drain_inbox(engine, events)
         if args.format == "claude-code":
-            import importlib
+            from engram.observer.claude_code import handle_hook
 
+            # the adapter owns the whole hook protocol (context injection on stdout); a
+            # broken observer must not fail the agent's hook
             try:
-                adapter = importlib.import_module("engram.observer.claude_code")
-            except ModuleNotFoundError as exc:
-                raise NotAvailable("the Claude Code adapter is not available yet") from exc
-            handle = getattr(adapter, "handle_hook", None)
-            if callable(handle):
-                # the adapter owns the whole hook protocol (context injection on stdout)
-                for payload in events:
-                    out = handle(engine, payload)
-                    if out is not None:
-                        outputs.append(out)
-                if args.drain_inbox:
-                    _settle_agent_sessions(engine, events)
-                for out in outputs:
-                    sys.stdout.write(out if isinstance(out, str) else json.dumps(out) + "\n")
-                return 0
-            adapt = getattr(adapter, "adapt", None)
-            if not callable(adapt):
-                raise NotAvailable("the Claude Code adapter is not available yet")
-            adapted: list[Any] = []
+                observer = engine.observer
+            except Exception as exc:
+                log.warning("engram claude-code hook ignored: %s", exc)
+                events = []
             for payload in events:
-                result = adapt(payload)
-                adapted.extend(result if isinstance(result, list) else [result])
-            events = [e for e in adapted if e is not None]
+                out = handle_hook(observer, payload, work_state=lambda: recent_work_state(engine))
+                if out is not None:
+                    outputs.append(out)
+            if args.drain_inbox:
+                _settle_agent_sessions(engine, events)
+            for out in outputs:
+                sys.stdout.write(out if isinstance(out, str) else json.dumps(out) + "\n")
+            return 0
         for event in events:
             if not isinstance(event, dict):
                 raise InvalidInput("each observer event must be a JSON object")
-            outputs.append(engine.observe(event))
+            outputs.append(observe(engine, event))
     if args.format == "engram" and outputs:
         emit_json(
             [to_jsonable(o) for o in outputs] if len(outputs) > 1 else (to_jsonable(outputs[0]))
@@ -646,8 +678,10 @@ def cmd_mcp_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from engram.app.doctor import doctor
+
     with open_engine(args) as engine:
-        checks = engine.doctor()
+        checks = doctor(engine)
     if args.json:
         emit_json(
             {
@@ -663,8 +697,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from engram.app.doctor import stats as store_stats
+
     with open_engine(args) as engine:
-        stats = engine.stats()
+        stats = store_stats(engine)
     if args.json:
         emit_json(stats)
     else:
@@ -678,8 +714,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         fmt = (
             "md" if args.file and str(args.file).lower().endswith((".md", ".markdown")) else "json"
         )
+    from engram.app.portability import export
+
     with open_engine(args) as engine:
-        text = engine.export(fmt)
+        text = export(engine, fmt)
         count = int(engine.store.count())
     if args.file and args.file != "-":
         target = Path(args.file).expanduser()
@@ -698,8 +736,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     path = Path(args.file).expanduser()
     if not path.exists():
         raise InvalidInput(f"{args.file} does not exist")
+    from engram.app.portability import import_file
+
     with open_engine(args) as engine, progress_bar(f"importing {path.name}") as update:
-        report = engine.import_(path, progress=update)
+        report = import_file(engine, path, progress=update)
     if args.json:
         emit_json(report.to_dict())
         return 0
@@ -715,8 +755,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
+    from engram.app.maintenance import consolidate
+
     with open_engine(args) as engine, progress_bar("consolidating memories") as update:
-        report = engine.consolidate(dry_run=args.dry_run, progress=update)
+        report = consolidate(engine, dry_run=args.dry_run, progress=update)
     if args.json:
         emit_json(report.to_dict())
         return 0
@@ -734,8 +776,10 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def cmd_share(args: argparse.Namespace) -> int:
+    from engram.app.team import share
+
     with open_engine(args) as engine:
-        report = engine.share(args.ids, commit=args.commit)
+        report = share(engine, args.ids, commit=args.commit)
     if args.json:
         emit_json(report.to_dict())
         return 0
@@ -757,8 +801,10 @@ def cmd_share(args: argparse.Namespace) -> int:
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
+    from engram.app.team import sync_team
+
     with open_engine(args) as engine:
-        report = engine.sync_team()
+        report = sync_team(engine)
     if args.json:
         emit_json(report.to_dict())
         return 0
@@ -774,8 +820,10 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
+    from engram.app.maintenance import prune
+
     with open_engine(args) as engine:
-        report = engine.prune(dry_run=args.dry_run)
+        report = prune(engine, dry_run=args.dry_run)
     if args.json:
         emit_json({"dry_run": args.dry_run, **report.to_dict()})
         return 0

@@ -1,8 +1,8 @@
-"""The ``engram.*`` executeCommand API: argument classes and thin handlers over the Engine.
+"""The ``engram.*`` executeCommand API: argument classes and thin handlers over the use cases.
 
 Each command takes one JSON object (documented with examples in ``docs/commands.md``);
 its argument class below is the contract. Handlers do no work of their own: they call the
-:class:`~engram.engine.Engine` in a worker thread, turn results into JSON and, after a
+:mod:`engram.app` use cases in a worker thread, turn results into JSON and, after a
 write, ask the server to republish diagnostics of the documents the memory touches.
 """
 
@@ -17,7 +17,7 @@ from engram.lsp.registry import Args, CommandContext, CommandError, CommandRegis
 from engram.model import memory_json, to_jsonable
 
 if TYPE_CHECKING:
-    from engram.engine import Engine
+    from engram.app import Engine
 
 
 # --------------------------------------------------------------------------- results
@@ -178,10 +178,12 @@ def _check_k(k: int, limit: int = 200) -> None:
 
 
 async def search(ctx: CommandContext, args: SearchArgs) -> dict[str, Any]:
+    from engram.app.recall import search as search_memories
+
     _check_k(args.k)
     hits = await ctx.call(
-        lambda e: e.search(
-            args.query, k=args.k, phase=args.phase, file=args.file, types=args.types
+        lambda e: search_memories(
+            e, args.query, k=args.k, phase=args.phase, file=args.file, types=args.types
         ),
         args.file,
     )
@@ -194,8 +196,12 @@ async def remember(ctx: CommandContext, args: RememberArgs) -> dict[str, Any]:
     if args.supersedes:
         extra["supersedes"] = args.supersedes
 
-    def run(engine: Engine) -> Any:
-        return engine.remember(
+    from engram.app.remember import RememberResult
+    from engram.app.remember import remember as remember_memory
+
+    def run(engine: Engine) -> RememberResult:
+        return remember_memory(
+            engine,
             args.text,
             type=args.type,
             source=args.source,
@@ -221,34 +227,45 @@ async def remember(ctx: CommandContext, args: RememberArgs) -> dict[str, Any]:
 
 
 async def forget(ctx: CommandContext, args: IdArgs) -> dict[str, Any]:
-    memory = await ctx.call(lambda e: e.forget(args.id))
+    from engram.app.memories import forget as forget_memory
+
+    memory = await ctx.call(lambda e: forget_memory(e, args.id))
     await ctx.memories_changed([memory])
     return {"id": memory.id, "forgotten": True, "memory": memory_json(memory)}
 
 
 async def confirm(ctx: CommandContext, args: IdArgs) -> dict[str, Any]:
-    memory = await ctx.call(lambda e: e.confirm(args.id))
+    from engram.app.memories import confirm as confirm_memory
+
+    memory = await ctx.call(lambda e: confirm_memory(e, args.id))
     ctx.session().corrected(memory.id, "confirmed")
     await ctx.memories_changed([memory])
     return {"id": memory.id, "memory": memory_json(memory)}
 
 
 async def flag(ctx: CommandContext, args: FlagArgs) -> dict[str, Any]:
-    memory = await ctx.call(lambda e: e.flag(args.id, args.kind, args.note))
+    from engram.app.memories import flag as flag_memory
+
+    memory = await ctx.call(lambda e: flag_memory(e, args.id, args.kind, args.note))
     ctx.session().corrected(memory.id, f"flagged {args.kind}")
     await ctx.memories_changed([memory])
     return {"id": memory.id, "kind": args.kind, "memory": memory_json(memory)}
 
 
 async def pin(ctx: CommandContext, args: PinArgs) -> dict[str, Any]:
-    memory = await ctx.call(lambda e: e.pin(args.id, args.pinned))
+    from engram.app.memories import pin as pin_memory
+
+    memory = await ctx.call(lambda e: pin_memory(e, args.id, args.pinned))
     await ctx.memories_changed([memory])
     return {"id": memory.id, "pinned": memory.pinned, "memory": memory_json(memory)}
 
 
 async def context(ctx: CommandContext, args: ContextArgs) -> dict[str, Any]:
+    from engram.app.recall import context as context_pack
+
     pack = await ctx.call(
-        lambda e: e.context(
+        lambda e: context_pack(
+            e,
             file=args.file,
             symbol=args.symbol,
             query=args.query,
@@ -257,24 +274,29 @@ async def context(ctx: CommandContext, args: ContextArgs) -> dict[str, Any]:
         ),
         args.file,
     )
-    ids = [item.memory.id for item in getattr(pack, "items", [])]
+    ids = [item.memory.id for item in pack.items]
     ctx.session(args.file).applied(ids)
     result: dict[str, Any] = to_jsonable(pack)
     return result
 
 
 async def impact(ctx: CommandContext, args: ImpactArgs) -> dict[str, Any]:
+    from engram.app.impact import impact as impact_report
     from engram.lsp.hover import impact_summary
 
-    report = await ctx.call(lambda e: e.impact(args.file, args.symbol), args.file)
+    report = await ctx.call(lambda e: impact_report(e, args.file, args.symbol), args.file)
     result: dict[str, Any] = to_jsonable(report)
     result["summary"] = impact_summary(report)
     return result
 
 
 async def recipes(ctx: CommandContext, args: RecipesArgs) -> dict[str, Any]:
+    from engram.app.recall import search as search_memories
+
     _check_k(args.k, 20)
-    hits = await ctx.call(lambda e: e.search(args.task, k=args.k, types=["workflow_recipe"]))
+    hits = await ctx.call(
+        lambda e: search_memories(e, args.task, k=args.k, types=["workflow_recipe"])
+    )
     ctx.session().applied([h.memory.id for h in hits])
     return {
         "recipes": [
@@ -286,15 +308,20 @@ async def recipes(ctx: CommandContext, args: RecipesArgs) -> dict[str, Any]:
 async def review(ctx: CommandContext, args: ReviewArgs) -> dict[str, Any]:
     if not 1 <= args.limit <= 1000:
         raise CommandError(f"limit must be between 1 and 1000, got {args.limit}")
-    memories = await ctx.call(lambda e: e.list(needs_review=True, limit=args.limit))
+    from engram.app.memories import list_memories as list_of
+
+    memories = await ctx.call(lambda e: list_of(e, needs_review=True, limit=args.limit))
     return {"memories": [memory_json(m) for m in memories]}
 
 
 async def list_memories(ctx: CommandContext, args: ListArgs) -> dict[str, Any]:
     if args.limit is not None and not 1 <= args.limit <= 10_000:
         raise CommandError(f"limit must be between 1 and 10000, got {args.limit}")
+    from engram.app.memories import list_memories as list_of
+
     memories = await ctx.call(
-        lambda e: e.list(
+        lambda e: list_of(
+            e,
             type=args.type,
             source=args.source,
             file=args.file,
@@ -308,17 +335,20 @@ async def list_memories(ctx: CommandContext, args: ListArgs) -> dict[str, Any]:
 
 
 async def session_summary(ctx: CommandContext, args: SessionSummaryArgs) -> dict[str, Any]:
+    from engram.app.memories import list_memories as list_of
+    from engram.app.observe import session_summary as observer_card
+
     ledger = ctx.session()
 
     def run(engine: Engine) -> dict[str, Any]:
         observer_summary: Any = None
         try:
-            observer_summary = engine.session_summary(args.session_id)
+            observer_summary = observer_card(engine, args.session_id)
         except Exception as exc:  # the observer is optional here
             observer_summary = {"unavailable": str(exc).splitlines()[0] if str(exc) else ""}
         ids = ledger.all_ids()
         found = {m.id: m for m in engine.store.get_many(ids)} if ids else {}
-        review_queue = engine.list(needs_review=True, limit=50)
+        review_queue = list_of(engine, needs_review=True, limit=50)
         summary: dict[str, Any] = ledger.summary(found, review_queue, observer_summary)
         return summary
 
@@ -327,7 +357,9 @@ async def session_summary(ctx: CommandContext, args: SessionSummaryArgs) -> dict
 
 
 async def observe(ctx: CommandContext, args: ObserveArgs) -> dict[str, Any]:
-    result = await ctx.call(lambda e: e.observe(args.event))
+    from engram.app.observe import observe as observe_event
+
+    result = await ctx.call(lambda e: observe_event(e, args.event))
     out = to_jsonable(result) if result is not None else {"accepted": True}
     return out if isinstance(out, dict) else {"result": out}
 
@@ -339,7 +371,9 @@ async def reindex(ctx: CommandContext, args: ReindexArgs) -> dict[str, Any]:
 
 
 async def stats(ctx: CommandContext, args: StatsArgs | None) -> dict[str, Any]:
-    result: dict[str, Any] = to_jsonable(await ctx.call(lambda e: e.stats()))
+    from engram.app.doctor import stats as store_stats
+
+    result: dict[str, Any] = to_jsonable(await ctx.call(store_stats))
     status = ctx.status()
     result["indexing"] = status.get("indexing")
     result["ready"] = status.get("ready")
@@ -349,8 +383,10 @@ async def stats(ctx: CommandContext, args: StatsArgs | None) -> dict[str, Any]:
 
 async def share(ctx: CommandContext, args: ShareArgs | None) -> dict[str, Any]:
     """Write memories to the team folder (docs/team.md); the result names what and why not."""
+    from engram.app.team import share as share_memories
+
     wanted = args or ShareArgs()
-    report = await ctx.call(lambda e: e.share(wanted.ids, commit=wanted.commit))
+    report = await ctx.call(lambda e: share_memories(e, wanted.ids, commit=wanted.commit))
     result: dict[str, Any] = to_jsonable(report)
     shared = [path.rsplit("/", 1)[-1].removesuffix(".json") for path in report.written]
     if shared:
@@ -360,7 +396,9 @@ async def share(ctx: CommandContext, args: ShareArgs | None) -> dict[str, Any]:
 
 async def sync_team(ctx: CommandContext, args: StatsArgs | None) -> dict[str, Any]:
     """Read the team folder into the store (after a pull) and refresh what shows them."""
-    report = await ctx.call(lambda e: e.sync_team())
+    from engram.app.team import sync_team as read_team
+
+    report = await ctx.call(read_team)
     if report.changed:
         changed = await ctx.call(lambda e: e.store.get_many(report.changed))
         await ctx.memories_changed(changed)
@@ -370,8 +408,10 @@ async def sync_team(ctx: CommandContext, args: StatsArgs | None) -> dict[str, An
 
 async def consolidate(ctx: CommandContext, args: ConsolidateArgs | None) -> dict[str, Any]:
     """Merge near-duplicates and link contradictions among stored memories (lifecycle)."""
+    from engram.app.maintenance import consolidate as consolidate_store
+
     dry_run = bool(args and args.dry_run)
-    report = await ctx.call(lambda e: e.consolidate(dry_run=dry_run))
+    report = await ctx.call(lambda e: consolidate_store(e, dry_run=dry_run))
     if not dry_run and (report.merged or report.conflicts):
         await ctx.memories_changed([])
     result: dict[str, Any] = to_jsonable(report)
@@ -380,7 +420,9 @@ async def consolidate(ctx: CommandContext, args: ConsolidateArgs | None) -> dict
 
 async def open_memory(ctx: CommandContext, args: IdArgs) -> dict[str, Any]:
     """Show a memory's anchored place in the editor and return the memory."""
-    memory = await ctx.call(lambda e: e.get(args.id))
+    from engram.app.memories import get
+
+    memory = await ctx.call(lambda e: get(e, args.id))
     shown = False
     if memory.anchors:
         anchor = memory.anchors[0]

@@ -24,8 +24,8 @@ from engram.model import Memory
 from engram.workspace import Workspace
 
 if TYPE_CHECKING:
+    from engram.app import Engine
     from engram.config import EngramConfig
-    from engram.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +140,8 @@ class Folder:
 
 def open_engine_blocking(root: Path, overrides: dict[str, Any]) -> Engine:
     """Import and open the engine; a bad setting falls back to the files' settings."""
+    from engram.app import Engine
     from engram.config import ConfigError
-    from engram.engine import Engine
 
     try:
         return Engine.open(Workspace(root), overrides)
@@ -178,16 +178,19 @@ def snapshot_blocking(
             engine.codegraph.reindex_file(rel)
         except Exception as exc:
             log.debug("reindex of %s failed: %s", rel, exc)
-    memories = tuple(engine.memories_for_file(rel))
+    from engram.app.memories import for_file
+
+    memories = tuple(for_file(engine, rel))
     symbols = symbols_blocking(engine, rel, has_graph)
     return FileSnapshot(memories, locate_spans(memories, rel, lines, symbols), symbols)
 
 
 def impact_blocking(engine: Engine, rel: str) -> str | None:
+    from engram.app.impact import impact
     from engram.lsp.hover import impact_summary
 
     try:
-        return impact_summary(engine.impact(rel))
+        return impact_summary(impact(engine, rel))
     except Exception as exc:  # no graph yet, file not in graph: no summary
         log.debug("impact of %s unavailable: %s", rel, exc)
         return None
@@ -204,10 +207,11 @@ def read_lines_blocking(root: Path, rel: str) -> list[str]:
 
 def anchored_files_blocking(engine: Engine) -> dict[str, list[Memory]]:
     """Files with diagnostic-type memories anchored in them -> those memories."""
+    from engram.app.memories import list_memories
     from engram.model import ANCHORED_DIAGNOSTIC_TYPES
 
     by_file: dict[str, list[Memory]] = {}
-    for memory in engine.list(type=[t.value for t in ANCHORED_DIAGNOSTIC_TYPES]):
+    for memory in list_memories(engine, type=[t.value for t in ANCHORED_DIAGNOSTIC_TYPES]):
         for path in dict.fromkeys(a.file for a in memory.anchors):
             by_file.setdefault(path, []).append(memory)
     return dict(list(by_file.items())[:MAX_WORKSPACE_FILES])

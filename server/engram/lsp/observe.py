@@ -4,7 +4,7 @@ The observer learns what files are worked on together (co-access), what gets edi
 reverted, and where the user looks at memories (issue 5, item 1a). The language server
 sees all of that, but must never pay for it: handlers run on the event loop and a hover
 must answer in microseconds. So :meth:`EditorEventFeed.emit` only builds a small dict and
-puts it on a bounded queue; one worker thread hands the events to ``Engine.observe``
+puts it on a bounded queue; one worker thread hands the events to ``engram.app.observe.observe``
 (one small file append each) and logs, never raises, when that fails. ``change`` and
 ``hover`` are debounced per document (at most one per :data:`DEBOUNCE_SECONDS`): typing
 is one piece of work, not hundreds of events.
@@ -144,8 +144,10 @@ class EditorEventFeed:
             return
         if not engine.config.observer.enabled:
             return
+        from engram.app.observe import observe
+
         try:
-            engine.observe(event)
+            observe(engine, event)
         except Exception as exc:  # the observer is a bystander: never fail the editor
             self.dropped += 1
             log.debug("observer refused an editor event: %s", exc)
@@ -167,12 +169,14 @@ class EditorEventFeed:
             return
         self._queue.put(_STOP)
         self._thread.join(timeout)
+        from engram.app.observe import observe
+
         for folder in list(self._observed.values()):
             engine = folder.engine
             if engine is None:
                 continue
             try:
-                engine.observe({"kind": "session_end", "session_id": self.session_id})
+                observe(engine, {"kind": "session_end", "session_id": self.session_id})
             except Exception as exc:
                 log.debug("could not end the editor session: %s", exc)
 

@@ -37,7 +37,7 @@ from engram.errors import EngramError, InvalidInput, NotFound
 from engram.workspace import WorkspaceError
 
 if TYPE_CHECKING:
-    from engram.engine import Engine
+    from engram.app import Engine
     from engram.model import Memory
 
 log = logging.getLogger(__name__)

@@ -55,7 +55,7 @@ from engram.lsp.session import SessionLedger
 from engram.model import Memory, utcnow
 
 if TYPE_CHECKING:
-    from engram.engine import Engine
+    from engram.app import Engine
 
 log = logging.getLogger(__name__)
 
@@ -488,7 +488,7 @@ class EngramLanguageServer(LanguageServer):
         title: str | None,
         token: str | None = None,
     ) -> Any:
-        """``engine.index`` in a thread, reporting ``$/progress``; cancellable by the client."""
+        """The index use case in a thread, reporting ``$/progress``; cancellable by the client."""
         own = token is None
         if own:
             token = await self.begin_progress(title or "Engram: indexing")
@@ -511,8 +511,11 @@ class EngramLanguageServer(LanguageServer):
         # mining) happen in a child process, see maybe_embed_in_child
         history_here = not self.child_will_index(engine)
 
+        from engram.app.indexing import index
+
         def run() -> Any:
-            return engine.index(
+            return index(
+                engine,
                 progress=_progress_adapter(progress),
                 cancel=cancelled,
                 embed_chunks=False,

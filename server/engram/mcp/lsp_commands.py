@@ -22,7 +22,8 @@ agent driving the editor can do.
 
 One :class:`~engram.mcp.hub.McpHub` per workspace folder lives in :class:`HubCache`, owned by
 the registration (no module-level state); its connections run on the server's event loop.
-A notable tool result becomes a reviewable memory through the folder's Engine.
+A notable tool result becomes a reviewable memory through the remember use case (the folder's
+engine).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ import attrs
 from engram.lsp.registry import Args, CommandContext, CommandRegistry
 
 if TYPE_CHECKING:
+    from engram.app import Engine
     from engram.config import EngramConfig
-    from engram.engine import Engine
     from engram.mcp.hub import McpHub
     from engram.mcp.results import ObservationDraft
     from engram.workspace import Workspace
@@ -191,7 +192,9 @@ async def _save_drafts(
     for draft in drafts:
 
         def remember(engine: Engine, d: ObservationDraft = draft) -> Any:
-            return engine.remember(d.content, **d.remember_kwargs())
+            from engram.app.remember import remember as remember_memory
+
+            return remember_memory(engine, d.content, **d.remember_kwargs())
 
         try:
             result = await ctx.call(remember, file)

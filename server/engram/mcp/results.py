@@ -35,7 +35,7 @@ _MAX_CONTENT = 400
 class ObservationDraft:
     """A memory the engine may store.
 
-    ``Engine.remember(draft.content, **draft.remember_kwargs())`` stores it.
+    ``remember(engine, draft.content, **draft.remember_kwargs())`` stores it.
     """
 
     content: str
@@ -60,7 +60,7 @@ class ObservationDraft:
         }
 
 
-#: Receives drafts; the engine's implementation calls ``Engine.remember``.
+#: Receives drafts; the engine's implementation calls ``engram.app.remember.remember``.
 ObservationSink = Callable[[ObservationDraft], object]
 
 

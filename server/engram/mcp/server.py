@@ -2,7 +2,7 @@
 
 Agents (Claude Code, Codex, OpenCode, Crush, Copilot CLI) call MCP tools; none of them
 calls ``workspace/executeCommand``. Every tool here goes through the same
-:class:`~engram.engine.Engine` methods as the LSP commands, so validation (unknown types,
+:mod:`engram.app` use cases as the LSP commands, so validation (unknown types,
 empty text, secrets redacted) and workspace confinement (no path outside the workspace is
 read or written) are the same. Descriptions are written for a model: when to call the
 tool, what comes back, and how to cite a memory.
@@ -97,7 +97,7 @@ class EngineHolder:
         if self._engine is None:
             with self._lock:
                 if self._engine is None:
-                    from engram.engine import Engine
+                    from engram.app import Engine
 
                     self._engine = Engine.open(self._workspace, self._overrides)
         return self._engine
@@ -127,6 +127,9 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
             holder.close()
 
     server = MCPServer("engram", instructions=INSTRUCTIONS, version=__version__, lifespan=lifespan)
+    from engram.app import impact as impact_uc
+    from engram.app import memories, observe, recall
+    from engram.app.remember import remember
 
     async def call(fn: Callable[[Any], T]) -> T:
         def run() -> T:
@@ -154,7 +157,7 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         file: Annotated[str | None, Field(description="Prefer memories near this file")] = None,
         phase: Annotated[PhaseName | None, Field(description="Your current work phase")] = None,
     ) -> dict[str, Any]:
-        hits = await call(lambda e: e.search(query, k=k, file=file, phase=phase))
+        hits = await call(lambda e: recall.search(e, query, k=k, file=file, phase=phase))
         return {
             "results": [
                 {**_memory_brief(h.memory), "score": round(float(h.score), 4), "stale": h.stale}
@@ -184,8 +187,8 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         if not file and not query:
             raise ToolError("give a file or a query")
         pack = await call(
-            lambda e: e.context(
-                file=file, symbol=symbol, query=query, phase=phase, budget_tokens=budget_tokens
+            lambda e: recall.context(
+                e, file=file, symbol=symbol, query=query, phase=phase, budget_tokens=budget_tokens
             )
         )
         result: dict[str, Any] = to_jsonable(pack)
@@ -213,7 +216,8 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         session_id: Annotated[str | None, Field(description="Your session id, if known")] = None,
     ) -> dict[str, Any]:
         result = await call(
-            lambda e: e.remember(
+            lambda e: remember(
+                e,
                 text,
                 type=type,
                 source="agent_explicit",
@@ -250,7 +254,7 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         file: Annotated[str, Field(description="Workspace-relative or absolute path")],
         symbol: Annotated[str | None, Field(description="A function or class in the file")] = None,
     ) -> dict[str, Any]:
-        report = await call(lambda e: e.impact(file, symbol))
+        report = await call(lambda e: impact_uc.impact(e, file, symbol))
         result: dict[str, Any] = to_jsonable(report)
         return result
 
@@ -265,7 +269,7 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         task: Annotated[str, Field(description="The task you are about to do")],
         k: Annotated[int, Field(ge=1, le=20)] = 3,
     ) -> dict[str, Any]:
-        hits = await call(lambda e: e.search(task, k=k, types=["workflow_recipe"]))
+        hits = await call(lambda e: recall.search(e, task, k=k, types=["workflow_recipe"]))
         return {
             "recipes": [
                 {**_memory_brief(h.memory), "steps": h.memory.extra.get("steps", [])} for h in hits
@@ -282,8 +286,8 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
     async def engram_review(
         limit: Annotated[int, Field(ge=1, le=200)] = 20,
     ) -> dict[str, Any]:
-        memories = await call(lambda e: e.list(needs_review=True, limit=limit))
-        return {"memories": [_memory_brief(m) for m in memories]}
+        found = await call(lambda e: memories.list_memories(e, needs_review=True, limit=limit))
+        return {"memories": [_memory_brief(m) for m in found]}
 
     @server.tool(
         name="engram_confirm",
@@ -292,7 +296,7 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
     async def engram_confirm(
         id: Annotated[str, Field(description="Memory id, e.g. m-3f2a9c1e7b")],
     ) -> dict[str, Any]:
-        return _memory_brief(await call(lambda e: e.confirm(id)))
+        return _memory_brief(await call(lambda e: memories.confirm(e, id)))
 
     @server.tool(
         name="engram_flag",
@@ -306,7 +310,7 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         kind: Annotated[CorrectionName, Field(description="What is wrong with it")],
         note: Annotated[str | None, Field(max_length=2000)] = None,
     ) -> dict[str, Any]:
-        return _memory_brief(await call(lambda e: e.flag(id, kind, note)))
+        return _memory_brief(await call(lambda e: memories.flag(e, id, kind, note)))
 
     @server.tool(
         name="engram_observe",
@@ -322,7 +326,7 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
             Field(description="An observer event: {session_id, kind, tool, files, exit_code, …}"),
         ],
     ) -> dict[str, Any]:
-        result = await call(lambda e: e.observe(event))
+        result = await call(lambda e: observe.observe(e, event))
         out: dict[str, Any] = to_jsonable(result) if result is not None else {"ok": True}
         return out if isinstance(out, dict) else {"result": out}
 
@@ -333,13 +337,9 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
     async def engram_session_summary(
         session_id: Annotated[str | None, Field(description="Session id; default: latest")] = None,
     ) -> dict[str, Any]:
-        def summary(e: Any) -> Any:
-            method = getattr(e, "session_summary", None)
-            if method is None:
-                raise EngramError("session summaries are not available in this build")
-            return method(session_id)
-
-        out: dict[str, Any] = to_jsonable(await call(summary))
+        out: dict[str, Any] = to_jsonable(
+            await call(lambda e: observe.session_summary(e, session_id))
+        )
         return out
 
     _add_hub_tools(server, hubs, call, ToolError)
@@ -363,13 +363,14 @@ def _add_hub_tools(server: MCPServer, hubs: HubHolder, call: Any, tool_error: An
 
     async def hub() -> Any:
         if hubs.hub is None:
+            from engram.app.remember import remember
             from engram.mcp.hub import McpHub
 
             engine = await call(lambda e: e)
 
             def save_observation(draft: Any) -> object:
                 # a notable tool result becomes an e2e_observation waiting for review
-                return engine.remember(draft.content, **draft.remember_kwargs())
+                return remember(engine, draft.content, **draft.remember_kwargs())
 
             hubs.hub = McpHub(engine.workspace, engine.config, memory_sink=save_observation)
         return hubs.hub

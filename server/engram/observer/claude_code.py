@@ -27,8 +27,12 @@ from __future__ import annotations
 import json
 import logging
 import re
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engram.model import Memory
+    from engram.observer.observer import Observer
 
 log = logging.getLogger(__name__)
 
@@ -210,16 +214,21 @@ def _context_output(hook: str, lines: list[str]) -> str | None:
     )
 
 
-def handle_hook(engine: Any, payload: Any) -> str | None:
-    """Observe one hook payload through ``engine``; the hook's stdout, or ``None``.
+def handle_hook(
+    observer: Observer,
+    payload: Any,
+    *,
+    work_state: Callable[[], Sequence[Memory]] | None = None,
+) -> str | None:
+    """Observe one hook payload through ``observer``; the hook's stdout, or ``None``.
 
-    Never raises: a broken hook must not stop the agent (errors go to the log).
+    ``work_state`` gives the ``work_state`` memories, newest first, that SessionStart
+    resumes from. Never raises: a broken hook must not stop the agent (errors go to the log).
     """
     try:
         events = adapt(payload)
-        observer = engine.observer
         for event in events:
-            engine.observe(event)
+            observer.observe(event)
         hook = payload.get("hook_event_name")
         if hook == "PostToolUse" and payload.get("tool_name") in ("Read", "Edit", "Write"):
             raw_input = payload.get("tool_input")
@@ -230,20 +239,13 @@ def handle_hook(engine: Any, payload: Any) -> str | None:
             lines = [n.content[:300] for n in notes if n.files][:5]
             return _context_output("PostToolUse", lines)
         if hook == "SessionStart":
-            return _context_output("SessionStart", _resume_lines(engine))
+            recent = list(work_state())[:2] if work_state is not None else []
+            return _context_output(
+                "SessionStart", [f"{m.content[:400]} {m.citation()}" for m in recent]
+            )
     except Exception as exc:
         log.warning("engram claude-code hook ignored: %s", exc)
     return None
-
-
-def _resume_lines(engine: Any) -> list[str]:
-    """Where the last unfinished sessions stopped (work_state memories), newest first."""
-    store_dir = Path(engine.workspace.engram_dir) / "memories.lance"
-    if not store_dir.exists():  # no store yet: do not pay for opening one
-        return []
-    memories = engine.list(type="work_state", limit=200)
-    memories = sorted(memories, key=lambda m: m.created_at, reverse=True)[:2]
-    return [f"{m.content[:400]} {m.citation()}" for m in memories]
 
 
 HOOK_COMMAND = 'engram observe --format claude-code --workspace "$CLAUDE_PROJECT_DIR"'

@@ -1,11 +1,11 @@
 """The :class:`Observer`: events in, signals and a checkpointed scratchpad, validated promotion out.
 
-Integration with the engine (``engram.engine.Engine`` already does this):
+Integration with the engine (``engram.app`` already does this):
 
-* ``Engine.observer`` builds ``Observer(engine)`` lazily; the engine satisfies
+* ``Engine.observer`` builds ``Observer(EngineSink(engine))`` lazily; the sink satisfies
   :class:`MemorySink` (``remember_many``, ``list``, and optionally ``memories_for_file``),
-  and the observer reads ``engine.workspace`` and ``engine.config`` from it.
-* ``Engine.observe(event_dict)`` returns ``observer.observe(event_dict)`` — an
+  and the observer reads ``sink.workspace`` and ``sink.config`` from it.
+* ``engram.app.observe.observe(engine, event_dict)`` returns ``observer.observe(event_dict)`` — an
   :class:`~engram.observer.results.ObserveResult` (``to_dict()`` for JSON). Bad events
   raise :class:`~engram.observer.events.InvalidEvent` (an ``InvalidInput``) with one line.
 * Session end: an event ``{"kind": "session_end", "session_id": ..., "outcome": ...}``

@@ -99,7 +99,7 @@ class SessionSummary:
     """The session-end card (V5 §13): what was applied, learned, and needs review.
 
     ``learned`` holds every memory promoted in the session (all passes); the user's
-    confirm / flag on them goes to ``Engine.confirm`` / ``Engine.flag`` by id, and the
+    confirm / flag on them goes to ``confirm`` / ``flag`` (``engram.app.memories``) by id, and the
     engine's access-count rules (V5 §18) do the rest.
     """
 

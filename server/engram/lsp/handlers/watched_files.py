@@ -69,7 +69,9 @@ async def sync_team(ls: EngramLanguageServer, folder: Folder) -> None:
     if engine is None or not folder.ready or not engine.config.team.auto_sync:
         return
     try:
-        report = await asyncio.to_thread(engine.sync_team)
+        from engram.app.team import sync_team
+
+        report = await asyncio.to_thread(sync_team, engine)
     except Exception as exc:  # a bad team file must never take the server down
         log.warning("team sync in %s failed: %s", folder.root, exc)
         return

@@ -1,0 +1,202 @@
+"""Status: ``engram doctor`` (what works and why not) and ``engram stats`` (the store).
+
+The doctor never raises for a broken component: each check says what is wrong and what it
+costs (docs/cli.md), so a user can fix their set-up from its output alone.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from engram.app.team import team_folder
+from engram.errors import EngramError, InvalidInput, one_line
+
+if TYPE_CHECKING:
+    from engram.app.engine import Engine
+
+
+@attrs.define
+class DoctorCheck:
+    """One line of ``engram doctor``: ``ok`` False means the user should act on ``detail``."""
+
+    name: str
+    ok: bool
+    detail: str
+    #: "error" blocks a capability; "warning" degrades it; "info" is just a fact.
+    level: str = "info"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail, "level": self.level}
+
+
+def stats(engine: Engine) -> dict[str, Any]:
+    """Counts of the store by state, type, source and scope; its size on disk."""
+    memories = engine.store.list(engine.filter(include_deprecated=True))
+    by_type: dict[str, int] = {}
+    by_source: dict[str, int] = {}
+    by_scope: dict[str, int] = {}
+    for memory in memories:
+        by_type[memory.type.value] = by_type.get(memory.type.value, 0) + 1
+        by_source[memory.source.value] = by_source.get(memory.source.value, 0) + 1
+        by_scope[memory.scope.value] = by_scope.get(memory.scope.value, 0) + 1
+    active = [m for m in memories if not m.deprecated]
+    return {
+        "workspace": str(engine.workspace.root),
+        "total": len(memories),
+        "active": len(active),
+        "needs_review": sum(1 for m in active if m.needs_review),
+        "stale": sum(1 for m in active if m.is_stale),
+        "deprecated": len(memories) - len(active),
+        "pinned": sum(1 for m in active if m.pinned),
+        "user_verified": sum(1 for m in active if m.user_verified),
+        "anchored": sum(1 for m in active if m.anchors),
+        "by_type": dict(sorted(by_type.items())),
+        "by_source": dict(sorted(by_source.items())),
+        "by_scope": dict(sorted(by_scope.items())),
+        "store_bytes": _dir_size(engine.workspace.engram_dir),
+        "embedding_model": engine.embedder_status,
+    }
+
+
+def doctor(engine: Engine) -> list[DoctorCheck]:
+    """Everything a user needs to know to see why something does not work."""
+    from engram import __version__
+
+    checks = [
+        DoctorCheck(
+            "python",
+            sys.version_info >= (3, 11),
+            f"{platform.python_version()} ({sys.executable})",
+        ),
+        DoctorCheck("engram", True, __version__),
+        DoctorCheck("packages", True, _package_versions()),
+        DoctorCheck("workspace", True, str(engine.workspace.root)),
+    ]
+    engram_dir = engine.workspace.engram_dir
+    writable = os.access(engram_dir if engram_dir.exists() else engine.workspace.root, os.W_OK)
+    checks.append(
+        DoctorCheck(
+            "writable",
+            writable,
+            f"{engram_dir} is writable" if writable else f"{engram_dir} is not writable",
+            "info" if writable else "error",
+        )
+    )
+    try:
+        count = int(engine.store.count())
+        checks.append(DoctorCheck("store", True, f"{count} memories in {engram_dir}"))
+    except Exception as exc:
+        checks.append(DoctorCheck("store", False, one_line(exc), "error"))
+    embedder = engine.embedder
+    checks.append(
+        DoctorCheck(
+            "embedding model",
+            embedder is not None,
+            engine.embedder_status
+            if embedder is not None
+            else f"{engine.embedder_status}; search uses keywords and the code graph only",
+            "info" if embedder is not None else "warning",
+        )
+    )
+    checks.append(_grammar_check())
+    try:
+        checks.append(DoctorCheck("code graph", True, str(engine.codegraph.stats())))
+    except EngramError as exc:
+        checks.append(DoctorCheck("code graph", False, str(exc), "warning"))
+    except Exception as exc:
+        checks.append(DoctorCheck("code graph", False, one_line(exc), "warning"))
+    git = shutil.which("git")
+    checks.append(
+        DoctorCheck(
+            "git",
+            git is not None,
+            git or "git not found on PATH (history features are off)",
+            "info" if git else "warning",
+        )
+    )
+    checks.append(
+        DoctorCheck(
+            "git repository",
+            (engine.workspace.root / ".git").exists(),
+            "yes" if (engine.workspace.root / ".git").exists() else "not a git repository",
+            "info",
+        )
+    )
+    checks.append(_team_check(engine))
+    return checks
+
+
+def _team_check(engine: Engine) -> DoctorCheck:
+    """The team folder: how many shared memories, and any file sync had to skip."""
+    from engram.lifecycle.team import read_team_folder
+
+    try:
+        folder, label = team_folder(engine)
+    except InvalidInput as exc:
+        return DoctorCheck("team", False, str(exc), "warning")
+    if not folder.is_dir():
+        return DoctorCheck("team", True, f"no {label}/ yet (engram share creates it)", "info")
+    read = read_team_folder(folder, label=label)
+    detail = f"{len(read.entries)} shared memories in {label}/"
+    if read.skipped:
+        return DoctorCheck(
+            "team", False, f"{detail}; {len(read.skipped)} unreadable: {read.skipped[0]}",
+            "warning",
+        )  # fmt: skip
+    return DoctorCheck("team", True, detail, "info")
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    if not path.exists():
+        return 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(dirpath) / name).stat().st_size
+            except OSError:
+                continue
+    return total
+
+
+def _package_versions() -> str:
+    from importlib import metadata
+
+    names = ["lancedb", "fastembed", "onnxruntime", "tree-sitter", "pygls", "mcp", "rapidfuzz"]
+    parts = []
+    for name in names:
+        try:
+            parts.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{name} missing")
+    return ", ".join(parts)
+
+
+def _grammar_check() -> DoctorCheck:
+    from importlib.util import find_spec
+
+    languages = {
+        "python": "tree_sitter_python",
+        "javascript": "tree_sitter_javascript",
+        "typescript": "tree_sitter_typescript",
+        "go": "tree_sitter_go",
+        "rust": "tree_sitter_rust",
+        "java": "tree_sitter_java",
+    }
+    found = [lang for lang, mod in languages.items() if find_spec(mod) is not None]
+    missing = [lang for lang in languages if lang not in found]
+    ok = find_spec("tree_sitter") is not None and not missing
+    detail = "grammars: " + (", ".join(found) or "none")
+    if missing:
+        detail += f"; missing: {', '.join(missing)}"
+    return DoctorCheck("tree-sitter", ok, detail, "info" if ok else "warning")
+
+
+__all__ = ["DoctorCheck", "doctor", "stats"]

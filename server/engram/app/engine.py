@@ -1,0 +1,311 @@
+"""The composition root: one :class:`Engine` per workspace, held by the CLI, LSP and MCP server.
+
+Why one object: every front end must share one store, one embedder and one code graph per
+process, and every use case must apply the same rules. The engine only *wires*: it builds
+each component lazily on first use (so ``engram --help`` and LSP ``initialize`` never pay
+for LanceDB, the ONNX model or tree-sitter; the imports below are for type checking only)
+and offers the few helpers every use case shares (the writer lock, the clock, path
+confinement, the store filter, the agents' digest mirror). The use cases themselves live
+in one module per group next to this one (``engram.app.remember``, ``recall``,
+``memories``, …; docs/architecture.md has the map) and take the engine as their first
+argument.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engram.config import EngramConfig, load_config
+from engram.errors import EngramError, InvalidInput
+from engram.model import Memory, MemorySource, MemoryType, utcnow
+from engram.workspace import Workspace, WorkspaceError
+
+if TYPE_CHECKING:
+    from engram.agents.digest import Digest
+    from engram.codegraph import CodeGraph, CodeSearch
+    from engram.embed import Embedder
+    from engram.history import GitHistory
+    from engram.observer import Observer
+    from engram.retrieval import Retriever
+    from engram.store import MemoryFilter, MemoryStore
+
+log = logging.getLogger(__name__)
+
+#: Builds the store filter; tests inject a plain one next to an in-memory store.
+FilterFactory = Callable[..., "MemoryFilter"]
+
+
+class Engine:
+    """The components of Engram for one workspace. Thread-safe; cheap to construct."""
+
+    workspace: Workspace
+    config: EngramConfig
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        config: EngramConfig,
+        *,
+        read_only: bool = False,
+        store: MemoryStore | None = None,
+        embedder: Embedder | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        filter_factory: FilterFactory | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.config = config
+        self.read_only = read_only
+        self.clock = clock
+        self._filter_factory = filter_factory
+        #: held by every store write (the LSP calls use cases from several threads)
+        self.write_lock = threading.RLock()
+        self._init_lock = threading.RLock()
+        self._store: MemoryStore | None = store
+        self._embedder: Embedder | None = embedder
+        self._embedder_reason: str | None = None if embedder is None else "injected"
+        self._embedder_loaded = embedder is not None or config.embed.model == "none"
+        if config.embed.model == "none" and embedder is None:
+            self._embedder_reason = "dense search disabled (embed.model = none)"
+        self._retriever: Retriever | None = None
+        self._codegraph: CodeGraph | None = None
+        self._observer: Observer | None = None
+        self._history: GitHistory | None = None
+        self._digest: Digest | None = None
+        self._code_search: CodeSearch | None = None
+
+    @classmethod
+    def open(
+        cls,
+        workspace: Workspace | str | Path | None = None,
+        overrides: dict[str, object] | None = None,
+        *,
+        read_only: bool = False,
+    ) -> Engine:
+        """The engine for ``workspace`` (default: the git root enclosing the cwd)."""
+        ws = workspace if isinstance(workspace, Workspace) else Workspace.open(workspace)
+        if ws.engram_dir.exists() and not ws.engram_dir.is_dir():
+            raise WorkspaceError(
+                f"{ws.engram_dir} is a file, not Engram's data directory; move it aside"
+            )
+        config = load_config(ws, overrides)
+        return cls(ws, config, read_only=read_only)
+
+    # ------------------------------------------------------------------ components
+
+    @property
+    def store(self) -> MemoryStore:
+        """The memory store (LanceDB), opened on first use."""
+        if self._store is None:
+            with self._init_lock:
+                if self._store is None:
+                    from engram.store import MemoryStore
+
+                    if not self.read_only:
+                        self.workspace.ensure_engram_dir()
+                    try:
+                        self._store = MemoryStore(self.workspace, read_only=self.read_only)
+                    except EngramError:
+                        raise
+                    except PermissionError as exc:
+                        raise EngramError(
+                            f"cannot open the store in {self.workspace.engram_dir}: "
+                            "permission denied"
+                        ) from exc
+        return self._store
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedding model, or ``None`` (then :attr:`embedder_status` says why)."""
+        if not self._embedder_loaded:
+            with self._init_lock:
+                if not self._embedder_loaded:
+                    from engram.embed import load_embedder
+
+                    status = load_embedder(self.config.embed, self.workspace)
+                    self._embedder = status.embedder
+                    self._embedder_reason = str(status.reason)
+                    self._embedder_loaded = True
+        return self._embedder
+
+    @property
+    def embedder_status(self) -> str:
+        _ = self.embedder
+        if self._embedder is not None:
+            return f"{self._embedder.model_id} ({self._embedder_reason or 'loaded'})"
+        return self._embedder_reason or "no embedding model"
+
+    @property
+    def loaded_model_id(self) -> str | None:
+        """The model id of the embedder if it is loaded already (never loads it)."""
+        return self._embedder.model_id if self._embedder is not None else None
+
+    @property
+    def retriever(self) -> Retriever:
+        if self._retriever is None:
+            with self._init_lock:
+                if self._retriever is None:
+                    from engram.retrieval import Retriever
+
+                    self._retriever = Retriever(
+                        self.store,
+                        self.embedder,
+                        self.config.retrieval,
+                        graph=self.graph_or_none(),
+                    )
+        return self._retriever
+
+    def graph_or_none(self) -> CodeGraph | None:
+        """The code graph, or ``None`` when it cannot open (retrieval works without it)."""
+        try:
+            return self.codegraph
+        except EngramError as exc:
+            log.info("code graph unavailable for retrieval: %s", exc)
+            return None
+
+    @property
+    def codegraph(self) -> CodeGraph:
+        if self._codegraph is None:
+            with self._init_lock:
+                if self._codegraph is None:
+                    from engram.codegraph import CodeGraph
+
+                    self._codegraph = CodeGraph(self.workspace, self.config)
+        return self._codegraph
+
+    @property
+    def code_search(self) -> CodeSearch:
+        """Hybrid search over AST code chunks (``engram.codegraph.CodeSearch``)."""
+        if self._code_search is None:
+            with self._init_lock:
+                if self._code_search is None:
+                    from engram.codegraph import CodeSearch
+
+                    self._code_search = CodeSearch(self.workspace, self.codegraph, self.embedder)
+        return self._code_search
+
+    @property
+    def code_search_if_open(self) -> CodeSearch | None:
+        return self._code_search
+
+    @property
+    def observer(self) -> Observer:
+        if self._observer is None:
+            with self._init_lock:
+                if self._observer is None:
+                    from engram.app.observe import EngineSink
+                    from engram.observer import Observer
+
+                    self._observer = Observer(EngineSink(self))
+        return self._observer
+
+    @property
+    def observer_if_open(self) -> Observer | None:
+        return self._observer
+
+    @property
+    def history(self) -> GitHistory:
+        """Git co-change history (``engram.history``); ``available`` False outside git."""
+        if self._history is None:
+            with self._init_lock:
+                if self._history is None:
+                    from engram.history import GitHistory
+
+                    self._history = GitHistory(self.workspace)
+        return self._history
+
+    @property
+    def digest(self) -> Digest:
+        """The agents' SQLite mirror of the memories (read by hooks without LanceDB)."""
+        if self._digest is None:
+            with self._init_lock:
+                if self._digest is None:
+                    from engram.agents.digest import Digest
+
+                    self._digest = Digest(self.workspace)
+        return self._digest
+
+    # ------------------------------------------------------------------ shared helpers
+
+    def filter(
+        self,
+        *,
+        types: Sequence[MemoryType] | None = None,
+        sources: Sequence[MemorySource] | None = None,
+        file: str | None = None,
+        needs_review: bool | None = None,
+        include_deprecated: bool = False,
+    ) -> MemoryFilter:
+        """A store filter (``MemoryFilter``; tests inject their own factory)."""
+        factory = self._filter_factory
+        if factory is None:
+            from engram.store import MemoryFilter
+
+            factory = self._filter_factory = MemoryFilter
+        return factory(
+            types=types,
+            sources=sources,
+            file=file,
+            needs_review=needs_review,
+            include_deprecated=include_deprecated,
+        )
+
+    def relative(self, path: str | os.PathLike[str]) -> str:
+        """``path`` as a workspace-relative POSIX path; refuses the root and anything outside."""
+        rel = self.workspace.relative(path)
+        if rel == ".":
+            raise InvalidInput(f"{path} is the workspace itself, not a file")
+        return rel
+
+    def check_writable(self) -> None:
+        if self.read_only:
+            raise EngramError("this engine was opened read-only")
+
+    def mirror(self, upserts: Sequence[Memory] = (), deleted: Sequence[str] = ()) -> None:
+        """After a store write: update the agents' SQLite digest.
+
+        The digest (``engram.agents``) lets hook processes answer without LanceDB; it is a
+        cache, so failing to update it is logged, never raised (the hook rebuilds it).
+        """
+        try:
+            self.digest.apply(list(upserts), list(deleted))
+        except Exception as exc:
+            log.info("could not update the agent digest: %s", exc)
+
+    def close(self) -> None:
+        with self.write_lock:
+            for component in (
+                self._store,
+                self._code_search,
+                self._codegraph,
+                self._history,
+                self._digest,
+                self._observer,
+            ):
+                closer = getattr(component, "close", None)
+                if callable(closer):
+                    try:
+                        closer()
+                    except Exception as exc:
+                        log.debug("close failed: %s", exc)
+            self._store = None
+            self._codegraph = None
+            self._history = None
+            self._digest = None
+            self._observer = None
+            self._code_search = None
+            self._retriever = None
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+__all__ = ["Engine", "FilterFactory"]

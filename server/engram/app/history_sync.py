@@ -1,0 +1,317 @@
+"""History sync: after git history is mined, the memories follow it.
+
+* **renames**: memories anchored to (or related to) a file renamed since the last run
+  follow it (``GitHistory.renames_since`` applied with :func:`engram.history.apply_renames`);
+* **staleness** (docs/lifecycle.md): an anchor whose lines moved is re-pointed; one whose
+  code is gone and that a commit changed since the memory was made is flagged
+  ``needs_review`` and its confidence multiplied by :data:`CODE_CHANGED_CONFIDENCE_FACTOR`;
+  memories of deleted files get ``stale_at`` (and lose it when the file is back);
+* **co-access cold start**: the observer's co-access graph is seeded from co-commits until
+  sessions have been observed.
+
+Each step is best-effort: history is evidence, so a failure is logged, never raised.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from engram.app.state import EngineState
+from engram.errors import EngramError, one_line
+from engram.model import CodeAnchor, CorrectionKind, Memory, content_hash
+
+if TYPE_CHECKING:
+    from engram.app.engine import Engine
+    from engram.history import GitHistory, MineReport
+    from engram.history.git_history import ProgressCallback
+
+log = logging.getLogger(__name__)
+
+#: Confidence multiplier for a memory whose anchored code was changed by a commit since the
+#: memory was made (docs/lifecycle.md): the advice may still hold, so it is marked for review
+#: and trusted a little less rather than hidden. Applied once per memory (flag below).
+CODE_CHANGED_CONFIDENCE_FACTOR = 0.8
+#: Flag set on a memory once the code under its anchor changed in a commit.
+CODE_CHANGED_FLAG = "code_changed"
+#: At most this many ``git rev-list`` checks per index run (bounded time on large stores).
+MAX_STALENESS_CHECKS = 200
+
+
+@attrs.define
+class HistorySyncReport:
+    """What :func:`sync_history` did after mining: memories that followed renames,
+    anchors whose code changed (flagged for review), files gone or back, co-access seed."""
+
+    mined: MineReport | None = None
+    head: str | None = None
+    renamed: int = 0
+    relocated: int = 0
+    code_changed: int = 0
+    stale_marked: int = 0
+    unstaled: int = 0
+    coaccess_seeded: int = 0
+    skipped: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = attrs.asdict(self, recurse=False)
+        data["mined"] = attrs.asdict(self.mined) if self.mined is not None else None
+        return data
+
+
+def sync_history(
+    engine: Engine,
+    progress: ProgressCallback | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> HistorySyncReport:
+    """Mine new commits, then bring the memories up to date with them (see the module)."""
+    report = HistorySyncReport()
+    history = engine.history
+    if not history.available:
+        report.skipped = str(history.reason or "no git history")
+        return report
+    try:
+        report.mined = history.mine(progress=progress, cancel=cancel)
+    except Exception as exc:
+        log.warning("mining git history failed: %s", one_line(exc))
+        report.skipped = f"mining failed: {one_line(exc)}"
+        return report
+    if engine.read_only:
+        return report
+    head = report.mined.head or history.head_commit()
+    report.head = head
+    state = EngineState.of(engine.workspace)
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("rename following", lambda: _follow_renames(engine, history, head, state, report)),
+        ("staleness check", lambda: _check_code_changes(engine, history, head, report)),
+        ("co-access seed", lambda: _seed_coaccess(engine, history, head, state, report)),
+    ]
+    for what, step in steps:
+        try:
+            step()
+        except EngramError as exc:
+            log.info("%s skipped: %s", what, exc)
+        except Exception as exc:
+            log.warning("%s failed: %s", what, one_line(exc), exc_info=True)
+    return report
+
+
+def _follow_renames(
+    engine: Engine,
+    history: GitHistory,
+    head: str | None,
+    state: EngineState,
+    report: HistorySyncReport,
+) -> None:
+    """Apply renames made since the last run (all known ones the first time).
+
+    When the old path exists again (a new file took the name), the rename is applied
+    only to memories made before it, told by their commit (``provenance.commit_sha``);
+    a memory without a commit stays where it is rather than move to the wrong file.
+    """
+    from engram.history import apply_renames
+
+    last = state.get("renames_applied_commit")
+    renames = dict(history.renames_since(last if isinstance(last, str) else None))
+    if renames:
+        root = engine.workspace.root
+        clear = {old: new for old, new in renames.items() if not (root / old).exists()}
+        ambiguous = {old: new for old, new in renames.items() if old not in clear}
+        memories = engine.store.list(engine.filter(include_deprecated=True))
+        changed = {m.id: m for m in apply_renames(memories, clear)}
+        since_commit: dict[str, dict[str, str]] = {}
+        for memory in memories if ambiguous else []:
+            memory = changed.get(memory.id, memory)
+            sha = memory.provenance.commit_sha
+            if not sha or not _mentions(memory, ambiguous):
+                continue
+            if sha not in since_commit:
+                since_commit[sha] = dict(history.renames_since(sha))
+            own = {o: n for o, n in ambiguous.items() if since_commit[sha].get(o) == n}
+            for renamed in apply_renames([memory], own):
+                changed[renamed.id] = renamed
+        now = engine.clock()
+        stamped = [attrs.evolve(m, updated_at=now) for m in changed.values()]
+        if stamped:
+            with engine.write_lock:
+                engine.store.update(stamped)
+                engine.mirror(stamped)
+            log.info("%d memories followed renamed files", len(stamped))
+        report.renamed = len(stamped)
+    if head:
+        state.set("renames_applied_commit", head)
+
+
+def _check_code_changes(
+    engine: Engine, history: GitHistory, head: str | None, report: HistorySyncReport
+) -> None:
+    """Relocate moved anchors, flag memories whose code a commit changed, mark gone files."""
+    root = engine.workspace.root
+    now = engine.clock()
+    memories = [
+        m
+        for m in engine.store.list(engine.filter(include_deprecated=False))
+        if m.anchors or m.related_files
+    ]
+    finder = AnchorFinder(root)
+    checks = 0
+    updated: list[Memory] = []
+    for memory in memories:
+        files = memory.files
+        missing = [f for f in files if not (root / f).exists()]
+        changes: dict[str, Any] = {}
+        if missing and memory.stale_at is None:
+            changes["stale_at"] = now
+            report.stale_marked += 1
+        elif (
+            not missing
+            and memory.stale_at is not None
+            and memory.valid_until is None
+            and CorrectionKind.OUTDATED.value not in memory.flags
+        ):
+            changes["stale_at"] = None  # the file is back (renamed, restored)
+            report.unstaled += 1
+        anchors = list(memory.anchors)
+        code_changed = False
+        for index, anchor in enumerate(anchors):
+            if anchor.content_hash is None or anchor.start_line is None:
+                continue
+            if finder.lines(anchor.file) is None:
+                continue  # gone or unreadable: the stale_at rule above covers it
+            found = finder.find(anchor)
+            if found == anchor.start_line:
+                continue
+            if found is not None:
+                length = (anchor.end_line or anchor.start_line) - anchor.start_line
+                anchors[index] = attrs.evolve(anchor, start_line=found, end_line=found + length)
+                changes["anchors"] = anchors
+                continue
+            if CODE_CHANGED_FLAG in memory.flags or checks >= MAX_STALENESS_CHECKS:
+                continue
+            sha = memory.provenance.commit_sha
+            checks += 1
+            changed = history.changed_since(anchor.file, sha) if sha else None
+            if changed is not False:  # False: an uncommitted edit in progress
+                code_changed = True
+        if "anchors" in changes:
+            report.relocated += 1
+        if code_changed:
+            changes["flags"] = [*memory.flags, CODE_CHANGED_FLAG]
+            changes["needs_review"] = True
+            if not memory.pinned:
+                changes["confidence"] = round(memory.confidence * CODE_CHANGED_CONFIDENCE_FACTOR, 4)
+            changes["extra"] = {
+                **memory.extra,
+                CODE_CHANGED_FLAG: {"at": now.isoformat(), "commit": head},
+            }
+            report.code_changed += 1
+        if changes:
+            updated.append(attrs.evolve(memory, updated_at=now, **changes))
+    if updated:
+        with engine.write_lock:
+            # a memory forgotten meanwhile (another thread) must not come back
+            fresh = {m.id: m for m in engine.store.get_many([m.id for m in updated])}
+            kept = [m for m in updated if m.id in fresh]
+            engine.store.update(kept)
+            engine.mirror(kept)
+
+
+def _seed_coaccess(
+    engine: Engine,
+    history: GitHistory,
+    head: str | None,
+    state: EngineState,
+    report: HistorySyncReport,
+) -> None:
+    """Cold start of the co-access graph from co-commits (docs/observer.md).
+
+    Seeds while no session has been observed yet, once per new HEAD: the seed is a
+    prior the observer blends in at a discount, so refreshing it is harmless, and once
+    real sessions exist they speak for themselves.
+    """
+    if not engine.config.observer.enabled or not head:
+        return
+    seeded = state.get("coaccess_seeded_commit")
+    if seeded == head:
+        return
+    observer = engine.observer
+    if seeded is not None and int(observer.stats.session_count()) > 0:
+        return
+    edges = history.coaccess_seed()
+    report.coaccess_seeded = int(observer.seed_coaccess(edges)) if edges else 0
+    state.set("coaccess_seeded_commit", head)
+
+
+def _mentions(memory: Memory, paths: Mapping[str, str]) -> bool:
+    """Whether any anchor, related file or relation target of ``memory`` is in ``paths``."""
+    return (
+        any(a.file in paths for a in memory.anchors)
+        or any(f in paths for f in memory.related_files)
+        or any(r.target_file in paths for r in memory.relations if r.target_file)
+    )
+
+
+class AnchorFinder:
+    """Where anchored lines (same content hash) are now, for a sweep over many memories.
+
+    Each file is read once and each (file, anchor length) hashed once into a
+    hash -> start lines index, so checking every anchored memory on ``index`` stays
+    linear in the size of the files rather than anchors x lines.
+    """
+
+    #: Files longer than this are not searched for moved lines (generated, data).
+    MAX_LINES = 100_000
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lines: dict[str, list[str] | None] = {}
+        self._windows: dict[tuple[str, int], dict[str, list[int]]] = {}
+
+    def lines(self, rel: str) -> list[str] | None:
+        if rel not in self._lines:
+            try:
+                text = (self.root / rel).read_text(encoding="utf-8", errors="replace")
+                self._lines[rel] = text.splitlines()
+            except OSError:
+                self._lines[rel] = None
+        return self._lines[rel]
+
+    def find(self, anchor: CodeAnchor) -> int | None:
+        """The anchor's start line now: its stored place if unchanged, else the nearest
+        place holding the same lines, else ``None`` (the code under it changed)."""
+        lines = self.lines(anchor.file)
+        start = anchor.start_line
+        if lines is None or start is None or anchor.content_hash is None:
+            return None
+        end = anchor.end_line if anchor.end_line is not None else start
+        length = max(0, end - start) + 1
+        if start + length <= len(lines) and (
+            content_hash("\n".join(lines[start : start + length])) == anchor.content_hash
+        ):
+            return start
+        if len(lines) > self.MAX_LINES:
+            return None
+        key = (anchor.file, length)
+        index = self._windows.get(key)
+        if index is None:
+            index = {}
+            for first in range(len(lines) - length + 1):
+                digest = content_hash("\n".join(lines[first : first + length]))
+                index.setdefault(digest, []).append(first)
+            self._windows[key] = index
+        starts = index.get(anchor.content_hash)
+        return min(starts, key=lambda s: (abs(s - start), s)) if starts else None
+
+
+__all__ = [
+    "CODE_CHANGED_CONFIDENCE_FACTOR",
+    "CODE_CHANGED_FLAG",
+    "MAX_STALENESS_CHECKS",
+    "AnchorFinder",
+    "HistorySyncReport",
+    "sync_history",
+]

@@ -1,0 +1,415 @@
+"""Remember: the write path every new memory takes (CLI, code action, MCP tool, observer).
+
+The rules, in order: the text is validated and secrets are redacted (``lifecycle``), paths
+are confined to the workspace, an anchor gets the hash of its lines, the contextual text is
+embedded (outside the writer lock: it is the slow part), contradictions with stored
+memories are linked for review and never merged, near-duplicates merge into the existing
+memory, and the batch is written once (docs/lifecycle.md, docs/architecture.md "Data flow").
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from engram.app.inputs import parse_scope, parse_source, parse_type, validate_text
+from engram.errors import InvalidInput
+from engram.lifecycle import find_duplicate, merge_memories, redact_secrets
+from engram.lifecycle.contradictions import Contradiction, find_contradictions
+from engram.model import (
+    CodeAnchor,
+    Memory,
+    MemoryRelation,
+    MemoryScope,
+    MemorySource,
+    MemoryType,
+    Provenance,
+    RelationType,
+    content_hash,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from engram.app.engine import Engine
+    from engram.store import MemoryStore
+
+    Vectors = npt.NDArray[np.float32]
+
+log = logging.getLogger(__name__)
+
+#: Candidates fetched per search when looking for a near-duplicate.
+DUPLICATE_CANDIDATES = 8
+
+#: ``progress(message, done, total)`` for long batch steps (embedding, consolidating).
+ProgressCallback = Callable[[str, int, int | None], None]
+
+
+@attrs.define
+class RememberResult:
+    """What :func:`remember` did: the stored record, whether it merged into an existing
+    memory, and which kinds of secret were redacted (to tell the user)."""
+
+    memory: Memory
+    merged: bool = False
+    redactions: list[str] = attrs.field(factory=list)
+    duplicate_reason: str | None = None
+    #: ``"m-…: reason"`` for each existing memory this one contradicts (both kept, linked
+    #: by ``conflicts_with``; this one goes to review)
+    conflicts: list[str] = attrs.field(factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.memory.id,
+            "merged": self.merged,
+            "redactions": list(self.redactions),
+            "citation": self.memory.citation(),
+            "conflicts": list(self.conflicts),
+        }
+
+
+def remember(
+    engine: Engine,
+    content: str,
+    *,
+    type: MemoryType | str = "gotcha",
+    source: MemorySource | str = "user_taught",
+    file: str | None = None,
+    symbol: str | None = None,
+    start_line: int | None = None,
+    end_line: int | None = None,
+    tags: Sequence[str] = (),
+    related_files: Sequence[str] = (),
+    scope: MemoryScope | str | None = None,
+    confidence: float | None = None,
+    session_id: str | None = None,
+    needs_review: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> RememberResult:
+    """Store one memory (redacted, merged into a near-duplicate when there is one).
+
+    Lines are 0-based and inclusive, as in LSP; the CLI converts from 1-based.
+    """
+    mtype = parse_type(type)
+    msource = parse_source(source)
+    mscope = (
+        parse_scope(scope)
+        if scope is not None
+        else (MemoryScope.MODULE if file else MemoryScope.GLOBAL)
+    )
+    if confidence is not None and not (0.0 <= confidence <= 1.0):
+        raise InvalidInput(f"confidence must be between 0 and 1, got {confidence}")
+    if symbol is not None and not symbol.strip():
+        raise InvalidInput("symbol name is empty")
+    if file is None and (symbol or start_line is not None):
+        raise InvalidInput("a symbol or line range needs a file (--file)")
+    text = validate_text(content, engine.config.safety.max_content_chars)
+    anchors = [_anchor(engine, file, symbol, start_line, end_line)] if file else []
+    now = engine.clock()
+    memory = Memory(
+        created_at=now,
+        updated_at=now,
+        last_accessed_at=now,
+        valid_from=now,
+        content=text,
+        type=mtype,
+        source=msource,
+        scope=mscope,
+        confidence=confidence if confidence is not None else default_confidence(msource),
+        tags=list(tags),
+        related_files=list(related_files),
+        anchors=anchors,
+        provenance=Provenance(session_id=session_id, commit_sha=_head_commit_quietly(engine)),
+        needs_review=needs_review,
+        extra=dict(extra or {}),
+    )
+    return remember_many(engine, [memory])[0]
+
+
+def remember_many(
+    engine: Engine, memories: Sequence[Memory], progress: ProgressCallback | None = None
+) -> list[RememberResult]:
+    """The remember pipeline for a batch: one embedding call, one store write."""
+    engine.check_writable()
+    prepared: list[tuple[Memory, list[str]]] = [prepare(engine, m) for m in memories]
+    if not prepared:
+        return []
+    now = engine.clock()
+    stamped = [attrs.evolve(m, updated_at=now) for m, _ in prepared]
+    vectors = embed_memories(engine, stamped, progress)
+    results: list[RememberResult] = []
+    with engine.write_lock:
+        store = engine.store
+        to_add: list[Memory] = []
+        add_vectors: list[Vectors | None] = []
+        to_update: dict[str, Memory] = {}
+        batch_pool: list[Memory] = []
+        for index, (memory, (_, kinds)) in enumerate(zip(stamped, prepared, strict=True)):
+            vector = vectors[index] if vectors is not None else None
+            candidates = _duplicate_candidates(engine, memory, vector, batch_pool, to_update)
+            # "the timeout is 30s" / "… 90s" read as near-duplicates by text ratio, but
+            # merging would keep one value and lose the other: contradictions never merge
+            conflicts = find_contradictions(memory, candidates)
+            disputed = {c.memory.id for c in conflicts}
+            match = find_duplicate(
+                memory,
+                [pair for pair in candidates if pair[0].id not in disputed],
+                ratio_threshold=engine.config.safety.duplicate_ratio,
+                cosine_threshold=engine.config.safety.duplicate_cosine,
+            )
+            if match is not None:
+                merged = merge_memories(match.memory, memory, now=now)
+                if any(m.id == merged.id for m in to_add):
+                    to_add = [merged if m.id == merged.id else m for m in to_add]
+                else:
+                    to_update[merged.id] = merged
+                batch_pool = [merged if m.id == merged.id else m for m in batch_pool]
+                results.append(RememberResult(merged, True, kinds, match.reason))
+            else:
+                memory, notes = link_contradictions(memory, conflicts, to_update)
+                to_add.append(memory)
+                add_vectors.append(vector)
+                batch_pool.append(memory)
+                results.append(RememberResult(memory, False, kinds, conflicts=notes))
+        _write(engine, store, to_add, add_vectors, list(to_update.values()))
+    # results hold the final state of merged records (a later one may merge again)
+    final = {m.id: m for m in [*to_add, *to_update.values()]}
+    return [attrs.evolve(r, memory=final.get(r.memory.id, r.memory)) for r in results]
+
+
+def prepare(engine: Engine, memory: Memory) -> tuple[Memory, list[str]]:
+    """Validate, redact and normalise one memory before it is stored."""
+    text = validate_text(memory.content, engine.config.safety.max_content_chars)
+    redaction = redact_secrets(text)
+    updates: dict[str, Any] = {}
+    if redaction.text != memory.content:
+        updates["content"] = redaction.text
+        if memory.citation_text and redaction.redacted:
+            updates["citation_text"] = ""
+    if redaction.redacted:
+        updates["flags"] = list(dict.fromkeys([*memory.flags, "redacted"]))
+    files = [engine.relative(f) for f in memory.related_files]
+    anchors = [attrs.evolve(a, file=engine.relative(a.file)) for a in memory.anchors]
+    updates["related_files"] = list(dict.fromkeys(files))
+    updates["anchors"] = anchors
+    updates["tags"] = list(dict.fromkeys(t.strip() for t in memory.tags if t and t.strip()))
+    if memory.citation_text and "citation_text" not in updates:
+        # a custom citation (imports) may carry a secret of its own
+        updates["citation_text"] = redact_secrets(memory.citation_text).text
+    # evolve re-runs __attrs_post_init__, which derives an empty citation from the
+    # redacted content
+    return attrs.evolve(memory, **updates), redaction.kinds
+
+
+def link_contradictions(
+    memory: Memory, found: Sequence[Contradiction], pending: dict[str, Memory]
+) -> tuple[Memory, list[str]]:
+    """Link ``memory`` to the existing memories it contradicts (lifecycle.contradictions).
+
+    Both are kept: the new one goes to review with a ``conflicts_with`` relation to
+    each, and each gets the relation back (in ``pending``, written with the batch), so
+    whoever reviews either sees the other. Never silently resolved (docs/lifecycle.md).
+    """
+    if not found:
+        return memory, []
+    relations = list(memory.relations)
+    notes: list[str] = []
+    for conflict in found:
+        other = pending.get(conflict.memory.id, conflict.memory)
+        relations.append(
+            MemoryRelation(
+                RelationType.CONFLICTS_WITH, target_memory_id=other.id, auto_extracted=True
+            )
+        )
+        back = MemoryRelation(
+            RelationType.CONFLICTS_WITH, target_memory_id=memory.id, auto_extracted=True
+        )
+        pending[other.id] = attrs.evolve(other, relations=[*other.relations, back])
+        notes.append(f"{other.id}: {conflict.kind}, {conflict.reason}")
+    return attrs.evolve(memory, relations=relations, needs_review=True), notes
+
+
+def embed_memories(
+    engine: Engine, memories: Sequence[Memory], progress: ProgressCallback | None
+) -> Vectors | None:
+    """The contextual embedding of each memory (in batches), or ``None`` without a model."""
+    embedder = engine.embedder
+    if embedder is None:
+        return None
+    from engram.embed import memory_embedding_text
+
+    texts = [memory_embedding_text(m) for m in memories]
+    batch = max(1, engine.config.embed.batch_size)
+    if len(texts) <= batch:
+        return embedder.embed(texts)
+    import numpy as np
+
+    parts = []
+    for start in range(0, len(texts), batch):
+        parts.append(embedder.embed(texts[start : start + batch]))
+        if progress is not None:
+            progress("embedding", min(start + batch, len(texts)), len(texts))
+    return np.vstack(parts)
+
+
+def keyword_neighbour_ids(engine: Engine, text: str, mtype: MemoryType) -> list[str]:
+    """Ids of the keyword neighbours of ``text`` among memories of ``mtype``."""
+    try:
+        found = engine.store.keyword_search(
+            text, DUPLICATE_CANDIDATES, engine.filter(types=[mtype])
+        )
+    except Exception as exc:  # an FTS hiccup must not fail the caller
+        log.debug("keyword neighbours failed: %s", exc)
+        return []
+    return [mid for mid, _ in found]
+
+
+def default_confidence(source: MemorySource) -> float:
+    """Initial confidence by who said it: people and explicit agent notes start higher."""
+    return {
+        MemorySource.USER_TAUGHT: 0.8,
+        MemorySource.AGENT_EXPLICIT: 0.7,
+        MemorySource.COMMIT_AUTO: 0.7,
+        MemorySource.QA_AUTO: 0.6,
+        MemorySource.MCP_AUTO: 0.6,
+        MemorySource.OBSERVER_INFERRED: 0.5,
+    }[source]
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _anchor(
+    engine: Engine, file: str, symbol: str | None, start_line: int | None, end_line: int | None
+) -> CodeAnchor:
+    """A code anchor with workspace-relative path and, when known, the lines' hash."""
+    rel = engine.relative(file)
+    if start_line is not None and start_line < 0:
+        raise InvalidInput("line numbers start at 1")
+    if end_line is not None and start_line is not None and end_line < start_line:
+        raise InvalidInput(f"line range {start_line + 1}-{end_line + 1} is backwards")
+    if end_line is None and start_line is not None:
+        end_line = start_line
+    if symbol and start_line is None:
+        start_line, end_line = _symbol_range(engine, rel, symbol)
+    anchored_hash: str | None = None
+    path = engine.workspace.root / rel
+    if start_line is not None and path.is_file():
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            lines = []
+        if lines:
+            last = min(end_line if end_line is not None else start_line, len(lines) - 1)
+            if start_line < len(lines):
+                anchored_hash = content_hash("\n".join(lines[start_line : last + 1]))
+    return CodeAnchor(
+        file=rel,
+        symbol=symbol or None,
+        start_line=start_line,
+        end_line=end_line,
+        content_hash=anchored_hash,
+    )
+
+
+def _symbol_range(engine: Engine, rel: str, symbol: str) -> tuple[int | None, int | None]:
+    """Symbol -> 0-based (start, end) lines from the code graph when it knows it.
+
+    The file is re-indexed first (cheap, incremental) so a symbol written a moment ago
+    is found; the graph's lines are 1-based, anchors are 0-based like LSP.
+    """
+    try:
+        graph = engine.codegraph
+        if (engine.workspace.root / rel).is_file() and not engine.read_only:
+            graph.reindex_file(rel)
+        found = graph.find_symbol(rel, symbol)
+    except Exception as exc:  # the graph is optional here; never fail remember over it
+        log.debug("symbol lookup failed for %s:%s: %s", rel, symbol, exc)
+        return None, None
+    if found is None:
+        return None, None
+    return int(found.start_line) - 1, int(found.end_line) - 1
+
+
+def _head_commit_quietly(engine: Engine) -> str | None:
+    """HEAD's sha for a new memory's provenance (commit linkage, staleness), or ``None``.
+
+    Never fails remember: no git, no repository or an empty one simply give ``None``.
+    Outside a git repository GitPython is not even imported.
+    """
+    root = engine.workspace.root
+    if not any((folder / ".git").exists() for folder in (root, *root.parents)):
+        return None
+    try:
+        sha = engine.history.head_commit()
+    except Exception as exc:
+        log.debug("no commit for provenance: %s", exc)
+        return None
+    return sha if isinstance(sha, str) and sha else None
+
+
+def _duplicate_candidates(
+    engine: Engine,
+    memory: Memory,
+    vector: Vectors | None,
+    batch_pool: Sequence[Memory],
+    pending: dict[str, Memory],
+) -> list[tuple[Memory, float | None]]:
+    store = engine.store
+    flt = engine.filter(types=[memory.type])
+    scores: dict[str, float | None] = {}
+    try:
+        for mid, _score in store.keyword_search(memory.content, DUPLICATE_CANDIDATES, flt):
+            scores.setdefault(mid, None)
+    except Exception as exc:  # an FTS hiccup must not block remembering
+        log.debug("keyword dedup search failed: %s", exc)
+    if vector is not None:
+        for mid, cosine in store.vector_search(
+            vector, DUPLICATE_CANDIDATES, flt, model_id=engine.loaded_model_id
+        ):
+            scores[mid] = float(cosine)
+    found = {m.id: m for m in store.get_many(list(scores))}
+    found.update({mid: m for mid, m in pending.items() if mid in found})
+    pairs: list[tuple[Memory, float | None]] = [
+        (found[mid], cos) for mid, cos in scores.items() if mid in found
+    ]
+    pairs.extend((m, None) for m in batch_pool if m.type == memory.type)
+    return pairs
+
+
+def _write(
+    engine: Engine,
+    store: MemoryStore,
+    to_add: Sequence[Memory],
+    add_vectors: Sequence[Vectors | None],
+    to_update: Sequence[Memory],
+) -> None:
+    model_id = engine.loaded_model_id
+    if to_add:
+        vectors = None
+        if model_id is not None and all(v is not None for v in add_vectors):
+            import numpy as np
+
+            vectors = np.vstack(list(add_vectors)).astype("float32")  # type: ignore[arg-type]
+        store.add(list(to_add), vectors, model_id)
+    if to_update:
+        store.update(list(to_update))
+    engine.mirror([*to_add, *to_update])
+
+
+__all__ = [
+    "DUPLICATE_CANDIDATES",
+    "ProgressCallback",
+    "RememberResult",
+    "default_confidence",
+    "embed_memories",
+    "keyword_neighbour_ids",
+    "link_contradictions",
+    "prepare",
+    "remember",
+    "remember_many",
+]

@@ -1,0 +1,51 @@
+"""A small JSON file of engine bookkeeping in ``.engram/engine_state.json``.
+
+It holds what the use cases must remember between runs: the last commit whose renames were
+applied (``history_sync``), the commit the co-access graph was seeded from, and the digest
+of each team file already read (``team``). Written atomically (temp file + rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from engram.workspace import Workspace
+
+#: File name under ``.engram/``.
+ENGINE_STATE_FILE = "engine_state.json"
+
+JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+
+
+class EngineState:
+    """Read and write keys of the engine's bookkeeping file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def of(cls, workspace: Workspace) -> EngineState:
+        return cls(workspace.engram_dir / ENGINE_STATE_FILE)
+
+    def _load(self) -> dict[str, JsonValue]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def get(self, key: str) -> JsonValue:
+        return self._load().get(key)
+
+    def set(self, key: str, value: JsonValue) -> None:
+        data = self._load()
+        data[key] = value
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
+__all__ = ["ENGINE_STATE_FILE", "EngineState", "JsonValue"]

@@ -1,0 +1,271 @@
+"""Team sharing: write verified memories to the team folder, read teammates' back in.
+
+What may be shared, the file format and the sync plan are ``engram.lifecycle.team``'s
+rules; this module applies them to the store and the team folder (docs/team.md). ``share``
+never pushes; ``sync_team`` runs on ``engram sync``, ``engram index`` and in the language
+server after a pull changed the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from engram.app.memories import get
+from engram.app.remember import (
+    embed_memories,
+    keyword_neighbour_ids,
+    link_contradictions,
+    prepare,
+)
+from engram.app.state import EngineState
+from engram.errors import EngramError, InvalidInput
+from engram.lifecycle.contradictions import Contradiction, find_contradictions
+from engram.model import Memory, team_origin
+from engram.workspace import WorkspaceError
+
+if TYPE_CHECKING:
+    from engram.app.engine import Engine
+
+log = logging.getLogger(__name__)
+
+
+@attrs.define
+class ShareReport:
+    """What :func:`share` wrote into the team folder."""
+
+    folder: str
+    written: list[str] = attrs.field(factory=list)
+    unchanged: list[str] = attrs.field(factory=list)
+    #: ``id: reason`` for each memory that was not shared
+    refused: list[str] = attrs.field(factory=list)
+    committed: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.define
+class TeamSyncReport:
+    """What :func:`sync_team` read from the team folder into the local store."""
+
+    folder: str
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    retired: int = 0
+    skipped: list[str] = attrs.field(factory=list)
+    #: ids added, updated or retired (editors refresh what shows them)
+    changed: list[str] = attrs.field(factory=list)
+    #: ``"local vs team: kind, reason"``: local memories a teammate's one contradicts (the
+    #: local one goes to review, both are linked)
+    conflicts: list[str] = attrs.field(factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def team_folder(engine: Engine) -> tuple[Path, str]:
+    """The team folder (absolute) and as configured (workspace-relative, POSIX)."""
+    rel = engine.config.team.folder
+    try:
+        folder = engine.workspace.resolve(rel)
+    except WorkspaceError as exc:
+        raise InvalidInput(f"team.dir must be inside the workspace: {exc}") from exc
+    return folder, engine.workspace.relative(folder)
+
+
+def share(engine: Engine, ids: Sequence[str] = (), *, commit: bool = False) -> ShareReport:
+    """Write verified memories (or the given ids) to the team folder for git to carry.
+
+    Files whose memory did not change are left alone, so re-sharing makes no diff.
+    ``commit``: also ``git add`` + ``git commit`` the written files (never push).
+    """
+    from engram.lifecycle.team import render_team_file, share_refusal, team_path
+
+    folder, label = team_folder(engine)
+    report = ShareReport(folder=label)
+    if ids:
+        chosen = [get(engine, mid) for mid in dict.fromkeys(ids)]
+    else:
+        chosen = engine.store.list(engine.filter())
+    who = _git_user(engine)
+    now = engine.clock()
+    ready: list[tuple[Memory, Path]] = []
+    for memory in chosen:
+        reason = share_refusal(memory, explicit=bool(ids))
+        if reason is not None:
+            if ids:  # the whole store's refusals are the normal case, not news
+                report.refused.append(f"{memory.id}: {reason}")
+            continue
+        ready.append((memory, team_path(folder, memory.id)))
+    if ready:
+        folder.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for memory, path in ready:
+        text = render_team_file(memory, shared_by=who, shared_at=now)
+        if _same_shared_memory(path, text):
+            report.unchanged.append(memory.id)
+            continue
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+        report.written.append(engine.workspace.relative(path))
+    if commit and written:
+        report.committed = _commit_team_files(engine, written, len(written))
+    if written:
+        sync_team(engine)  # our own copies now know they are shared
+    return report
+
+
+def sync_team(engine: Engine) -> TeamSyncReport:
+    """Read the team folder into the local store: add, update, retire (see lifecycle.team)."""
+    from engram.lifecycle.team import plan_sync, read_team_folder
+
+    folder, label = team_folder(engine)
+    report = TeamSyncReport(folder=label)
+    state = EngineState.of(engine.workspace)
+    stored = state.get("team_files")
+    known: dict[str, str] = {
+        str(k): str(v) for k, v in (stored.items() if isinstance(stored, dict) else [])
+    }
+    if not folder.is_dir() and not known:
+        return report
+    engine.check_writable()
+    read = read_team_folder(folder, label=label)
+    report.skipped = list(read.skipped)
+    now = engine.clock()
+    with engine.write_lock:
+        local = engine.store.get_many(list({*known, *(e.memory.id for e in read.entries)}))
+        present = {m.id for m in local}
+        fresh = [
+            e
+            for e in read.entries
+            if known.get(e.memory.id) != e.digest or e.memory.id not in present
+        ]
+        report.unchanged = len(read.entries) - len(fresh)
+        plan = plan_sync(fresh, local, now=now)
+        shared_ids = {e.memory.id for e in read.entries}
+        plan.retire = [m for m in plan.retire if m.id not in shared_ids]
+        report.unchanged += plan.unchanged
+        prepared = [prepare(engine, m)[0] for m in plan.add]
+        reembed = [prepare(engine, m)[0] for m in plan.update if m.id in plan.reembed]
+        keep = [m for m in plan.update if m.id not in plan.reembed]
+        vectors = embed_memories(engine, [*prepared, *reembed], None)
+        model_id = engine.loaded_model_id
+        if prepared:
+            engine.store.add(
+                prepared, None if vectors is None else vectors[: len(prepared)], model_id
+            )
+        if reembed:
+            engine.store.update(
+                reembed, None if vectors is None else vectors[len(prepared) :], model_id
+            )
+        if keep or plan.retire:
+            engine.store.update([*keep, *plan.retire])
+        engine.mirror([*prepared, *reembed, *keep, *plan.retire])
+        report.conflicts = _flag_local_conflicts(engine, [*prepared, *reembed], shared_ids)
+    report.added, report.updated, report.retired = (
+        len(prepared),
+        len(plan.update),
+        len(plan.retire),
+    )
+    report.changed = [m.id for m in [*prepared, *plan.update, *plan.retire]]
+    state.set("team_files", {e.memory.id: e.digest for e in read.entries})
+    if report.added or report.updated or report.retired:
+        log.info("team sync from %s: %s", label, report.to_dict())
+    return report
+
+
+def _flag_local_conflicts(
+    engine: Engine, team: Sequence[Memory], all_team_ids: set[str]
+) -> list[str]:
+    """Local memories a teammate's new or edited memory contradicts go to review.
+
+    docs/team.md: a team memory and a personal one that disagree are both kept and shown
+    with attribution, never silently resolved. The team's side was reviewed in the
+    repository, so the local side is the one that asks to be checked.
+
+    Each pair is found by a keyword search from one side: from the team memories when
+    they are fewer (a pull with a few new files), else from the local memories (the
+    first sync of a clone: hundreds of team files, a handful of local notes).
+    """
+    if not team:
+        return []
+    batch = {m.id: m for m in team}
+    local_count = engine.store.count() - len(all_team_ids)
+    pairs: list[tuple[Memory, Contradiction]] = []
+    if local_count < len(batch):
+        locals_ = [m for m in engine.store.list(engine.filter()) if m.id not in all_team_ids]
+        for mine in locals_:
+            hits = keyword_neighbour_ids(engine, mine.content, mine.type)
+            shared = [(batch[mid], None) for mid in hits if mid in batch]
+            pairs.extend((mine, found) for found in find_contradictions(mine, shared))
+    else:
+        for shared_memory in team:
+            hits = keyword_neighbour_ids(engine, shared_memory.content, shared_memory.type)
+            candidates = [
+                (m, None)
+                for m in engine.store.get_many([h for h in hits if h != shared_memory.id])
+                if team_origin(m) is None and m.id not in all_team_ids
+            ]
+            for found in find_contradictions(shared_memory, candidates):
+                # read again from the local memory's side, so the reason says what
+                # "yours" claims first, as in the other branch
+                again = find_contradictions(found.memory, [(shared_memory, None)])
+                fallback = Contradiction(shared_memory, found.kind, found.reason, found.overlap)
+                pairs.append((found.memory, again[0] if again else fallback))
+    notes: list[str] = []
+    pending: dict[str, Memory] = {}
+    for mine, found in pairs:
+        current = pending.get(mine.id, mine)
+        if found.memory.id in {r.target_memory_id for r in current.relations}:
+            continue  # already linked (an earlier sync)
+        linked, _ = link_contradictions(current, [found], pending)
+        pending[linked.id] = linked
+        notes.append(f"{linked.id} vs {found.memory.id}: {found.kind}, {found.reason}")
+    if pending:
+        engine.store.update(list(pending.values()))
+        engine.mirror(list(pending.values()))
+    return notes
+
+
+def _same_shared_memory(path: Path, text: str) -> bool:
+    """Whether ``path`` already holds this memory (ignoring who shared it and when)."""
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        new = json.loads(text)
+    except (OSError, ValueError):
+        return False
+    if not isinstance(old, dict):
+        return False
+    old.pop("shared", None)
+    new.pop("shared", None)
+    return bool(old == new)
+
+
+def _git_user(engine: Engine) -> str | None:
+    """Who shares (``git config user.name``), or None outside git / without a name."""
+    try:
+        name = engine.history.user_name()
+    except Exception as exc:  # attribution is optional: never fail a share for it
+        log.debug("no git user name: %s", exc)
+        return None
+    return name if isinstance(name, str) and name else None
+
+
+def _commit_team_files(engine: Engine, paths: Sequence[Path], count: int) -> str:
+    message = f"engram: share {count} memor{'y' if count == 1 else 'ies'}"
+    try:
+        return str(
+            engine.history.commit_paths([engine.workspace.relative(p) for p in paths], message)
+        )
+    except Exception as exc:  # GitCommandFailed: git's own reason, files kept
+        raise EngramError(f"{exc}; the files are written, commit them yourself") from exc
+
+
+__all__ = ["ShareReport", "TeamSyncReport", "share", "sync_team", "team_folder"]
