@@ -1,5 +1,6 @@
 """The memory model: record types, vocabularies, decay defaults and the JSON codec."""
 
+from engram.model.audit import AuditEntry
 from engram.model.codec import (
     SchemaError,
     memory_from_dict,
@@ -35,6 +36,7 @@ __all__ = [
     "ANCHORED_DIAGNOSTIC_TYPES",
     "DEFAULT_HALF_LIVES",
     "SCHEMA_VERSION",
+    "AuditEntry",
     "CodeAnchor",
     "CorrectionKind",
     "Memory",

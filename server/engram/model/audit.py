@@ -1,0 +1,56 @@
+"""One entry of a memory's audit trail (docs/trust.md "The audit trail").
+
+It lives with the model because three layers share it: ``lifecycle.trust`` makes entries,
+``store.audit`` keeps them, the front ends render them (``engram log``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class AuditEntry:
+    """One change of a memory: when, who or what, before -> after, and what caused it.
+
+    ``before`` and ``after`` hold only the tracked fields that changed (see
+    :func:`snapshot`); an endorsement or a refused move has both empty.
+    """
+
+    memory_id: str
+    at: datetime
+    event: str
+    actor: str
+    cause: str = ""
+    before: Mapping[str, Any] = attrs.field(factory=dict)
+    after: Mapping[str, Any] = attrs.field(factory=dict)
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "memory_id": self.memory_id,
+            "at": self.at.isoformat(),
+            "event": self.event,
+            "actor": self.actor,
+            "cause": self.cause,
+            "before": dict(self.before),
+            "after": dict(self.after),
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> AuditEntry:
+        return cls(
+            memory_id=str(raw["memory_id"]),
+            at=datetime.fromisoformat(str(raw["at"])),
+            event=str(raw["event"]),
+            actor=str(raw.get("actor") or ""),
+            cause=str(raw.get("cause") or ""),
+            before=dict(raw.get("before") or {}),
+            after=dict(raw.get("after") or {}),
+            note=raw.get("note"),
+        )
