@@ -8,18 +8,7 @@ import pytest
 
 from engram.agents.feedback import session_succeeded, settle_sessions
 from engram.agents.hooks import SessionLedger
-from engram.lifecycle import apply_session_success
-from engram.model import Memory, MemoryType
 from engram.workspace import Workspace
-
-
-def test_success_credit_is_once_per_session_and_never_for_corrected() -> None:
-    memory = Memory("x", type=MemoryType.GOTCHA, confidence=0.7)
-    once = apply_session_success(memory, "s1")
-    assert once.confidence == 0.72 and once.provenance.confirmed_by_sessions == ["s1"]
-    assert apply_session_success(once, "s1") is once
-    flagged = Memory("y", type=MemoryType.GOTCHA, flags=["not_useful"], confidence=0.5)
-    assert apply_session_success(flagged, "s1").confidence == flagged.confidence
 
 
 def test_what_counts_as_success() -> None:

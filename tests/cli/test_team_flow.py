@@ -59,13 +59,19 @@ def test_share_commit_clone_sync_edit_and_retire(tmp_path: Path, cli_env: dict[s
     assert as_json(ana, "share")["written"] == []  # sharing again makes no diff
     assert git(ana, "status", "--porcelain") == ""
 
-    # Ben clones and syncs: Ana's gotcha is his, verified, with who shared it
+    # Ben clones and syncs: Ana's gotcha arrives in review, saying who shared it, until Ben
+    # confirms it (docs/trust.md; issue 13: a teammate's file never vouches for itself)
     git(tmp_path, "clone", "-q", str(ana), str(ben))
     teammate(ben, "Ben")
     synced = as_json(ben, "sync")
     assert (synced["added"], synced["updated"], synced["retired"]) == (1, 0, 0)
     (memory,) = json.loads(engram(ben, "list", "--json").out)["memories"]
-    assert memory["id"] == gotcha and "team" in memory["tags"] and memory["user_verified"]
+    assert memory["id"] == gotcha and "team" in memory["tags"]
+    assert memory["needs_review"] and not memory["user_verified"]
+    trail = json.loads(engram(ben, "log", "--json", gotcha).out)["entries"]
+    assert trail[0]["event"] == "team_share" and trail[0]["actor"] == "teammate:Ana"
+    assert trail[0]["cause"].startswith(f".engram-team/{gotcha}.json @ ")
+    engram(ben, "confirm", gotcha)
     assert "shortcut" not in engram(ben, "search", "make fast").out
     assert as_json(ben, "sync")["unchanged"] == 1
 
@@ -153,6 +159,8 @@ def test_a_teammates_memory_that_contradicts_mine_sends_mine_to_review(
         f"{mine.out.strip()} vs {shared.out.strip()}: opposite, after vs before"
     ]
     review = json.loads(_run(["list", "--review", "--json"], ben, cli_env, None).out)["memories"]
-    assert [m["id"] for m in review] == [mine.out.strip()]
+    # both wait for Ben: his own, disputed, and every teammate's memory (docs/trust.md)
+    assert mine.out.strip() in [m["id"] for m in review]
+    assert shared.out.strip() in [m["id"] for m in review]
     shown = _run(["show", mine.out.strip()], ben, cli_env, None).out
     assert f"conflicts with: {shared.out.strip()}" in shown

@@ -7,9 +7,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from engram.lifecycle import (
-    apply_access,
-    apply_confirmation,
-    apply_correction,
     classify_rule,
     export_memories,
     find_duplicate,
@@ -20,7 +17,6 @@ from engram.lifecycle import (
 )
 from engram.model import (
     CodeAnchor,
-    CorrectionKind,
     Memory,
     MemoryScope,
     MemorySource,
@@ -91,26 +87,6 @@ def test_merge_unions_and_bumps() -> None:
     assert merge_memories(mem(confidence=0.99), mem(), now=NOW).confidence == pytest.approx(0.99)
 
 
-def test_corrections_are_recorded() -> None:
-    base = mem(confidence=0.7, pinned=True)
-    wrong = apply_correction(base, CorrectionKind.INCORRECT, "no", now=NOW)
-    assert wrong.deprecated and not wrong.pinned and wrong.extra["deprecated_at"] == NOW.isoformat()
-    assert wrong.flags == ["incorrect"]
-    assert apply_correction(base, CorrectionKind.OUTDATED, now=NOW).stale_at == NOW
-    floor = apply_correction(mem(confidence=0.1), CorrectionKind.WRONG_SCOPE, now=NOW)
-    assert floor.confidence == pytest.approx(0.05) and floor.needs_review
-    confirmed = apply_confirmation(mem(confidence=0.9, stale_at=NOW, needs_review=True), now=NOW)
-    assert confirmed.confidence == pytest.approx(0.95) and confirmed.stale_at is None
-    assert confirmed.user_verified and not confirmed.needs_review
-
-
-def test_access_rule_counts() -> None:
-    m = mem(confidence=0.9, needs_review=True)
-    for _ in range(10):
-        m = apply_access(m, now=NOW)
-    assert m.access_count == 10 and m.confidence == pytest.approx(0.95) and not m.needs_review
-
-
 def test_prune_rules() -> None:
     old = NOW - timedelta(days=200)
     memories = {
@@ -150,10 +126,13 @@ def test_prune_rules() -> None:
     by_id = {m.id: name for name, m in memories.items()}
     report = plan_prune(memories.values(), NOW, lambda f: f != "gone.py")
     deleted = {by_id[i] for i in report.deleted}
-    assert deleted == {"low", "old_deprecated", "commit_gone", "session_old"}
+    # a vanished file never removes a memory, whoever made it (docs/trust.md): stale only
+    assert deleted == {"low", "old_deprecated", "session_old"}
     assert {by_id[i] for i in report.deprecated} == {"decayed"}
-    assert {by_id[i] for i in report.stale_marked} == {"user_gone"}
-    assert {by_id[m.id] for m in report.updated} == {"decayed", "user_gone"}
+    assert {by_id[i] for i in report.stale_marked} == {"user_gone", "commit_gone"}
+    assert {by_id[m.id] for m in report.updated} == {"decayed", "user_gone", "commit_gone"}
+    events = sorted(e.event for e in report.entries)
+    assert events == ["decay", "delete", "delete", "delete", "file_gone", "file_gone"]
 
 
 @pytest.mark.parametrize(

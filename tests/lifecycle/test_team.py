@@ -1,4 +1,7 @@
-"""Team sharing rules: what may be shared, the shared file, reading it back, sync plans."""
+"""Team sharing rules: what may be shared, the shared file, reading it back.
+
+What a sync does with what it read is the trust model's (tests/trust/).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +9,10 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-import attrs
 import pytest
 
 from engram.lifecycle.team import (
     TEAM_TAG,
-    plan_sync,
     read_team_folder,
     render_team_file,
     share_refusal,
@@ -92,7 +93,8 @@ def test_shared_file_keeps_team_knowledge_and_drops_local_state(tmp_path: Path) 
     got = entry.memory
     assert got.id == memory.id and got.content == memory.content
     assert TEAM_TAG in got.tags and "billing" in got.tags
-    assert got.user_verified and got.access_count == 0
+    # the file never says how far it is trusted: the trust model decides (docs/trust.md)
+    assert not got.user_verified and not got.pinned and got.access_count == 0
     assert got.extra["team"] == {
         "file": f".engram-team/{memory.id}.json",
         "by": "Ana",
@@ -128,29 +130,6 @@ def test_bad_team_files_are_skipped_with_a_reason(tmp_path: Path) -> None:
     assert "team/m-notype.json: not a memory" in reasons
     assert "secret" in reasons
     assert len(read.skipped) == 5
-
-
-def test_plan_sync_adds_updates_keeps_and_retires(tmp_path: Path) -> None:
-    folder = tmp_path / "t"
-    folder.mkdir()
-    same, edited, new = taught("same text"), taught("old text"), taught("new text")
-    for memory in (same, attrs.evolve(edited, content="edited by a teammate"), new):
-        team_path(folder, memory.id).write_text(
-            render_team_file(memory, shared_by="Ben", shared_at=NOW), encoding="utf-8"
-        )
-    entries = read_team_folder(folder, label="t").entries
-    by_id = {e.memory.id: e.memory for e in entries}
-    local_same = by_id[same.id]
-    local_edited = attrs.evolve(by_id[edited.id], content="old text")
-    gone = attrs.evolve(taught("a teammate deleted this file"), tags=[TEAM_TAG])
-    gone.extra["team"] = {"file": "t/gone.json", "by": "Ben", "at": None}
-    mine = taught("never shared: stays as it is")
-    plan = plan_sync(entries, [local_same, local_edited, gone, mine], now=NOW)
-    assert [m.id for m in plan.add] == [new.id]
-    assert [m.id for m in plan.update] == [edited.id]
-    assert plan.update[0].content == "edited by a teammate" and plan.reembed == {edited.id}
-    assert plan.unchanged == 1
-    assert [m.id for m in plan.retire] == [gone.id] and plan.retire[0].deprecated
 
 
 def test_team_bench_smoke() -> None:

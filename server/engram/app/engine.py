@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from engram.history import GitHistory
     from engram.observer import Observer
     from engram.retrieval import Retriever
-    from engram.store import MemoryFilter, MemoryStore
+    from engram.store import AuditLog, MemoryFilter, MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,9 @@ class Engine:
         if config.embed.model == "none" and embedder is None:
             self._embedder_reason = "dense search disabled (embed.model = none)"
         self._retriever: Retriever | None = None
+        self._audit: AuditLog | None = None
+        #: who "a person" is here (``app.trust.person_name``), looked up once
+        self.person_name: str | None = None
         self._codegraph: CodeGraph | None = None
         self._observer: Observer | None = None
         self._history: GitHistory | None = None
@@ -230,6 +233,17 @@ class Engine:
                     self._digest = Digest(self.workspace)
         return self._digest
 
+    @property
+    def audit(self) -> AuditLog:
+        """The audit trail (``.engram/audit.sqlite``, docs/trust.md), opened on first use."""
+        if self._audit is None:
+            with self._init_lock:
+                if self._audit is None:
+                    from engram.store.audit import AuditLog
+
+                    self._audit = AuditLog(self.workspace, read_only=self.read_only)
+        return self._audit
+
     # ------------------------------------------------------------------ shared helpers
 
     def filter(
@@ -300,6 +314,9 @@ class Engine:
             self._observer = None
             self._code_search = None
             self._retriever = None
+            if self._audit is not None:
+                self._audit.close()
+                self._audit = None
 
     def __enter__(self) -> Engine:
         return self

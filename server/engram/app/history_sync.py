@@ -23,7 +23,8 @@ import attrs
 
 from engram.app.state import EngineState
 from engram.errors import EngramError, one_line
-from engram.model import CodeAnchor, CorrectionKind, Memory, content_hash
+from engram.lifecycle import trust as rules
+from engram.model import AuditEntry, CodeAnchor, CorrectionKind, Memory, content_hash
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
@@ -35,9 +36,9 @@ log = logging.getLogger(__name__)
 #: Confidence multiplier for a memory whose anchored code was changed by a commit since the
 #: memory was made (docs/lifecycle.md): the advice may still hold, so it is marked for review
 #: and trusted a little less rather than hidden. Applied once per memory (flag below).
-CODE_CHANGED_CONFIDENCE_FACTOR = 0.8
+CODE_CHANGED_CONFIDENCE_FACTOR = rules.CODE_CHANGED_FACTOR
 #: Flag set on a memory once the code under its anchor changed in a commit.
-CODE_CHANGED_FLAG = "code_changed"
+CODE_CHANGED_FLAG = rules.CODE_CHANGED_FLAG
 #: At most this many ``git rev-list`` checks per index run (bounded time on large stores).
 MAX_STALENESS_CHECKS = 200
 
@@ -137,9 +138,28 @@ def _follow_renames(
         now = engine.clock()
         stamped = [attrs.evolve(m, updated_at=now) for m in changed.values()]
         if stamped:
+            from engram.app import trust as app_trust
+
+            before = {m.id: m for m in memories}
+            system = rules.Actor.system()
+            entries = [
+                rules.transition(
+                    before[m.id],
+                    rules.Moved(
+                        actor=system,
+                        cause="engram index: renamed in git",
+                        anchors=m.anchors,
+                        related_files=m.related_files,
+                    ),
+                    now=now,
+                ).entry
+                for m in stamped
+                if m.id in before
+            ]
             with engine.write_lock:
                 engine.store.update(stamped)
                 engine.mirror(stamped)
+                app_trust.record(engine, entries)
             log.info("%d memories followed renamed files", len(stamped))
         report.renamed = len(stamped)
     if head:
@@ -160,12 +180,22 @@ def _check_code_changes(
     finder = AnchorFinder(root)
     checks = 0
     updated: list[Memory] = []
+    entries: list[AuditEntry] = []
+    system = rules.Actor.system()
     for memory in memories:
+        current = memory
+
+        def step(event: rules.Event) -> None:
+            nonlocal current
+            moved = rules.transition(current, event, now=now)
+            if not moved.unchanged:
+                current = moved.memory
+                entries.append(moved.entry)
+
         files = memory.files
         missing = [f for f in files if not (root / f).exists()]
-        changes: dict[str, Any] = {}
         if missing and memory.stale_at is None:
-            changes["stale_at"] = now
+            step(rules.FileGone(actor=system, cause="engram index", file=missing[0]))
             report.stale_marked += 1
         elif (
             not missing
@@ -173,9 +203,10 @@ def _check_code_changes(
             and memory.valid_until is None
             and CorrectionKind.OUTDATED.value not in memory.flags
         ):
-            changes["stale_at"] = None  # the file is back (renamed, restored)
+            step(rules.FileBack(actor=system, cause="engram index"))  # renamed, restored
             report.unstaled += 1
         anchors = list(memory.anchors)
+        relocated = False
         code_changed = False
         for index, anchor in enumerate(anchors):
             if anchor.content_hash is None or anchor.start_line is None:
@@ -188,7 +219,7 @@ def _check_code_changes(
             if found is not None:
                 length = (anchor.end_line or anchor.start_line) - anchor.start_line
                 anchors[index] = attrs.evolve(anchor, start_line=found, end_line=found + length)
-                changes["anchors"] = anchors
+                relocated = True
                 continue
             if CODE_CHANGED_FLAG in memory.flags or checks >= MAX_STALENESS_CHECKS:
                 continue
@@ -197,27 +228,25 @@ def _check_code_changes(
             changed = history.changed_since(anchor.file, sha) if sha else None
             if changed is not False:  # False: an uncommitted edit in progress
                 code_changed = True
-        if "anchors" in changes:
+        if relocated:
+            step(rules.Moved(actor=system, cause="engram index", anchors=anchors))
             report.relocated += 1
         if code_changed:
-            changes["flags"] = [*memory.flags, CODE_CHANGED_FLAG]
-            changes["needs_review"] = True
-            if not memory.pinned:
-                changes["confidence"] = round(memory.confidence * CODE_CHANGED_CONFIDENCE_FACTOR, 4)
-            changes["extra"] = {
-                **memory.extra,
-                CODE_CHANGED_FLAG: {"at": now.isoformat(), "commit": head},
-            }
+            step(rules.CodeChanged(actor=system, cause="engram index", commit=head))
             report.code_changed += 1
-        if changes:
-            updated.append(attrs.evolve(memory, updated_at=now, **changes))
+        if current is not memory:
+            updated.append(current)
     if updated:
+        from engram.app import trust as app_trust
+
         with engine.write_lock:
             # a memory forgotten meanwhile (another thread) must not come back
             fresh = {m.id: m for m in engine.store.get_many([m.id for m in updated])}
-            kept = [m for m in updated if m.id in fresh]
+            kept = [m for m in updated if m.id in fresh and not fresh[m.id].deprecated]
             engine.store.update(kept)
             engine.mirror(kept)
+            ids = {m.id for m in kept}
+            app_trust.record(engine, [e for e in entries if e.memory_id in ids])
 
 
 def _seed_coaccess(

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from engram.app import trust as app_trust
 from engram.app.remember import ProgressCallback, keyword_neighbour_ids, link_contradictions
 from engram.lifecycle import PruneReport, find_duplicate, merge_memories, plan_prune
+from engram.lifecycle import trust as rules
 from engram.lifecycle.contradictions import find_contradictions
-from engram.model import Memory
+from engram.model import AuditEntry, Memory
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
@@ -54,6 +56,7 @@ def prune(engine: Engine, *, dry_run: bool = False) -> PruneReport:
             if report.deleted:
                 engine.store.delete(report.deleted)
             engine.mirror(report.updated, report.deleted)
+            app_trust.record(engine, report.entries)
     return report
 
 
@@ -70,6 +73,9 @@ def consolidate(
     report = ConsolidateReport(dry_run=dry_run)
     if not dry_run:
         engine.check_writable()
+    entries: list[AuditEntry] = []
+    system = rules.Actor.system()
+    now = engine.clock()
     with engine.write_lock:
         memories = sorted(engine.store.list(engine.filter()), key=lambda m: m.created_at)
         report.scanned = len(memories)
@@ -91,21 +97,47 @@ def consolidate(
                 c for c in find_contradictions(current, older) if c.memory.id not in linked
             ]
             disputed = {c.memory.id for c in conflicts} | linked
+            # only two memories trusted alike merge: merging would otherwise lose a
+            # confirmation, or carry a flagged text into a shown memory (docs/trust.md)
+            state = rules.state_of(current)
+            alike = [
+                (m, c)
+                for m, c in older
+                if m.id not in disputed
+                and rules.state_of(m) is state
+                and state not in rules.HIDDEN_STATES
+            ]
             match = find_duplicate(
                 current,
-                [(m, c) for m, c in older if m.id not in disputed],
+                alike,
                 ratio_threshold=engine.config.safety.duplicate_ratio,
                 cosine_threshold=engine.config.safety.duplicate_cosine,
             )
             if match is not None:
-                kept = merge_memories(match.memory, current, now=engine.clock())
+                combined = merge_memories(match.memory, current, now=now)
+                cause = f"engram consolidate: merged {current.id}"
+                step = rules.transition(
+                    match.memory,
+                    rules.Restate(actor=system, cause=cause, merged=combined),
+                    now=now,
+                )
+                kept = step.memory
+                reason = f"merged into {kept.id}"
+                gone = rules.transition(
+                    current,
+                    rules.Purge(actor=system, cause="engram consolidate", reason=reason),
+                    now=now,
+                )
+                entries.extend([step.entry, gone.entry])
                 changed[kept.id] = kept
                 removed.add(current.id)
                 changed.pop(current.id, None)
                 report.merged.append(f"{kept.id} <- {current.id} ({match.reason})")
                 continue
             if conflicts:
-                updated, notes = link_contradictions(current, conflicts, changed)
+                updated, notes = link_contradictions(
+                    engine, current, conflicts, changed, entries, cause="engram consolidate"
+                )
                 changed[current.id] = updated
                 report.conflicts.extend(f"{current.id} vs {note}" for note in notes)
         if progress is not None:
@@ -117,6 +149,7 @@ def consolidate(
             if removed:
                 engine.store.delete(sorted(removed))
             engine.mirror(updates, sorted(removed))
+            app_trust.record(engine, entries)
     return report
 
 

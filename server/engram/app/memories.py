@@ -1,20 +1,18 @@
 """One memory at a time: show, list, and a person's corrections (confirm, flag, pin, forget).
 
-Corrections are the moves docs/trust.md grants a person; each reads the current record,
-applies the ``lifecycle`` rule and writes it back under the writer lock, then mirrors it to
-the agents' digest.
+Corrections are moves of the trust model (docs/trust.md): they go through
+``engram.app.trust``, which applies ``lifecycle.trust`` and keeps the audit trail. The
+names here stay for the callers that know them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
-
-import attrs
 
 from engram.app.inputs import as_list, parse_correction, parse_source, parse_type
 from engram.errors import InvalidInput, NotFound
-from engram.lifecycle import apply_confirmation, apply_correction, redact_secrets
+from engram.lifecycle.trust import Actor, is_shown
 from engram.model import CorrectionKind, Memory, MemorySource, MemoryType
 from engram.workspace import WorkspaceError
 
@@ -56,7 +54,11 @@ def list_memories(
         needs_review=needs_review,
         include_deprecated=include_deprecated,
     )
-    return list(engine.store.list(flt, limit))
+    if include_deprecated:
+        return list(engine.store.list(flt, limit))
+    # flagged memories are hidden like deprecated ones (docs/trust.md); --all shows them
+    found = [m for m in engine.store.list(flt, None) if is_shown(m)]
+    return found if limit is None else found[:limit]
 
 
 def for_file(engine: Engine, rel_path: str) -> list[Memory]:
@@ -64,7 +66,7 @@ def for_file(engine: Engine, rel_path: str) -> list[Memory]:
 
     Served from the store's in-process snapshot and its file -> rows index
     (``MemoryStore.ids_for_file``), so the hover path never scans or decodes the table.
-    Deprecated memories are left out (the user said they were wrong).
+    Flagged, deprecated, retired and forgotten memories are left out (docs/trust.md).
     """
     try:
         rel = engine.relative(rel_path)
@@ -72,51 +74,58 @@ def for_file(engine: Engine, rel_path: str) -> list[Memory]:
         return []
     store = engine.store
     found = store.get_many(store.ids_for_file(rel))
-    return [m for m in found if not m.deprecated]
+    return [m for m in found if is_shown(m)]
 
 
-def forget(engine: Engine, memory_id: str) -> Memory:
-    """Delete a memory (a person's call); returns what was deleted."""
-    engine.check_writable()
-    with engine.write_lock:
-        memory = get(engine, memory_id)
-        engine.store.delete([memory.id])
-        engine.mirror(deleted=[memory.id])
-    return memory
+def forget(
+    engine: Engine, memory_id: str, *, actor: Actor | None = None, cause: str = ""
+) -> Memory:
+    """Forget a memory: hidden at once, ``restore`` brings it back for 30 days."""
+    from engram.app import trust
+
+    return trust.forget(engine, memory_id, actor=actor, cause=cause)
 
 
-def confirm(engine: Engine, memory_id: str) -> Memory:
-    """ "This is right": verified and more trusted."""
-    return _mutate(engine, memory_id, lambda m: apply_confirmation(m, now=engine.clock()))
+def restore(
+    engine: Engine, memory_id: str, *, actor: Actor | None = None, cause: str = ""
+) -> Memory:
+    from engram.app import trust
+
+    return trust.restore(engine, memory_id, actor=actor, cause=cause)
+
+
+def confirm(
+    engine: Engine, memory_id: str, *, actor: Actor | None = None, cause: str = ""
+) -> Memory:
+    """A person's "this is right" (an agent's is only recorded; docs/trust.md)."""
+    from engram.app import trust
+
+    return trust.confirm(engine, memory_id, actor=actor, cause=cause)
 
 
 def flag(
-    engine: Engine, memory_id: str, kind: CorrectionKind | str, note: str | None = None
+    engine: Engine,
+    memory_id: str,
+    kind: CorrectionKind | str,
+    note: str | None = None,
+    *,
+    actor: Actor | None = None,
+    cause: str = "",
 ) -> Memory:
-    """A person's correction of one of four kinds (docs/trust.md)."""
-    correction = parse_correction(kind)
-    clean_note = redact_secrets(note).text.strip() if note else None
-    return _mutate(
-        engine,
-        memory_id,
-        lambda m: apply_correction(m, correction, clean_note, now=engine.clock()),
-    )
+    """A person's (or an agent's) "this is wrong": hidden until the flagger confirms it."""
+    from engram.app import trust
+
+    return trust.flag(engine, memory_id, parse_correction(kind), note, actor=actor, cause=cause)
 
 
-def pin(engine: Engine, memory_id: str, pinned: bool = True) -> Memory:
-    """Pin (or unpin) a memory: pinned memories never decay or get pruned."""
-    return _mutate(
-        engine, memory_id, lambda m: attrs.evolve(m, pinned=pinned, updated_at=engine.clock())
-    )
+def pin(
+    engine: Engine,
+    memory_id: str,
+    pinned: bool = True,
+    *,
+    actor: Actor | None = None,
+    cause: str = "",
+) -> Memory:
+    from engram.app import trust
 
-
-def _mutate(engine: Engine, memory_id: str, change: Callable[[Memory], Memory]) -> Memory:
-    engine.check_writable()
-    with engine.write_lock:
-        updated = change(get(engine, memory_id))
-        engine.store.update([updated])
-        engine.mirror([updated])
-    return updated
-
-
-__all__ = ["confirm", "flag", "for_file", "forget", "get", "list_memories", "pin"]
+    return trust.pin(engine, memory_id, pinned, actor=actor, cause=cause)

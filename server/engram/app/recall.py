@@ -11,9 +11,11 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import attrs
+
 from engram.app.inputs import parse_phase, parse_type
 from engram.errors import EngramError, InvalidInput
-from engram.lifecycle import apply_access, apply_session_success
+from engram.lifecycle.trust import count_use
 from engram.model import MemoryType, UniversalPhase
 
 if TYPE_CHECKING:
@@ -109,28 +111,38 @@ def context(
 
 
 def record_access(engine: Engine, ids: Sequence[str]) -> None:
-    """Memories were injected: bump access counts (docs/trust.md says what that may move)."""
+    """Memories were handed out: count one use each (docs/trust.md: usage may rank within
+    a cap; it is not confidence, never moves the state or the decay clock)."""
     if not ids:
         return
     engine.check_writable()
-    now = engine.clock()
     with engine.write_lock:
         found = engine.store.get_many(list(dict.fromkeys(ids)))
         if found:
-            accessed = [apply_access(m, now=now) for m in found]
-            engine.store.update(accessed)
-            engine.mirror(accessed)
+            used = [count_use(m) for m in found]
+            engine.store.update(used)
+            engine.mirror(used)
 
 
 def credit_session(engine: Engine, ids: Sequence[str], session_id: str) -> int:
-    """The session these memories were handed to succeeded: they gain a little trust."""
+    """The session these memories were handed to succeeded: the session is recorded in
+    their provenance, once each. Not confidence: only a person's confirm verifies."""
     if not ids:
         return 0
     engine.check_writable()
     with engine.write_lock:
         found = engine.store.get_many(list(dict.fromkeys(ids)))
-        credited = [apply_session_success(m, session_id) for m in found]
-        changed = [new for new, old in zip(credited, found, strict=True) if new is not old]
+        changed = [
+            attrs.evolve(
+                m,
+                provenance=attrs.evolve(
+                    m.provenance,
+                    confirmed_by_sessions=[*m.provenance.confirmed_by_sessions, session_id],
+                ),
+            )
+            for m in found
+            if session_id not in m.provenance.confirmed_by_sessions
+        ]
         if changed:
             engine.store.update(changed)
             engine.mirror(changed)

@@ -18,16 +18,17 @@ import attrs
 from engram.app.inputs import parse_scope, parse_source, parse_type, validate_text
 from engram.errors import InvalidInput
 from engram.lifecycle import find_duplicate, merge_memories, redact_secrets
+from engram.lifecycle import trust as rules
 from engram.lifecycle.contradictions import Contradiction, find_contradictions
+from engram.lifecycle.trust import Actor
 from engram.model import (
+    AuditEntry,
     CodeAnchor,
     Memory,
-    MemoryRelation,
     MemoryScope,
     MemorySource,
     MemoryType,
     Provenance,
-    RelationType,
     content_hash,
 )
 
@@ -108,7 +109,7 @@ def remember(
     if file is None and (symbol or start_line is not None):
         raise InvalidInput("a symbol or line range needs a file (--file)")
     text = validate_text(content, engine.config.safety.max_content_chars)
-    anchors = [_anchor(engine, file, symbol, start_line, end_line)] if file else []
+    anchors = [anchor_for(engine, file, symbol, start_line, end_line)] if file else []
     now = engine.clock()
     memory = Memory(
         created_at=now,
@@ -131,9 +132,21 @@ def remember(
 
 
 def remember_many(
-    engine: Engine, memories: Sequence[Memory], progress: ProgressCallback | None = None
+    engine: Engine,
+    memories: Sequence[Memory],
+    progress: ProgressCallback | None = None,
+    *,
+    actor: Actor | None = None,
+    cause: str = "",
 ) -> list[RememberResult]:
-    """The remember pipeline for a batch: one embedding call, one store write."""
+    """The remember pipeline for a batch: one embedding call, one store write.
+
+    Each new memory enters through the trust model (``lifecycle.trust.admit``): who stands
+    behind it (``actor``, else read from its source) decides whether it starts active or
+    in review and caps its confidence (docs/trust.md). A near-duplicate is a ``Restate``.
+    """
+    from engram.app import trust as app_trust
+
     engine.check_writable()
     prepared: list[tuple[Memory, list[str]]] = [prepare(engine, m) for m in memories]
     if not prepared:
@@ -142,6 +155,7 @@ def remember_many(
     stamped = [attrs.evolve(m, updated_at=now) for m, _ in prepared]
     vectors = embed_memories(engine, stamped, progress)
     results: list[RememberResult] = []
+    entries: list[AuditEntry] = []
     with engine.write_lock:
         store = engine.store
         to_add: list[Memory] = []
@@ -149,6 +163,7 @@ def remember_many(
         to_update: dict[str, Memory] = {}
         batch_pool: list[Memory] = []
         for index, (memory, (_, kinds)) in enumerate(zip(stamped, prepared, strict=True)):
+            who = actor or app_trust.actor_for_source(engine, memory.source)
             vector = vectors[index] if vectors is not None else None
             candidates = _duplicate_candidates(engine, memory, vector, batch_pool, to_update)
             # "the timeout is 30s" / "… 90s" read as near-duplicates by text ratio, but
@@ -162,7 +177,12 @@ def remember_many(
                 cosine_threshold=engine.config.safety.duplicate_cosine,
             )
             if match is not None:
-                merged = merge_memories(match.memory, memory, now=now)
+                combined = merge_memories(match.memory, memory, now=now)
+                step = rules.transition(
+                    match.memory, rules.Restate(actor=who, cause=cause, merged=combined), now=now
+                )
+                merged = step.memory
+                entries.append(step.entry)
                 if any(m.id == merged.id for m in to_add):
                     to_add = [merged if m.id == merged.id else m for m in to_add]
                 else:
@@ -170,12 +190,23 @@ def remember_many(
                 batch_pool = [merged if m.id == merged.id else m for m in batch_pool]
                 results.append(RememberResult(merged, True, kinds, match.reason))
             else:
-                memory, notes = link_contradictions(memory, conflicts, to_update)
+                memory, notes = link_contradictions(
+                    engine, memory, conflicts, to_update, entries, cause=cause, record_self=False
+                )
+                admitted = rules.admit(memory, who, now=now, cause=cause)
+                memory = admitted.memory
+                entries.append(admitted.entry)
                 to_add.append(memory)
                 add_vectors.append(vector)
                 batch_pool.append(memory)
                 results.append(RememberResult(memory, False, kinds, conflicts=notes))
+        new_ids = {m.id for m in to_add}
+        for mid in [mid for mid in to_update if mid in new_ids]:
+            # a back link to a memory of this same batch: fold it into the new record
+            linked = to_update.pop(mid)
+            to_add = [linked if m.id == mid else m for m in to_add]
         _write(engine, store, to_add, add_vectors, list(to_update.values()))
+        app_trust.record(engine, entries)
     # results hold the final state of merged records (a later one may merge again)
     final = {m.id: m for m in [*to_add, *to_update.values()]}
     return [attrs.evolve(r, memory=final.get(r.memory.id, r.memory)) for r in results]
@@ -206,31 +237,51 @@ def prepare(engine: Engine, memory: Memory) -> tuple[Memory, list[str]]:
 
 
 def link_contradictions(
-    memory: Memory, found: Sequence[Contradiction], pending: dict[str, Memory]
+    engine: Engine,
+    memory: Memory,
+    found: Sequence[Contradiction],
+    pending: dict[str, Memory],
+    entries: list[AuditEntry] | None = None,
+    *,
+    cause: str = "",
+    record_self: bool = True,
 ) -> tuple[Memory, list[str]]:
     """Link ``memory`` to the existing memories it contradicts (lifecycle.contradictions).
 
-    Both are kept: the new one goes to review with a ``conflicts_with`` relation to
-    each, and each gets the relation back (in ``pending``, written with the batch), so
-    whoever reviews either sees the other. Never silently resolved (docs/lifecycle.md).
+    Both are kept: ``memory`` goes to review with a ``conflicts_with`` relation to each,
+    and each gets the relation back (in ``pending``, written with the batch), so whoever
+    reviews either sees the other. Never silently resolved (docs/trust.md "Conflicts").
+    Each link is a ``Dispute`` of the trust model; its audit entries go to ``entries``
+    (``record_self`` False: ``memory`` is new, its creation entry says it).
     """
     if not found:
         return memory, []
-    relations = list(memory.relations)
     notes: list[str] = []
+    now = engine.clock()
+    system = rules.Actor.system()
     for conflict in found:
         other = pending.get(conflict.memory.id, conflict.memory)
-        relations.append(
-            MemoryRelation(
-                RelationType.CONFLICTS_WITH, target_memory_id=other.id, auto_extracted=True
-            )
+        reason = f"{conflict.kind}, {conflict.reason}"
+        step = rules.transition(
+            memory,
+            rules.Dispute(actor=system, cause=cause, other_id=other.id, reason=reason),
+            now=now,
         )
-        back = MemoryRelation(
-            RelationType.CONFLICTS_WITH, target_memory_id=memory.id, auto_extracted=True
+        memory = step.memory
+        back = rules.transition(
+            other,
+            rules.Dispute(
+                actor=system, cause=cause, other_id=memory.id, review=False, reason=reason
+            ),
+            now=now,
         )
-        pending[other.id] = attrs.evolve(other, relations=[*other.relations, back])
-        notes.append(f"{other.id}: {conflict.kind}, {conflict.reason}")
-    return attrs.evolve(memory, relations=relations, needs_review=True), notes
+        pending[other.id] = back.memory
+        if entries is not None:
+            if record_self:
+                entries.append(step.entry)
+            entries.append(back.entry)
+        notes.append(f"{other.id}: {reason}")
+    return memory, notes
 
 
 def embed_memories(
@@ -283,7 +334,7 @@ def default_confidence(source: MemorySource) -> float:
 # --------------------------------------------------------------------------- internals
 
 
-def _anchor(
+def anchor_for(
     engine: Engine, file: str, symbol: str | None, start_line: int | None, end_line: int | None
 ) -> CodeAnchor:
     """A code anchor with workspace-relative path and, when known, the lines' hash."""

@@ -26,11 +26,12 @@ from engram.app.remember import (
 from engram.app.state import EngineState
 from engram.errors import EngramError, InvalidInput
 from engram.lifecycle.contradictions import Contradiction, find_contradictions
-from engram.model import Memory, team_origin
+from engram.model import AuditEntry, Memory, team_origin
 from engram.workspace import WorkspaceError
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
+    from engram.history import TeamFolderFacts
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ def share(engine: Engine, ids: Sequence[str] = (), *, commit: bool = False) -> S
         chosen = [get(engine, mid) for mid in dict.fromkeys(ids)]
     else:
         chosen = engine.store.list(engine.filter())
-    who = _git_user(engine)
+    who = git_user(engine)
     now = engine.clock()
     ready: list[tuple[Memory, Path]] = []
     for memory in chosen:
@@ -123,8 +124,17 @@ def share(engine: Engine, ids: Sequence[str] = (), *, commit: bool = False) -> S
 
 
 def sync_team(engine: Engine) -> TeamSyncReport:
-    """Read the team folder into the local store: add, update, retire (see lifecycle.team)."""
-    from engram.lifecycle.team import plan_sync, read_team_folder
+    """Read the team folder into the local store, through the trust model.
+
+    docs/trust.md: a teammate's committed file brings a memory into review (verified,
+    attributed to the teammate, when the user trusts the team folder) or updates one; a
+    committed deletion retires a memory that came from the folder. Your own memory read
+    back from the folder, a file not committed yet, and a file or folder missing from the
+    working tree change nothing of what a memory is trusted to be.
+    """
+    from engram.app import trust as app_trust
+    from engram.lifecycle import trust as rules
+    from engram.lifecycle.team import read_team_folder
 
     folder, label = team_folder(engine)
     report = TeamSyncReport(folder=label)
@@ -139,46 +149,104 @@ def sync_team(engine: Engine) -> TeamSyncReport:
     read = read_team_folder(folder, label=label)
     report.skipped = list(read.skipped)
     now = engine.clock()
+    facts = _team_facts(engine, label)
+    me = app_trust.person_name(engine)
+    trusted = app_trust.team_folder_trusted()
+    entries: list[AuditEntry] = []
     with engine.write_lock:
-        local = engine.store.get_many(list({*known, *(e.memory.id for e in read.entries)}))
-        present = {m.id for m in local}
-        fresh = [
-            e
-            for e in read.entries
-            if known.get(e.memory.id) != e.digest or e.memory.id not in present
-        ]
-        report.unchanged = len(read.entries) - len(fresh)
-        plan = plan_sync(fresh, local, now=now)
-        shared_ids = {e.memory.id for e in read.entries}
-        plan.retire = [m for m in plan.retire if m.id not in shared_ids]
-        report.unchanged += plan.unchanged
-        prepared = [prepare(engine, m)[0] for m in plan.add]
-        reembed = [prepare(engine, m)[0] for m in plan.update if m.id in plan.reembed]
-        keep = [m for m in plan.update if m.id not in plan.reembed]
-        vectors = embed_memories(engine, [*prepared, *reembed], None)
-        model_id = engine.loaded_model_id
-        if prepared:
-            engine.store.add(
-                prepared, None if vectors is None else vectors[: len(prepared)], model_id
+        ids = list({*known, *(e.memory.id for e in read.entries)})
+        local = {m.id: m for m in engine.store.get_many(ids)}
+        added: list[Memory] = []
+        updated: list[Memory] = []
+        reembed: list[Memory] = []
+        for entry in read.entries:
+            mine = local.get(entry.memory.id)
+            if known.get(entry.memory.id) == entry.digest and mine is not None:
+                report.unchanged += 1
+                continue
+            change = facts.committed(entry.path) if facts is not None else None
+            event = rules.TeamShare(
+                actor=rules.Actor(rules.ActorKind.TEAMMATE, change.author if change else None),
+                cause=f"{entry.path} @ {change.commit[:10]}"
+                if change
+                else f"{entry.path} (not committed)",
+                shared=prepare(engine, entry.memory)[0],
+                file=entry.path,
+                commit=change.commit if change else None,
+                trusted=trusted and change is not None,
+                me=me,
             )
+            if mine is None:
+                step = rules.admit_team(event, now=now)
+                added.append(step.memory)
+                entries.append(step.entry)
+                continue
+            step = rules.transition(mine, event, now=now)
+            if step.unchanged:
+                report.unchanged += 1
+                continue
+            entries.append(step.entry)
+            (reembed if step.memory.content != mine.content else updated).append(step.memory)
+        retired: list[Memory] = []
+        present = {e.memory.id for e in read.entries}
+        for memory_id in [mid for mid in known if mid not in present]:
+            mine = local.get(memory_id)
+            origin = team_origin(mine) if mine is not None else None
+            if mine is None or origin is None:
+                known.pop(memory_id, None)  # your own memory: unshared, never retired
+                continue
+            path = str(origin.get("file") or f"{label}/{memory_id}.json")
+            deletion = facts.deletion(path) if facts is not None else None
+            if deletion is None:
+                continue  # missing from the working tree only: nothing retires
+            delete = rules.TeamDelete(
+                actor=rules.Actor(rules.ActorKind.TEAMMATE, deletion.author),
+                cause=f"{path} deleted @ {deletion.commit[:10]}",
+                file=path,
+                commit=deletion.commit,
+            )
+            try:
+                step = rules.transition(mine, delete, now=now)
+            except rules.TrustRefused:
+                continue
+            known.pop(memory_id, None)
+            if not step.unchanged:
+                retired.append(step.memory)
+                entries.append(step.entry)
+        vectors = embed_memories(engine, [*added, *reembed], None)
+        model_id = engine.loaded_model_id
+        if added:
+            engine.store.add(added, None if vectors is None else vectors[: len(added)], model_id)
         if reembed:
             engine.store.update(
-                reembed, None if vectors is None else vectors[len(prepared) :], model_id
+                reembed, None if vectors is None else vectors[len(added) :], model_id
             )
-        if keep or plan.retire:
-            engine.store.update([*keep, *plan.retire])
-        engine.mirror([*prepared, *reembed, *keep, *plan.retire])
-        report.conflicts = _flag_local_conflicts(engine, [*prepared, *reembed], shared_ids)
-    report.added, report.updated, report.retired = (
-        len(prepared),
-        len(plan.update),
-        len(plan.retire),
-    )
-    report.changed = [m.id for m in [*prepared, *plan.update, *plan.retire]]
-    state.set("team_files", {e.memory.id: e.digest for e in read.entries})
+        if updated or retired:
+            engine.store.update([*updated, *retired])
+        engine.mirror([*added, *reembed, *updated, *retired])
+        app_trust.record(engine, entries)
+        team_ids = {mid for mid, m in local.items() if team_origin(m) is not None}
+        team_ids |= {m.id for m in added}
+        incoming = [m for m in [*added, *reembed] if team_origin(m) is not None]
+        report.conflicts = _flag_local_conflicts(engine, incoming, team_ids)
+    report.added = len(added)
+    report.updated = len(updated) + len(reembed)
+    report.retired = len(retired)
+    report.changed = [m.id for m in [*added, *reembed, *updated, *retired]]
+    known.update({e.memory.id: e.digest for e in read.entries})
+    state.set("team_files", {k: v for k, v in known.items()})
     if report.added or report.updated or report.retired:
         log.info("team sync from %s: %s", label, report.to_dict())
     return report
+
+
+def _team_facts(engine: Engine, label: str) -> TeamFolderFacts | None:
+    """What git says about the team folder (who committed each file, deletions)."""
+    try:
+        return engine.history.team_file_facts(label)
+    except Exception as exc:  # no git, a broken repository: nothing counts as committed
+        log.info("no git facts for %s: %s", label, exc)
+        return None
 
 
 def _flag_local_conflicts(
@@ -219,18 +287,24 @@ def _flag_local_conflicts(
                 again = find_contradictions(found.memory, [(shared_memory, None)])
                 fallback = Contradiction(shared_memory, found.kind, found.reason, found.overlap)
                 pairs.append((found.memory, again[0] if again else fallback))
+    from engram.app import trust as app_trust
+
     notes: list[str] = []
     pending: dict[str, Memory] = {}
+    entries: list[AuditEntry] = []
     for mine, found in pairs:
         current = pending.get(mine.id, mine)
         if found.memory.id in {r.target_memory_id for r in current.relations}:
             continue  # already linked (an earlier sync)
-        linked, _ = link_contradictions(current, [found], pending)
+        linked, _ = link_contradictions(
+            engine, current, [found], pending, entries, cause="engram sync"
+        )
         pending[linked.id] = linked
         notes.append(f"{linked.id} vs {found.memory.id}: {found.kind}, {found.reason}")
     if pending:
         engine.store.update(list(pending.values()))
         engine.mirror(list(pending.values()))
+        app_trust.record(engine, entries)
     return notes
 
 
@@ -248,7 +322,7 @@ def _same_shared_memory(path: Path, text: str) -> bool:
     return bool(old == new)
 
 
-def _git_user(engine: Engine) -> str | None:
+def git_user(engine: Engine) -> str | None:
     """Who shares (``git config user.name``), or None outside git / without a name."""
     try:
         name = engine.history.user_name()

@@ -245,8 +245,58 @@ def cmd_forget(args: argparse.Namespace) -> int:
     from engram.app.memories import forget
 
     with open_engine(args) as engine:
-        memory = forget(engine, args.id)
+        memory = forget(engine, args.id, cause="engram forget")
     print(f"forgot {memory.id}: {memory.citation_text}")
+    note(f"undo within 30 days: engram restore {memory.id}")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from engram.app.memories import restore
+
+    with open_engine(args) as engine:
+        memory = restore(engine, args.id, cause="engram restore")
+    print(f"restored {memory.id}: {memory.citation_text}")
+    return 0
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    from engram.app.remember import anchor_for
+    from engram.app.trust import edit
+
+    text = _read_text_arg(args.text) if args.text is not None else None
+    start, end = parse_line_range(args.line)
+    with open_engine(args) as engine:
+        anchors = None
+        if args.file is not None:
+            anchors = [anchor_for(engine, args.file, args.symbol, start, end)]
+        elif args.symbol is not None or start is not None:
+            raise InvalidInput("a symbol or line range needs a file (--file)")
+        memory = edit(
+            engine,
+            args.id,
+            content=text,
+            type=args.type,
+            anchors=anchors,
+            tags=args.tag,
+            cause="engram edit",
+        )
+    if args.json:
+        emit_json(memory_json(memory))
+    else:
+        print(f"edited {memory.id}: {memory.citation_text}")
+    return 0
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    from engram.app.trust import audit_log
+
+    with open_engine(args, read_only=True) as engine:
+        entries = audit_log(engine, args.id, limit=args.limit)
+    if args.json:
+        emit_json({"id": args.id, "entries": [e.to_dict() for e in entries]})
+    else:
+        render.print_log(entries, with_id=args.id is None)
     return 0
 
 
@@ -254,7 +304,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     from engram.app.memories import confirm
 
     with open_engine(args) as engine:
-        memory = confirm(engine, args.id)
+        memory = confirm(engine, args.id, cause="engram confirm")
     print(f"confirmed {memory.id} (confidence {memory.confidence:.2f}, verified)")
     return 0
 
@@ -263,7 +313,7 @@ def cmd_flag(args: argparse.Namespace) -> int:
     from engram.app.memories import flag
 
     with open_engine(args) as engine:
-        memory = flag(engine, args.id, args.kind, args.note)
+        memory = flag(engine, args.id, args.kind, args.note, cause="engram flag")
     state = []
     if memory.deprecated:
         state.append("deprecated")
@@ -280,7 +330,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
     from engram.app.memories import pin
 
     with open_engine(args) as engine:
-        memory = pin(engine, args.id, not args.unpin)
+        memory = pin(engine, args.id, not args.unpin, cause="engram pin")
     print(f"{'pinned' if memory.pinned else 'unpinned'} {memory.id}")
     return 0
 
@@ -843,6 +893,9 @@ COMMANDS: dict[str, Handler] = {
     "list": cmd_list,
     "show": cmd_show,
     "forget": cmd_forget,
+    "restore": cmd_restore,
+    "edit": cmd_edit,
+    "log": cmd_log,
     "confirm": cmd_confirm,
     "flag": cmd_flag,
     "pin": cmd_pin,

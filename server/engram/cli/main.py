@@ -106,8 +106,26 @@ def build_parser() -> OneLineParser:
     p.add_argument("id", metavar="ID")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
-    p = add("forget", "delete a memory")
+    p = add("forget", "forget a memory (hidden at once; 'engram restore ID' for 30 days)")
     p.add_argument("id", metavar="ID")
+
+    p = add("restore", "bring back a memory you forgot (within 30 days)")
+    p.add_argument("id", metavar="ID")
+
+    p = add("edit", "rewrite a memory: text, type, anchor or tags (the old ones stay in its log)")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--text", metavar="TEXT", help="the new text; '-' reads it from stdin")
+    p.add_argument("--type", "-t", metavar="T", help=MEMORY_TYPES_HELP)
+    p.add_argument("--file", "-f", metavar="PATH", help="anchor it to this file instead")
+    p.add_argument("--symbol", "-s", metavar="NAME", help="anchor to this symbol in --file")
+    p.add_argument("--line", "-l", metavar="A[-B]", help="anchor to lines A..B (1-based)")
+    p.add_argument("--tag", metavar="X", action="append", help="replace the tags (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = add("log", "the audit trail: every change of one memory, or the newest of all")
+    p.add_argument("id", metavar="ID", nargs="?")
+    p.add_argument("--limit", type=int, default=50, metavar="N", help="at most N entries")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
 
     p = add("confirm", "mark a memory as verified by you (raises its confidence)")
     p.add_argument("id", metavar="ID")

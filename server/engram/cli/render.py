@@ -50,18 +50,54 @@ def _first_line(text: str, limit: int = 80) -> str:
 
 
 def _state(memory: Memory) -> str:
-    marks = []
+    """``verified,pinned``: the trust state (docs/trust.md), then the pin."""
+    from engram.lifecycle.trust import TrustState, state_of
+
+    state = state_of(memory)
+    marks = [] if state is TrustState.ACTIVE else [state.value]
     if memory.pinned:
         marks.append("pinned")
-    if memory.user_verified:
-        marks.append("verified")
-    if memory.needs_review:
-        marks.append("review")
-    if memory.is_stale:
-        marks.append("stale")
-    if memory.deprecated:
-        marks.append("deprecated")
     return ",".join(marks)
+
+
+def print_log(entries: Sequence[Any], *, with_id: bool) -> None:
+    """One line per audit entry: when, who, what, before -> after, and the cause."""
+    if not entries:
+        import sys
+
+        sys.stderr.write("engram: no changes recorded\n")
+        return
+    for entry in entries:
+        changes = "; ".join(
+            f"{key}: {_short(entry.before.get(key))} -> {_short(entry.after.get(key))}"
+            for key in entry.after
+        )
+        head = f"{entry.at:%Y-%m-%d %H:%M}  " + (f"{entry.memory_id}  " if with_id else "")
+        line = f"{head}{entry.event:<14} {entry.actor}"
+        if changes:
+            line += f"  {changes}"
+        if entry.note:
+            line += f"  ({entry.note})"
+        if entry.cause:
+            line += f"  [{entry.cause}]"
+        print(line)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        text = ", ".join(
+            (v.get("file", "") + (f":{v['symbol']}" if v.get("symbol") else ""))
+            if isinstance(v, dict)
+            else str(v)
+            for v in value
+        )
+        text = f"[{text}]"
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def print_memory_table(memories: Sequence[Memory]) -> None:

@@ -18,6 +18,8 @@ from engram.history.git_history import (
     GitHistory,
     HistoryConfig,
     MineReport,
+    TeamFileChange,
+    TeamFolderFacts,
     partners_as_dict,
 )
 from engram.history.gitlog import CommitRecord, FileChange, parse_log
@@ -37,6 +39,8 @@ __all__ = [
     "GitHistory",
     "HistoryConfig",
     "MineReport",
+    "TeamFileChange",
+    "TeamFolderFacts",
     "apply_renames",
     "fold_renames",
     "parse_log",

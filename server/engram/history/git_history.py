@@ -122,6 +122,41 @@ def _utc(ts: int) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)
 
 
+@attrs.define
+class TeamFileChange:
+    """The newest commit that touched one path: its sha, author, and whether it deleted it."""
+
+    commit: str
+    author: str | None
+    deleted: bool
+
+
+@attrs.define
+class TeamFolderFacts:
+    """What git says about the team folder (see :meth:`GitHistory.team_file_facts`)."""
+
+    #: paths (workspace-relative) present in HEAD's tree
+    at_head: set[str] = attrs.field(factory=set)
+    #: paths modified, added or untracked in the working tree
+    changed: set[str] = attrs.field(factory=set)
+    #: newest change per path
+    last: dict[str, TeamFileChange] = attrs.field(factory=dict)
+
+    def committed(self, path: str) -> TeamFileChange | None:
+        """The commit that wrote ``path`` as it is now, or None (not committed as is)."""
+        change = self.last.get(path)
+        if path not in self.at_head or path in self.changed or change is None or change.deleted:
+            return None
+        return change
+
+    def deletion(self, path: str) -> TeamFileChange | None:
+        """The commit that deleted ``path``, when HEAD no longer has it."""
+        change = self.last.get(path)
+        if path in self.at_head or change is None or not change.deleted:
+            return None
+        return change
+
+
 class GitCommandFailed(RuntimeError):
     """A git command Engram ran on the user's behalf failed; the message is git's."""
 
@@ -815,6 +850,45 @@ class GitHistory:
                 last = lines[-1].strip().strip("'\"") if lines else type(exc).__name__
                 raise GitCommandFailed(f"git {cmd[1]} failed: {last}") from exc
         return str(repo.head.commit.hexsha)
+
+    def team_file_facts(self, folder: str) -> TeamFolderFacts:
+        """Who committed each file of the team folder, and which files a commit deleted.
+
+        docs/trust.md: only a teammate's *committed* file is a share, and only a committed
+        deletion retires the memory it brought; a file missing from the working tree (a
+        folder moved away, a branch without it) or not committed yet is neither. Three git
+        calls whatever the number of files: the tree at HEAD, the working tree's changes,
+        and one log of the folder (newest change per path wins).
+        """
+        facts = TeamFolderFacts()
+        if self._open_repo() is None or self.head_commit() is None:
+            return facts
+        inside = self._prefix + folder.strip("/")
+        tree = self._git("ls-tree", "-r", "--name-only", "-z", self.rev, "--", inside,
+                         timeout=self.config.git_timeout_s)  # fmt: skip
+        status = self._git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
+                           inside, timeout=self.config.git_timeout_s)  # fmt: skip
+        history = self._git(
+            "log", "--format=%x01%H%x1f%an", "--name-status", "--no-renames", self.rev, "--",
+            inside, timeout=self.config.git_timeout_s,
+        )  # fmt: skip
+        if tree is None or status is None or history is None:
+            return facts
+        facts.at_head = {self._strip(p) for p in tree.split("\0") if p}
+        for item in status.split("\0"):
+            if len(item) > 3:
+                facts.changed.add(self._strip(item[3:]))
+        for block in history.split("\x01")[1:]:
+            header, _, rest = block.partition("\n")
+            sha, _, author = header.partition("\x1f")
+            for line in rest.splitlines():
+                kind, _, path = line.partition("\t")
+                if not path:
+                    continue
+                path = self._strip(path)
+                if path not in facts.last:
+                    facts.last[path] = TeamFileChange(sha, author or None, kind.strip() == "D")
+        return facts
 
     def commits_touching(
         self,

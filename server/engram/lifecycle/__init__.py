@@ -1,16 +1,10 @@
-"""Memory lifecycle: redaction, near-duplicate merging, corrections, pruning, export/import.
+"""Memory lifecycle: the trust model (``lifecycle.trust``), redaction, near-duplicate
+merging, pruning, export/import.
 
 Pure functions over :class:`engram.model.Memory`; the engine applies their results to the
 store under its writer lock. Nothing here imports a heavy dependency at import time.
 """
 
-from engram.lifecycle.corrections import (
-    apply_access,
-    apply_confirmation,
-    apply_correction,
-    apply_session_success,
-    was_corrected,
-)
 from engram.lifecycle.dedup import DuplicateMatch, find_duplicate, merge_memories, text_ratio
 from engram.lifecycle.portability import (
     EXPORT_FORMATS,
@@ -30,10 +24,6 @@ __all__ = [
     "ParsedImport",
     "PruneReport",
     "RedactionResult",
-    "apply_access",
-    "apply_confirmation",
-    "apply_correction",
-    "apply_session_success",
     "classify_rule",
     "export_memories",
     "find_duplicate",
@@ -44,5 +34,4 @@ __all__ = [
     "redact_secrets",
     "stable_memory_id",
     "text_ratio",
-    "was_corrected",
 ]

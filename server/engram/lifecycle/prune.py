@@ -2,8 +2,10 @@
 
 The rules are a pure function of the memories, the clock and a "does this file exist"
 probe, so they are tested without a store and without sleeping; the engine applies the
-resulting plan under its writer lock. Nothing the user verified or pinned is ever removed
-by a rule; the worst that happens to it is a stale mark when its file is gone.
+resulting plan under its writer lock. Every change is an event of the trust model
+(``lifecycle.trust``: file gone, decay, retention) with its audit entry. Nothing the user
+verified or pinned is ever removed by a rule, and no memory is removed because a file
+vanished: the worst that happens then is a stale mark (docs/trust.md).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from datetime import datetime, timedelta
 
 import attrs
 
-from engram.model import Memory, MemoryScope, MemorySource, MemoryType
+from engram.lifecycle import trust
+from engram.model import AuditEntry, Memory, MemoryScope
 
 SESSION_TTL = timedelta(days=7)
 DEPRECATED_GRACE = timedelta(days=30)
@@ -32,6 +35,8 @@ class PruneReport:
     deleted: list[str] = attrs.field(factory=list)
     reasons: dict[str, str] = attrs.field(factory=dict)
     updated: list[Memory] = attrs.field(factory=list)
+    #: the audit trail of every change above (docs/trust.md)
+    entries: list[AuditEntry] = attrs.field(factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -61,14 +66,28 @@ def plan_prune(
 ) -> PruneReport:
     """Apply the lifecycle rules to ``memories`` and return what changes."""
     report = PruneReport()
+    system = trust.Actor.system()
+
+    def step(memory: Memory, event: trust.Event) -> Memory:
+        done = trust.transition(memory, event, now=now)
+        report.entries.append(done.entry)
+        return done.memory
+
     for memory in memories:
         protected = memory.user_verified or memory.pinned
 
         def delete(reason: str, memory: Memory = memory) -> None:
+            step(memory, trust.Purge(actor=system, cause="engram prune", reason=reason))
             report.deleted.append(memory.id)
             report.reasons[memory.id] = reason
+            report.updated = [m for m in report.updated if m.id != memory.id]
 
-        # 1. Deprecated records are hard-deleted after a grace period (never verified ones).
+        # 1. Forgotten, retired and deprecated records are deleted after their retention.
+        until = trust.forgotten_until(memory)
+        if until is not None:
+            if now > until:
+                delete("forgotten more than 30 days ago")
+            continue
         if memory.deprecated:
             if not memory.user_verified and now - _deprecated_at(memory, memory.updated_at) > (
                 DEPRECATED_GRACE
@@ -83,41 +102,33 @@ def plan_prune(
         ):
             delete("session memory older than 7 days")
             continue
-        # 3. Files gone: commit-derived insights go, everything else is marked stale.
+        # 3. Files gone: marked stale, never removed for it (docs/trust.md).
         files = _files_of(memory)
         missing = [f for f in files if not file_exists(f)]
-        if files and missing:
-            if (
-                len(missing) == len(files)
-                and memory.source is MemorySource.COMMIT_AUTO
-                and memory.type is MemoryType.MODULE_INSIGHT
-                and not protected
-            ):
-                delete("all related files were deleted")
-                continue
-            if memory.stale_at is None:
-                memory = attrs.evolve(memory, stale_at=now, updated_at=now)
-                report.stale_marked.append(memory.id)
-                report.reasons[memory.id] = f"file gone: {missing[0]}"
-                report.updated.append(memory)
+        if files and missing and memory.stale_at is None:
+            memory = step(
+                memory, trust.FileGone(actor=system, cause="engram prune", file=missing[0])
+            )
+            report.stale_marked.append(memory.id)
+            report.reasons[memory.id] = f"file gone: {missing[0]}"
+            report.updated.append(memory)
         if protected:
             continue
         idle = now - memory.last_accessed_at
-        # 4. Low confidence and long unused, for durable scopes (V3 §13 step 2).
+        # 4. Low confidence and long without a person's word, for durable scopes.
         if (
             memory.scope in (MemoryScope.GLOBAL, MemoryScope.MODULE)
             and memory.confidence < LOW_CONFIDENCE
             and idle > LOW_CONFIDENCE_IDLE
         ):
             delete("confidence below 0.2 and unused for 60 days")
-            report.updated = [m for m in report.updated if m.id != memory.id]
             continue
-        # 5. Idle for three half-lives: soft delete (V5 §18).
+        # 5. Idle for three half-lives: decayed (deprecated; deleted 30 days later).
         half_life = memory.decay_half_life_days
         if half_life and idle > timedelta(days=half_life * HALF_LIVES_TO_EXPIRE):
-            extra = {**memory.extra, "deprecated_at": now.isoformat()}
-            expired = attrs.evolve(memory, deprecated=True, updated_at=now, extra=extra)
+            reason = f"unused for {HALF_LIVES_TO_EXPIRE} half-lives"
+            expired = step(memory, trust.Decay(actor=system, cause="engram prune", reason=reason))
             report.updated = [m for m in report.updated if m.id != memory.id] + [expired]
             report.deprecated.append(memory.id)
-            report.reasons[memory.id] = f"unused for {HALF_LIVES_TO_EXPIRE} half-lives"
+            report.reasons[memory.id] = reason
     return report

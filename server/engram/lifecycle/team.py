@@ -6,8 +6,10 @@ repository, where it is committed, reviewed in a pull request and pushed with th
 ``engram sync`` (also run by ``engram index`` and by the language server when those files
 change after a pull) reads the folder back into every teammate's local store. One file
 per memory keeps merges trivial (two people sharing two memories never conflict) and a
-review diff readable. The folder is the source of truth for shared memories: a
-teammate's edit to a file updates everyone's copy, a deleted file retires it.
+review diff readable. What a teammate's committed file or committed deletion does to the
+local store is the trust model's (``lifecycle.trust``, docs/trust.md): a new memory waits
+in review, an edit updates it, a deletion retires it; a folder missing from the working
+tree retires nothing.
 
 What may be shared (``share_refusal``): only memories a person stands behind (taught by a
 user, confirmed, or pinned), in a project-wide scope (not session or work-unit notes),
@@ -27,7 +29,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,6 @@ from engram.model import (
     MemorySource,
     MemoryType,
     memory_from_dict,
-    team_origin,
 )
 from engram.model.codec import make_converter, memory_to_dict
 from engram.model.memory import TEAM_KEY
@@ -49,10 +49,8 @@ from engram.model.memory import TEAM_KEY
 __all__ = [
     "DEFAULT_TEAM_DIR",
     "TEAM_TAG",
-    "SyncPlan",
     "TeamEntry",
     "TeamFolder",
-    "plan_sync",
     "read_team_folder",
     "render_team_file",
     "share_refusal",
@@ -211,83 +209,16 @@ def _entry(raw: Any, name: str, text: str, stem: str, converter: Any) -> TeamEnt
     if redact_secrets(memory.content).redacted:
         return "its text contains what looks like a secret; not imported"
     extra = {TEAM_KEY: {"file": name, "by": shared_by, "at": shared_at}}
+    # the memory as the file states it; what it may be trusted with here is the trust
+    # model's to say (lifecycle.trust.admit_team / TeamShare, docs/trust.md), never the file's
     memory = attrs.evolve(
         memory,
         tags=list(dict.fromkeys([*memory.tags, TEAM_TAG])),
-        # the team reviewed it in the repository: it is verified knowledge here too
-        user_verified=True,
+        user_verified=False,
         needs_review=False,
+        pinned=False,
         deprecated=False,
         stale_at=None,
         extra=extra,
     )
     return TeamEntry(path=name, memory=memory, digest=_digest(text), shared_by=shared_by)
-
-
-@attrs.define
-class SyncPlan:
-    """What a sync changes in the local store."""
-
-    add: list[Memory] = attrs.field(factory=list)
-    #: shared files whose content differs from the local copy (a teammate edited them)
-    update: list[Memory] = attrs.field(factory=list)
-    #: text changed, so the vector must be recomputed
-    reembed: set[str] = attrs.field(factory=set)
-    unchanged: int = 0
-    #: team memories whose file is gone: retired (deprecated) locally
-    retire: list[Memory] = attrs.field(factory=list)
-
-
-_COMPARED = (
-    "content",
-    "type",
-    "scope",
-    "tags",
-    "anchors",
-    "related_files",
-    "related_modules",
-    "relations",
-    "pinned",
-    "confidence",
-    "valid_until",
-    "citation_text",
-)
-
-
-def plan_sync(entries: Sequence[TeamEntry], local: Sequence[Memory], *, now: datetime) -> SyncPlan:
-    """Compare the folder with the local store (``local``: every memory with a shared id
-    and every local team memory)."""
-    plan = SyncPlan()
-    by_id = {m.id: m for m in local}
-    seen: set[str] = set()
-    for entry in entries:
-        shared = entry.memory
-        seen.add(shared.id)
-        mine = by_id.get(shared.id)
-        if mine is None:
-            plan.add.append(attrs.evolve(shared, updated_at=now))
-            continue
-        origin = team_origin(mine) or {}
-        same = all(getattr(mine, f) == getattr(shared, f) for f in _COMPARED if f != "tags")
-        same = same and set(mine.tags) | {TEAM_TAG} == set(shared.tags)
-        if same and origin.get("file") == entry.path and not mine.deprecated:
-            plan.unchanged += 1
-            continue
-        if shared.content != mine.content:
-            plan.reembed.add(shared.id)
-        plan.update.append(
-            attrs.evolve(
-                mine,
-                **{f: getattr(shared, f) for f in _COMPARED},
-                user_verified=True,
-                needs_review=False,
-                deprecated=False,
-                extra={**mine.extra, **shared.extra},
-                updated_at=now,
-            )
-        )
-    for memory in local:
-        if memory.id in seen or team_origin(memory) is None or memory.deprecated:
-            continue
-        plan.retire.append(attrs.evolve(memory, deprecated=True, updated_at=now))
-    return plan

@@ -570,6 +570,9 @@ def transition(memory: Memory, event: Event, *, now: datetime) -> Transition:
     else:
         new, note = result, None
     before, after = _diff(memory, new)
+    if isinstance(event, Purge):  # the trail keeps the last words of a deleted memory
+        before, after = snapshot(memory), {"state": "deleted"}
+        note = note or event.reason or None
     entry = AuditEntry(
         memory_id=memory.id,
         at=now,
@@ -702,8 +705,11 @@ def _flag(memory: Memory, event: Event, now: datetime) -> Memory:
         "updated_at": now,
     }
     if event.kind is CorrectionKind.INCORRECT:
-        changes.update(deprecated=True, pinned=False)
+        changes.update(deprecated=True, pinned=False, valid_until=now)
         changes["extra"]["deprecated_at"] = now.isoformat()
+    elif event.kind is CorrectionKind.OUTDATED:
+        # true once: valid until now (time queries still place it), and stale
+        changes.update(stale_at=memory.stale_at or now, valid_until=memory.valid_until or now)
     return attrs.evolve(memory, **changes)
 
 

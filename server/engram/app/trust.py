@@ -1,0 +1,231 @@
+"""Trust use cases: every change of what a memory is trusted to be, through one door.
+
+The rules live in :mod:`engram.lifecycle.trust` (docs/trust.md); this module applies them
+to the store: read the record, let the state machine move it (or refuse), write it back
+under the writer lock, append the audit entry, mirror the change to the agents' digest.
+The CLI, the language server and the MCP server call these with the actor they speak for
+(a person at the CLI or in the editor, an agent over MCP) and the command that caused it.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engram.errors import InvalidInput, NotFound
+from engram.lifecycle import redact_secrets
+from engram.lifecycle import trust as rules
+from engram.model import AuditEntry, CodeAnchor, CorrectionKind, Memory, MemorySource
+
+if TYPE_CHECKING:
+    from engram.app.engine import Engine
+
+log = logging.getLogger(__name__)
+
+#: Most audit entries one ``engram log`` returns.
+MAX_LOG = 1000
+
+_AGENT_SOURCES = frozenset(
+    {MemorySource.AGENT_EXPLICIT, MemorySource.MCP_AUTO, MemorySource.QA_AUTO}
+)
+_OBSERVER_SOURCES = frozenset({MemorySource.OBSERVER_INFERRED, MemorySource.COMMIT_AUTO})
+
+
+def person_name(engine: Engine) -> str:
+    """Who "a person" is on this machine: ``git config user.name``, else the login name."""
+    if engine.person_name is None:
+        from engram.app.team import git_user
+
+        found = git_user(engine)
+        if not found:
+            try:
+                found = getpass.getuser()
+            except (KeyError, OSError):  # no passwd entry (some containers)
+                found = "you"
+        engine.person_name = found
+    return engine.person_name
+
+
+def person(engine: Engine) -> rules.Actor:
+    return rules.Actor.person(person_name(engine))
+
+
+def team_folder_trusted(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the user trusts the team folder: a teammate's committed memory is then
+    verified on arrival, attributed to that teammate (docs/trust.md).
+
+    Only the user's own settings count, never a file in the repository (issue 13: a
+    cloned repository must not vouch for itself): the environment variable
+    ``ENGRAM_TEAM__TRUSTED`` or ``[team] trusted = true`` in the user's
+    ``$XDG_CONFIG_HOME/engram/config.toml`` (default ``~/.config/engram/config.toml``).
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get("ENGRAM_TEAM__TRUSTED")
+    if raw is not None:
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    try:
+        with (Path(base) / "engram" / "config.toml").open("rb") as fh:
+            team = tomllib.load(fh).get("team", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    return isinstance(team, dict) and team.get("trusted") is True
+
+
+def actor_for_source(engine: Engine, source: MemorySource) -> rules.Actor:
+    """Who stands behind a new memory, read from its source when no front end said."""
+    if source in _AGENT_SOURCES:
+        return rules.Actor.agent()
+    if source in _OBSERVER_SOURCES:
+        return rules.Actor(rules.ActorKind.OBSERVER)
+    return person(engine)
+
+
+def record(engine: Engine, entries: Sequence[AuditEntry]) -> None:
+    """Append to the audit trail; a failure is logged loudly, never hidden in a read."""
+    if not entries:
+        return
+    try:
+        engine.audit.append(entries)
+    except Exception as exc:  # the write already happened; say so, do not undo it
+        log.warning("could not write %d audit entries: %s", len(entries), exc)
+
+
+def apply(engine: Engine, memory_id: str, event: rules.Event) -> rules.Transition:
+    """Move one memory by ``event`` (or raise :class:`rules.TrustRefused`), durably."""
+    from engram.app.memories import get
+
+    engine.check_writable()
+    with engine.write_lock:
+        memory = get(engine, memory_id)
+        try:
+            step = rules.transition(memory, event, now=engine.clock())
+        except rules.TrustRefused as exc:
+            record(engine, [_refusal(engine, memory, event, str(exc))])
+            raise
+        if not step.unchanged:
+            engine.store.update([step.memory])
+            engine.mirror([step.memory])
+        record(engine, [step.entry])
+    return step
+
+
+def _refusal(engine: Engine, memory: Memory, event: rules.Event, reason: str) -> AuditEntry:
+    return AuditEntry(
+        memory_id=memory.id,
+        at=engine.clock(),
+        event=f"{event.name} refused",
+        actor=event.actor.label,
+        cause=event.cause,
+        note=reason,
+    )
+
+
+# --------------------------------------------------------------------------- a person's moves
+
+
+def confirm(
+    engine: Engine, memory_id: str, *, actor: rules.Actor | None = None, cause: str = ""
+) -> Memory:
+    return apply(
+        engine, memory_id, rules.Confirm(actor=actor or person(engine), cause=cause)
+    ).memory
+
+
+def flag(
+    engine: Engine,
+    memory_id: str,
+    kind: CorrectionKind,
+    note: str | None = None,
+    *,
+    actor: rules.Actor | None = None,
+    cause: str = "",
+) -> Memory:
+    clean = redact_secrets(note).text.strip() if note else None
+    event = rules.Flag(actor=actor or person(engine), cause=cause, kind=kind, note=clean or None)
+    return apply(engine, memory_id, event).memory
+
+
+def pin(
+    engine: Engine,
+    memory_id: str,
+    pinned: bool = True,
+    *,
+    actor: rules.Actor | None = None,
+    cause: str = "",
+) -> Memory:
+    event = rules.Pin(actor=actor or person(engine), cause=cause, pinned=pinned)
+    return apply(engine, memory_id, event).memory
+
+
+def forget(
+    engine: Engine, memory_id: str, *, actor: rules.Actor | None = None, cause: str = ""
+) -> Memory:
+    return apply(engine, memory_id, rules.Forget(actor=actor or person(engine), cause=cause)).memory
+
+
+def restore(
+    engine: Engine, memory_id: str, *, actor: rules.Actor | None = None, cause: str = ""
+) -> Memory:
+    return apply(
+        engine, memory_id, rules.Restore(actor=actor or person(engine), cause=cause)
+    ).memory
+
+
+def edit(
+    engine: Engine,
+    memory_id: str,
+    *,
+    content: str | None = None,
+    type: str | None = None,
+    anchors: Sequence[CodeAnchor] | None = None,
+    tags: Sequence[str] | None = None,
+    actor: rules.Actor | None = None,
+    cause: str = "",
+) -> Memory:
+    """A person rewrites a memory; new text is validated, redacted and embedded again."""
+    from engram.app.inputs import parse_type, validate_text
+    from engram.app.remember import embed_memories
+
+    text = None
+    if content is not None:
+        text = redact_secrets(validate_text(content, engine.config.safety.max_content_chars)).text
+    event = rules.Edit(
+        actor=actor or person(engine),
+        cause=cause,
+        content=text,
+        type=parse_type(type) if type is not None else None,
+        anchors=anchors,
+        tags=[t.strip() for t in tags if t and t.strip()] if tags is not None else None,
+    )
+    step = apply(engine, memory_id, event)
+    if text is not None or type is not None:  # the text an embedding was made of changed
+        vectors = embed_memories(engine, [step.memory], None)
+        if vectors is not None:
+            with engine.write_lock:
+                engine.store.update([step.memory], vectors, engine.loaded_model_id)
+    return step.memory
+
+
+# --------------------------------------------------------------------------- reading the trail
+
+
+def audit_log(engine: Engine, memory_id: str | None = None, limit: int = 50) -> list[AuditEntry]:
+    """One memory's trail (oldest first), or the newest entries of the store."""
+    if not isinstance(limit, int) or limit <= 0 or limit > MAX_LOG:
+        raise InvalidInput(f"limit must be between 1 and {MAX_LOG}, got {limit}")
+    audit = engine.audit
+    if memory_id is None:
+        return audit.recent(limit)
+    memory_id = memory_id.strip()
+    if not memory_id:
+        raise InvalidInput("memory id is empty")
+    entries = audit.for_memory(memory_id)
+    if not entries and engine.store.get(memory_id) is None:
+        raise NotFound(f"no memory with id {memory_id}, and no trail of one")
+    return entries[-limit:]
