@@ -6,7 +6,10 @@ it holds one group of use cases as functions taking the engine first:
 * ``remember``: ``remember``, ``remember_many`` (the write path)
 * ``recall``: ``search``, ``search_code``, ``context``, ``record_access``, ``credit_session``
 * ``memories``: ``get``, ``list_memories``, ``for_file``, ``confirm``, ``flag``, ``pin``,
-  ``forget``
+  ``forget``, ``restore`` (the moves themselves go through ``trust``)
+* ``trust``: every change of what a memory is trusted to be, through ``lifecycle.trust``
+  (docs/trust.md), with its audit entry: ``confirm``, ``flag``, ``pin``, ``forget``,
+  ``restore``, ``edit``, ``audit_log``
 * ``impact``: ``impact``
 * ``indexing``: ``index``, ``index_chunks``, ``seed_workspace``, ``embed_missing``,
   ``rebuild_digest``
