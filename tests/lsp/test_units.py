@@ -349,6 +349,7 @@ class FailingEngine:
 
     read_only = False
     store = FailingStore()
+    person_name = "Tester"  # who "a person" is (app.trust.person_name), set up front
 
     def filter(self, **_kwargs: Any) -> None:
         return None
