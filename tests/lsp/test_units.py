@@ -449,11 +449,14 @@ def test_share_sync_and_consolidate_commands(tmp_path: Any) -> None:
 
         (tmp_path / ".engram-team" / f"{taught.id}.json").unlink()
         synced = run(registry.execute(ctx, "engram.syncTeam", []))  # type: ignore[arg-type]
-        assert synced["retired"] == 1 and synced["changed"] == [taught.id]
+        # A file gone from the working tree is no committed deletion by a teammate, and this
+        # memory is your own: nothing is retired (docs/trust.md, issue 12 point 2).
+        assert synced["retired"] == 0 and synced["changed"] == []
+        assert engine.store.get(taught.id).deprecated is False
 
         remember(engine, "Run migrations before deploying", type="decision")
         remember(engine, "Run migrations after deploying", type="decision")
         report = run(registry.execute(ctx, "engram.consolidate", [{"dryRun": True}]))  # type: ignore[arg-type]
-        assert report == {"scanned": 3, "merged": [], "conflicts": [], "dry_run": True}
+        assert report == {"scanned": 4, "merged": [], "conflicts": [], "dry_run": True}
     finally:
         engine.close()
