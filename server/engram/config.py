@@ -43,6 +43,11 @@ class RetrievalConfig:
     rrf_k: int = 60
     candidates: int = 50
     default_budget_tokens: int = 2000
+    #: A memory matches a query when a keyword hits or its cosine reaches this floor; a
+    #: search with no match says so (empty). Calibrated for the default model by
+    #: cross-validation over LoCoMo conversations (docs/retrieval.md); other models may
+    #: need their own value.
+    min_cosine: float = 0.2
 
 
 @attrs.define

@@ -83,6 +83,9 @@ async def test_remember_search_flag_round_trip(tmp_workspace: Workspace) -> None
         found = _payload(await session.call_tool("engram_search", {"query": "payment cents"}))
         assert [r["id"] for r in found["results"]][:1] == [memory_id]
         assert found["results"][0]["file"] == "billing.py"
+        # relevance first (issue 12 #5): a question nothing matches gets no results
+        none = _payload(await session.call_tool("engram_search", {"query": "xylophone quartz"}))
+        assert none["results"] == []
         flagged = _payload(
             await session.call_tool("engram_flag", {"id": memory_id, "kind": "incorrect"})
         )

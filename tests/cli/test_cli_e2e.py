@@ -252,6 +252,13 @@ def test_real_default_model_end_to_end(
         _run(["search", "--json", "throttled by github requests"], root, env, None).out
     )
     assert hits["hits"][0]["content"].startswith("Use exponential backoff")
+    # relevance first (issue 12 #5): the renderer note does not match a GitHub question ...
+    assert [h["content"] for h in hits["hits"]] == [hits["hits"][0]["content"]]
+    # ... and a question about something else altogether finds nothing, and says so
+    nothing = _run(["search", "--json", "recipe for banana bread with walnuts"], root, env, None)
+    assert nothing.code == 0 and json.loads(nothing.out)["hits"] == []
+    said = _run(["search", "recipe for banana bread with walnuts"], root, env, None)
+    assert said.code == 0 and "no memories match" in said.err
     doctor = json.loads(_run(["doctor", "--json"], root, env, None).out)
     model = {c["name"]: c for c in doctor["checks"]}["embedding model"]
     assert model["ok"], model

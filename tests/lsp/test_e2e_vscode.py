@@ -203,6 +203,9 @@ async def test_vscode_session(app_workspace: Workspace) -> None:
         assert confirmed["memory"]["user_verified"] is True
         hits = await command(client, "engram.search", {"query": "absolute path parse_config"})
         assert gotcha in [h["id"] for h in hits["hits"]]
+        # relevance first (issue 12 #5): nothing matches, nothing comes back
+        nothing = await command(client, "engram.search", {"query": "xylophone quartz"})
+        assert nothing["hits"] == []
         stats = await command(client, "engram.stats")
         assert stats["total"] == 3 and stats["ready"] is True
         summary = await command(client, "engram.sessionSummary", {})

@@ -14,6 +14,7 @@ from engram.retrieval import (
     QueryType,
     detect_query_type,
     graph_neighbourhood_boost,
+    graph_scale,
     memory_weight,
     normalise_scores,
     weighted_rrf,
@@ -181,7 +182,8 @@ def test_graph_neighbourhood_boost_lifts_only_lower_ranks() -> None:
     assert boosted == {"m25"}
     scores = dict(out)
     top_files = 10
-    assert scores["m25"] == pytest.approx(0.75 + 0.3 * 1.0 * 1 / top_files)
+    # a multiplier on its own relevance (relevance first, docs/retrieval.md)
+    assert scores["m25"] == pytest.approx(0.75 * (1 + 0.3 * 1 / top_files))
     assert scores["m3"] == pytest.approx(0.97)
     assert [mid for mid, _ in out] == sorted(scores, key=lambda m: -scores[m])
 
@@ -189,3 +191,9 @@ def test_graph_neighbourhood_boost_lifts_only_lower_ranks() -> None:
 def test_graph_boost_without_neighbours_is_identity() -> None:
     ranked = [("a", 1.0), ("b", 0.5)]
     assert graph_neighbourhood_boost(ranked, {}, {}) == (ranked, set())
+
+
+def test_graph_scale_multiplies_relevance_and_gives_nothing_to_zero() -> None:
+    ranked = [("a", 1.0), ("b", 0.5), ("c", 0.0)]
+    out = dict(graph_scale(ranked, [("b", 2.0), ("c", 2.0)], 0.3))
+    assert out == {"a": 1.0, "b": pytest.approx(0.65), "c": 0.0}

@@ -46,6 +46,7 @@ from engram.retrieval.scoring import (
     TIME_WEIGHT,
     detect_query_type,
     graph_neighbourhood_boost,
+    graph_scale,
     memory_weight,
     weighted_rrf,
     weighted_score_fusion,
@@ -229,11 +230,14 @@ class Retriever:
                 if in_window:
                     paths[TIME] = in_window
                     notes.append(f"dated: {window.text}")
+        matching = self._matching(paths, request)
         graph_hits = self._graph_candidates(request.file, paths)
-        if graph_hits:
-            paths[GRAPH] = graph_hits
         qtype = detect_query_type(query) if query else QueryType.STRUCTURAL
         weights = {**FUSION_WEIGHTS[qtype], TIME: TIME_WEIGHT}
+        if graph_hits and request.file:
+            # the caller's file is part of the question: nearness to it is relevance
+            paths[GRAPH] = graph_hits
+            matching.update(mid for mid, _ in graph_hits)
         if self.fusion == "rrf":
             fused = weighted_rrf(
                 {name: [mid for mid, _ in hits] for name, hits in paths.items()},
@@ -242,18 +246,39 @@ class Retriever:
             )
         else:
             fused = weighted_score_fusion(paths, weights, rank_only={GRAPH, TIME})
+        # relevance first (docs/retrieval.md): what matches neither the words nor the meaning
+        # of the query is not a result, whatever boosts it would get
+        fused = {mid: score for mid, score in fused.items() if mid in matching}
         top = max(fused.values(), default=0.0) or 1.0
         ranked = sorted(
             ((mid, score / top) for mid, score in fused.items()), key=lambda item: -item[1]
         )
+        if graph_hits and not request.file:
+            ranked = graph_scale(ranked, graph_hits, weights.get(GRAPH, 0.0))
+            paths[GRAPH] = [(mid, w) for mid, w in graph_hits if mid in fused]
         notes.append(f"query: {qtype.value}")
         path_ranks = {
             name: {mid: rank for rank, (mid, _) in enumerate(hits, start=1)}
             for name, hits in paths.items()
         }
         ranked = self._boost(ranked, notes, path_ranks)
-        ranked = self._episode_spread(ranked, path_ranks)
+        ranked = self._episode_spread(ranked, path_ranks, matching)
         return ranked, notes, path_ranks
+
+    def _matching(
+        self, paths: dict[str, list[tuple[str, float]]], request: SearchRequest
+    ) -> set[str]:
+        """Ids that match the query: a keyword hit, or a cosine at least ``min_cosine``.
+
+        The floor is calibrated per model (``retrieval.min_cosine``, docs/retrieval.md): for
+        the default model no answer that search found on LoCoMo lies below it, while text on
+        another subject does. The time path's members passed the same test in their window.
+        """
+        floor = self.config.min_cosine
+        found = {mid for mid, _ in paths.get(BM25, [])}
+        found.update(mid for mid, cosine in paths.get(DENSE, []) if cosine >= floor)
+        found.update(mid for mid, _ in paths.get(TIME, []))
+        return found
 
     def _keyword(self, query: str, n: int, flt: Any, notes: list[str]) -> list[tuple[str, float]]:
         try:
@@ -312,7 +337,13 @@ class Retriever:
             except Exception as exc:  # an optional signal: never fail the search for it
                 log.info("time-window search failed: %s", exc)
         fused = weighted_score_fusion(inner, FUSION_WEIGHTS[QueryType.SEMANTIC])
-        return sorted(fused.items(), key=lambda item: -item[1])
+        floor = self.config.min_cosine
+        matches = {mid for mid, _ in keyword_hits}
+        matches.update(mid for mid, cosine in inner.get(DENSE, []) if cosine >= floor)
+        return sorted(
+            ((mid, score) for mid, score in fused.items() if mid in matches),
+            key=lambda item: -item[1],
+        )
 
     def _ids_for_file(self, path: str) -> list[str]:
         ids_for_file = getattr(self.store, "ids_for_file", None)
@@ -383,7 +414,10 @@ class Retriever:
         return boosted + ranked[50:]
 
     def _episode_spread(
-        self, ranked: list[tuple[str, float]], path_ranks: dict[str, dict[str, int]]
+        self,
+        ranked: list[tuple[str, float]],
+        path_ranks: dict[str, dict[str, int]],
+        matching: set[str],
     ) -> list[tuple[str, float]]:
         """Lift the memories recorded right before/after the top results (same episode).
 
@@ -414,6 +448,8 @@ class Retriever:
                 for other in adjacent_ids(ring):
                     if other != seed and other != ring.id:
                         bonus[other] = max(bonus.get(other, 0.0), EPISODE_SECOND_SHARE * score)
+        # a neighbour must match the query itself: the episode lifts, it does not admit
+        bonus = {mid: extra for mid, extra in bonus.items() if mid in matching}
         if not bonus:
             return ranked
         scores = dict(ranked)

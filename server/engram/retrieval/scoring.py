@@ -195,6 +195,27 @@ def weighted_score_fusion(
     return fused
 
 
+def graph_scale(
+    ranked: Sequence[tuple[str, float]],
+    graph_hits: Sequence[tuple[str, float]],
+    strength: float,
+) -> list[tuple[str, float]]:
+    """Scale each ranked item by ``1 + strength * graph weight / best graph weight``.
+
+    Without a file in the request the graph path is evidence *about* results (memories on
+    files next to the best matches' files), not a match of its own: it multiplies the
+    relevance an item already has (docs/retrieval.md, "relevance first"), so an item the
+    query does not match gains nothing from it.
+    """
+    weights = dict(graph_hits)
+    best = max(weights.values(), default=0.0)
+    if best <= 0 or strength <= 0:
+        return list(ranked)
+    out = [(mid, score * (1.0 + strength * weights.get(mid, 0.0) / best)) for mid, score in ranked]
+    out.sort(key=lambda item: -item[1])
+    return out
+
+
 def graph_neighbourhood_boost(
     ranked: Sequence[tuple[str, float]],
     files_of: Mapping[str, Sequence[str]],
@@ -207,14 +228,13 @@ def graph_neighbourhood_boost(
     """V5 stage 2b: lift candidates ranked ``top_k+1..window`` that sit next to the top ones.
 
     ``neighbour_files`` are the graph neighbours of the top results' files. A lower-ranked
-    candidate gains ``strength * top_score * shared / max(top_files, 1)`` (V5 adds
-    ``0.3 x neighbour_count / top_files`` to normalised scores; we scale by the top score
-    so it means the same whatever the fusion scale). Returns the re-sorted list and the
-    ids that were boosted.
+    candidate's score is multiplied by ``1 + strength * shared / max(top_files, 1)`` (V5 adds
+    ``0.3 x neighbour_count / top_files`` to normalised scores; a multiplier keeps the
+    boost proportional to the candidate's own relevance, so a weak match stays weak).
+    Returns the re-sorted list and the ids that were boosted.
     """
     if not ranked or not neighbour_files:
         return list(ranked), set()
-    top_score = ranked[0][1]
     top_files = {f for memory_id, _ in ranked[:top_k] for f in files_of.get(memory_id, ())}
     denominator = max(len(top_files), 1)
     boosted: set[str] = set()
@@ -223,7 +243,7 @@ def graph_neighbourhood_boost(
         if top_k <= position < window:
             shared = sum(1 for f in files_of.get(memory_id, ()) if f in neighbour_files)
             if shared:
-                score += strength * top_score * min(shared, denominator) / denominator
+                score *= 1.0 + strength * min(shared, denominator) / denominator
                 boosted.add(memory_id)
         out.append((memory_id, score))
     out.sort(key=lambda item: -item[1])
