@@ -213,3 +213,63 @@ def test_hybrid_ranking_does_not_depend_on_how_many_results_are_asked_for(  # ty
     long = [(h.file, h.score) for h in search.search("parse request body", k=3)]
     assert len(short) == 1 and long[:1] == short
     search.close()
+
+
+GO_SOURCE = """package cobra
+
+import "strings"
+
+// ld compares two strings and returns the levenshtein distance between them.
+func ld(s, t string, ignoreCase bool) int {
+\tif ignoreCase {
+\t\ts = strings.ToLower(s)
+\t}
+\treturn len(s) - len(t)
+}
+
+func other() int { return 1 }
+"""
+
+
+def test_doc_comments_above_a_definition_belong_to_its_chunk(make_graph) -> None:  # type: ignore[no-untyped-def]
+    """Issue 17: Go keeps docs in comments above ``func``; ``ld``'s chunk must carry them."""
+    graph = make_graph(
+        {
+            "cobra.go": GO_SOURCE,
+            "lib.rs": "/// Parses the flags.\n#[inline]\npub fn parse_flags() -> u8 { 1 }\n",
+            "Util.java": (
+                "/** Joins parts with a comma. */\n@Deprecated\nclass Util {\n"
+                "  static String join(String a) { return a; }\n}\n"
+            ),
+        }
+    )
+    chunks = {
+        c.name: c
+        for f in ("cobra.go", "lib.rs", "Util.java")
+        for c in chunk_file(f, (graph.workspace.root / f).read_text(), graph.symbols_in(f))
+    }
+    assert chunks["ld"].content.startswith("// ld compares two strings")
+    assert chunks["ld"].start_line == 5
+    assert chunks["parse_flags"].content.startswith("/// Parses the flags.\n#[inline]")
+    assert chunks["Util"].content.startswith("/** Joins parts with a comma. */")
+    search = CodeSearch(graph.workspace, graph, None)
+    search.index_chunks()
+    hits = search.search("levenshtein distance", k=3)
+    assert hits and hits[0].name == "ld"
+    search.close()
+
+
+def test_prose_ranks_below_code_for_a_query_that_names_code(make_graph) -> None:  # type: ignore[no-untyped-def]
+    """Issue 17: CHANGES.md mentioning a function outranked the function itself."""
+    graph = make_graph(
+        {
+            "loader.py": "def load_config(path):\n    return open(path).read()\n",
+            "CHANGES.md": "# Changes\n\n" + "load_config load_config now reads paths.\n" * 3,
+        }
+    )
+    search = CodeSearch(graph.workspace, graph, HashingEmbedder())
+    search.index_chunks()
+    assert search.search("load_config", k=2)[0].file == "loader.py"
+    # a prose question may still be answered by prose
+    assert any(h.file == "CHANGES.md" for h in search.search("what changed in reading", k=2))
+    search.close()

@@ -28,6 +28,14 @@ MAX_EMBED_CHARS = 2000
 _CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum", "module"})
+#: Lines that belong to the definition below them when nothing separates the two: doc and
+#: line comments of every supported language (``//``, ``///``, ``//!``, ``/** … */``, ``#``)
+#: and decorators/annotations/attributes (``@x``, ``#[x]``). Go and Rust keep their docs in
+#: comments above the definition, so without them ``ld``'s "levenshtein distance" was never
+#: part of its chunk.
+_LEADING_RE = re.compile(r"^\s*(//|/\*|\*|#|@|--)")
+#: At most this many such lines are pulled in (a licence header is not a doc comment).
+MAX_LEADING_LINES = 40
 
 
 def split_identifier(identifier: str) -> list[str]:
@@ -120,8 +128,20 @@ def chunk_file(
         for line in range(start, end + 1):
             covered[line] = True
 
+    def leading_start(start: int) -> int:
+        """The first line of the comments/decorators directly above line ``start``."""
+        first = start
+        while (
+            first > 1
+            and start - first < MAX_LEADING_LINES
+            and not covered[first - 1]
+            and _LEADING_RE.match(lines[first - 2])
+        ):
+            first -= 1
+        return first
+
     def add_definition(symbol: Symbol) -> None:
-        start, end = symbol.start_line, symbol.end_line
+        start, end = leading_start(symbol.start_line), symbol.end_line
         if end - start + 1 <= MAX_CHUNK_LINES:
             add(symbol.kind, symbol.qualname, start, end)
             return
@@ -146,7 +166,8 @@ def chunk_file(
         if symbol.kind in _CLASS_KINDS and size > MAX_CHUNK_LINES and members:
             # a big class: its header (up to the first member), then each member alone
             first = min(m.start_line for m in members)
-            add(symbol.kind, symbol.qualname, symbol.start_line, max(symbol.start_line, first - 1))
+            header_end = max(symbol.start_line, leading_start(first) - 1)
+            add(symbol.kind, symbol.qualname, symbol.start_line, header_end)
             for member in members:
                 add_definition(member)
         else:

@@ -279,6 +279,7 @@ class _Snapshot:
     bm25: BM25Index
     matrix: Any  # np.ndarray (n, dim) or None
     model_id: str | None
+    prose: Any = None  # np.ndarray of bool: chunks of files no parser knows (Markdown, text)
 
 
 @attrs.define
@@ -502,7 +503,10 @@ class CodeSearch:
             same_model = all(parse_stored_hash(r.content_hash)[1] == model_id for r in records)
             if same_model:
                 matrix = store.vectors_for([r.id for r in records])
-        self._snapshot = _Snapshot(version, rows, BM25Index(token_lists), matrix, model_id)
+        import numpy as np
+
+        prose = np.fromiter((r.kind == "text" for r in records), dtype=bool, count=len(records))
+        self._snapshot = _Snapshot(version, rows, BM25Index(token_lists), matrix, model_id, prose)
         return self._snapshot
 
     def search(self, query: str, k: int = 10, mode: str = "hybrid") -> list[CodeHit]:
@@ -532,6 +536,8 @@ class CodeSearch:
                 self.identifier_dense_weight if is_identifier_query(query) else self.dense_weight
             )
             scores = fuse_scores(keyword, dense, weight, max(CANDIDATES, k))
+        if mode == "hybrid" and is_identifier_query(query):
+            scores = demote_prose(scores, snapshot.prose, keyword)
         order = np.argsort(-scores, kind="stable")[:k]
         hits = []
         for index in order:
@@ -574,6 +580,37 @@ def fuse_scores(
         keyword[pool]
     )
     return fused
+
+
+def demote_prose(
+    scores: npt.NDArray[np.float32],
+    prose: npt.NDArray[np.bool_] | None,
+    keyword: npt.NDArray[np.float32],
+) -> npt.NDArray[np.float32]:
+    """For a query that names code: prose ranks below every code chunk that names it too.
+
+    ``SuggestionsFor``, ``parse_config``, ``a/b.go``: a changelog line or a guide that
+    mentions a function must not outrank the function. Prose chunks (files no parser knows:
+    Markdown, text) keep their order among themselves and are shifted just below the
+    weakest code chunk with a keyword hit; with no such code chunk they are left alone, so
+    prose still answers when no code does.
+    """
+    import numpy as np
+
+    if prose is None or not prose.any():
+        return scores
+    finite = np.isfinite(scores)
+    code_hits = ~prose & finite & (keyword > 0)
+    prose_rows = prose & finite
+    if not code_hits.any() or not prose_rows.any():
+        return scores
+    floor = float(scores[code_hits].min())
+    top = float(scores[prose_rows].max())
+    if top < floor:
+        return scores
+    out = scores.copy()
+    out[prose_rows] -= (top - floor) + 1e-3
+    return out
 
 
 def _snippet(content: str, max_lines: int = 8, max_chars: int = 400) -> str:
