@@ -8,7 +8,13 @@ the default model) -> ``CodeSearch.search`` in three modes, all in one run with 
 settings. The scratch workspace persists (``--workdir``) so the embedding cache and chunk
 store make reruns fast.
 
-Usage: scripts/eval/cosqa.py --data ../shared/data/cosqa-dev --json [--limit N]
+``--queries FILE`` runs any split (a JSON list in the format of
+``cosqa-retrieval-dev-500.json``: ``doc`` and ``retrieval_idx`` are read); ``--folds N``
+(default 5) cuts the queries into N contiguous folds and reports each row's mean and
+standard deviation over them (``fold_mean`` / ``fold_sd``) next to the full figure.
+
+Usage: scripts/eval/cosqa.py --data ../shared/data/cosqa-dev --json [--queries FILE]
+           [--limit N] [--folds N]
 Last stdout line: {"dataset": "cosqa-dev", "items": N,
                    "rows": {"engram": {...}, "bm25": {...}, "dense": {...}}}
 """
@@ -30,11 +36,12 @@ RANK_DEPTH = 100  # MRR is computed over the top 100 (a miss beyond counts as 0)
 
 
 def load(
-    data: Path, limit: int | None, corpus_limit: int | None
+    data: Path, limit: int | None, corpus_limit: int | None, queries_file: Path | None = None
 ) -> tuple[dict[int, str], list[dict]]:
     corpus_map = json.loads((data / "code_idx_map.txt").read_text(encoding="utf-8"))
     corpus = {int(idx): code for code, idx in corpus_map.items()}
-    queries = json.loads((data / "cosqa-retrieval-dev-500.json").read_text(encoding="utf-8"))
+    source = queries_file or data / "cosqa-retrieval-dev-500.json"
+    queries = json.loads(source.read_text(encoding="utf-8"))
     if limit is not None:
         queries = queries[:limit]
     if corpus_limit is not None:
@@ -45,6 +52,31 @@ def load(
             keep.add(idx)
         corpus = {idx: corpus[idx] for idx in sorted(keep)}
     return corpus, queries
+
+
+def fold_summary(per_query: dict[str, list[tuple[float, float]]], folds: int) -> dict:
+    """Mean and standard deviation of MRR and nDCG@10 over contiguous folds of the queries."""
+    import statistics
+
+    mean: dict[str, dict[str, float]] = {}
+    sd: dict[str, dict[str, float]] = {}
+    for row, values in per_query.items():
+        size = len(values)
+        if folds < 2 or size < folds:
+            continue
+        bounds = [round(i * size / folds) for i in range(folds + 1)]
+        parts = [values[bounds[i] : bounds[i + 1]] for i in range(folds)]
+        mrr = [statistics.fmean(v[0] for v in part) for part in parts]
+        ndcg = [statistics.fmean(v[1] for v in part) for part in parts]
+        mean[row] = {
+            "mrr": round(statistics.fmean(mrr), 4),
+            "ndcg@10": round(statistics.fmean(ndcg), 4),
+        }
+        sd[row] = {
+            "mrr": round(statistics.pstdev(mrr), 4),
+            "ndcg@10": round(statistics.pstdev(ndcg), 4),
+        }
+    return {"folds": folds, "fold_mean": mean, "fold_sd": sd}
 
 
 def build_workspace(root: Path, corpus: dict[int, str]) -> None:
@@ -87,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="scratch workspace (default: a stable folder in the temp dir)",
     )
+    parser.add_argument("--queries", type=Path, default=None, help="a query file to run instead")
+    parser.add_argument("--folds", type=int, default=5, help="contiguous folds for mean ± sd")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
@@ -94,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     from engram.config import load_config
     from engram.workspace import Workspace
 
-    corpus, queries = load(args.data, args.limit, args.corpus_limit)
+    corpus, queries = load(args.data, args.limit, args.corpus_limit, args.queries)
     if args.workdir is None:
         key = hashlib.sha1(
             f"{args.data.resolve()}:{sorted(corpus)[:3]}:{len(corpus)}".encode()
@@ -123,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
     modes = {row: mode for row, mode in MODES.items() if embedder is not None or mode == "bm25"}
     totals = {row: {"mrr": 0.0, "ndcg@10": 0.0, "recall@10": 0.0} for row in modes}
+    per_query: dict[str, list[tuple[float, float]]] = {row: [] for row in modes}
     latencies: dict[str, list[float]] = {row: [] for row in modes}
     for query in queries:
         answer = f"corpus/c{int(query['retrieval_idx']):05}.py"
@@ -131,12 +166,16 @@ def main(argv: list[str] | None = None) -> int:
             hits = search.search(query["doc"], k=RANK_DEPTH, mode=mode)
             latencies[row].append(time.perf_counter() - t0)
             ranked = list(dict.fromkeys(hit.file for hit in hits))
+            rr = ndcg = 0.0
             if answer in ranked:
                 rank = ranked.index(answer) + 1
-                totals[row]["mrr"] += 1.0 / rank
+                rr = 1.0 / rank
+                totals[row]["mrr"] += rr
                 if rank <= 10:
-                    totals[row]["ndcg@10"] += 1.0 / math.log2(rank + 1)
+                    ndcg = 1.0 / math.log2(rank + 1)
+                    totals[row]["ndcg@10"] += ndcg
                     totals[row]["recall@10"] += 1.0
+            per_query[row].append((rr, ndcg))
     count = max(1, len(queries))
     rows = {}
     for row in modes:
@@ -149,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         "corpus": len(corpus),
         "embedder": getattr(embedder, "model_id", None),
         "rows": rows,
+        **fold_summary(per_query, args.folds),
     }
     graph.close()
     search.close()

@@ -24,8 +24,14 @@ question's evidence turns found) is reported too.
 Each conversation gets a fresh temporary workspace; embeddings go through a persistent
 cache (``--cache``) so reruns only embed what changed.
 
+``--queries FILE`` runs any split: a JSON list whose entries are conversation names (all
+their questions) or ``{"conversation": NAME, "question": TEXT}`` objects; only the named
+conversations are indexed and only the listed questions asked. Each conversation is one
+fold: ``folds`` in the summary holds the per-conversation rows and ``fold_mean`` /
+``fold_sd`` their mean and standard deviation.
+
 Usage: scripts/eval/locomo.py --data ../shared/data/locomo-dev --json
-           [--limit-conversations N] [--limit-questions N] [--embed-model NAME]
+           [--queries FILE] [--limit-conversations N] [--limit-questions N] [--embed-model NAME]
 Last stdout line: {"dataset": "locomo-dev", "items": N,
                    "rows": {"engram": {...}, "bm25": {...}, "dense": {...}}}
 """
@@ -154,6 +160,14 @@ class Scores:
         found = set().union(*ranked_turns[:K]) & evidence if ranked_turns else set()
         self.fraction10 += len(found) / len(evidence)
 
+    def merge(self, other: Scores) -> None:
+        self.n += other.n
+        self.hit5 += other.hit5
+        self.hit10 += other.hit10
+        self.rr += other.rr
+        self.fraction10 += other.fraction10
+        self.seconds += other.seconds
+
     def row(self) -> dict[str, float]:
         n = max(self.n, 1)
         return {
@@ -163,6 +177,47 @@ class Scores:
             "evidence_recall@10": round(self.fraction10 / n, 4),
             "ms_per_query": round(1000 * self.seconds / n, 2),
         }
+
+
+def read_selection(path: Path) -> dict[str, set[str] | None]:
+    """``--queries``: conversation name -> the questions to ask (None: all of them)."""
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(entries, list):
+        raise SystemExit(f"locomo: {path} must hold a JSON list")
+    selection: dict[str, set[str] | None] = {}
+    for entry in entries:
+        if isinstance(entry, str):
+            selection[entry] = None
+        elif isinstance(entry, dict) and "conversation" in entry:
+            name = str(entry["conversation"])
+            if "question" not in entry:
+                selection[name] = None
+            elif selection.get(name, set()) is not None:
+                chosen = selection.setdefault(name, set())
+                assert chosen is not None
+                chosen.add(str(entry["question"]).strip())
+        else:
+            raise SystemExit(f"locomo: bad entry in {path}: {entry!r}")
+    return selection
+
+
+def fold_summary(folds: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Mean and standard deviation over folds (conversations) of each row's metrics."""
+    import statistics
+
+    mean: dict[str, dict[str, float]] = {}
+    sd: dict[str, dict[str, float]] = {}
+    for row in ROWS:
+        present = [f[row] for f in folds.values() if f.get(row)]
+        if not present:
+            continue
+        mean[row] = {}
+        sd[row] = {}
+        for metric in ("recall@5", "recall@10", "mrr"):
+            values = [p[metric] for p in present]
+            mean[row][metric] = round(statistics.fmean(values), 4)
+            sd[row][metric] = round(statistics.pstdev(values), 4) if len(values) > 1 else 0.0
+    return {"fold_mean": mean, "fold_sd": sd}
 
 
 def load_embedder(model: str, cache_path: Path | None) -> Any | None:
@@ -187,6 +242,7 @@ def run_conversation(
     scores: dict[str, Scores],
     progress: Callable[[str], None],
     with_captions: bool = True,
+    only: set[str] | None = None,
 ) -> tuple[int, int]:
     from engram.app import Engine
     from engram.app.recall import search
@@ -202,6 +258,8 @@ def run_conversation(
         evidence = set(evidence_ids(qa.get("evidence"))) & known
         if not evidence or not str(qa.get("question", "")).strip():
             skipped += 1
+            continue
+        if only is not None and str(qa["question"]).strip() not in only:
             continue
         questions.append((str(qa["question"]).strip(), evidence))
     if limit_questions is not None:
@@ -269,6 +327,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="leave out the caption of an image shared in a turn (blip_caption)",
     )
     parser.add_argument("--dataset-name", default=None, help="default: the data folder's name")
+    parser.add_argument(
+        "--queries",
+        type=Path,
+        default=None,
+        help="JSON list of conversation names or {conversation, question} objects to run",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
@@ -276,6 +340,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not files:
         print(f"locomo: no *.json in {args.data}", file=sys.stderr)
         return 2
+    selection: dict[str, set[str] | None] | None = None
+    if args.queries is not None:
+        selection = read_selection(args.queries)
+        files = [f for f in files if f.stem in selection]
+        if not files:
+            print(f"locomo: {args.queries} names no conversation in {args.data}", file=sys.stderr)
+            return 2
     if args.limit_conversations is not None:
         files = files[: args.limit_conversations]
 
@@ -285,12 +356,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     embedder = load_embedder(args.embed_model, None if args.no_cache else args.cache)
     scores = {row: Scores() for row in ROWS}
+    folds: dict[str, dict[str, Any]] = {}
     items = skipped = 0
     for path in files:
         conv = json.loads(path.read_text(encoding="utf-8"))
+        fold = {row: Scores() for row in ROWS}
         asked, missing = run_conversation(
-            path.stem, conv, embedder, args.limit_questions, scores, progress, not args.no_captions
+            path.stem,
+            conv,
+            embedder,
+            args.limit_questions,
+            fold,
+            progress,
+            not args.no_captions,
+            None if selection is None else selection.get(path.stem),
         )
+        for row in ROWS:
+            scores[row].merge(fold[row])
+        folds[path.stem] = {row: fold[row].row() for row in ROWS if embedder or row != "dense"}
         items += asked
         skipped += missing
     rows: dict[str, Any] = {row: scores[row].row() for row in ROWS}
@@ -309,6 +392,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "embed_model": getattr(embedder, "model_id", None),
         "seconds": round(elapsed, 1),
         "image_captions": not args.no_captions,
+        "folds": folds,
+        **fold_summary(folds),
     }
     print(json.dumps(summary) if args.json else json.dumps(summary, indent=2))
     return 0

@@ -49,6 +49,19 @@ def test_cosqa_on_a_tiny_slice(tmp_path: Path) -> None:
     assert result["rows"]["bm25"]["mrr"] == 1.0
     for row in result["rows"].values():
         assert 0.0 <= row["ndcg@10"] <= 1.0
+    # any split: --queries replaces the dev file; folds give mean and sd
+    split = tmp_path / "split.json"
+    split.write_text(json.dumps(queries[:1]))
+    one = run(
+        "scripts/eval/cosqa.py", "--data", str(data), "--json", "--workdir", str(tmp_path / "w"),
+        "--queries", str(split), "--folds", "2", cwd=tmp_path,
+    )  # fmt: skip
+    assert one["items"] == 1 and one["fold_mean"] == {}  # one query cannot make two folds
+    both = run(
+        "scripts/eval/cosqa.py", "--data", str(data), "--json", "--workdir", str(tmp_path / "w"),
+        "--folds", "2", cwd=tmp_path,
+    )  # fmt: skip
+    assert both["fold_mean"]["bm25"]["mrr"] == 1.0 and both["fold_sd"]["bm25"]["mrr"] == 0.0
 
 
 def test_index_benchmark_on_a_tiny_repo(tmp_path: Path) -> None:

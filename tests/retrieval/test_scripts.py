@@ -118,3 +118,21 @@ def test_search_bench_smoke() -> None:
         assert figures[method]["p50_ms"] <= figures[method]["p95_ms"]
     assert figures["first_dated_ms"] > 0
     assert result["largest"]["memories"] == 200  # type: ignore[index]
+
+
+def test_locomo_runs_the_split_it_is_given(tmp_path: Path) -> None:
+    """``--queries`` picks conversations and questions; each conversation is a fold."""
+    data = tmp_path / "locomo-tiny"
+    data.mkdir()
+    tiny_locomo(data)
+    chosen = tmp_path / "split.json"
+    chosen.write_text(
+        json.dumps([{"conversation": "1", "question": "What is the name of Ana's kitten?"}])
+    )
+    result = run(
+        "scripts/eval/locomo.py", "--data", str(data), "--json", "--queries", str(chosen),
+        "--cache", str(tmp_path / "cache.sqlite"),
+    )  # fmt: skip
+    assert result["items"] == 1 and set(result["folds"]) == {"1"}
+    assert result["fold_mean"]["engram"]["recall@10"] == result["rows"]["engram"]["recall@10"]
+    assert result["fold_sd"]["engram"]["recall@10"] == 0.0
