@@ -13,8 +13,8 @@ other files are the truth. Rows, all in one run:
   tree of the split commit (``git archive`` into a temp dir; the repository is not touched),
   files ranked by graph proximity (``CodeGraph.neighbours`` depth 2, best weight first).
 * ``engram``  — ``engram.codegraph.rank_related_files`` over that graph with the product's
-  co-change model trained on the same commits (recency-weighted confidence): what
-  ``engram impact`` ranks.
+  co-change ranking trained on the same commits (weights learned from the training
+  commits alone, ``engram.history.cochange_model``): what ``engram impact`` ranks.
 * ``engram_proposed`` (only with ``--proposed``) — ``GitHistory.rank_with_prior`` with the
   graph as prior: co-change smoothed toward graph proximity and change rate, the ranking
   proposed for ``engram impact``.

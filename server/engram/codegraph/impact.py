@@ -196,6 +196,48 @@ def rank_related_files(
     return [(r.file, r.score) for r in _rank(target, graph, cochange, coaccess, k)]
 
 
+def structural_evidence(target: str, graph: CodeGraph) -> dict[str, list[tuple[float, str]]]:
+    """Graph and naming evidence that ``file`` changes with ``target``: strengths and why.
+
+    Dependents decay with depth and with their fan-in (a hub imported everywhere says
+    little about this change); files ``target`` depends on count a little less; test/source
+    naming partners count whether or not an import reaches them.
+    """
+    evidence: dict[str, list[tuple[float, str]]] = {}
+
+    def add(file: str, strength: float, reason: str) -> None:
+        if file != target and strength > 0:
+            evidence.setdefault(file, []).append((strength, reason))
+
+    dependents = {d[0]: d for d in graph.dependents(target, max_depth=2)}
+    dependencies = graph.neighbours([target], depth=1)
+    fan_in = graph.fan_in(list({*dependents, *dependencies}))
+    for file, (_, depth, weight, _) in dependents.items():
+        specificity = 1.0 / (1.0 + math.log1p(fan_in.get(file, 0)) / 4)
+        nearness = 0.5 ** (depth - 1)
+        add(
+            file,
+            GRAPH_STRENGTH * weight * specificity * nearness,
+            f"depends on target (depth {depth})",
+        )
+    for file, weight in dependencies.items():
+        if file in dependents:
+            continue
+        specificity = 1.0 / (1.0 + math.log1p(fan_in.get(file, 0)) / 2)
+        add(file, GRAPH_STRENGTH * 0.8 * weight * specificity, "target depends on it")
+    for file, reason in naming_partners(target, graph).items():
+        add(file, NAMING_STRENGTH, reason)
+    return evidence
+
+
+def structure_prior(target: str, graph: CodeGraph) -> dict[str, float]:
+    """:func:`structural_evidence` combined per file (noisy-OR), in 0..1."""
+    return {
+        file: _noisy_or([s for s, _ in parts])
+        for file, parts in structural_evidence(target, graph).items()
+    }
+
+
 def _rank(
     target: str,
     graph: CodeGraph | None,
@@ -214,32 +256,20 @@ def _rank(
         reasons.setdefault(file, []).append(reason)
 
     if graph is not None:
-        dependents = {d[0]: d for d in graph.dependents(target, max_depth=2)}
-        dependencies = graph.neighbours([target], depth=1)
-        fan_in = graph.fan_in(list({*dependents, *dependencies}))
-        for file, (_, depth, weight, _) in dependents.items():
-            # a hub every file imports says little about this particular change
-            specificity = 1.0 / (1.0 + math.log1p(fan_in.get(file, 0)) / 4)
-            nearness = 0.5 ** (depth - 1)
-            add(
-                file,
-                GRAPH_STRENGTH * weight * specificity * nearness,
-                f"depends on target (depth {depth})",
-            )
-        for file, weight in dependencies.items():
-            if file in dependents:
-                continue
-            specificity = 1.0 / (1.0 + math.log1p(fan_in.get(file, 0)) / 2)
-            add(file, GRAPH_STRENGTH * 0.8 * weight * specificity, "target depends on it")
-        for file, reason in naming_partners(target, graph).items():
-            add(file, NAMING_STRENGTH, reason)
+        for file, parts in structural_evidence(target, graph).items():
+            for strength, reason in parts:
+                add(file, strength, reason)
     rank_with_prior = getattr(cochange, "rank_with_prior", None)
     if callable(rank_with_prior):
         # History decides where it is long; the structural evidence above becomes its prior
         # (and carries files with no history). Scores are P(file changes | target changes).
         structure = {file: _noisy_or(parts) for file, parts in evidence.items()}
         evidence = {}
-        for file, probability, support in rank_with_prior(target, structure, max(k * 3, 30)):
+        structure_of = None if graph is None else (lambda f: structure_prior(f, graph))
+        ranked_partners = rank_with_prior(
+            target, structure, max(k * 3, 30), structure_of=structure_of
+        )
+        for file, probability, support in ranked_partners:
             add(file, probability, f"co-changed {support}x" if support else "changes often")
     elif cochange is not None:
         if partners is None:

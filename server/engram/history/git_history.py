@@ -20,6 +20,7 @@ going on and queries return empty results.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import sqlite3
@@ -31,7 +32,17 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import numpy as np
 
+from engram.history.cochange_model import (
+    CochangeModel,
+    CommitIndex,
+    candidate_features,
+    change_rates,
+    learn,
+    popular_files,
+    training_queries,
+)
 from engram.history.gitlog import LOG_ARGS, LOG_FORMAT, CommitRecord, parse_log
 from engram.history.renames import fold_renames
 from engram.workspace import Workspace
@@ -39,6 +50,9 @@ from engram.workspace import Workspace
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
+#: A stored co-change model is refitted once the history grew by this share (or REFIT_MIN).
+REFIT_SHARE = 0.1
+REFIT_MIN = 50
 
 #: Why history is (un)usable; ``ok`` and ``shallow`` have data, the rest answer empty.
 STATUS_OK = "ok"
@@ -66,6 +80,9 @@ class HistoryConfig:
     #: 2000 won on all four evaluated repositories at 60% and 80% splits; 500 was better at
     #: 80% but worse at 60%, so the mild setting is the default.
     recency_half_life: float | None = 2000.0
+    #: rank co-change partners with weights learned from this repository's own history
+    #: (engram.history.cochange_model); off: the m-estimate of rank_with_prior
+    learn_ranking: bool = True
     #: wall-clock bound for one `git log -L` / `git log --follow` call
     git_timeout_s: float = 5.0
     #: co-access seed: pairs seen together in at least this many commits
@@ -196,6 +213,9 @@ class GitHistory:
         self._shallow_roots: set[str] = set()
         self._ingested = False
         self._rates: tuple[int, dict[str, float]] | None = None
+        self._index: tuple[int, CommitIndex] | None = None
+        self._model: CochangeModel | None = None
+        self._index_rate_cache: tuple[CommitIndex, dict[int, float]] | None = None
 
     # ------------------------------------------------------------------ repository access
 
@@ -691,8 +711,15 @@ class GitHistory:
         alpha: float = 1.0,
         prior_share: float = 0.3,
         popular: int = 20,
+        structure_of: Callable[[str], Mapping[str, float]] | None = None,
     ) -> list[tuple[str, float, int]]:
-        """Files likely to change with ``file``: co-change smoothed toward a prior, best first.
+        """Files likely to change with ``file``, best first: ``(file, score, support)``.
+
+        With enough history the ranking is the one this repository's own history taught
+        (:mod:`engram.history.cochange_model`: features of each candidate, weights fitted
+        on the repository's recent commits; ``structure_of`` gives the structural evidence
+        of any file, for that fit, and ``prior`` is this query's). Scores are then the
+        model's probabilities over the candidates. Otherwise, the m-estimate below.
 
         An m-estimate of P(partner changes | ``file`` changes)::
 
@@ -707,6 +734,9 @@ class GitHistory:
         Returns ``(file, score, support)``.
         """
         structure = {f: w for f, w in (prior or {}).items() if w > 0 and f != file}
+        learned = self._rank_learned(file, structure, k, structure_of)
+        if learned is not None:
+            return learned
         rates: dict[str, float] = {}
         rows: list[tuple[str, int, float]] = []
         n_weight = 0.0
@@ -733,6 +763,146 @@ class GitHistory:
                 scored.append((other, score, support))
         scored.sort(key=lambda item: (-item[1], -item[2], item[0]))
         return scored[: max(0, k)]
+
+    def cochange_model(
+        self, structure_of: Callable[[str], Mapping[str, float]] | None = None
+    ) -> CochangeModel | None:
+        """The ranking model of this repository, fitted when missing or out of date.
+
+        Stored in ``history.sqlite`` (meta ``cochange_model``) with the commit count it was
+        fitted at; refitted once the history has grown by ``REFIT_SHARE`` (a few new commits
+        do not change what the history teaches). None when the history is too short.
+        """
+        index = self.commit_index()
+        if index is None or not self.config.learn_ranking:
+            return None
+        with self._lock:
+            if self._model is not None:
+                return self._model
+            stored = self._meta("cochange_model")
+            if stored is not None:
+                try:
+                    data = json.loads(stored)
+                except ValueError:
+                    data = {}
+                fitted_at = int(data.get("fitted_at", -1)) if isinstance(data, dict) else -1
+                if 0 <= index.size - fitted_at <= max(REFIT_MIN, REFIT_SHARE * fitted_at):
+                    raw = data.get("model")
+                    if raw is None:
+                        return None  # too little history when it was last tried
+                    model = CochangeModel.from_dict(raw)
+                    if model is not None:
+                        self._model = model
+                        return model
+            started = time.monotonic()
+            structure_for = None
+            if structure_of is not None:
+                structure_for = self._structures(index, structure_of)
+            model = learn(index, structure_for=structure_for)
+            payload = {
+                "fitted_at": index.size,
+                "model": None if model is None else model.to_dict(),
+            }
+            self._db().execute(
+                "INSERT OR REPLACE INTO meta VALUES ('cochange_model', ?)", (json.dumps(payload),)
+            )
+            log.info(
+                "co-change ranking %s in %.1fs",
+                "learned" if model is not None else "not learned (too little history)",
+                time.monotonic() - started,
+            )
+            self._model = model
+            return model
+
+    @staticmethod
+    def _structures(
+        index: CommitIndex, structure_of: Callable[[str], Mapping[str, float]]
+    ) -> dict[int, dict[int, float]]:
+        """Structural evidence of each self-training query, keyed by canonical ids."""
+        ids = {name: canon for canon, name in index.names.items()}
+        out: dict[int, dict[int, float]] = {}
+        for file in {f for f, _ in training_queries(index)[1]}:
+            name = index.names.get(file)
+            if name is None:
+                continue
+            try:
+                evidence = structure_of(name)
+            except Exception as exc:  # structure is optional evidence
+                log.debug("no structure for %s: %s", name, exc)
+                continue
+            out[file] = {ids[f]: w for f, w in evidence.items() if f in ids}
+        return out
+
+    def _rank_learned(
+        self,
+        file: str,
+        structure: Mapping[str, float],
+        k: int,
+        structure_of: Callable[[str], Mapping[str, float]] | None,
+    ) -> list[tuple[str, float, int]] | None:
+        model = self.cochange_model(structure_of)
+        index = self.commit_index()
+        if model is None or index is None:
+            return None
+        with self._lock:
+            canon = self._canon_id(self._db(), file)
+        ids = {name: cid for cid, name in index.names.items()}
+        names = dict(index.names)
+        prior: dict[int, float] = {}
+        for path, weight in structure.items():
+            cid = ids.get(path)
+            if cid is None:  # a file git has not seen yet: a candidate all the same
+                cid = -1 - len(names)
+                names[cid] = path
+            prior[cid] = weight
+        rates = self._index_rates(index)
+        found = candidate_features(
+            index,
+            canon if canon is not None else -1,
+            structure=prior,
+            popular=popular_files(rates, index.alive),
+            rates=rates,
+        )
+        if not found.files:
+            return []
+        logits = model.score(found.features)
+        probabilities = np.exp(logits - logits.max())
+        probabilities /= probabilities.sum()
+        ranked = sorted(
+            zip(found.files, probabilities.tolist(), found.support, strict=True),
+            key=lambda item: (-item[1], -item[2], names.get(item[0], "")),
+        )
+        return [
+            (names[cid], float(p), support)
+            for cid, p, support in ranked[: max(0, k)]
+            if names.get(cid) not in (None, file)
+        ]
+
+    def _index_rates(self, index: CommitIndex) -> dict[int, float]:
+        if self._index_rate_cache is None or self._index_rate_cache[0] is not index:
+            self._index_rate_cache = (index, change_rates(index))
+        return self._index_rate_cache[1]
+
+    def commit_index(self) -> CommitIndex | None:
+        """The eligible commits in memory (:class:`CommitIndex`), cached until new mining."""
+        if not self._ensure_mined():
+            return None
+        with self._lock:
+            conn = self._db()
+            newest = self._newest_commit_id(conn)
+            if self._index is not None and self._index[0] == newest:
+                return self._index[1]
+            rows = conn.execute(
+                "SELECT DISTINCT cf.commit_id, cf.canon_id FROM commit_files cf "
+                "JOIN commits c ON c.id = cf.commit_id AND c.skipped=0 "
+                "ORDER BY cf.commit_id, cf.rowid"
+            ).fetchall()
+            names = dict(conn.execute("SELECT id, path FROM paths WHERE canon=id").fetchall())
+            alive = [r[0] for r in conn.execute("SELECT id FROM paths WHERE canon=id AND alive=1")]
+            index = CommitIndex.build(rows, names, alive)
+            self._index = (newest, index)
+            self._model = None
+            return index
 
     def commit_count(self, file: str) -> int:
         """How many mined (co-change eligible) commits touched ``file`` or its earlier names."""

@@ -1,0 +1,121 @@
+"""The co-change ranking a repository's own history teaches (engram.history.cochange_model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from engram.history import CommitRecord, FileChange, GitHistory, HistoryConfig
+from engram.history.cochange_model import (
+    FEATURES,
+    CochangeModel,
+    CommitIndex,
+    fit_listwise,
+    learn,
+    training_queries,
+)
+from engram.workspace import Workspace
+
+
+def commit(n: int, *paths: str) -> CommitRecord:
+    return CommitRecord(
+        f"{n:040x}", (), 1_700_000_000 + n, tuple(FileChange("M", p) for p in paths)
+    )
+
+
+def drifting_history() -> list[CommitRecord]:
+    """``api.py`` changed with ``old.py`` for a long time, then with ``new.py`` only.
+
+    By ROSE's confidence ``old.py`` leads (150 of 250 commits vs 100); what the recent
+    history says, and what the next commits do, is ``new.py``.
+    """
+    records: list[CommitRecord] = []
+    for i in range(150):
+        records.append(commit(len(records), "api.py", "old.py", f"noise{i % 7}.py"))
+    for i in range(100):
+        records.append(commit(len(records), "api.py", "new.py", f"other{i % 5}.py"))
+        records.append(commit(len(records), f"unrelated{i % 9}.py", "docs.md"))
+    return records
+
+
+def history_of(tmp_path: Path, records: list[CommitRecord], **config: object) -> GitHistory:
+    config.setdefault("auto_mine", False)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    history = GitHistory(
+        Workspace.open(tmp_path),
+        HistoryConfig(**config),  # type: ignore[arg-type]
+        db_path=tmp_path / "history.sqlite",
+    )
+    history.ingest(records)
+    return history
+
+
+def test_the_ranking_is_learned_from_the_repositorys_own_recent_history(tmp_path: Path) -> None:
+    records = drifting_history()
+    rose = history_of(tmp_path / "rose", records, learn_ranking=False, recency_half_life=None)
+    assert [p for p, _, _ in rose.cochange_partners("api.py", k=2)] == ["old.py", "new.py"]
+    learned = history_of(tmp_path / "learned", records)
+    model = learned.cochange_model()
+    assert model is not None and model.trained_on > 30
+    ranked = learned.rank_with_prior("api.py", k=3)
+    assert ranked[0][0] == "new.py" and ranked[0][2] == 100  # (file, probability, support)
+    assert abs(sum(p for _, p, _ in learned.rank_with_prior("api.py", k=1000)) - 1.0) < 1e-6
+    rose.close()
+    learned.close()
+
+
+def test_the_model_is_stored_and_reused_until_the_history_grows(tmp_path: Path) -> None:
+    records = drifting_history()
+    first = history_of(tmp_path, records)
+    model = first.cochange_model()
+    assert model is not None
+    first.close()
+    again = GitHistory(
+        Workspace.open(tmp_path),
+        HistoryConfig(auto_mine=False),
+        db_path=tmp_path / "history.sqlite",
+    )
+    again._ingested = True  # the stored history, as a later process opening it sees it
+    reused = again.cochange_model()
+    assert reused is not None and np.allclose(reused.weights, model.weights)
+    again.close()
+
+
+def test_too_little_history_keeps_the_m_estimate(tmp_path: Path) -> None:
+    records = [commit(i, "a.py", "b.py") for i in range(10)]
+    history = history_of(tmp_path, records)
+    assert history.cochange_model() is None
+    assert history.rank_with_prior("a.py", k=1)[0][0] == "b.py"
+    history.close()
+
+
+def test_self_training_queries_come_after_the_cutoff_with_history_before_it() -> None:
+    index = CommitIndex.build(
+        [(1, 1), (1, 2), (2, 1), (2, 3), (3, 1), (3, 2), (4, 4), (4, 5), (5, 1), (5, 2)],
+        {1: "a", 2: "b", 3: "c", 4: "d", 5: "e"},
+        [1, 2, 3, 4, 5],
+    )
+    cutoff, queries = training_queries(index, train_commits=1)
+    assert cutoff == 4  # 5 commits: the last one (20 %) is held out
+    assert sorted(queries, key=lambda q: q[0]) == [(1, {2}), (2, {1})]
+
+
+def test_listwise_fit_prefers_the_feature_that_picks_the_true_partner() -> None:
+    rng = np.random.default_rng(7)
+    groups = []
+    for _ in range(200):
+        x = rng.normal(size=(6, 2))
+        y = np.zeros(6)
+        y[int(np.argmax(x[:, 0]))] = 1.0  # feature 0 decides, feature 1 is noise
+        groups.append((x, y))
+    _, _, weights = fit_listwise(groups)
+    assert weights[0] == 0.0 and weights[1] > 3 * abs(weights[2])
+
+
+def test_a_stored_model_for_other_features_is_ignored() -> None:
+    assert CochangeModel.from_dict({"features": ["something else"]}) is None
+    size = len(FEATURES)
+    model = CochangeModel(np.zeros(size), np.ones(size), np.zeros(size + 1))
+    assert CochangeModel.from_dict(model.to_dict()) is not None
+    assert learn(CommitIndex.build([], {}, [])) is None
