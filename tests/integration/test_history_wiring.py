@@ -76,3 +76,28 @@ def test_list_review_shows_the_last_session(cli: RunCli, tmp_workspace: Workspac
     assert review["session"]["outcome"] == "success"
     text = ok(cli("list", "--review"))
     assert "Last session (s-1)" in text.out
+
+
+def test_index_learns_the_cochange_ranking_so_impact_never_waits(
+    cli: RunCli, tmp_workspace: Workspace
+) -> None:
+    """Issue 17: the ranking is fitted during `engram index`, then impact only reads it."""
+    import sqlite3
+
+    root = tmp_workspace.root
+    for i in range(260):  # api.py changed with old.py first, with new.py lately
+        (root / "api.py").write_text(f"VERSION = {i}\n")
+        partner = "old.py" if i < 160 else "new.py"
+        (root / partner).write_text(f"X = {i}\n")
+        (root / f"noise{i % 6}.py").write_text(f"Y = {i}\n")
+        commit_all(root, f"change {i}")
+    ok(cli("index", "--no-embed", "--json"))
+    db = sqlite3.connect(root / ".engram" / "history.sqlite")
+    stored = json.loads(
+        db.execute("SELECT value FROM meta WHERE key='cochange_model'").fetchone()[0]
+    )
+    db.close()
+    assert stored["model"] is not None and stored["fitted_at"] >= 250
+    impact = json.loads(ok(cli("impact", "api.py", "--json")).out)
+    ranked = [r["file"] for r in impact["ranked_files"]]
+    assert ranked.index("new.py") < ranked.index("old.py")

@@ -7,7 +7,10 @@
   ``needs_review`` and its confidence multiplied by :data:`CODE_CHANGED_CONFIDENCE_FACTOR`;
   memories of deleted files get ``stale_at`` (and lose it when the file is back);
 * **co-access cold start**: the observer's co-access graph is seeded from co-commits until
-  sessions have been observed.
+  sessions have been observed;
+* **co-change ranking**: the impact ranking this repository's history teaches
+  (``engram.history.cochange_model``) is fitted here, with the code graph's evidence, so
+  ``impact`` only reads it (refitted once the history grew by a tenth; docs/history.md).
 
 Each step is best-effort: history is evidence, so a failure is logged, never raised.
 """
@@ -90,6 +93,7 @@ def sync_history(
         ("rename following", lambda: _follow_renames(engine, history, head, state, report)),
         ("staleness check", lambda: _check_code_changes(engine, history, head, report)),
         ("co-access seed", lambda: _seed_coaccess(engine, history, head, state, report)),
+        ("co-change ranking", lambda: _learn_cochange(engine, history)),
     ]
     for what, step in steps:
         try:
@@ -99,6 +103,13 @@ def sync_history(
         except Exception as exc:
             log.warning("%s failed: %s", what, one_line(exc), exc_info=True)
     return report
+
+
+def _learn_cochange(engine: Engine, history: GitHistory) -> None:
+    from engram.codegraph import structure_prior
+
+    graph = engine.codegraph
+    history.cochange_model(lambda file: structure_prior(file, graph))
 
 
 def _follow_renames(

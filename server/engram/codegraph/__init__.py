@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         ImpactAnalyzer,
         ImpactReport,
         rank_related_files,
+        structure_prior,
     )
     from engram.codegraph.search import CodeHit, CodeSearch
 
@@ -38,6 +39,7 @@ _LAZY = {
     "ImpactAnalyzer": "engram.codegraph.impact",
     "ImpactReport": "engram.codegraph.impact",
     "rank_related_files": "engram.codegraph.impact",
+    "structure_prior": "engram.codegraph.impact",
     "CodeHit": "engram.codegraph.search",
     "CodeSearch": "engram.codegraph.search",
 }
@@ -71,4 +73,5 @@ __all__ = [
     "chunk_file",
     "detect_project",
     "rank_related_files",
+    "structure_prior",
 ]
