@@ -128,6 +128,14 @@ class LlmConfig:
 
 
 @attrs.define
+class ContradictionsConfig:
+    """How contradictions are judged (docs/lifecycle.md): the rules always; the local NLI
+    model when ``engram[nli]`` is installed and ``nli`` is on; ``config.llm`` when set."""
+
+    nli: bool = True
+
+
+@attrs.define
 class TeamConfig:
     """Team sharing through the repository (``engram share`` / ``engram sync``)."""
 
@@ -152,6 +160,7 @@ class EngramConfig:
     observer: ObserverConfig = attrs.field(factory=ObserverConfig)
     mcp: McpConfig = attrs.field(factory=McpConfig)
     llm: LlmConfig = attrs.field(factory=LlmConfig)
+    contradictions: ContradictionsConfig = attrs.field(factory=ContradictionsConfig)
     team: TeamConfig = attrs.field(factory=TeamConfig)
 
 

@@ -477,3 +477,23 @@ def test_consolidate_merges_duplicates_and_links_contradictions_already_stored(
     again = consolidate(engine)  # nothing left to do, and links are not doubled
     assert again.merged == [] and again.conflicts == []
     assert len(fake_store.get(before.id).relations) == 1
+
+
+def test_consolidate_links_a_default_flip_on_one_symbol(engine: Engine, fake_store, clock):
+    """Issue 12: ``consolidate --dry-run`` found no conflict between these two."""
+    from engram.model import CodeAnchor, Memory
+
+    anchor = CodeAnchor(file="src/click/testing.py", symbol="CliRunner.invoke")
+    texts = [
+        "CliRunner.invoke catches exceptions by default (catch_exceptions=True), so a failing "
+        "command shows up only in result.exception",
+        "CliRunner.invoke never catches exceptions (catch_exceptions=False): a failing command "
+        "raises straight into the test",
+    ]
+    stored = []
+    for text in texts:
+        clock.advance(minutes=1)
+        stored.append(Memory(text, type=MemoryType.GOTCHA, anchors=[anchor], created_at=clock.now))
+    fake_store.add(stored)
+    (conflict,) = consolidate(engine, dry_run=True).conflicts
+    assert conflict.startswith(f"{stored[1].id} vs {stored[0].id}: flip, catch_exceptions")

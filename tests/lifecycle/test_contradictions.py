@@ -88,7 +88,7 @@ def test_eval_script_smoke(tmp_path: Path) -> None:
     )  # fmt: skip
     script = Path(__file__).resolve().parents[2] / "scripts" / "eval" / "contradictions.py"
     done = subprocess.run(
-        [sys.executable, str(script), str(pairs), "--json", "--no-model"],
+        [sys.executable, str(script), str(pairs), "--json", "--no-model", "--no-nli"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -98,3 +98,154 @@ def test_eval_script_smoke(tmp_path: Path) -> None:
     assert summary["items"] == 3 and summary["conflicts"] == 2 and summary["cosine"] is False
     assert summary["rows"]["engram"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "flagged": 2}
     assert set(summary["rows"]["negation_only"]) == {"precision", "recall", "f1", "flagged"}
+
+
+# -- setting flips (issue 12): each note carries words the other lacks ---------------------
+
+# as remembered in the issue's session on pallets/click (main found no contradiction)
+CLIRUNNER_OLD = (
+    "CliRunner.invoke catches exceptions by default (catch_exceptions=True), so a failing "
+    "command shows up only in result.exception"
+)
+CLIRUNNER_NEW = (
+    "CliRunner.invoke never catches exceptions (catch_exceptions=False): a failing command "
+    "raises straight into the test"
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (CLIRUNNER_OLD, CLIRUNNER_NEW),
+        ("the `json spaces` setting is enabled by default in development",
+         "`json spaces` is no longer enabled by default"),
+        ("TRAP_BAD_REQUEST_ERRORS is enabled by default in debug mode",
+         "TRAP_BAD_REQUEST_ERRORS stays off by default, even when debugging"),
+        ("set verify_ssl: true in the client config", "our proxy needs verify_ssl: false"),
+    ],
+)  # fmt: skip
+def test_boolean_and_default_flips_on_one_setting_are_found(old: str, new: str) -> None:
+    existing = gotcha(old)
+    (found,) = find_contradictions(gotcha(new), [(existing, None)])
+    assert found.memory is existing and found.kind == "flip" and " vs " in found.reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # two settings of one function, each on its own
+        ("CliRunner.invoke catches exceptions by default (catch_exceptions=True)",
+         "CliRunner keeps stderr apart (mix_stderr=False)"),
+        # a plan is no claim about today
+        ("--experimental-string-processing is disabled by default",
+         "--experimental-string-processing will be enabled by default in the future"),
+        # the same state said twice
+        ("HTTP/2 support is off by default", "HTTP/2 support is switched off by default"),
+    ],
+)  # fmt: skip
+def test_flip_look_alikes_are_not_contradictions(old: str, new: str) -> None:
+    assert find_contradictions(gotcha(new), [(gotcha(old), None)]) == []
+
+
+def test_a_flip_on_one_anchored_symbol_is_found_even_with_little_word_overlap() -> None:
+    anchor = CodeAnchor(file="src/click/testing.py", symbol="CliRunner.invoke")
+    old = gotcha("invoke() swallows errors unless told otherwise: catch_exceptions=True",
+                 anchors=[anchor])  # fmt: skip
+    new = gotcha("pass catch_exceptions=False so failures surface", anchors=[anchor])
+    (found,) = find_contradictions(new, [(old, None)])
+    assert found.kind == "flip"
+
+
+class _FixedNli:
+    """A stand-in NLI judge with fixed scores (the real model is tested in test_nli.py)."""
+
+    threshold = 0.5
+
+    def __init__(self, score: float) -> None:
+        self.score = score
+        self.seen: list[tuple[str, str]] = []
+
+    def contradiction(self, pairs: list[tuple[str, str]]) -> list[float]:
+        self.seen.extend(pairs)
+        return [self.score for _ in pairs]
+
+
+def test_pairs_the_rules_leave_open_go_to_the_nli_judge_only_with_a_flip_cue() -> None:
+    from engram.lifecycle.contradictions import ContradictionJudges
+
+    old = gotcha("`Response.history` is a tuple of the redirects")
+    new = gotcha("`Response.history` is now always a list of the redirects")
+    judge = _FixedNli(0.9)
+    (found,) = find_contradictions(new, [(old, None)], judges=ContradictionJudges(nli=judge))  # type: ignore[arg-type]
+    assert found.kind == "nli" and judge.seen == [(old.content, new.content)]
+    assert (
+        find_contradictions(new, [(old, None)], judges=ContradictionJudges(nli=_FixedNli(0.1)))
+        == []
+    )  # type: ignore[arg-type]
+    # no flip cue (nothing negated, switched or defaulted differently): never asked
+    quiet = _FixedNli(0.99)
+    same = gotcha("`Response.history` holds the redirects, oldest first")
+    assert find_contradictions(same, [(old, None)], judges=ContradictionJudges(nli=quiet)) == []  # type: ignore[arg-type]
+    assert quiet.seen == []
+
+
+def test_eval_script_reads_referenced_pairs_from_mirrors(tmp_path: Path) -> None:
+    """The public pair set is stored as references: the script reads the lines from a bare
+    git mirror (``--mirrors``), strips the markup, and reports the split asked for."""
+    import subprocess
+    import sys
+
+    work = tmp_path / "work"
+    work.mkdir()
+    run = lambda *a: subprocess.run(  # noqa: E731
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", *a],
+        cwd=work, check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    run("init", "-q", "-b", "main")
+    (work / "CHANGES.rst").write_text(
+        "Version 2\n\n-   ``urlencoded`` parser now defaults ``extended`` to ``false``\n"
+        "    :issue:`12`\n-   Add a ``strict`` option.\n"
+    )
+    run("add", ".")
+    run("commit", "-qm", "changes")
+    commit = run("rev-parse", "HEAD").stdout.strip()
+    mirrors = tmp_path / "mirrors"
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(work), str(mirrors / "acme+web" / "repo")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    ref = {"repo": "acme/web", "commit": commit, "path": "CHANGES.rst"}
+    rows = [
+        {"a": {"paraphrase": "The urlencoded parser defaults extended to true."},
+         "b": ref | {"lines": [3, 4]}, "conflict": True, "split": "dev"},
+        {"a": ref | {"lines": [5, 5]}, "b": ref | {"lines": [3, 4]}, "conflict": False,
+         "split": "dev"},
+        {"a": ref | {"lines": [5, 5]}, "b": ref | {"lines": [5, 5]}, "conflict": False,
+         "split": "heldout"},
+    ]  # fmt: skip
+    pairs = tmp_path / "refs.jsonl"
+    pairs.write_text("\n".join(json.dumps(r) for r in rows))
+    script = Path(__file__).resolve().parents[2] / "scripts" / "eval" / "contradictions.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(pairs), "--json", "--no-model", "--no-nli",
+         "--split", "dev", "--mirrors", str(mirrors)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["dataset"] == "refs:dev" and summary["items"] == 2
+    assert summary["rows"]["engram"]["recall"] == 1.0 and summary["paraphrased_pairs"] == 1
+    missing = subprocess.run(
+        [sys.executable, str(script), str(pairs), "--no-nli", "--mirrors", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "acme/web is not fetched" in missing.stderr
+
+
+def test_public_pair_set_is_references_only() -> None:
+    """No fetched text is committed: every side is a reference or a flagged paraphrase."""
+    public = PAIRS.parent / "contradiction_public_pairs.jsonl"
+    rows = [json.loads(line) for line in public.read_text().splitlines() if line.strip()]
+    assert len(rows) >= 100 and {r["split"] for r in rows} == {"dev", "heldout"}
+    for row in rows:
+        for side in (row["a"], row["b"]):
+            assert "paraphrase" in side or {"repo", "commit", "path", "lines"} <= set(side)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from engram.codegraph import CodeGraph, CodeSearch
     from engram.embed import Embedder
     from engram.history import GitHistory
+    from engram.lifecycle.contradictions import ContradictionJudges
     from engram.observer import Observer
     from engram.retrieval import Retriever
     from engram.store import AuditLog, MemoryFilter, MemoryStore
@@ -72,6 +73,7 @@ class Engine:
         self._embedder_loaded = embedder is not None or config.embed.model == "none"
         if config.embed.model == "none" and embedder is None:
             self._embedder_reason = "dense search disabled (embed.model = none)"
+        self._judges: ContradictionJudges | None = None
         self._retriever: Retriever | None = None
         self._audit: AuditLog | None = None
         #: who "a person" is here (``app.trust.person_name``), looked up once
@@ -135,6 +137,22 @@ class Engine:
                     self._embedder_reason = str(status.reason)
                     self._embedder_loaded = True
         return self._embedder
+
+    @property
+    def contradiction_judges(self) -> ContradictionJudges:
+        """The NLI model (when ``engram[nli]`` is installed and ``[contradictions] nli`` is
+        on) and the LLM endpoint (when configured) behind the contradiction rules; the
+        model's session is built on the first pair that needs it (docs/lifecycle.md)."""
+        if self._judges is None:
+            with self._init_lock:
+                if self._judges is None:
+                    from engram.lifecycle.contradictions import ContradictionJudges
+                    from engram.lifecycle.nli import load_nli
+
+                    nli = load_nli().judge if self.config.contradictions.nli else None
+                    llm = self.config.llm if self.config.llm.base_url else None
+                    self._judges = ContradictionJudges(nli=nli, llm=llm)
+        return self._judges
 
     @property
     def embedder_status(self) -> str:

