@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         embedder = load_embedder(EmbedConfig(), None).embedder
     nli: NliJudge | None = None
     if not args.no_nli:
-        nli = load_nli().judge
+        nli = load_nli(verify=True).judge
     llm = LlmConfig(base_url=args.llm_url, model=args.llm_model) if args.llm_url else None
     labels = [bool(r["conflict"]) for r in rows]
     cosines: list[float | None] = [None] * len(rows)

@@ -249,3 +249,17 @@ def test_public_pair_set_is_references_only() -> None:
     for row in rows:
         for side in (row["a"], row["b"]):
             assert "paraphrase" in side or {"repo", "commit", "path", "lines"} <= set(side)
+
+
+def test_a_default_switched_off_in_other_words_and_a_changed_default_value_are_found() -> None:
+    logger = gotcha("The app logger propagates log records to the root logger by default.")
+    (found,) = find_contradictions(
+        gotcha("Disable logger propagation by default for the app logger."), [(logger, None)]
+    )
+    assert found.kind == "flip" and "on vs off by default" in found.reason
+    size = gotcha("The default blocksize is 8192 bytes.")
+    (found,) = find_contradictions(
+        gotcha("Changed the default blocksize to 16KB to match OpenSSL's read amounts."),
+        [(size, None)],
+    )
+    assert found.kind == "value" and found.reason == "blocksize: 8192 vs 16kb"

@@ -31,5 +31,9 @@ def test_a_missing_or_altered_model_file_means_no_judge_and_a_reason(tmp_path: P
     shutil.copy(installed.tokenizer_path, altered)
     with altered.open("a") as handle:
         handle.write(" ")
-    changed = load_nli(NliFiles(installed.onnx_path, altered))
+    changed = load_nli(NliFiles(installed.onnx_path, altered), verify=True)
     assert changed.judge is None and "sha256" in changed.reason
+    # found without the check (what remember does): checked on first use, then off
+    lazy = load_nli(NliFiles(installed.onnx_path, altered)).judge
+    assert lazy is not None and lazy.contradiction([("a is on", "a is off")]) == [0.0]
+    assert lazy.failure is not None and "sha256" in lazy.failure

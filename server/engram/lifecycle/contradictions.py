@@ -240,23 +240,29 @@ def find_contradictions(
         theirs_files = _files(other)
         if my_files and theirs_files and not my_files & theirs_files:
             continue  # different places may have different rules
-        if bool(_PLANNED.search(other.content)) != bool(_PLANNED.search(new.content)):
-            continue  # "will be enabled in the future" / "is disabled": a plan and today
+        # "will be enabled in the future" / "is disabled": a plan and today's state; the
+        # word-set rules cannot tell them apart (the flip reader skips the plan's clause)
+        planned = bool(_PLANNED.search(other.content)) != bool(_PLANNED.search(new.content))
         theirs = _read(other.content)
         # "enable the cache" / "disable the cache" are about the same subject: opposites
         # count as one word when measuring how much the notes share
         overlap = _overlap(_canonical(mine.words), _canonical(theirs.words))
         close = cosine is not None and cosine >= CLOSE_COSINE
         same_symbol = bool(my_symbols & _symbols(other))
-        if overlap >= MIN_OVERLAP or (close and overlap >= MIN_OVERLAP_WHEN_CLOSE):
+        if not planned and (
+            overlap >= MIN_OVERLAP or (close and overlap >= MIN_OVERLAP_WHEN_CLOSE)
+        ):
             verdict = _judge(mine, theirs)
             if verdict is not None:
                 kind, reason = verdict
                 found[other.id] = Contradiction(other, kind, reason, round(overlap, 3))
                 continue
         flip = _flip(other.content, new.content)
+        kind = "flip"
+        if flip is None:
+            flip, kind = _value_change(other.content, new.content), "value"
         if flip is not None and (same_symbol or overlap >= MIN_OVERLAP_FOR_JUDGES or close):
-            found[other.id] = Contradiction(other, "flip", flip, round(overlap, 3))
+            found[other.id] = Contradiction(other, kind, flip, round(overlap, 3))
             continue
         subject = (
             same_symbol
@@ -339,33 +345,133 @@ def _identifiers(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@attrs.frozen
+class _Claims:
+    """What a note says is on or off: named settings, and (for clauses that name none)
+    the clause's content words, for "the app logger propagates … by default" / "disable
+    logger propagation by default"."""
+
+    named: dict[str, bool]
+    unnamed: tuple[tuple[frozenset[str], bool], ...]
+
+
+_POLAR_WORDS = frozenset(
+    {
+        "enable", "enabled", "disable", "disabled", "on", "off", "true", "false", "always",
+        "never", "not", "no", "longer", "default", "defaults", "now", "turned", "activated",
+        "deactivated", "without", "dont", "doesnt", "isnt", "wont", "changed", "change",
+        "none", "null", "value", "values", "set",
+    }
+)  # fmt: skip
+#: how many leading letters make two words one ("propagates" / "propagation")
+_PREFIX = 7
+
+
+def _clause_words(clause: str) -> frozenset[str]:
+    words = re.findall(r"[a-z][a-z0-9]*", clause.lower().replace("n't", " not"))
+    return frozenset(
+        w[:_PREFIX] for w in words if w not in _STOP and w not in _POLAR_WORDS and len(w) > 1
+    )
+
+
 @functools.lru_cache(maxsize=4096)
-def _claims(text: str) -> dict[str, bool]:
-    """Setting -> on/off, from assignments and from clauses that name a setting."""
-    claims: dict[str, bool] = {}
+def _claims(text: str) -> _Claims:
+    """Setting -> on/off, from assignments and from clauses that say something is on or
+    off, enabled or disabled, on or not on by default."""
+    named: dict[str, bool] = {}
+    unnamed: list[tuple[frozenset[str], bool]] = []
     for name, value in _ASSIGN.findall(text):
-        claims[name.lower().strip("`")] = _TRUTH[value.lower()]
+        named[name.lower().strip("`")] = _TRUTH[value.lower()]
     for clause in _CLAUSES.split(text):
-        names = _identifiers(clause) - set(claims)
-        if not names or _PLANNED.search(clause):
+        if _PLANNED.search(clause):
             continue  # "will be enabled by default in the future" is no claim about today
         on, off = bool(_ON.search(clause)), bool(_OFF.search(clause))
-        if on == off and not (off and on and _DEFAULT.search(clause)):
-            continue  # no polarity, or both without a default to anchor them
+        has_default = bool(_DEFAULT.search(clause))
+        if on == off and not (off and on and has_default):
+            if has_default and not on:
+                # "propagates … by default": on, but too weak to pin a named setting
+                unnamed.append((_clause_words(clause), True))
+            continue  # otherwise no polarity, or both without a default to anchor them
         value = not off
-        for name in names:
-            claims.setdefault(name, value)
-    return claims
+        for name in _identifiers(clause) - set(named):
+            named.setdefault(name, value)
+        if has_default:
+            unnamed.append((_clause_words(clause), value))
+    return _Claims(named, tuple(unnamed))
+
+
+# "the default blocksize is 8192" / "changed the default blocksize to 16KB"; "junit_family
+# defaults to xunit1" / "… now defaults to xunit2"; "--tb=long" / "--tb=auto": one setting,
+# two values
+_VALUE = r"(\"[^\"]{1,30}\"|'[^']{1,30}'|[\w.:/+-]{1,30})"
+_DEFAULT_VALUES = [
+    re.compile(
+        r"\bdefault (?:value )?(?:for |of )?([\w.-]{3,40}) (?:has )?(?:changed |been changed )?"
+        r"(?:is |to |from \S+ to )(?:now )?(?:be )?" + _VALUE,
+        re.I,
+    ),
+    re.compile(r"\b([\w.-]{3,40}) (?:now )?defaults to " + _VALUE, re.I),
+    re.compile(r"\bdefaults? ([\w.-]{3,40}) to " + _VALUE, re.I),
+    re.compile(
+        r"\bchanged? (?:the )?default (?:for |of )?(--?\w[\w-]*|[\w.-]{3,40}) (?:from \S+ )?to "
+        + _VALUE,
+        re.I,
+    ),
+]
+_ASSIGN_VALUE = re.compile(r"(--?[a-z][\w-]*|\b[A-Za-z_][\w.]*)=" + _VALUE)
+_NOT_A_VALUE = frozenset({"the", "a", "an", "be", "now", "use", "using", "its", "their"})
+
+
+@functools.lru_cache(maxsize=4096)
+def _values(text: str) -> dict[str, str]:
+    """Setting -> the value a note gives it (a default, or an assignment)."""
+    found: dict[str, str] = {}
+    for pattern in _DEFAULT_VALUES:
+        for name, value in pattern.findall(text):
+            value = value.strip("\"'`.,").lower()
+            if value and value not in _NOT_A_VALUE:
+                found.setdefault(name.lower().strip("`"), value)
+    for name, value in _ASSIGN_VALUE.findall(text):
+        found.setdefault(name.lower(), value.strip("\"'`.,").lower())
+    return found
+
+
+def _value_change(old: str, new: str) -> str | None:
+    a, b = _values(old), _values(new)
+    changed = sorted(k for k in a.keys() & b.keys() if a[k] != b[k])
+    if not changed:
+        return None
+    name = changed[0]
+    return f"{name}: {a[name]} vs {b[name]}"
+
+
+#: Two clauses without a shared name are about one setting when this much of the smaller
+#: one's content words (at least two) are in the other.
+SAME_SETTING_OVERLAP = 0.6
 
 
 def _flip(old: str, new: str) -> str | None:
-    """A named setting one note says is on and the other says is off."""
+    """A setting one note says is on and the other says is off."""
     a, b = _claims(old), _claims(new)
-    flipped = sorted(name for name in a.keys() & b.keys() if a[name] != b[name])
-    if not flipped:
-        return None
-    name = flipped[0]
-    return f"{name}: {'on' if a[name] else 'off'} vs {'on' if b[name] else 'off'}"
+    flipped = sorted(
+        name for name in a.named.keys() & b.named.keys() if a.named[name] != b.named[name]
+    )
+    if flipped:
+        name = flipped[0]
+        return f"{name}: {'on' if a.named[name] else 'off'} vs {'on' if b.named[name] else 'off'}"
+    for words_a, value_a in a.unnamed:
+        for words_b, value_b in b.unnamed:
+            shared = words_a & words_b
+            small = min(len(words_a), len(words_b))
+            if (
+                value_a != value_b
+                and len(shared) >= 2
+                and len(shared) / small >= SAME_SETTING_OVERLAP
+            ):
+                about = " ".join(sorted(shared)[:3])
+                state = {True: "on", False: "off"}
+                return f"{about}: {state[value_a]} vs {state[value_b]} by default"
+    return None
 
 
 _CUE = re.compile(

@@ -50,7 +50,7 @@ MAX_TOKENS = 160
 #: Probability of "contradiction" above which a pair counts; chosen by cross-validation on
 #: the development part of the public pair set (scripts/eval/contradictions.py,
 #: docs/lifecycle.md), never on the held-out part.
-DEFAULT_THRESHOLD = 0.995
+DEFAULT_THRESHOLD = 0.993
 
 
 class NliFilesError(Exception):
@@ -98,10 +98,23 @@ class NliJudge:
         self._lock = threading.Lock()
         self._session: onnxruntime.InferenceSession | None = None
         self._tokenizer: tokenizers.Tokenizer | None = None
+        #: why the judge is off (damaged files), once found
+        self.failure: str | None = None
 
-    def _load(self) -> tuple[onnxruntime.InferenceSession, tokenizers.Tokenizer]:
+    def _load(self) -> tuple[onnxruntime.InferenceSession, tokenizers.Tokenizer] | None:
+        """The session, built on first use after the files' digests are checked (hashing
+        87 MB is not paid by a ``remember`` that never needs the judge); ``None`` when the
+        files are damaged (logged once; the rules decide alone)."""
         with self._lock:
+            if self.failure is not None:
+                return None
             if self._session is None or self._tokenizer is None:
+                try:
+                    self.files.verify()
+                except NliFilesError as exc:
+                    self.failure = str(exc)
+                    log.warning("NLI judge off: %s", exc)
+                    return None
                 import onnxruntime
                 import tokenizers
 
@@ -123,7 +136,10 @@ class NliJudge:
         is an accident of which was remembered first."""
         if not pairs:
             return []
-        session, tokenizer = self._load()
+        loaded = self._load()
+        if loaded is None:
+            return [0.0 for _ in pairs]
+        session, tokenizer = loaded
         both = [p for a, b in pairs for p in ((a, b), (b, a))]
         encoded = tokenizer.encode_batch(both)
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
@@ -142,12 +158,18 @@ class NliStatus:
     reason: str
 
 
-def load_nli(files: NliFiles | None = None, *, threshold: float = DEFAULT_THRESHOLD) -> NliStatus:
-    """Find and verify the model's files; never raises. The session itself is built on the
-    first :meth:`NliJudge.contradiction` call."""
+def load_nli(
+    files: NliFiles | None = None, *, threshold: float = DEFAULT_THRESHOLD, verify: bool = False
+) -> NliStatus:
+    """Find the model's files (and, with ``verify``, check their digests now); never raises.
+    The session is built, after the digests are checked, on the first
+    :meth:`NliJudge.contradiction` call."""
     try:
         found = files or NliFiles.installed()
-        found.verify()
+        if verify:
+            found.verify()
+        elif not (found.onnx_path.is_file() and found.tokenizer_path.is_file()):
+            raise NliFilesError(f"NLI model files under {found.onnx_path.parent} are missing")
     except NliFilesError as exc:
         return NliStatus(None, str(exc))
     return NliStatus(
