@@ -10,8 +10,9 @@ read) plus unrelated notes, cycled to ``--memories``. Rows:
 * ``rules``: ``[contradictions] nli = false``;
 * ``nli``: the NLI model on (when ``engram[nli]`` is installed), including its first load.
 
-Figures: p50 / p95 / max milliseconds per remember, how many pairs reached the NLI judge,
-the process's peak RSS growth. The embedding model is off unless ``--model``.
+Figures: p50 / p95 / max milliseconds per remember, how many pairs the rules left open
+(on one subject, with a flip cue: what the NLI judge reads when it is on), the process's
+peak RSS growth. The embedding model is off unless ``--model``.
 
 Usage: scripts/bench/remember_contradictions.py [--memories N] [--model] [--json]
 Last stdout line: one JSON object.
@@ -84,7 +85,7 @@ def run_row(texts: Sequence[str], *, nli: bool, model: bool) -> dict[str, Any]:
         "p50_ms": round(statistics.median(ordered), 1),
         "p95_ms": round(ordered[max(0, int(0.95 * len(ordered)) - 1)], 1),
         "max_ms": round(ordered[-1], 1),
-        "pairs_to_judges": asked,
+        "open_pairs": asked,
         "nli_loaded": judge is not None,
         "peak_rss_growth_mb": round((rss_after - rss_before) / 1024, 1),
     }
