@@ -2,7 +2,7 @@
 """What the contradiction judges cost ``remember``: latency with and without the NLI model.
 
 A scratch git workspace per row; the same notes are remembered one at a time (each a full
-``Engine.remember``: redaction, candidates, contradictions, dedup, embedding, store write).
+``app.remember.remember``: redaction, candidates, contradictions, dedup, embedding, store write).
 The notes are the labelled pairs in ``tests/lifecycle/data/contradiction_pairs.jsonl``
 (every other note contradicts or resembles the one before it, so the judges have pairs to
 read) plus unrelated notes, cycled to ``--memories``. Rows:
@@ -46,7 +46,8 @@ def notes(count: int) -> list[str]:
 
 
 def run_row(texts: Sequence[str], *, nli: bool, model: bool) -> dict[str, Any]:
-    from engram.engine import Engine
+    from engram.app import Engine
+    from engram.app.remember import remember
     from engram.lifecycle import contradictions
 
     asked = 0
@@ -72,7 +73,7 @@ def run_row(texts: Sequence[str], *, nli: bool, model: bool) -> dict[str, Any]:
             latencies = []
             for text in texts:
                 start = time.perf_counter()
-                engine.remember(text, type="gotcha")
+                remember(engine, text, type="gotcha")
                 latencies.append(1000 * (time.perf_counter() - start))
             rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             judge = engine.contradiction_judges.nli
