@@ -74,6 +74,9 @@ class Engine:
         if config.embed.model == "none" and embedder is None:
             self._embedder_reason = "dense search disabled (embed.model = none)"
         self._judges: ContradictionJudges | None = None
+        #: its own lock: the judges are built inside remember (under the write lock), and
+        #: _init_lock may be held by a thread that waits for the write lock
+        self._judges_lock = threading.Lock()
         self._retriever: Retriever | None = None
         self._audit: AuditLog | None = None
         #: who "a person" is here (``app.trust.person_name``), looked up once
@@ -144,7 +147,7 @@ class Engine:
         on) and the LLM endpoint (when configured) behind the contradiction rules; the
         model's session is built on the first pair that needs it (docs/lifecycle.md)."""
         if self._judges is None:
-            with self._init_lock:
+            with self._judges_lock:
                 if self._judges is None:
                     from engram.lifecycle.contradictions import ContradictionJudges
                     from engram.lifecycle.nli import load_nli
