@@ -55,6 +55,7 @@ async def test_tools_are_listed_with_schemas(tmp_workspace: Workspace) -> None:
         "engram_flag",
         "engram_observe",
         "engram_session_summary",
+        "engram_log",
         "engram_find_tools",
         "engram_call_tool",
     }
@@ -136,3 +137,42 @@ async def test_lazy_hub_finds_and_calls_a_real_mcp_server(
 @pytest.fixture(autouse=True)
 def _anyio_backend() -> str:
     return "asyncio"
+
+
+async def test_an_agent_is_not_a_person_and_conflicts_come_marked(
+    tmp_workspace: Workspace,
+) -> None:
+    """Issue 12: an MCP client's confirm is only recorded (never verifies), a conflict pair
+    comes back together and marked, a flagged memory is never handed back, and the audit
+    trail is readable over MCP (docs/trust.md)."""
+    (tmp_workspace.root / "jobs.py").write_text("TIMEOUT = 30\n")
+    async with session_for(tmp_workspace) as session:
+        first = _payload(
+            await session.call_tool(
+                "engram_remember", {"text": "The job timeout is 30s.", "file": "jobs.py"}
+            )
+        )["id"]
+        second = _payload(
+            await session.call_tool(
+                "engram_remember", {"text": "The job timeout is 90s.", "file": "jobs.py"}
+            )
+        )["id"]
+        confirmed = _payload(await session.call_tool("engram_confirm", {"id": first}))
+        assert confirmed["needs_review"] is True and "not verified" in confirmed["note"]
+        trail = _payload(await session.call_tool("engram_log", {"id": first}))["entries"]
+        assert [e["actor"] for e in trail][-1] == "agent:mcp"
+        assert trail[-1]["after"] == {}  # an endorsement changes nothing
+        found = _payload(await session.call_tool("engram_search", {"query": "job timeout"}))
+        ids = [r["id"] for r in found["results"]]
+        assert {first, second} <= set(ids)
+        assert abs(ids.index(first) - ids.index(second)) == 1  # shown together
+        for result in found["results"]:
+            if result["id"] in (first, second):
+                assert "CONFLICT with" in result["conflict"]
+        pack = _payload(await session.call_tool("engram_context", {"file": "jobs.py"}))
+        assert "CONFLICT with" in pack["text"]
+        await session.call_tool("engram_flag", {"id": second, "kind": "outdated"})
+        after = _payload(await session.call_tool("engram_search", {"query": "job timeout"}))
+        assert second not in json.dumps(after)  # hidden, and the conflict is settled
+        pack = _payload(await session.call_tool("engram_context", {"file": "jobs.py"}))
+        assert second not in json.dumps(pack) and "CONFLICT" not in pack["text"]

@@ -220,9 +220,10 @@ def test_hover_lists_memories_with_citation_and_impact() -> None:
         relations=[MemoryRelation(RelationType.CONFLICTS_WITH, target_memory_id="m-other")],
         extra={"team": {"by": "Ana", "file": ".engram-team/x.json"}},
     )
-    text = hover_markdown([disputed], None, NOW)
+    # the other side is quoted and marked (docs/trust.md "Conflicts")
+    text = hover_markdown([disputed], None, NOW, partners={disputed.id: [("m-other", "90s")]})
     assert text is not None
-    assert "**Contradicts** `m-other`: review both" in text and "shared by Ana" in text
+    assert '[CONFLICT with m-other: "90s"' in text and "shared by Ana" in text
 
 
 def test_impact_summary_from_report() -> None:
@@ -325,6 +326,9 @@ class FakeContext:
 
     def session(self, file: str | None = None) -> SessionLedger:
         return self.ledger
+
+    def actor(self) -> Any:
+        return None  # a person at an editor
 
     def status(self, file: str | None = None) -> dict[str, Any]:
         return {"ready": True, "indexing": None}

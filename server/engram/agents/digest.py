@@ -29,13 +29,14 @@ log = logging.getLogger(__name__)
 
 DIGEST_FILE = "digest.sqlite"
 #: Bump when the tables change: an older digest is dropped and rebuilt (it is only a cache).
-DIGEST_SCHEMA = 2
+DIGEST_SCHEMA = 3
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
     id TEXT PRIMARY KEY,
     type TEXT NOT NULL,
     scope TEXT NOT NULL,
     active INTEGER NOT NULL,
+    shown INTEGER NOT NULL,
     weight REAL NOT NULL,
     brief TEXT NOT NULL
 );
@@ -59,9 +60,13 @@ class Brief:
     file: str | None = None
     line: int | None = None
     needs_review: bool = False
+    #: ids of the memories this one is linked to as a conflict (shown with it, marked)
+    conflicts: list[str] = attrs.field(factory=list)
 
     @classmethod
     def of(cls, memory: Memory) -> Brief:
+        from engram.lifecycle.trust import conflict_ids
+
         anchor = memory.anchors[0] if memory.anchors else None
         return cls(
             id=memory.id,
@@ -70,6 +75,7 @@ class Brief:
             file=anchor.file if anchor else None,
             line=anchor.start_line if anchor else None,
             needs_review=memory.needs_review,
+            conflicts=conflict_ids(memory),
         )
 
 
@@ -162,16 +168,22 @@ class Digest:
 
     @staticmethod
     def _put(conn: sqlite3.Connection, memory: Memory) -> None:
-        active = not memory.deprecated and memory.stale_at is None
+        from engram.lifecycle.trust import is_shown
+
+        # docs/trust.md: flagged, deprecated, retired and forgotten never reach an agent;
+        # stale ones are not injected unasked, but still shown next to a conflict partner
+        shown = is_shown(memory)
+        active = shown and memory.stale_at is None
         conn.execute("DELETE FROM memory_files WHERE id = ?", (memory.id,))
         conn.execute(
-            "INSERT OR REPLACE INTO memories(id, type, scope, active, weight, brief)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO memories(id, type, scope, active, shown, weight, brief)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 memory.id,
                 memory.type.value,
                 memory.scope.value,
                 int(active),
+                int(shown),
                 _weight(memory),
                 json.dumps(attrs.asdict(Brief.of(memory))),
             ),
@@ -231,6 +243,16 @@ class Digest:
         return self._rows(
             f"SELECT m.brief FROM memories m WHERE {where} ORDER BY m.weight DESC LIMIT ?",
             params,
+        )
+
+    def shown(self, ids: Sequence[str]) -> list[Brief]:
+        """The memories of ``ids`` an agent may be shown (conflict partners, any file)."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        return self._rows(
+            f"SELECT m.brief FROM memories m WHERE m.id IN ({marks}) AND m.shown = 1",
+            list(ids),
         )
 
     def count(self) -> int:

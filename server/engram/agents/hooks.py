@@ -20,13 +20,14 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from engram.agents.digest import Brief, Digest
+from engram.marks import conflict_markers, together
 from engram.tokens import estimate_tokens
 from engram.workspace import Workspace, WorkspaceError
 
@@ -109,30 +110,55 @@ def safe_session(session_id: str) -> str:
     return _SAFE_SESSION.sub("_", session_id)[:128] or "default"
 
 
-def render_memory(memory: Brief) -> str:
-    """One line an agent reads: type, text and the citation it can confirm or flag by."""
+def render_memory(memory: Brief, others: Sequence[Brief] = ()) -> str:
+    """One line an agent reads: type, text and the citation it can confirm or flag by;
+    ``others``: the shown memories it conflicts with, marked (``engram.marks``)."""
     where = f" ({memory.file}:{memory.line + 1})" if memory.file and memory.line is not None else ""
     review = " [unverified]" if memory.needs_review else ""
-    return f"- {memory.type.upper()}{where}{review}: {memory.content.strip()} [{memory.id}]"
+    marks = conflict_markers([(o.id, o.content) for o in others])
+    mark = f" {marks}" if marks else ""
+    return f"- {memory.type.upper()}{where}{review}{mark}: {memory.content.strip()} [{memory.id}]"
+
+
+#: ``Brief -> the shown memories it conflicts with`` (read from the digest).
+Partners = Callable[[Brief], Sequence[Brief]]
+
+
+def digest_partners(digest: Digest) -> Partners:
+    def partners(memory: Brief) -> Sequence[Brief]:
+        return [b for b in digest.shown(memory.conflicts) if b.id != memory.id]
+
+    return partners
 
 
 def pack(
-    header: str, memories: Sequence[Brief], budget: int, seen: set[str]
+    header: str,
+    memories: Sequence[Brief],
+    budget: int,
+    seen: set[str],
+    partners: Partners | None = None,
 ) -> tuple[str, list[str]]:
-    """Lines for ``memories`` not in ``seen`` (already handed out), within ``budget`` tokens."""
+    """Lines for ``memories`` not in ``seen`` (already handed out), within ``budget`` tokens.
+
+    A memory linked as a conflict comes with the other side right after it, both marked,
+    or not at all (docs/trust.md "Conflicts"): the pair fits the budget together or is left
+    out together, even when the other side was handed out earlier in the session.
+    """
     lines: list[str] = []
     used = estimate_tokens(header) + 1
     ids: list[str] = []
     for memory in memories:
         if memory.id in seen or memory.id in ids:
             continue
-        line = render_memory(memory)
-        cost = estimate_tokens(line) + 1
+        group = together([memory], lambda b: b.id, partners or (lambda _: ()))
+        group = [b for b in group if b.id not in ids]
+        rendered = [render_memory(b, partners(b) if partners else ()) for b in group]
+        cost = sum(estimate_tokens(line) + 1 for line in rendered)
         if used + cost > budget:
             continue
-        lines.append(line)
+        lines.extend(rendered)
         used += cost
-        ids.append(memory.id)
+        ids.extend(b.id for b in group)
     if not lines:
         return "", []
     footer = "Confirm or flag one with `engram confirm ID` / `engram flag ID --kind incorrect`."
@@ -250,6 +276,7 @@ def run_claude_code_hook(
                 [*work, *rest],
                 budget.session_tokens,
                 set(ledger.handed),
+                digest_partners(digest),
             )
         elif event == "PostToolUse" and _tool_files(payload):
             texts: list[str] = []
@@ -262,7 +289,9 @@ def run_claude_code_hook(
                 except WorkspaceError:
                     continue
                 memories = digest.for_file(rel, FILE_INJECTION_TYPES, limit=20)
-                part, part_ids = pack(f"Engram memory for {rel}:", memories, remaining, seen)
+                part, part_ids = pack(
+                    f"Engram memory for {rel}:", memories, remaining, seen, digest_partners(digest)
+                )
                 if part:
                     texts.append(part)
                     ids.extend(part_ids)

@@ -174,6 +174,7 @@ class Engine:
         if self._retriever is None:
             with self._init_lock:
                 if self._retriever is None:
+                    from engram.lifecycle.trust import is_shown
                     from engram.retrieval import Retriever
 
                     self._retriever = Retriever(
@@ -181,6 +182,7 @@ class Engine:
                         self.embedder,
                         self.config.retrieval,
                         graph=self.graph_or_none(),
+                        shown=is_shown,
                     )
         return self._retriever
 

@@ -77,6 +77,21 @@ def for_file(engine: Engine, rel_path: str) -> list[Memory]:
     return [m for m in found if is_shown(m)]
 
 
+def conflict_partners(
+    engine: Engine, memories: Sequence[Memory]
+) -> dict[str, list[tuple[str, str]]]:
+    """For each memory, the shown memories it is linked to as a conflict, ``(id, text)``:
+    every surface shows and marks them with it (docs/trust.md "Conflicts")."""
+    from engram.lifecycle.trust import active_conflicts
+
+    out: dict[str, list[tuple[str, str]]] = {}
+    for memory in memories:
+        others = active_conflicts(memory, engine.store.get_many)
+        if others:
+            out[memory.id] = [(m.id, m.content) for m in others]
+    return out
+
+
 def forget(
     engine: Engine, memory_id: str, *, actor: Actor | None = None, cause: str = ""
 ) -> Memory:

@@ -90,10 +90,14 @@ def remember(
     session_id: str | None = None,
     needs_review: bool = False,
     extra: dict[str, Any] | None = None,
+    actor: Actor | None = None,
+    cause: str = "",
 ) -> RememberResult:
     """Store one memory (redacted, merged into a near-duplicate when there is one).
 
-    Lines are 0-based and inclusive, as in LSP; the CLI converts from 1-based.
+    Lines are 0-based and inclusive, as in LSP; the CLI converts from 1-based. ``actor``:
+    who stands behind it when the front end knows (an agent's LSP client), else read from
+    ``source`` (docs/trust.md).
     """
     mtype = parse_type(type)
     msource = parse_source(source)
@@ -128,7 +132,7 @@ def remember(
         needs_review=needs_review,
         extra=dict(extra or {}),
     )
-    return remember_many(engine, [memory])[0]
+    return remember_many(engine, [memory], actor=actor, cause=cause)[0]
 
 
 def remember_many(

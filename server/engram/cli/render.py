@@ -27,6 +27,8 @@ def hit_to_dict(hit: Any) -> dict[str, Any]:
         "content": memory.content,
         "anchors": [to_jsonable(a) for a in memory.anchors],
         "memory": memory_json(memory),
+        "conflicts": [{"id": cid, "content": text} for cid, text in getattr(hit, "conflicts", [])],
+        **({"conflict": hit.conflict_mark} if getattr(hit, "conflicts", None) else {}),
     }
 
 
@@ -130,6 +132,8 @@ def print_hits(hits: Sequence[Any]) -> None:
         location = where(memory)
         if location != "-":
             print(f"    {location}")
+        if getattr(hit, "conflicts", None):  # docs/trust.md "Conflicts": shown together
+            print(f"    {hit.conflict_mark}")
 
 
 def print_code_hits(hits: Sequence[Any]) -> None:

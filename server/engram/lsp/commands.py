@@ -199,12 +199,17 @@ async def remember(ctx: CommandContext, args: RememberArgs) -> dict[str, Any]:
     from engram.app.remember import RememberResult
     from engram.app.remember import remember as remember_memory
 
+    who = ctx.actor()
+    # an agent's client cannot say it is a person: what it teaches waits in review
+    source = "agent_explicit" if who is not None and args.source == "user_taught" else args.source
+
     def run(engine: Engine) -> RememberResult:
         return remember_memory(
             engine,
             args.text,
             type=args.type,
-            source=args.source,
+            source=source,
+            actor=who,
             file=args.file,
             symbol=args.symbol,
             start_line=args.start_line,
@@ -229,7 +234,8 @@ async def remember(ctx: CommandContext, args: RememberArgs) -> dict[str, Any]:
 async def forget(ctx: CommandContext, args: IdArgs) -> dict[str, Any]:
     from engram.app.memories import forget as forget_memory
 
-    memory = await ctx.call(lambda e: forget_memory(e, args.id))
+    who = ctx.actor()
+    memory = await ctx.call(lambda e: forget_memory(e, args.id, actor=who, cause=_CAUSE))
     await ctx.memories_changed([memory])
     return {"id": memory.id, "forgotten": True, "memory": memory_json(memory)}
 
@@ -237,8 +243,9 @@ async def forget(ctx: CommandContext, args: IdArgs) -> dict[str, Any]:
 async def confirm(ctx: CommandContext, args: IdArgs) -> dict[str, Any]:
     from engram.app.memories import confirm as confirm_memory
 
-    memory = await ctx.call(lambda e: confirm_memory(e, args.id))
-    ctx.session().corrected(memory.id, "confirmed")
+    who = ctx.actor()
+    memory = await ctx.call(lambda e: confirm_memory(e, args.id, actor=who, cause=_CAUSE))
+    ctx.session().corrected(memory.id, "confirmed" if who is None else "endorsed")
     await ctx.memories_changed([memory])
     return {"id": memory.id, "memory": memory_json(memory)}
 
@@ -246,7 +253,10 @@ async def confirm(ctx: CommandContext, args: IdArgs) -> dict[str, Any]:
 async def flag(ctx: CommandContext, args: FlagArgs) -> dict[str, Any]:
     from engram.app.memories import flag as flag_memory
 
-    memory = await ctx.call(lambda e: flag_memory(e, args.id, args.kind, args.note))
+    who = ctx.actor()
+    memory = await ctx.call(
+        lambda e: flag_memory(e, args.id, args.kind, args.note, actor=who, cause=_CAUSE)
+    )
     ctx.session().corrected(memory.id, f"flagged {args.kind}")
     await ctx.memories_changed([memory])
     return {"id": memory.id, "kind": args.kind, "memory": memory_json(memory)}
@@ -255,7 +265,8 @@ async def flag(ctx: CommandContext, args: FlagArgs) -> dict[str, Any]:
 async def pin(ctx: CommandContext, args: PinArgs) -> dict[str, Any]:
     from engram.app.memories import pin as pin_memory
 
-    memory = await ctx.call(lambda e: pin_memory(e, args.id, args.pinned))
+    who = ctx.actor()
+    memory = await ctx.call(lambda e: pin_memory(e, args.id, args.pinned, actor=who, cause=_CAUSE))
     await ctx.memories_changed([memory])
     return {"id": memory.id, "pinned": memory.pinned, "memory": memory_json(memory)}
 
@@ -432,6 +443,26 @@ async def open_memory(ctx: CommandContext, args: IdArgs) -> dict[str, Any]:
     return {"id": memory.id, "shown": shown, "memory": memory_json(memory)}
 
 
+@attrs.define
+class LogArgs(Args):
+    ALIASES: ClassVar[Mapping[str, str]] = {"memory_id": "id"}
+
+    id: str | None = None
+    limit: int = 50
+
+
+async def audit_log(ctx: CommandContext, args: LogArgs) -> dict[str, Any]:
+    """The audit trail of one memory (oldest first) or the newest entries of the store."""
+    from engram.app.trust import audit_log as read_log
+
+    entries = await ctx.call(lambda e: read_log(e, args.id, args.limit))
+    return {"id": args.id, "entries": [to_jsonable(entry) for entry in entries]}
+
+
+#: The audit trail's "cause" of every move made through an executeCommand.
+_CAUSE = "lsp executeCommand"
+
+
 def register_commands(registry: CommandRegistry) -> None:
     """The core ``engram.*`` commands (the MCP hub adds ``engram.mcp.*`` the same way)."""
     add = registry.register
@@ -441,6 +472,7 @@ def register_commands(registry: CommandRegistry) -> None:
     add("engram.confirm", IdArgs, confirm, summary="confirm a memory is right")
     add("engram.flag", FlagArgs, flag, summary="flag a memory wrong (4 kinds)")
     add("engram.pin", PinArgs, pin, summary="pin or unpin a memory")
+    add("engram.log", LogArgs, audit_log, summary="a memory's audit trail")
     add("engram.context", ContextArgs, context, summary="token-budgeted context")
     add("engram.impact", ImpactArgs, impact, summary="what a change may break")
     add("engram.recipes", RecipesArgs, recipes, summary="workflow recipes for a task")

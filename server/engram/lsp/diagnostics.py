@@ -29,6 +29,7 @@ import attrs
 from lsprotocol import types
 
 from engram.lsp.anchors import LineSpan
+from engram.marks import conflict_marker
 from engram.model import ANCHORED_DIAGNOSTIC_TYPES, Memory, MemoryType, shared_by_text
 
 log = logging.getLogger(__name__)
@@ -214,9 +215,14 @@ def provenance_text(memory: Memory, now: datetime) -> str:
     return " · ".join(parts)
 
 
-def diagnostic_message(memory: Memory, now: datetime) -> str:
+def diagnostic_message(
+    memory: Memory, now: datetime, partners: Sequence[tuple[str, str]] = ()
+) -> str:
+    """What an agent reading diagnostics gets; a conflict is marked in the message itself
+    (agents read messages, not relatedInformation; docs/trust.md "Conflicts")."""
     label = TYPE_LABELS.get(memory.type, memory.type.value)
-    return f"{label}: {memory.content}\n{memory.id} · {provenance_text(memory, now)}"
+    marks = "".join(f"\n{conflict_marker(oid, text)}" for oid, text in partners)
+    return f"{label}: {memory.content}{marks}\n{memory.id} · {provenance_text(memory, now)}"
 
 
 def to_diagnostic(
@@ -227,6 +233,7 @@ def to_diagnostic(
     now: datetime,
     uri_for: Callable[[str], str],
     line_length: Callable[[int], int],
+    partners: Sequence[tuple[str, str]] = (),
 ) -> types.Diagnostic:
     """One memory as a diagnostic over its span (whole lines: column 0 to end of line)."""
     related = [
@@ -240,12 +247,22 @@ def to_diagnostic(
         for path in dict.fromkeys([*memory.related_files, *(a.file for a in memory.anchors)])
         if path != rel_path
     ]
+    related.extend(
+        types.DiagnosticRelatedInformation(
+            location=types.Location(
+                uri=uri_for(rel_path),
+                range=types.Range(types.Position(span.start, 0), types.Position(span.start, 0)),
+            ),
+            message=conflict_marker(oid, text),
+        )
+        for oid, text in partners
+    )
     return types.Diagnostic(
         range=types.Range(
             start=types.Position(line=span.start, character=0),
             end=types.Position(line=span.end, character=max(0, line_length(span.end))),
         ),
-        message=diagnostic_message(memory, now),
+        message=diagnostic_message(memory, now, partners),
         severity=severity_for(memory, policy, now),
         code=memory.type.value,
         source=SOURCE,
@@ -262,6 +279,7 @@ def build_diagnostics(
     now: datetime,
     uri_for: Callable[[str], str],
     line_length: Callable[[int], int],
+    partners: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> list[types.Diagnostic]:
     """The document's diagnostics; a memory without a tracked span sits on line 0."""
     return [
@@ -273,6 +291,7 @@ def build_diagnostics(
             now,
             uri_for,
             line_length,
+            (partners or {}).get(memory.id, ()),
         )
         for memory in select_memories(memories, rel_path, policy, now)
     ]

@@ -49,6 +49,9 @@ class FileSnapshot:
     memories: tuple[Memory, ...]
     spans: dict[str, LineSpan]
     symbols: tuple[SymbolInfo, ...]
+    #: memory id -> the shown memories it conflicts with, ``(id, text)`` (marked in hover
+    #: and diagnostics; docs/trust.md "Conflicts")
+    partners: dict[str, list[tuple[str, str]]] = attrs.field(factory=dict)
 
 
 def memory_key(memories: Sequence[Memory]) -> tuple[tuple[str, str], ...]:
@@ -178,11 +181,16 @@ def snapshot_blocking(
             engine.codegraph.reindex_file(rel)
         except Exception as exc:
             log.debug("reindex of %s failed: %s", rel, exc)
-    from engram.app.memories import for_file
+    from engram.app.memories import conflict_partners, for_file
 
     memories = tuple(for_file(engine, rel))
     symbols = symbols_blocking(engine, rel, has_graph)
-    return FileSnapshot(memories, locate_spans(memories, rel, lines, symbols), symbols)
+    return FileSnapshot(
+        memories,
+        locate_spans(memories, rel, lines, symbols),
+        symbols,
+        conflict_partners(engine, memories),
+    )
 
 
 def impact_blocking(engine: Engine, rel: str) -> str | None:

@@ -14,7 +14,8 @@ from typing import Any
 
 from engram.lsp.anchors import LineSpan
 from engram.lsp.diagnostics import TYPE_LABELS, provenance_text
-from engram.model import Memory, RelationType
+from engram.marks import conflict_marker
+from engram.model import Memory
 
 #: At most this many memories in one hover; the rest are counted.
 MAX_HOVER_MEMORIES = 5
@@ -72,19 +73,12 @@ def impact_summary(report: Any) -> str | None:
     return "; ".join(parts)
 
 
-def memory_block(memory: Memory, now: datetime) -> str:
+def memory_block(memory: Memory, now: datetime, partners: Sequence[tuple[str, str]] = ()) -> str:
+    """One memory; ``partners``: the shown memories it conflicts with, quoted and marked
+    (docs/trust.md "Conflicts", ``engram.marks``)."""
     label = TYPE_LABELS.get(memory.type, memory.type.value.replace("_", " "))
     stale = " · **stale**" if memory.is_stale else ""
-    conflicts = [
-        r.target_memory_id
-        for r in memory.relations
-        if r.relation_type is RelationType.CONFLICTS_WITH and r.target_memory_id
-    ]
-    warning = (
-        "\n\n**Contradicts** " + ", ".join(f"`{mid}`" for mid in conflicts) + ": review both"
-        if conflicts
-        else ""
-    )
+    warning = "".join(f"\n\n**{conflict_marker(oid, text)}**" for oid, text in partners)
     return (
         f"**{label}** · {provenance_text(memory, now)}{stale}\n\n"
         f"{memory.content}{warning}\n\n"
@@ -97,6 +91,7 @@ def hover_markdown(
     impact: str | None,
     now: datetime,
     symbol: str | None = None,
+    partners: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> str | None:
     """The hover text, or ``None`` when there is nothing worth showing."""
     if not memories and not impact:
@@ -106,7 +101,7 @@ def hover_markdown(
         title = f"`{symbol}`: " if symbol else ""
         sections.append(f"**Engram impact** · {title}{impact}")
     for memory in memories[:MAX_HOVER_MEMORIES]:
-        sections.append(memory_block(memory, now))
+        sections.append(memory_block(memory, now, (partners or {}).get(memory.id, ())))
     if len(memories) > MAX_HOVER_MEMORIES:
         sections.append(f"… and {len(memories) - MAX_HOVER_MEMORIES} more memories here")
     return "\n\n---\n\n".join(sections)

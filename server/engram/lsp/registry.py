@@ -38,6 +38,7 @@ from engram.workspace import WorkspaceError
 
 if TYPE_CHECKING:
     from engram.app import Engine
+    from engram.lifecycle.trust import Actor
     from engram.model import Memory
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,11 @@ class CommandContext(Protocol):
 
     async def memories_changed(self, memories: Sequence[Memory], file: str | None = None) -> None:
         """Refresh caches and republish diagnostics of open documents these touch."""
+        ...
+
+    def actor(self) -> Actor | None:
+        """Who a write speaks for: ``None`` for the person at an editor (the app names them
+        from git), an agent when the client is one (docs/trust.md "Agents are not people")."""
         ...
 
     def session(self, file: str | None = None) -> Any:

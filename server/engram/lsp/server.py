@@ -34,6 +34,7 @@ from pygls.uris import from_fs_path
 from engram import __version__
 from engram.config import merge_settings
 from engram.errors import EngramError
+from engram.lifecycle.trust import Actor
 from engram.lsp import anchors as anchor_ops
 from engram.lsp.anchors import LineSpan, TextEdit
 from engram.lsp.commands import register_commands
@@ -101,6 +102,8 @@ class DocumentState:
     published_id: str | None = None
     pending: asyncio.TimerHandle | None = None
     memory_key: tuple[tuple[str, str], ...] = ()
+    #: memory id -> ``(id, text)`` of the shown memories it conflicts with
+    partners: dict[str, list[tuple[str, str]]] = attrs.field(factory=dict)
 
 
 class EngramLanguageServer(LanguageServer):
@@ -255,6 +258,11 @@ class EngramLanguageServer(LanguageServer):
                 await self.refresh_document(doc)
                 self.publish(doc)
         self.request_pull_refresh()
+
+    def actor(self) -> Actor | None:
+        if self.agent:  # an agent's LSP client (client_kind, or its name): never a person
+            return Actor.agent(f"lsp:{self.client_name or 'client'}")
+        return None
 
     def session(self, file: str | None = None) -> SessionLedger:
         try:
@@ -607,8 +615,10 @@ class EngramLanguageServer(LanguageServer):
         if self.docs.get(doc.uri) is not doc:
             return False  # closed meanwhile
         key = memory_key(snap.memories)
-        changed = key != doc.memory_key or not doc.loaded or reindex
-        doc.memories, doc.memory_key = snap.memories, key
+        changed = (
+            key != doc.memory_key or snap.partners != doc.partners or not doc.loaded or reindex
+        )
+        doc.memories, doc.memory_key, doc.partners = snap.memories, key, snap.partners
         if changed or reindex:
             doc.spans = snap.spans
         else:  # keep the edit-tracked spans, add any new ones
@@ -678,6 +688,7 @@ class EngramLanguageServer(LanguageServer):
             self.clock(),
             lambda rel: self.uri_for(folder, rel),
             line_length,
+            doc.partners,
         )
 
     def publish(self, doc: DocumentState) -> None:

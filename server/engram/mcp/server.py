@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 from pydantic import Field
 
 from engram.errors import EngramError
+from engram.lifecycle.trust import Actor
+from engram.marks import conflict_markers
 from engram.model import Memory, to_jsonable
 from engram.workspace import Workspace
 
@@ -81,6 +83,22 @@ def _memory_brief(memory: Memory) -> dict[str, Any]:
         "needs_review": memory.needs_review,
         "stale": memory.stale_at is not None,
         "citation": memory.citation(),
+    }
+
+
+#: Who an MCP client is: a coding agent, never a person (docs/trust.md "Agents are not
+#: people"): its remember waits in review, its confirm is only recorded.
+_AGENT = Actor.agent("mcp")
+_CAUSE = "mcp tool"
+
+
+def _conflicts(conflicts: list[tuple[str, str]]) -> dict[str, Any]:
+    """A result's conflict partners (shown next to it by the retriever), marked."""
+    if not conflicts:
+        return {}
+    return {
+        "conflict": conflict_markers(conflicts),
+        "conflicts_with": [{"id": cid, "content": text} for cid, text in conflicts],
     }
 
 
@@ -160,7 +178,12 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         hits = await call(lambda e: recall.search(e, query, k=k, file=file, phase=phase))
         return {
             "results": [
-                {**_memory_brief(h.memory), "score": round(float(h.score), 4), "stale": h.stale}
+                {
+                    **_memory_brief(h.memory),
+                    "score": round(float(h.score), 4),
+                    "stale": h.stale,
+                    **_conflicts(h.conflicts),
+                }
                 for h in hits
             ]
         }
@@ -201,7 +224,9 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
             "decision and its reason, a dead_end (an approach that failed and why), an "
             "error_pattern (an error and its fix), a pattern, a preference or a workflow_recipe. "
             "Anchor it to the file (and symbol or line) where it matters. Secrets are redacted; "
-            "a near-duplicate is merged into the existing memory. Returns the memory id."
+            "a near-duplicate is merged into the existing memory. What you record waits in "
+            "review (shown marked unverified, confidence at most 0.7) until a person confirms "
+            "it. Returns the memory id."
         ),
     )
     async def engram_remember(
@@ -272,7 +297,12 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         hits = await call(lambda e: recall.search(e, task, k=k, types=["workflow_recipe"]))
         return {
             "recipes": [
-                {**_memory_brief(h.memory), "steps": h.memory.extra.get("steps", [])} for h in hits
+                {
+                    **_memory_brief(h.memory),
+                    "steps": h.memory.extra.get("steps", []),
+                    **_conflicts(h.conflicts),
+                }
+                for h in hits
             ]
         }
 
@@ -291,18 +321,24 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
 
     @server.tool(
         name="engram_confirm",
-        description="Confirm a memory (by its id) that proved right: it gains confidence.",
+        description=(
+            "Say that a memory (by its id) proved right in your work. Your confirmation is "
+            "recorded in the memory's audit trail as an agent's endorsement; it does not "
+            "verify the memory or raise its confidence: only a person's confirm does."
+        ),
     )
     async def engram_confirm(
         id: Annotated[str, Field(description="Memory id, e.g. m-3f2a9c1e7b")],
     ) -> dict[str, Any]:
-        return _memory_brief(await call(lambda e: memories.confirm(e, id)))
+        memory = await call(lambda e: memories.confirm(e, id, actor=_AGENT, cause=_CAUSE))
+        return {**_memory_brief(memory), "note": "recorded as your endorsement; not verified"}
 
     @server.tool(
         name="engram_flag",
         description=(
             "Flag a memory (by its id) that is wrong: 'incorrect' (never show it again), "
-            "'outdated' (was true once), 'wrong_scope' (true elsewhere, not here), 'not_useful'."
+            "'outdated' (was true once), 'wrong_scope' (true elsewhere, not here), 'not_useful'. "
+            "It is hidden from every search, context and hook at once; a person can lift it."
         ),
     )
     async def engram_flag(
@@ -310,7 +346,26 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         kind: Annotated[CorrectionName, Field(description="What is wrong with it")],
         note: Annotated[str | None, Field(max_length=2000)] = None,
     ) -> dict[str, Any]:
-        return _memory_brief(await call(lambda e: memories.flag(e, id, kind, note)))
+        memory = await call(lambda e: memories.flag(e, id, kind, note, actor=_AGENT, cause=_CAUSE))
+        # a flagged memory is never handed to an agent again: not even its text here
+        return {"id": memory.id, "flagged": kind, "hidden": True}
+
+    @server.tool(
+        name="engram_log",
+        description=(
+            "The audit trail: who or what changed a memory's state, confidence, text or "
+            "anchors, when, and the command or file behind it (oldest first). Without an id, "
+            "the newest entries of the whole store. Use it to answer 'who added this?'."
+        ),
+    )
+    async def engram_log(
+        id: Annotated[str | None, Field(description="Memory id, e.g. m-3f2a9c1e7b")] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most entries")] = 50,
+    ) -> dict[str, Any]:
+        from engram.app.trust import audit_log
+
+        entries = await call(lambda e: audit_log(e, id, limit))
+        return {"id": id, "entries": [to_jsonable(entry) for entry in entries]}
 
     @server.tool(
         name="engram_observe",

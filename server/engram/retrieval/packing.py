@@ -68,10 +68,16 @@ def _where(memory: Memory) -> str:
     return f" (`{text}`)"
 
 
-def render_item(memory: Memory, level: Level, stale: bool = False) -> str:
-    """One Markdown bullet for ``memory`` at ``level`` (always ends with its citation)."""
+def render_item(memory: Memory, level: Level, stale: bool = False, mark: str = "") -> str:
+    """One Markdown bullet for ``memory`` at ``level`` (always ends with its citation).
+
+    ``mark``: the conflict mark (``engram.marks``), carried at every level: a memory in
+    conflict is never handed out without it (docs/trust.md "Conflicts").
+    """
     label = f"**{memory.type.value.replace('_', ' ')}**"
     warn = " [STALE: may be outdated]" if stale else ""
+    if mark:
+        warn += f" {mark}"
     if level is Level.FULL:
         body = memory.content.strip().replace("\n", "\n  ")
         return f"- {label}{_where(memory)}{warn}: {body} {memory.citation()}"
@@ -79,6 +85,14 @@ def render_item(memory: Memory, level: Level, stale: bool = False) -> str:
         summary = first_sentence(memory.content)
         return f"- {label}{_where(memory)}{warn}: {summary} {memory.citation()}"
     return f"- {label}{warn} {memory.citation()}"
+
+
+def _pointer(hit: SearchHit) -> str:
+    """An index-tier pointer; a memory in conflict names the other side even here."""
+    from engram.marks import conflict_marker
+
+    marks = "".join(f" {conflict_marker(cid)}" for cid, _ in hit.conflicts)
+    return f"{hit.memory.citation_text} ({hit.memory.id}){marks}"
 
 
 def _levels(memory: Memory, tier: Tier) -> list[Level]:
@@ -148,7 +162,7 @@ class _Packer:
         total_limit: int,
     ) -> bool:
         for level in levels:
-            line = render_item(hit.memory, level, hit.stale)
+            line = render_item(hit.memory, level, hit.stale, hit.conflict_mark)
             cost = self._added_cost(tier, line)
             if self.used + cost > min(total_limit, self.budget):
                 continue
@@ -164,6 +178,7 @@ class _Packer:
                     tokens=estimate_tokens(line),
                     score=hit.score,
                     reasons=list(hit.reasons),
+                    conflicts=list(hit.conflicts),
                 )
             )
             self.used += cost
@@ -176,7 +191,7 @@ class _Packer:
         shown: list[str] = []
         chosen: list[SearchHit] = []
         for hit in hits:
-            pointer = f"{hit.memory.citation_text} ({hit.memory.id})"
+            pointer = _pointer(hit)
             line = "Ask about: " + "; ".join([*shown, pointer])
             if self.used - self.tier_used[Tier.INDEX] + self._pointer_cost(line) > self.budget:
                 break
@@ -192,10 +207,11 @@ class _Packer:
                 memory=hit.memory,
                 tier=Tier.INDEX,
                 level=Level.POINTER,
-                text=f"{hit.memory.citation_text} ({hit.memory.id})",
-                tokens=estimate_tokens(f"{hit.memory.citation_text} ({hit.memory.id}); "),
+                text=_pointer(hit),
+                tokens=estimate_tokens(f"{_pointer(hit)}; "),
                 score=hit.score,
                 reasons=list(hit.reasons),
+                conflicts=list(hit.conflicts),
             )
             for hit in chosen
         ]
@@ -249,7 +265,10 @@ def pack_context(
     for tier in CONTENT_TIERS:
         hits = by_tier[tier]
         if hits:
-            lines = [render_item(h.memory, _levels(h.memory, tier)[0], h.stale) for h in hits]
+            lines = [
+                render_item(h.memory, _levels(h.memory, tier)[0], h.stale, h.conflict_mark)
+                for h in hits
+            ]
             heading = estimate_tokens(TIER_HEADINGS[tier]) + 4
             needs[tier] = heading + sum(estimate_tokens(x) + 1 for x in lines) + 2
     index_reserve = int(budget * TIER_SHARES[Tier.INDEX]) if len(tiered) > 1 else 0

@@ -129,6 +129,16 @@ def file_query(file: str | None, symbol: str | None) -> str:
     return " ".join(dict.fromkeys(parts))
 
 
+def _conflict_ids(memory: Memory) -> list[str]:
+    return list(
+        dict.fromkeys(
+            r.target_memory_id
+            for r in memory.relations
+            if r.relation_type is RelationType.CONFLICTS_WITH and r.target_memory_id
+        )
+    )
+
+
 class Retriever:
     """Hybrid memory retrieval over a :class:`MemoryStore` (see the module docstring)."""
 
@@ -142,8 +152,12 @@ class Retriever:
         clock: Callable[[], datetime] = utcnow,
         file_exists: Callable[[str], bool] | None = None,
         fusion: str = "score",
+        shown: Callable[[Memory], bool] | None = None,
     ) -> None:
         self.store = store
+        #: Whether an editor or agent may receive a memory at all (docs/trust.md: flagged,
+        #: deprecated, retired and forgotten never); the engine passes the trust model's.
+        self._shown: Callable[[Memory], bool] = shown or (lambda m: not m.deprecated)
         self.embedder = embedder
         self.config = config
         self.graph = graph
@@ -193,7 +207,47 @@ class Retriever:
         now = self._clock()
         ranked, notes, path_ranks = self._rank(query, request, now)
         hits = self._finalise(ranked, request, now, path_ranks, notes)
-        return hits[: request.k]
+        return self.with_conflicts(hits[: request.k])
+
+    def with_conflicts(self, hits: Sequence[SearchHit]) -> list[SearchHit]:
+        """Each hit followed by the shown memories it is linked to as a conflict, both
+        marked (docs/trust.md "Conflicts"; ``engram.marks.together``)."""
+        from engram.marks import together
+
+        wanted = [cid for h in hits for cid in _conflict_ids(h.memory)]
+        if not wanted:
+            return list(hits)
+        by_id = {h.memory.id: h for h in hits}
+        others = {
+            m.id: m
+            for m in self.store.get_many(list(dict.fromkeys(wanted)))
+            if self._shown(m) and m.id not in by_id
+        }
+        for memory in others.values():
+            stale = self._stale_reason(memory)
+            by_id[memory.id] = SearchHit(
+                memory=memory,
+                score=0.0,
+                stale=stale is not None,
+                reasons=[*([stale] if stale else []), "shown with the memory it conflicts with"],
+            )
+        for hit in by_id.values():
+            hit.conflicts = [
+                (cid, by_id[cid].memory.content)
+                for cid in _conflict_ids(hit.memory)
+                if cid in by_id and cid != hit.memory.id
+            ]
+
+        def partners(hit: SearchHit) -> list[SearchHit]:
+            return [by_id[cid] for cid, _ in hit.conflicts]
+
+        placed = together(list(hits), lambda h: h.memory.id, partners)
+        for hit in placed:  # a partner pulled in sits just under its pair
+            if hit.memory.id in others:
+                pair = next((by_id[c] for c, _ in hit.conflicts if c not in others), None)
+                if pair is not None:
+                    hit.score = pair.score
+        return placed
 
     def _filter(self, request: SearchRequest) -> Any:
         from engram.store import MemoryFilter
@@ -482,7 +536,7 @@ class Retriever:
         hits: list[SearchHit] = []
         for mid, relevance in window:
             memory = memories.get(mid)
-            if memory is None or memory.deprecated or not memory.is_valid_at(now):
+            if memory is None or not self._shown(memory) or not memory.is_valid_at(now):
                 continue
             if types is not None and memory.type not in types:
                 continue
@@ -510,11 +564,6 @@ class Retriever:
                 reasons.append("next to a top result in its episode")
             if tag_match:
                 reasons.append("tag named in the query")
-            reasons.extend(
-                f"conflicts with {r.target_memory_id} (review both)"
-                for r in memory.relations
-                if r.relation_type is RelationType.CONFLICTS_WITH and r.target_memory_id
-            )
             reasons.extend(notes)
             if weight.phase != 1.0 and request.phase is not None:
                 reasons.append(f"phase {request.phase.value} x{weight.phase:g}")
@@ -557,11 +606,16 @@ class Retriever:
         anchored = self._anchored(request, now, {h.memory.id for h in hits})
         tiered: list[tuple[Tier, SearchHit]] = []
         seen: set[str] = set()
-        for hit in anchored + hits:
+        tier_of: dict[str, Tier] = {}
+        for hit in self.with_conflicts(anchored + hits):
             if hit.memory.id in seen:
                 continue
             seen.add(hit.memory.id)
-            tiered.append((self._tier(hit.memory, request), hit))
+            # a conflict partner goes in the tier of the side it came with: shown together
+            pair = next((tier_of[c] for c, _ in hit.conflicts if c in tier_of), None)
+            tier = pair or self._tier(hit.memory, request)
+            tier_of[hit.memory.id] = tier
+            tiered.append((tier, hit))
         title = self._title(request)
         return pack_context(tiered, budget, title=title)
 
@@ -572,7 +626,7 @@ class Retriever:
         ids = [mid for mid in self._ids_for_file(request.file) if mid not in have]
         out: list[SearchHit] = []
         for memory in self.store.get_many(ids):
-            if memory.deprecated or not memory.is_valid_at(now):
+            if not self._shown(memory) or not memory.is_valid_at(now):
                 continue
             if self._stale_reason(memory) is not None:
                 continue

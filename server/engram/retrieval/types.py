@@ -71,10 +71,20 @@ class SearchHit:
     score: float
     stale: bool
     reasons: list[str] = attrs.field(factory=list)
+    #: ``(id, text)`` of each shown memory this one is linked to as a conflict; the
+    #: retriever puts those right next to it and every rendering marks them
+    #: (docs/trust.md "Conflicts", ``engram.marks``).
+    conflicts: list[tuple[str, str]] = attrs.field(factory=list)
 
     @property
     def citation(self) -> str:
         return self.memory.citation()
+
+    @property
+    def conflict_mark(self) -> str:
+        from engram.marks import conflict_markers
+
+        return conflict_markers(self.conflicts)
 
     def to_dict(self) -> dict[str, Any]:
         from engram.model import memory_to_dict
@@ -85,7 +95,10 @@ class SearchHit:
             stale=self.stale,
             reasons=list(self.reasons),
             citation=self.citation,
+            conflicts=[{"id": cid, "content": text} for cid, text in self.conflicts],
         )
+        if self.conflicts:
+            data["conflict"] = self.conflict_mark
         return data
 
 
@@ -111,6 +124,7 @@ class ContextItem:
     tokens: int
     score: float
     reasons: list[str] = attrs.field(factory=list)
+    conflicts: list[tuple[str, str]] = attrs.field(factory=list)
 
     @property
     def citation(self) -> str:
@@ -133,6 +147,7 @@ class ContextItem:
             "anchors": [attrs.asdict(a) for a in m.anchors],
             "related_files": list(m.related_files),
             "reasons": list(self.reasons),
+            "conflicts": [{"id": cid, "content": text} for cid, text in self.conflicts],
         }
 
 

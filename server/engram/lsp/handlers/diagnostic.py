@@ -65,6 +65,10 @@ async def _folder_reports(
     engine = folder.engine
     assert engine is not None
     by_file = await asyncio.to_thread(anchored_files_blocking, engine)
+    from engram.app.memories import conflict_partners
+
+    everyone = list({m.id: m for ms in by_file.values() for m in ms}.values())
+    partners = await asyncio.to_thread(conflict_partners, engine, everyone)
     now = ls.clock()
     reports: list[Any] = []
     for rel, memories in by_file.items():
@@ -85,6 +89,7 @@ async def _folder_reports(
                 now,
                 lambda r: ls.uri_for(folder, r),
                 _line_length(lines),
+                partners,
             )
             version = None
         rid = result_id(items)

@@ -30,7 +30,11 @@ def register(server: EngramLanguageServer) -> None:
         )
         impact = folder.impact.get(doc.rel) if on_definition else None
         text = hover_markdown(
-            memories, impact, ls.clock(), symbol.qualname if symbol and on_definition else None
+            memories,
+            impact,
+            ls.clock(),
+            symbol.qualname if symbol and on_definition else None,
+            doc.partners,
         )
         if text is None:
             return None
