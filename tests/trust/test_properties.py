@@ -1,0 +1,353 @@
+"""The six invariants of docs/trust.md on the REAL engine (issue 12), by random sequences.
+
+Hypothesis drives ``engram.app`` in-process (LanceDB store, ``embed.model = "none"``) on a
+real git repository and a teammate's clone: remember (a person, an agent), search,
+context, hooks, hover/diagnostic inputs, confirm (a person, an agent), flag, pin, share,
+sync, the team folder moved away and back, the teammate committing a share, an edit or a
+deletion, consolidate, prune, and index after a rename. After every step the invariants
+are checked; reads are also checked for changing nothing.
+
+Profiles (tests/trust/conftest.py): ``ci`` by default; ``HYPOTHESIS_PROFILE=thorough``
+by hand. The example counts and run time are printed with ``-s``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from engram.agents.hooks import run_claude_code_hook
+from engram.app import Engine, maintenance, memories, recall, team, trust
+from engram.app.indexing import index
+from engram.app.remember import remember
+from engram.config import EmbedConfig, EngramConfig
+from engram.errors import EngramError
+from engram.lifecycle import trust as rules
+from engram.lsp.hover import hover_markdown
+from engram.workspace import Workspace
+
+pytestmark = [pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")]
+
+ME, MATE = "Ana", "Bo"
+#: Texts with contradicting pairs (numbers, booleans), so conflicts happen often.
+TEXTS = [
+    "The job timeout in jobs.py is 30s.",
+    "The job timeout in jobs.py is 90s.",
+    "run() retries the job by default.",
+    "run() never retries the job.",
+    "The queue drains before every deploy.",
+    "Cache warming is enabled for jobs.",
+    "Cache warming is disabled for jobs.",
+]
+KINDS = ["incorrect", "outdated", "wrong_scope", "not_useful"]
+FILES = ["jobs.py", "tasks/jobs.py"]
+STATS: dict[str, float] = {"examples": 0, "steps": 0}
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def _repo(root: Path, name: str) -> None:
+    git(root, "config", "user.name", name)
+    git(root, "config", "user.email", f"{name.lower()}@example.com")
+
+
+class TrustOnTheEngine(RuleBasedStateMachine):
+    @initialize(trusted=st.booleans())
+    def setup(self, trusted: bool) -> None:
+        STATS["examples"] += 1
+        self.tmp = Path(tempfile.mkdtemp(prefix="engram-trust-"))
+        self.env_before = os.environ.get("ENGRAM_TEAM__TRUSTED")
+        os.environ["ENGRAM_TEAM__TRUSTED"] = "1" if trusted else "0"
+        self.ana, self.bo = self.tmp / "ana", self.tmp / "bo"
+        self.ana.mkdir()
+        git(self.ana, "init", "-q", "-b", "main")
+        _repo(self.ana, ME)
+        (self.ana / "jobs.py").write_text("TIMEOUT = 30\n\ndef run():\n    return TIMEOUT\n")
+        (self.ana / ".gitignore").write_text(".engram/\n")
+        git(self.ana, "add", ".")
+        git(self.ana, "commit", "-qm", "jobs")
+        git(self.tmp, "clone", "-q", str(self.ana), str(self.bo))
+        _repo(self.bo, MATE)
+        config = EngramConfig(embed=EmbedConfig(model="none"))
+        self.engine = Engine(Workspace.open(self.ana), config)
+        self.mate = Engine(Workspace.open(self.bo), config)
+        self.file = "jobs.py"
+        self.local: set[str] = set()  # made here: never retired
+        self.flagged_by_me: set[str] = set()
+        self.folder_away = False
+        self.session = 0
+
+    def teardown(self) -> None:
+        if not hasattr(self, "engine"):
+            return
+        self.engine.close()
+        self.mate.close()
+        if self.env_before is None:
+            os.environ.pop("ENGRAM_TEAM__TRUSTED", None)
+        else:
+            os.environ["ENGRAM_TEAM__TRUSTED"] = self.env_before
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # ------------------------------------------------------------------ helpers
+
+    def all(self) -> list[Any]:
+        return memories.list_memories(self.engine, include_deprecated=True)
+
+    def trust_view(self) -> dict[str, tuple[str, float]]:
+        return {m.id: (rules.state_of(m).value, round(m.confidence, 6)) for m in self.all()}
+
+    def pick(self, data: st.DataObject) -> str | None:
+        ids = sorted(m.id for m in self.all())
+        return data.draw(st.sampled_from(ids)) if ids else None
+
+    def check_output(self, text: str) -> None:
+        """Invariants 5 and 6 on one output an editor or agent receives."""
+        every = {m.id: m for m in self.all()}
+        for mid, memory in every.items():
+            if not rules.is_shown(memory):
+                assert mid not in text, f"hidden {mid} ({rules.state_of(memory)}) handed out"
+            elif mid in text:
+                for other in rules.active_conflicts(memory, self.engine.store.get_many):
+                    assert other.id in text and "CONFLICT" in text, (
+                        f"{mid} shown without its conflict {other.id}:\n{text}"
+                    )
+
+    def read(self, produce: Any) -> None:
+        """Invariant 1: a read changes no state or confidence; its output is checked."""
+        before = self.trust_view()
+        text = produce()
+        assert self.trust_view() == before, "a read changed trust"
+        self.check_output(text)
+
+    def mate_pushes(self) -> None:
+        git(self.ana, "pull", "-q", "--no-rebase", "--no-edit", str(self.bo), "main")
+        team.sync_team(self.engine)
+
+    # ------------------------------------------------------------------ writes
+
+    @rule(text=st.sampled_from(TEXTS), agent=st.booleans(), anchored=st.booleans())
+    def remember(self, text: str, agent: bool, anchored: bool) -> None:
+        made = remember(
+            self.engine,
+            text,
+            source="agent_explicit" if agent else "user_taught",
+            file=self.file if anchored else None,
+            scope="global",
+        )
+        self.local.add(made.memory.id)
+        if agent:
+            assert made.memory.needs_review or made.merged
+
+    @rule(data=st.data(), agent=st.booleans())
+    def confirm(self, data: st.DataObject, agent: bool) -> None:
+        mid = self.pick(data)
+        if mid is None:
+            return
+        actor = rules.Actor.agent("mcp") if agent else None
+        try:
+            memories.confirm(self.engine, mid, actor=actor)
+        except EngramError:
+            return
+        if not agent:
+            self.flagged_by_me.discard(mid)
+
+    @rule(data=st.data(), kind=st.sampled_from(KINDS), agent=st.booleans())
+    def flag(self, data: st.DataObject, kind: str, agent: bool) -> None:
+        mid = self.pick(data)
+        if mid is None:
+            return
+        actor = rules.Actor.agent("mcp") if agent else None
+        try:
+            memories.flag(self.engine, mid, kind, actor=actor)
+        except EngramError:
+            return
+        if not agent:
+            self.flagged_by_me.add(mid)
+
+    @rule(data=st.data())
+    def pin(self, data: st.DataObject) -> None:
+        mid = self.pick(data)
+        if mid is not None:
+            with contextlib.suppress(EngramError):
+                memories.pin(self.engine, mid)
+
+    @rule(commit=st.booleans())
+    def share_and_sync(self, commit: bool) -> None:
+        if self.folder_away:
+            return
+        team.share(self.engine, commit=commit)
+        team.sync_team(self.engine)
+
+    @rule()
+    def team_folder_moved_away_or_back(self) -> None:
+        folder, away = self.ana / ".engram-team", self.tmp / "away"
+        if self.folder_away:
+            if away.exists():
+                shutil.move(away, folder)
+        elif folder.exists():
+            shutil.move(folder, away)
+        self.folder_away = not self.folder_away
+        team.sync_team(self.engine)
+
+    @rule(text=st.sampled_from(TEXTS))
+    def teammate_shares(self, text: str) -> None:
+        if self.folder_away:
+            return
+        made = remember(self.mate, text, scope="global").memory
+        try:
+            memories.confirm(self.mate, made.id)
+        except EngramError:
+            return
+        team.share(self.mate, [made.id], commit=True)
+        self.mate_pushes()
+
+    @rule(data=st.data(), delete=st.booleans())
+    def teammate_edits_or_deletes(self, data: st.DataObject, delete: bool) -> None:
+        folder = self.bo / ".engram-team"
+        files = sorted(p.name for p in folder.glob("*.json")) if folder.exists() else []
+        if self.folder_away or not files:
+            return
+        name = data.draw(st.sampled_from(files))
+        if delete:
+            git(self.bo, "rm", "-q", f".engram-team/{name}")
+        else:
+            raw = json.loads((folder / name).read_text())
+            raw["content"] = str(raw.get("content", "")) + " Checked again."
+            (folder / name).write_text(json.dumps(raw, indent=2))
+            git(self.bo, "add", f".engram-team/{name}")
+        git(self.bo, "commit", "-qm", "team memory")
+        self.mate_pushes()
+
+    @rule()
+    def consolidate(self) -> None:
+        maintenance.consolidate(self.engine)
+
+    @rule()
+    def prune(self) -> None:
+        maintenance.prune(self.engine)
+
+    @rule()
+    def rename_and_index(self) -> None:
+        target = FILES[1] if self.file == FILES[0] else FILES[0]
+        (self.ana / target).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(self.ana / self.file, self.ana / target)
+        self.file = target
+        index(self.engine)
+
+    # ------------------------------------------------------------------ reads
+
+    @rule(query=st.sampled_from(["job timeout", "retries", "cache warming", "deploy queue"]))
+    def search(self, query: str) -> None:
+        def produce() -> str:
+            hits = recall.search(self.engine, query, k=3)
+            return "\n".join(f"{h.memory.id} {h.memory.content} {h.conflict_mark}" for h in hits)
+
+        self.read(produce)
+
+    @rule(by_file=st.booleans(), budget=st.sampled_from([60, 200, 2000]))
+    def context(self, by_file: bool, budget: int) -> None:
+        def produce() -> str:
+            if by_file:
+                return recall.context(self.engine, file=self.file, budget_tokens=budget).text
+            return recall.context(self.engine, query="job timeout", budget_tokens=budget).text
+
+        self.read(produce)
+
+    @rule(start=st.booleans())
+    def hook(self, start: bool) -> None:
+        self.session += 1
+        payload: dict[str, Any] = {"session_id": f"s{self.session}"}
+        if start:
+            payload["hook_event_name"] = "SessionStart"
+        else:
+            payload.update(
+                hook_event_name="PostToolUse",
+                tool_name="Read",
+                tool_input={"file_path": str(self.ana / self.file)},
+            )
+
+        def produce() -> str:
+            out = run_claude_code_hook(self.engine.workspace, payload, background=False)
+            return json.dumps(out) if out else ""
+
+        self.read(produce)
+
+    @rule()
+    def hover(self) -> None:
+        def produce() -> str:
+            found = memories.for_file(self.engine, self.file)
+            partners = memories.conflict_partners(self.engine, found)
+            text = hover_markdown(found, None, self.engine.clock(), partners=partners)
+            return text or ""
+
+        self.read(produce)
+
+    # ------------------------------------------------------------------ invariants
+
+    @invariant()
+    def count_step(self) -> None:
+        STATS["steps"] += 1
+
+    @invariant()
+    def a_persons_flag_is_lifted_only_by_that_persons_confirm(self) -> None:
+        by_id = {m.id: m for m in self.all()}
+        for mid in self.flagged_by_me:
+            if mid in by_id:
+                assert rules.state_of(by_id[mid]) in rules.HIDDEN_STATES, (mid, "flag lifted")
+
+    @invariant()
+    def nothing_verified_without_a_persons_confirm(self) -> None:
+        for memory in self.all():
+            if rules.state_of(memory) is not rules.TrustState.VERIFIED:
+                continue
+            trail = trust.audit_log(self.engine, memory.id, limit=1000)
+            vouched = [
+                e
+                for e in trail
+                if e.after.get("state") == "verified" or e.event in ("confirm", "team_share")
+            ]
+            assert any(
+                e.actor.startswith("person:")
+                or (e.actor.startswith("teammate:") and e.actor != f"teammate:{ME}")
+                for e in vouched
+            ), (memory.id, [(e.event, e.actor) for e in trail])
+
+    @invariant()
+    def a_local_memory_is_never_retired(self) -> None:
+        for memory in self.all():
+            if memory.id in self.local:
+                assert rules.state_of(memory) is not rules.TrustState.RETIRED, memory.id
+
+
+TrustOnTheEngine.TestCase.settings = settings(
+    settings.default,
+    max_examples=max(1, settings.default.max_examples // 12),
+    stateful_step_count=min(settings.default.stateful_step_count, 25),
+)
+
+
+def test_trust_on_the_real_engine() -> None:
+    STATS.update(examples=0, steps=0)
+    started = time.perf_counter()
+    TrustOnTheEngine.TestCase().runTest()
+    seconds = time.perf_counter() - started
+    print(
+        f"\ntrust property test: {int(STATS['examples'])} examples, "
+        f"{int(STATS['steps'])} checked steps, {seconds:.1f} s"
+    )
+    assert STATS["examples"] > 0
