@@ -341,6 +341,7 @@ TrustOnTheEngine.TestCase.settings = settings(
 )
 
 
+@pytest.mark.timeout(7200)  # the thorough profile runs for many minutes by hand
 def test_trust_on_the_real_engine() -> None:
     STATS.update(examples=0, steps=0)
     started = time.perf_counter()
