@@ -19,6 +19,7 @@ it holds one group of use cases as functions taking the engine first:
 * ``portability``: ``export``, ``import_file``
 * ``doctor``: ``doctor``, ``stats``
 * ``observe``: ``observe``, ``session_summary``
+* ``report``: ``report``, ``write_report`` (the HTML report, docs/report.md)
 
 Only the engine is imported here, so importing this package stays cheap; import a use-case
 module where it is called.

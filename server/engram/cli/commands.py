@@ -782,6 +782,27 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from engram.app.report import write_report
+    from engram.report import CHART_IDS
+
+    with open_engine(args) as engine:
+        target, data = write_report(engine, args.file, args.module)
+    if args.json:
+        emit_json(
+            {"path": str(target), "charts": list(CHART_IDS), "module": data.impact.module,
+             "totals": data.totals}
+        )  # fmt: skip
+    else:
+        print(target)
+    if args.open:
+        import webbrowser
+
+        if not webbrowser.open(target.as_uri()):
+            note(f"no browser found; open {target.as_uri()}")
+    return 0
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     path = Path(args.file).expanduser()
     if not path.exists():
@@ -910,6 +931,7 @@ COMMANDS: dict[str, Handler] = {
     "stats": cmd_stats,
     "export": cmd_export,
     "import": cmd_import,
+    "report": cmd_report,
     "digest": cmd_digest,
     "prune": cmd_prune,
     "share": cmd_share,

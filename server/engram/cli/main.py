@@ -196,6 +196,12 @@ def build_parser() -> OneLineParser:
     p = add("stats", "counts of memories by type, source and state")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
+    p = add("report", "write an HTML report: memories over time, health, co-change, impact")
+    p.add_argument("file", metavar="FILE", nargs="?", help="default: .engram/report.html")
+    p.add_argument("--open", action="store_true", help="open it in the default browser")
+    p.add_argument("--module", "-m", metavar="PATH", help="the file whose impact graph to draw")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
     p = add("export", "export all memories (JSON or Markdown) to FILE or stdout")
     p.add_argument("file", metavar="FILE", nargs="?")
     p.add_argument("--format", choices=["json", "md"], default=None, help="default: json")

@@ -918,6 +918,19 @@ class GitHistory:
         Weight is the Jaccard index of the two files' commit sets (0..1, symmetric), for
         pairs committed together at least ``coaccess_min_support`` times, strongest first.
         """
+        edges = [(a, b, jaccard) for a, b, _, jaccard in self._pairs()]
+        edges.sort(key=lambda e: (-e[2], e[0], e[1]))
+        return edges[: self.config.coaccess_limit]
+
+    def top_pairs(self, k: int = 50) -> list[tuple[str, str, int, float]]:
+        """The ``k`` pairs of living files committed together most often:
+        ``(file_a, file_b, support, jaccard)``, by support then Jaccard (``engram report``)."""
+        pairs = self._pairs()
+        pairs.sort(key=lambda p: (-p[2], -p[3], p[0], p[1]))
+        return pairs[: max(0, k)]
+
+    def _pairs(self) -> list[tuple[str, str, int, float]]:
+        """Every pair of living files with at least ``coaccess_min_support`` co-commits."""
         if not self._ensure_mined():
             return []
         with self._lock:
@@ -938,13 +951,12 @@ class GitHistory:
                 (max(1, self.config.coaccess_min_support),),
             ).fetchall()
             names = dict(conn.execute("SELECT id, path FROM paths WHERE canon=id").fetchall())
-        edges: list[tuple[str, str, float]] = []
+        out: list[tuple[str, str, int, float]] = []
         for a, b, support in rows:
             union = counts.get(a, 0) + counts.get(b, 0) - support
             if union > 0 and a in names and b in names:
-                edges.append((names[a], names[b], round(support / union, 6)))
-        edges.sort(key=lambda e: (-e[2], e[0], e[1]))
-        return edges[: self.config.coaccess_limit]
+                out.append((names[a], names[b], int(support), round(support / union, 6)))
+        return out
 
     def renames(self) -> dict[str, str]:
         """Every rename mined so far, chained: ``old name -> current name``."""

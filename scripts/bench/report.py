@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""How long ``engram report`` takes at 100k memories: building it, and drawing it in Chromium.
+
+A scratch git workspace gets a small Python package (``--modules`` files in a few folders,
+each importing two others, so the impact graph has depth), a git history in which
+neighbouring modules change together (so the heat map has pairs), ``engram index
+--no-embed``, and then ``--memories`` synthetic memories anchored across those files with
+two years of creation dates, every type, some in review, stale, deprecated and in
+conflict. It then times, in the same run:
+
+* ``collect_s``: ``Engine.report()`` (reading every memory, aggregation, impact);
+* ``html_s``: rendering the page (plotly's schema check, plotly.js inlined);
+* ``render``: headless Chromium (Debian's, driven by Playwright) from navigation until
+  every chart is drawn (the page sets ``data-rendered``), median of ``--runs`` fresh tabs,
+  wall clock and the page's own ``performance.now()``;
+  and the renderer's main-thread busy time (``TaskDuration`` from the DevTools protocol),
+  which does not grow when other jobs take the CPU;
+* ``plotly_only``: the same for a page that holds nothing but plotly.js: the floor any
+  plotly report pays to parse the library (4.8 MB), so a slow shared machine shows as a
+  slow floor, not as a slow report.
+
+Usage: scripts/bench/report.py [--memories 100000] [--modules 200] [--runs 3]
+       [--browser /usr/bin/chromium] [--keep DIR]
+Last stdout line: one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+BATCH = 5000
+FOLDERS = ("core", "api", "storage", "web", "jobs")
+RENDER_GOAL_S = 3.0
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=Bench", "-c", "user.email=bench@example.invalid", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
+
+
+def module_path(i: int) -> str:
+    return f"pkg/{FOLDERS[i % len(FOLDERS)]}/mod{i:04d}.py"
+
+
+def write_module(root: Path, i: int, n: int, revision: int) -> None:
+    """Module ``i`` imports ``i+1`` and ``i+7``: a chain with shortcuts, depth for impact."""
+    imports = sorted({(i + 1) % n, (i + 7) % n} - {i})
+    lines = [f"from pkg.{module_path(j)[4:-3].replace('/', '.')} import f{j}" for j in imports]
+    lines += ["", "", f"def f{i}(x):", f"    return x + {revision}", ""]
+    path = root / module_path(i)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def make_workspace(root: Path, modules: int, commits: int) -> None:
+    git(root, "init", "-q")
+    for folder in FOLDERS:
+        (root / "pkg" / folder).mkdir(parents=True, exist_ok=True)
+        (root / "pkg" / folder / "__init__.py").write_text("", encoding="utf-8")
+    (root / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    for i in range(modules):
+        write_module(root, i, modules, 0)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "initial")
+    # neighbours change together: commit c touches modules c, c+1 (and c+2 every third)
+    for c in range(1, commits):
+        start = (c * 3) % modules
+        touched = [start, (start + 1) % modules] + ([(start + 2) % modules] if c % 3 == 0 else [])
+        for i in touched:
+            write_module(root, i, modules, c)
+        git(root, "commit", "-q", "-am", f"change {c}")
+
+
+def fill_memories(root: Path, count: int, modules: int, seed: int) -> None:
+    import random
+
+    from engram.model import (
+        CodeAnchor,
+        Memory,
+        MemoryRelation,
+        MemorySource,
+        MemoryType,
+        RelationType,
+    )
+    from engram.store import MemoryStore
+    from engram.workspace import Workspace
+
+    rng = random.Random(seed)
+    types = list(MemoryType)
+    sources = list(MemorySource)
+    end = datetime.now(UTC)
+    store = MemoryStore(Workspace.open(root))
+    try:
+        for start in range(0, count, BATCH):
+            batch: list[Memory] = []
+            for i in range(start, min(count, start + BATCH)):
+                created = end - timedelta(days=rng.uniform(0, 730))
+                module = module_path(int(rng.paretovariate(1.2) * 3) % modules)
+                memory = Memory(
+                    content=f"memory {i} about {module}: remember detail {rng.randrange(10**6)}",
+                    type=types[i % len(types)],
+                    source=sources[i % len(sources)],
+                    confidence=round(rng.uniform(0.3, 1.0), 3),
+                    anchors=[CodeAnchor(module, f"f{i % modules}")] if i % 10 else [],
+                    needs_review=i % 17 == 0,
+                    deprecated=i % 53 == 0,
+                    stale_at=created + timedelta(days=30) if i % 23 == 0 else None,
+                    created_at=created,
+                    updated_at=created + timedelta(days=rng.uniform(0, 60)),
+                    last_accessed_at=created + timedelta(days=rng.uniform(0, 90)),
+                    valid_from=created,
+                )
+                if i % 211 == 1 and batch:
+                    other = batch[-1]
+                    memory.relations.append(
+                        MemoryRelation(RelationType.CONFLICTS_WITH, target_memory_id=other.id)
+                    )
+                batch.append(memory)
+            store.add(batch)
+        store.compact()
+    finally:
+        store.close()
+
+
+def render_times(browser: str, page: Path, runs: int) -> dict[str, Any]:
+    """Median wall/in-page time to ``data-rendered`` over ``runs`` fresh tabs, and errors."""
+    from playwright.sync_api import sync_playwright
+
+    walls: list[float] = []
+    inner: list[float] = []
+    busy: list[float] = []
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=browser, args=["--no-sandbox"])
+        try:
+            for _ in range(runs):
+                tab = chromium.new_page(viewport={"width": 1280, "height": 900})
+                tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                tab.on("pageerror", lambda e: errors.append(str(e)))
+                cdp = tab.context.new_cdp_session(tab)
+                cdp.send("Performance.enable")
+                started = time.perf_counter()
+                tab.goto(page.as_uri())
+                tab.wait_for_selector("body[data-rendered]", state="attached", timeout=120_000)
+                walls.append(time.perf_counter() - started)
+                inner.append(float(tab.get_attribute("body", "data-render-ms") or "nan") / 1000)
+                metrics = {
+                    m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]
+                }
+                busy.append(float(metrics.get("TaskDuration", float("nan"))))
+                tab.close()
+        finally:
+            chromium.close()
+    return {
+        "wall_s": round(statistics.median(walls), 3),
+        "in_page_s": round(statistics.median(inner), 3),
+        # the renderer's main thread busy time: what the page costs, however busy the machine
+        "main_thread_s": round(statistics.median(busy), 3),
+        "runs": runs,
+        "console_errors": errors,
+    }
+
+
+def plotly_only_page(folder: Path) -> Path:
+    from plotly.offline import get_plotlyjs
+
+    page = folder / "plotly-only.html"
+    page.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><script>"
+        + get_plotlyjs()
+        + "</script></head><body><script>document.body.setAttribute('data-render-ms',"
+        "String(Math.round(performance.now())));document.body.setAttribute('data-rendered','0');"
+        "</script></body></html>",
+        encoding="utf-8",
+    )
+    return page
+
+
+def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
+    from engram.engine import Engine
+    from engram.report import render_html
+
+    result: dict[str, Any] = {"memories": args.memories, "modules": args.modules}
+    started = time.perf_counter()
+    make_workspace(root, args.modules, args.commits)
+    with Engine.open(root, overrides={"embed": {"model": "none"}}) as engine:
+        engine.index(chunks=False, history=True)
+    fill_memories(root, args.memories, args.modules, args.seed)
+    result["setup_s"] = round(time.perf_counter() - started, 1)
+
+    with Engine.open(root, overrides={"embed": {"model": "none"}}) as engine:
+        t0 = time.perf_counter()
+        data = engine.report()
+        result["collect_s"] = round(time.perf_counter() - t0, 3)
+        t0 = time.perf_counter()
+        page = render_html(data)
+        result["html_s"] = round(time.perf_counter() - t0, 3)
+    report = root / ".engram" / "report.html"
+    report.write_text(page, encoding="utf-8")
+    result["html_bytes"] = len(page.encode("utf-8"))
+    result["impact_module"] = data.impact.module
+    result["totals"] = data.totals
+    result["render"] = render_times(args.browser, report, args.runs)
+    result["plotly_only"] = render_times(args.browser, plotly_only_page(root), args.runs)
+    floor = result["plotly_only"]["in_page_s"]
+    result["render_minus_plotly_s"] = round(result["render"]["in_page_s"] - floor, 3)
+    result["render_goal_s"] = RENDER_GOAL_S
+    result["render_goal_met"] = result["render"]["in_page_s"] <= RENDER_GOAL_S
+    result["main_thread_goal_met"] = result["render"]["main_thread_s"] <= RENDER_GOAL_S
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--modules", type=int, default=200)
+    parser.add_argument("--commits", type=int, default=300)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--browser", default="/usr/bin/chromium")
+    parser.add_argument("--keep", metavar="DIR", help="build the workspace here and keep it")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    if not Path(args.browser).exists():
+        print(
+            f"report bench: no browser at {args.browser} (scripts/setup-browser)", file=sys.stderr
+        )
+        return 2
+    if args.keep:
+        root = Path(args.keep)
+        root.mkdir(parents=True, exist_ok=False)
+        result = run(args, root)
+    else:
+        with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
+            result = run(args, Path(tmp))
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,117 @@
+"""``engram.report``'s aggregation: what each chart counts, on memories built here."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+from engram.model import CodeAnchor, Memory, MemoryRelation, MemoryType, RelationType
+from engram.report import ImpactInput, build_report, render_html
+from engram.report.data import cochange_matrix, module_of, pick_module
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def memory(text: str, days_ago: float, **kw: object) -> Memory:
+    created = NOW - timedelta(days=days_ago)
+    return Memory(
+        content=text,
+        created_at=created,
+        updated_at=created,
+        last_accessed_at=created,
+        valid_from=created,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_module_of_groups_by_two_folder_levels() -> None:
+    assert module_of("server/engram/store/x.py") == "server/engram"
+    assert module_of("src/a.py") == "src"
+    assert module_of("setup.py") == "setup.py"
+    assert module_of(None) == "(no file)"
+
+
+def test_counts_by_type_module_state_and_backlog() -> None:
+    a = memory("a", 300, type=MemoryType.GOTCHA, anchors=[CodeAnchor("src/app/a.py")])
+    b = memory("b", 10, type=MemoryType.DECISION, anchors=[CodeAnchor("src/app/b.py")],
+               needs_review=True)  # fmt: skip
+    c = memory("c", 5, type=MemoryType.GOTCHA, stale_at=NOW)
+    d = memory("d", 1, type=MemoryType.GOTCHA, deprecated=True)
+    data = build_report(workspace="/ws", memories=[a, b, c, d], cochange_pairs=[], impact=None,
+                        now=NOW)  # fmt: skip
+    assert data.totals == {
+        "memories": 4, "active": 1, "in_review": 1, "stale": 1, "deprecated": 1,
+        "contradictions": 0, "shared": 0,
+    }  # fmt: skip
+    assert data.by_type.unit == "week"  # 300 days of history: weekly buckets
+    by_type = {s.name: sum(s.values) for s in data.by_type.series}
+    assert by_type == {"gotcha": 3, "decision": 1}
+    # every week between the first and the last memory is a column, empty ones included
+    assert len(data.by_type.periods) >= 300 // 7
+    by_module = {s.name: sum(s.values) for s in data.by_module.series}
+    assert by_module == {"src/app": 2, "(no file)": 2}
+    states = {s.name: sum(s.values) for s in data.confidence.series}
+    assert states == {"active": 1, "in review": 1, "stale": 1, "deprecated": 1}
+    assert [i.id for i in data.review_items] == [b.id]
+    assert data.review_total == 1
+    assert data.impact.module is None and "engram index" in data.impact.note
+
+
+def test_open_contradictions_pair_once_and_skip_retired_ones() -> None:
+    x = memory("always retry the upload", 3)
+    y = memory("never retry the upload", 2)
+    y.relations.append(MemoryRelation(RelationType.CONFLICTS_WITH, target_memory_id=x.id))
+    x.relations.append(MemoryRelation(RelationType.CONFLICTS_WITH, target_memory_id=y.id))
+    gone = memory("retired", 2, deprecated=True)
+    z = memory("z", 1)
+    z.relations.append(MemoryRelation(RelationType.CONFLICTS_WITH, target_memory_id=gone.id))
+    data = build_report(workspace="/ws", memories=[x, y, gone, z], cochange_pairs=[],
+                        impact=None, now=NOW)  # fmt: skip
+    assert data.contradictions_total == 1
+    pair = data.contradictions[0]
+    assert {pair.first_id, pair.second_id} == {x.id, y.id}
+
+
+def test_cochange_matrix_takes_the_most_frequent_pairs_symmetrically() -> None:
+    pairs = [("a.py", "b.py", 9, 0.5), ("c.py", "d.py", 2, 1.0), ("a.py", "c.py", 4, 0.2)]
+    matrix = cochange_matrix(pairs, limit=3)
+    assert matrix.files == ["a.py", "b.py", "c.py"]
+    assert matrix.support[0][1] == matrix.support[1][0] == 9
+    assert matrix.support[0][2] == 4 and matrix.jaccard[2][0] == 0.2
+    assert matrix.support[1][2] == 0
+
+
+def test_impact_graph_layers_and_the_default_module() -> None:
+    impact = ImpactInput(
+        module="core.py",
+        dependents=[("api.py", 1, 0.9, ["core.py", "api.py"]),
+                    ("web.py", 2, 0.7, ["core.py", "api.py", "web.py"])],
+        dependencies=["util.py"],
+        cochange=[("docs.md", 0.6), ("api.py", 0.5)],
+    )  # fmt: skip
+    m = memory("core gotcha", 1, anchors=[CodeAnchor("core.py")])
+    data = build_report(workspace="/ws", memories=[m], cochange_pairs=[], impact=impact, now=NOW)
+    depth = {n.file: n.depth for n in data.impact.nodes}
+    assert depth == {"core.py": 0, "util.py": -1, "api.py": 1, "web.py": 2, "docs.md": None}
+    edges = {(e.source, e.target, e.kind) for e in data.impact.edges}
+    assert ("web.py", "api.py", "import") in edges
+    assert ("core.py", "docs.md", "cochange") in edges
+    assert {n.file: n.memories for n in data.impact.nodes}["core.py"] == 1
+    counts = Counter({"b.py": 3, "a.py": 3, "gone.py": 9})
+    assert pick_module(counts, ["a.py", "b.py"], {"a.py": 5, "b.py": 1}) == "a.py"
+    assert pick_module(Counter(), ["a.py", "b.py"], {"a.py": 0, "b.py": 2}) == "b.py"
+
+
+def test_page_is_self_contained_and_escapes_memory_text() -> None:
+    hostile = "</script><script>alert(1)</script><img src=https://evil.invalid/x>"
+    m = memory(hostile, 1, needs_review=True)
+    page = render_html(build_report(workspace="/ws <b>", memories=[m], cochange_pairs=[],
+                                    impact=None, now=NOW))  # fmt: skip
+    assert "<script>alert(1)" not in page
+    assert "<img src=https://evil" not in page
+    assert "&lt;/script&gt;" in page  # shown, as text, in the review table
+    assert "/ws &lt;b&gt;" in page
+    # nothing is loaded from outside the file: no external script, style or image
+    assert "<script src" not in page and "<link" not in page
+    assert "default-src 'none'" in page
+    assert "Plotly.newPlot" in page
