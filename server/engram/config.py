@@ -151,6 +151,29 @@ class TeamConfig:
 
 
 @attrs.define
+class StoreConfig:
+    """Where memories and code chunks live (docs/team.md, "A shared store").
+
+    Credentials are never settings: LanceDB reads them from the standard AWS chain
+    (environment, ``~/.aws``, instance roles). A remote ``uri`` and the connection settings
+    are only taken from the user's environment or editor, never from a repository's files
+    (see :func:`load_config`): opening a cloned repository must not open a connection.
+    """
+
+    #: "" = ``<workspace>/.engram``; ``s3://bucket/prefix`` = a store shared by a team or an
+    #: agent fleet
+    uri: str = ""
+    #: an S3-compatible endpoint (MinIO, a test server); default: AWS_ENDPOINT_URL or AWS
+    endpoint: str | None = None
+    region: str | None = None
+    allow_http: bool = False
+    #: a shared store is asked for other machines' writes at most this often (seconds)
+    refresh_seconds: float = 1.0
+    #: a write that loses a commit race to another machine is retried this many times
+    commit_retries: int = 8
+
+
+@attrs.define
 class EngramConfig:
     embed: EmbedConfig = attrs.field(factory=EmbedConfig)
     retrieval: RetrievalConfig = attrs.field(factory=RetrievalConfig)
@@ -162,6 +185,7 @@ class EngramConfig:
     llm: LlmConfig = attrs.field(factory=LlmConfig)
     contradictions: ContradictionsConfig = attrs.field(factory=ContradictionsConfig)
     team: TeamConfig = attrs.field(factory=TeamConfig)
+    store: StoreConfig = attrs.field(factory=StoreConfig)
 
 
 class ConfigError(ValueError):
@@ -257,6 +281,35 @@ def config_from_dict(raw: dict[str, Any]) -> EngramConfig:
         raise ConfigError("invalid setting: " + "; ".join(cattrs.transform_error(exc))) from exc
 
 
+#: ``[store]`` keys that open a network connection: a repository's files may not set them
+_CONNECTION_KEYS = ("uri", "endpoint", "allow_http", "region")
+
+
+def _without_connections(layer: dict[str, Any], where: str) -> dict[str, Any]:
+    """A repository's settings minus anything that would make Engram connect somewhere.
+
+    A cloned repository is untrusted input: a ``store.uri`` of ``s3://…`` (or an endpoint)
+    in its ``pyproject.toml`` or ``.engram/config.toml`` would send this machine's memories
+    (and its AWS credentials' requests) wherever the repository says. Until workspace trust
+    covers them, a shared store is configured by the user only: ``ENGRAM_STORE__URI`` or
+    the editor's settings (docs/team.md).
+    """
+    layer = _normalise_tree(layer)
+    store = layer.get("store")
+    if not isinstance(store, dict):
+        return layer
+    found = [k for k in _CONNECTION_KEYS if k in store and (k != "uri" or store[k])]
+    if not found:
+        return layer
+    log.warning(
+        "ignoring store.%s in %s: a shared store is set by you (ENGRAM_STORE__URI or editor "
+        "settings), not by a repository (docs/team.md)",
+        "/".join(found),
+        where,
+    )
+    return {**layer, "store": {k: v for k, v in store.items() if k not in _CONNECTION_KEYS}}
+
+
 def load_config(
     workspace: Workspace,
     overrides: dict[str, Any] | None = None,
@@ -266,8 +319,12 @@ def load_config(
     pyproject = _read_toml(workspace.root / "pyproject.toml")
     return config_from_dict(
         merge_settings(
-            pyproject.get("tool", {}).get("engram", {}) or {},
-            _read_toml(workspace.engram_dir / "config.toml"),
+            _without_connections(
+                pyproject.get("tool", {}).get("engram", {}) or {}, "pyproject.toml"
+            ),
+            _without_connections(
+                _read_toml(workspace.engram_dir / "config.toml"), ".engram/config.toml"
+            ),
             env_overrides(environ),
             overrides or {},
         )

@@ -47,6 +47,9 @@ class FakeFilter:
 
 
 class FakeStore:
+    #: a local store (``MemoryStore.remote``): no author is stamped on writes
+    remote = False
+
     def __init__(self) -> None:
         self.memories: dict[str, Memory] = {}
         self.vectors: dict[str, np.ndarray] = {}

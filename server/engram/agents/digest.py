@@ -193,6 +193,29 @@ class Digest:
             [(f, memory.id) for f in memory.files],
         )
 
+    def mark_version(self, version: int) -> None:
+        """Record the store version the digest mirrors (a shared store, which has no local
+        manifest to compare: see ``Engine._follow_shared_store``)."""
+        conn = self._connect(create=True)
+        if conn is None:
+            return
+        with conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('store_version', ?)",
+                (str(int(version)),),
+            )
+
+    def mirrored_version(self) -> int | None:
+        """The store version last recorded by :meth:`mark_version`, if any."""
+        conn = self._connect(create=False)
+        if conn is None:
+            return None
+        row = conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
+        try:
+            return int(row[0]) if row else None
+        except ValueError:
+            return None
+
     # ----------------------------------------------------------------- reading
 
     def is_stale(self) -> bool:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from engram.lifecycle.contradictions import ContradictionJudges
     from engram.observer import Observer
     from engram.retrieval import Retriever
-    from engram.store import AuditLog, MemoryFilter, MemoryStore
+    from engram.store import AuditLog, MemoryFilter, MemoryStore, StoreLocation
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,7 @@ class Engine:
         self._history: GitHistory | None = None
         self._digest: Digest | None = None
         self._code_search: CodeSearch | None = None
+        self._author: str | None = None
 
     @classmethod
     def open(
@@ -117,7 +118,12 @@ class Engine:
                     if not self.read_only:
                         self.workspace.ensure_engram_dir()
                     try:
-                        self._store = MemoryStore(self.workspace, read_only=self.read_only)
+                        store = MemoryStore(
+                            self.workspace, read_only=self.read_only, location=self.store_location
+                        )
+                        if store.remote:
+                            self._follow_shared_store(store)
+                        self._store = store
                     except EngramError:
                         raise
                     except PermissionError as exc:
@@ -126,6 +132,69 @@ class Engine:
                             "permission denied"
                         ) from exc
         return self._store
+
+    @property
+    def store_location(self) -> StoreLocation:
+        """Where the tables live: ``.engram/`` or ``store.uri`` (docs/team.md)."""
+        from engram.store import StoreLocation
+
+        cfg = self.config.store
+        return StoreLocation.of(
+            cfg.uri,
+            self.workspace.engram_dir,
+            endpoint=cfg.endpoint,
+            region=cfg.region,
+            allow_http=cfg.allow_http,
+            refresh_seconds=cfg.refresh_seconds,
+            commit_retries=cfg.commit_retries,
+        )
+
+    def _follow_shared_store(self, store: MemoryStore) -> None:
+        """Keep this machine's agent digest in step with a shared store.
+
+        Other machines' writes never pass through :meth:`mirror`: the store tells us what
+        it caught up on, and at open the digest catches up on what changed since the
+        version it last mirrored (rebuilt when that is unknown).
+        """
+
+        def changed(upserts: list[Memory], deleted: list[str], full: bool) -> None:
+            if full:
+                self.digest.rebuild(store.list(self.filter(include_deprecated=True)))
+            else:
+                self.digest.apply(upserts, deleted)
+            self.digest.mark_version(store.seen_version)
+
+        store.watch(changed)
+        try:
+            since = self.digest.mirrored_version()
+            ids = None if since is None else store.changed_ids(since)
+            if ids is None:
+                self.digest.rebuild(store.list(self.filter(include_deprecated=True)))
+            elif ids:
+                present = store.get_many(sorted(ids))
+                gone = sorted(ids - {m.id for m in present})
+                self.digest.apply(present, gone)
+            self.digest.mark_version(store.seen_version)
+        except Exception as exc:  # the digest is a cache: hooks rebuild it
+            log.info("could not bring the agent digest up to date: %s", exc)
+
+    def author(self) -> str | None:
+        """Who writes from this machine: git ``user.name``, else the login name."""
+        if self._author is None:
+            import getpass
+
+            name = ""
+            try:
+                name = self.history.user_name() or ""
+            except Exception as exc:  # attribution is optional: never fail a write for it
+                log.debug("no git user name: %s", exc)
+            if not name:
+                try:
+                    name = getpass.getuser()
+                except (OSError, KeyError):
+                    name = ""
+            self._author = name
+        return self._author or None
 
     @property
     def embedder(self) -> Embedder | None:
@@ -212,7 +281,9 @@ class Engine:
                 if self._code_search is None:
                     from engram.codegraph import CodeSearch
 
-                    self._code_search = CodeSearch(self.workspace, self.codegraph, self.embedder)
+                    self._code_search = CodeSearch(
+                        self.workspace, self.codegraph, self.embedder, location=self.store_location
+                    )
         return self._code_search
 
     @property
@@ -311,6 +382,9 @@ class Engine:
         """
         try:
             self.digest.apply(list(upserts), list(deleted))
+            store = self._store
+            if store is not None and store.remote:
+                self.digest.mark_version(store.seen_version)
         except Exception as exc:
             log.info("could not update the agent digest: %s", exc)
 

@@ -72,7 +72,11 @@ def index_chunks(
     from engram.codegraph import CodeSearch
 
     # keyword-only: never touch engine.code_search, building it loads the embedding model
-    searcher = engine.code_search if embed else CodeSearch(engine.workspace, engine.codegraph, None)
+    searcher = (
+        engine.code_search
+        if embed
+        else CodeSearch(engine.workspace, engine.codegraph, None, location=engine.store_location)
+    )
     try:
         return searcher.index_chunks(progress=progress, cancel=cancel)
     finally:

@@ -235,6 +235,9 @@ def prepare(engine: Engine, memory: Memory) -> tuple[Memory, list[str]]:
     if memory.citation_text and "citation_text" not in updates:
         # a custom citation (imports) may carry a secret of its own
         updates["citation_text"] = redact_secrets(memory.citation_text).text
+    if memory.provenance.author is None and engine.store.remote:
+        # a shared store holds a whole team's memories: each says who wrote it
+        updates["provenance"] = attrs.evolve(memory.provenance, author=engine.author())
     # evolve re-runs __attrs_post_init__, which derives an empty citation from the
     # redacted content
     return attrs.evolve(memory, **updates), redaction.kinds

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from engram.store.chunk_store import ChunkStore
+    from engram.store.location import StoreLocation
 
 log = logging.getLogger(__name__)
 
@@ -305,8 +306,10 @@ class CodeSearch:
         *,
         dense_weight: float = DENSE_WEIGHT_PROSE,
         identifier_dense_weight: float = DENSE_WEIGHT_IDENTIFIER,
+        location: StoreLocation | None = None,
     ) -> None:
         self.workspace = workspace
+        self.location = location
         self.graph = graph
         self.embedder = embedder
         self.dense_weight = dense_weight
@@ -320,7 +323,7 @@ class CodeSearch:
         if self._store is None:
             from engram.store.chunk_store import ChunkStore
 
-            self._store = ChunkStore(self.workspace)
+            self._store = ChunkStore(self.workspace, location=self.location)
         return self._store
 
     def close(self) -> None:

@@ -176,6 +176,9 @@ class Provenance:
     commit_sha: str | None = None
     methodology: str | None = None
     confirmed_by_sessions: list[str] = attrs.field(factory=list)
+    #: who wrote it (git ``user.name``, else the login name): set on a shared store
+    #: (``store.uri``), where memories of a whole team or agent fleet sit side by side
+    author: str | None = None
 
 
 def _clamp_confidence(_inst: object, _attr: object, value: float) -> None:

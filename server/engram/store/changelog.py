@@ -15,6 +15,10 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engram.store.location import StoreLocation
 
 log = logging.getLogger(__name__)
 
@@ -96,3 +100,101 @@ class ChangeLog:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def covered_ids(
+    entries: Sequence[tuple[int, int, Sequence[str]]], start: int, target: int
+) -> set[str] | None:
+    """Ids touched in ``(start, target]`` from ``(prev, version, ids)`` ranges, or None on a gap.
+
+    On a shared store several machines commit concurrently, so ranges are not a chain
+    (machine A's write may be version 5 built on 3 while B wrote 4): every entry that
+    overlaps the span counts, and the span must be covered without a hole.
+    """
+    reach = start
+    touched: set[str] = set()
+    for prev, version, ids in sorted(entries):
+        if version <= start:
+            continue
+        if prev > reach:
+            break
+        reach = max(reach, version)
+        touched.update(ids)
+    return touched if reach >= target else None
+
+
+class SharedChangeLog:
+    """The change log of a store on object storage: a small LanceDB table beside it.
+
+    Other machines' readers need to know which ids each version touched just as local
+    processes do, so the log lives with the data (``<uri>/memories_changes.lance``).
+    Entries are appends (which never conflict in LanceDB); each write logs the exact
+    version of its own commit, so concurrent writers' entries interleave correctly
+    (:func:`covered_ids`). A missing entry means a full reload, as for the local log.
+    """
+
+    SCHEMA_FIELDS = (("prev", "int64"), ("version", "int64"), ("ids", "string"))
+
+    def __init__(self, location: StoreLocation, name: str, *, read_only: bool = False) -> None:
+        self.location = location
+        self.name = name
+        self.read_only = read_only
+        self._lock = threading.Lock()
+        self._table: Any = None
+        self._writes = 0
+
+    def _open(self, create: bool) -> Any | None:
+        if self._table is None:
+            import lancedb
+            import pyarrow as pa
+
+            options = dict(self.location.storage_options) or None
+            db = lancedb.connect(self.location.uri, storage_options=options)
+            schema = pa.schema([pa.field(n, getattr(pa, t)()) for n, t in self.SCHEMA_FIELDS])
+            try:
+                self._table = db.open_table(self.name)
+            except (ValueError, FileNotFoundError):
+                if not create:
+                    return None
+                self._table = db.create_table(self.name, schema=schema, exist_ok=True)
+        return self._table
+
+    def record(self, prev: int, version: int, ids: Sequence[str]) -> None:
+        """Log that ``(prev, version]`` touched ``ids``. Never raises."""
+        if self.read_only or version == prev:
+            return
+        import pyarrow as pa
+
+        with self._lock:
+            try:
+                table = self._open(create=True)
+                assert table is not None
+                table.add(pa.table({"prev": [prev], "version": [version],
+                                    "ids": [json.dumps(list(ids))]}))  # fmt: skip
+                self._writes += 1
+                if self._writes % 100 == 0:
+                    table.delete(f"version < {int(version) - KEEP_ENTRIES}")
+                    table.optimize()
+            except Exception as exc:
+                log.info("shared change log not written (%s); readers will reload", exc)
+
+    def touched_since(self, start: int, target: int) -> set[str] | None:
+        with self._lock:
+            try:
+                table = self._open(create=False)
+                if table is None:
+                    return None
+                table.checkout_latest()
+                rows = (
+                    table.search().where(f"version > {int(start)}")
+                    .select(["prev", "version", "ids"]).limit(None).to_arrow().to_pylist()
+                )  # fmt: skip
+                entries = [(int(r["prev"]), int(r["version"]), json.loads(r["ids"])) for r in rows]
+            except Exception as exc:
+                log.info("shared change log unreadable (%s); reloading", exc)
+                return None
+        return covered_ids(entries, start, target)
+
+    def close(self) -> None:
+        with self._lock:
+            self._table = None

@@ -31,6 +31,7 @@ import numpy.typing as npt
 from engram.store.errors import StoreError
 from engram.store.fts_text import document_text, sql_quote
 from engram.store.hybrid import CLEANUP_AFTER, META_TABLE, META_TABLE_VERSION, HybridTable
+from engram.store.location import StoreLocation
 from engram.store.lock import DEFAULT_LOCK_TIMEOUT_S, WriteLock
 from engram.store.snapshot import VectorBlock, vectors_from_binary
 from engram.workspace import Workspace
@@ -115,6 +116,7 @@ class ChunkStore:
         read_only: bool = False,
         lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
         cleanup_after: timedelta = CLEANUP_AFTER,
+        location: StoreLocation | None = None,
     ) -> None:
         if read_only:
             directory, lock = workspace.engram_dir, None
@@ -122,7 +124,7 @@ class ChunkStore:
             directory = workspace.ensure_engram_dir()
             lock = WriteLock(directory / "write.lock", timeout_s=lock_timeout_s)
         self._table = HybridTable(
-            directory,
+            location or StoreLocation.local(directory),
             TABLE_NAME,
             chunk_schema(),
             key_column="id",

@@ -10,6 +10,12 @@
 * **Writes** run under the inter-process :class:`WriteLock`, after re-reading the latest
   version, so a write never builds on a stale view. Rows are upserted with
   ``merge_insert`` on the key column (one version per batch).
+* **A shared store** (``store.uri = "s3://…"``, :class:`StoreLocation`): the writer lock
+  only orders this machine's processes, so a write that loses a commit race to another
+  machine is retried (``commit_retries``, after bringing the caller's snapshot up to the
+  new latest version); and since asking an object store for its latest version is a
+  network round trip, reads ask at most every ``refresh_seconds`` (another machine's write
+  shows up within that time; this process's own writes show at once).
 * **Full-text search** uses LanceDB's native BM25 index on one text column. The index is
   created after the first rows exist (never on an empty table). Rows written since the
   last index build are still searched (LanceDB scans unindexed fragments), so a fresh
@@ -30,8 +36,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
+
 from engram.store.errors import StoreError
 from engram.store.fts_text import query_terms
+from engram.store.location import StoreLocation
 from engram.store.lock import WriteLock
 
 if TYPE_CHECKING:
@@ -67,8 +76,35 @@ def _one_line(exc: BaseException) -> str:
     return text[:200] or type(exc).__name__
 
 
+@attrs.frozen
+class WriteResult:
+    """Versions around one write: the latest before it (``prev``), the version of the write's
+    own commit (``commit``) and the latest after any index/compaction it triggered (``end``).
+
+    On a local store (one writer at a time) ``commit == prev + 1``; on a shared store other
+    machines' commits may sit between ``prev`` and ``commit``: :attr:`foreign` says so.
+    """
+
+    prev: int
+    commit: int
+    end: int
+
+    @property
+    def foreign(self) -> bool:
+        return self.commit > self.prev + 1
+
+
+_CONFLICT_WORDS = ("conflict", "retryable", "concurrent", "precondition", "already exists")
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """A commit that lost a race to another writer (LanceDB says "commit conflict")."""
+    text = str(exc).lower()
+    return any(word in text for word in _CONFLICT_WORDS)
+
+
 class HybridTable:
-    """A LanceDB table ``<directory>/<name>.lance`` with BM25 search on ``text_column``.
+    """A LanceDB table ``<location>/<name>.lance`` with BM25 search on ``text_column``.
 
     ``schema`` must carry ``engram.table_version`` metadata; a table written by a newer
     Engram is refused, an older one is handed to ``migrate(table, old_version)`` (under
@@ -77,7 +113,7 @@ class HybridTable:
 
     def __init__(
         self,
-        directory: Path,
+        location: StoreLocation | Path,
         name: str,
         schema: pa.Schema,
         *,
@@ -88,10 +124,20 @@ class HybridTable:
         migrate: Callable[[Any, int], None] | None = None,
         cleanup_after: timedelta = CLEANUP_AFTER,
     ) -> None:
-        self.directory = directory
+        if isinstance(location, Path):
+            location = StoreLocation.local(location)
+        self.location = location
+        self.remote = location.remote
+        self.directory = location.local_dir
         self.cleanup_after = cleanup_after
         self.name = name
-        self.path = directory / f"{name}.lance"
+        #: where the table lives, for messages (a path, or a URI without credentials)
+        self.path = (
+            location.table_uri(name) if self.remote else str(Path(location.uri) / f"{name}.lance")
+        )
+        self._local_path: Path | None = None if self.remote else Path(self.path)
+        #: when this process last asked a remote store for its latest version
+        self._checked_at = 0.0
         self.schema = schema
         self.key_column = key_column
         self.text_column = text_column
@@ -131,11 +177,25 @@ class HybridTable:
         if self._db is None:
             import lancedb
 
-            self._db = self.guard("open", lambda: lancedb.connect(str(self.directory)))
+            loc = self.location
+            options = dict(loc.storage_options) or None
+            self._db = self.guard("open", lambda: lancedb.connect(loc.uri, storage_options=options))
         return self._db
 
     def exists(self) -> bool:
-        return self.path.is_dir()
+        if self._local_path is not None:
+            return self._local_path.is_dir()
+        return self.name in self._remote_tables()
+
+    def _remote_tables(self) -> list[str]:
+        db = self._connect()
+
+        def names() -> list[str]:
+            listed = db.list_tables() if hasattr(db, "list_tables") else db.table_names()
+            tables = getattr(listed, "tables", listed)
+            return [str(t) for t in tables]
+
+        return self.guard("open", names)
 
     def table(self) -> Any | None:
         """The open table at its latest version, or ``None`` when it does not exist yet."""
@@ -164,10 +224,17 @@ class HybridTable:
         A new version always adds a manifest to ``_versions/``, which changes that
         directory's mtime; so an unchanged mtime that is older than the filesystem's
         timestamp granularity (we allow 2 s) proves nothing was committed. Anything recent
-        or unexpected falls back to asking LanceDB.
+        or unexpected falls back to asking LanceDB. A remote store has no mtime to look
+        at: it is asked at most every ``refresh_seconds``.
         """
+        if self._local_path is None:
+            now = time.monotonic()
+            if now - self._checked_at >= self.location.refresh_seconds:
+                self._checked_at = now
+                return True
+            return False
         try:
-            st = os.stat(self.path / "_versions")
+            st = os.stat(self._local_path / "_versions")
         except OSError:
             return True
         stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
@@ -305,30 +372,62 @@ class HybridTable:
         fn: Callable[[Any], None],
         *,
         before: Callable[[int], None] | None = None,
-        after: Callable[[int, int], None] | None = None,
-    ) -> int:
-        """Run ``fn(table)`` under the writer lock; returns the version after the write.
+        after: Callable[[WriteResult], None] | None = None,
+    ) -> WriteResult:
+        """Run ``fn(table)`` under the writer lock; returns the versions around the write.
 
         ``before(version)`` runs under the lock after re-reading the latest version and
         before ``fn``, so the caller can bring its snapshot up to date first;
-        ``after(prev_version, new_version)`` runs under the lock once the write (and any
-        compaction it triggered) is committed.
+        ``after(result)`` runs under the lock once the write (and any compaction it
+        triggered) is committed. On a shared store a write that loses a commit race is
+        retried: ``before`` runs again at the new latest version, then ``fn``.
         """
         if self.read_only:
             raise StoreError(f"the Engram store at {self.path} was opened read-only")
+        retries = self.location.commit_retries if self.remote else 0
         with self._mutex, self._hold():
-            table = self.table()
-            if table is None:
-                table = self._create()
-            prev = int(table.version)
-            if before is not None:
-                before(prev)
-            self.guard("write", lambda: fn(table))
-            self._after_write(table)
-            version = int(self.guard("read", lambda: table.version))
+            attempt = 0
+            while True:
+                table = self.table() if attempt == 0 else self._latest()
+                if table is None:
+                    table = self._create()
+                prev = int(table.version)
+                if before is not None:
+                    before(prev)
+                try:
+                    fn(table)
+                    break
+                except StoreError:
+                    raise
+                except Exception as exc:
+                    if attempt >= retries or not is_commit_conflict(exc):
+                        raise self.error("write", exc) from exc
+                    attempt += 1
+                    log.info("commit conflict on %s, retry %d: %s", self.path, attempt,
+                             _one_line(exc))  # fmt: skip
+                    time.sleep(min(1.0, 0.05 * 2**attempt))
+            commit = int(self.guard("read", lambda: table.version))
+            try:
+                self._after_write(table)
+            except StoreError as exc:
+                # index upkeep racing another machine's: the data is committed, and the
+                # next write (or `engram index`) brings the index up to date
+                if not self.remote or not is_commit_conflict(exc.__cause__ or exc):
+                    raise
+                log.info("index upkeep on %s deferred: %s", self.path, exc)
+            end = int(self.guard("read", lambda: table.version))
+            self._version = end
+            result = WriteResult(prev, commit, end)
             if after is not None:
-                after(prev, version)
-            return version
+                after(result)
+            return result
+
+    def _latest(self) -> Any | None:
+        """The table re-read at its latest version (after losing a commit race)."""
+        with self._mutex:
+            self._stamp = None
+            self._checked_at = 0.0
+            return self.table()
 
     def upsert(self, table: Any, rows: pa.Table) -> None:
         """Insert ``rows``, replacing rows with the same key (one new version)."""
@@ -343,7 +442,8 @@ class HybridTable:
 
     def _create(self) -> Any:
         db = self._connect()
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if self._local_path is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
         self._table = self.guard(
             "create", lambda: db.create_table(self.name, schema=self.schema, exist_ok=True)
         )
@@ -381,7 +481,7 @@ class HybridTable:
         self.guard("compact", lambda: table.optimize(cleanup_older_than=self.cleanup_after))
         self._writes_since_optimize = 0
 
-    def compact(self, after: Callable[[int, int], None] | None = None) -> None:
+    def compact(self, after: Callable[[WriteResult], None] | None = None) -> None:
         """Compact fragments, bring the FTS index up to date and drop old versions."""
         if self.read_only:
             return
@@ -392,8 +492,10 @@ class HybridTable:
                 if not self._has_fts(table) and int(table.count_rows()) > 0:
                     self._after_write(table)
                 self._optimize(table)
+                end = int(table.version)
+                self._version = end
                 if after is not None:
-                    after(prev, int(table.version))
+                    after(WriteResult(prev, end, end))
 
     def version_count(self) -> int:
         table = self.table()

@@ -28,7 +28,7 @@ import enum
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -47,10 +47,17 @@ from engram.model import (
 )
 from engram.model.codec import make_converter
 from engram.model.timewindow import TimeWindow
-from engram.store.changelog import ChangeLog
+from engram.store.changelog import ChangeLog, SharedChangeLog
 from engram.store.errors import StoreError
 from engram.store.fts_text import document_text, sql_quote
-from engram.store.hybrid import CLEANUP_AFTER, META_TABLE, META_TABLE_VERSION, HybridTable
+from engram.store.hybrid import (
+    CLEANUP_AFTER,
+    META_TABLE,
+    META_TABLE_VERSION,
+    HybridTable,
+    WriteResult,
+)
+from engram.store.location import StoreLocation
 from engram.store.lock import DEFAULT_LOCK_TIMEOUT_S, WriteLock
 from engram.store.snapshot import GrowColumn, RecordColumn, VectorBlock, vectors_from_binary
 from engram.workspace import Workspace
@@ -68,6 +75,13 @@ LOCK_FILE = "write.lock"
 #: A foreign write touching more ids than this is cheaper to take by a full reload.
 MAX_PATCH_IDS = 5000
 CHANGES_FILE = "memories.changes.sqlite"
+#: the change log's table beside a shared store's memories (``SharedChangeLog``)
+SHARED_CHANGES_TABLE = "memories_changes"
+
+#: Told what another process or machine changed once this store caught up with it:
+#: ``(memories upserted, ids deleted, reloaded)``; ``reloaded`` means the whole snapshot was
+#: re-read (the change log had a gap) and the lists are empty.
+ChangeListener = Callable[[list[Memory], list[str], bool], None]
 #: A time-windowed keyword search names the window's ids to LanceDB up to this many ...
 MAX_PREFILTER_IDS = 2000
 #: ... and otherwise fetches this many times k and keeps the rows inside the window.
@@ -239,6 +253,7 @@ class MemoryStore:
         read_only: bool = False,
         lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
         cleanup_after: timedelta = CLEANUP_AFTER,
+        location: StoreLocation | None = None,
     ) -> None:
         self.workspace = workspace
         self.read_only = read_only
@@ -249,8 +264,9 @@ class MemoryStore:
             directory = workspace.ensure_engram_dir()
             lock = WriteLock(directory / LOCK_FILE, timeout_s=lock_timeout_s)
         self._lock = lock
+        self.location = location or StoreLocation.local(directory)
         self._table = HybridTable(
-            directory,
+            self.location,
             TABLE_NAME,
             memory_schema(),
             key_column="id",
@@ -260,7 +276,12 @@ class MemoryStore:
             migrate=self._migrate_table,
             cleanup_after=cleanup_after,
         )
-        self._changes = ChangeLog(directory / CHANGES_FILE, read_only=read_only)
+        self._changes: ChangeLog | SharedChangeLog = (
+            SharedChangeLog(self.location, SHARED_CHANGES_TABLE, read_only=read_only)
+            if self.location.remote
+            else ChangeLog(directory / CHANGES_FILE, read_only=read_only)
+        )
+        self._listeners: list[ChangeListener] = []
         self._converter = make_converter()
         self._mutex = threading.RLock()
         self._snap = _Snapshot()
@@ -271,6 +292,52 @@ class MemoryStore:
     @property
     def path(self) -> str:
         return str(self._table.path)
+
+    @property
+    def remote(self) -> bool:
+        """True when the tables live on object storage shared with other machines."""
+        return self.location.remote
+
+    @property
+    def version(self) -> int:
+        """The table version the snapshot reflects (after catching up)."""
+        with self._mutex:
+            self.refresh()
+            return self._snap.version
+
+    @property
+    def seen_version(self) -> int:
+        """The version the snapshot reflects now, without asking for a newer one."""
+        return self._snap.version
+
+    def watch(self, listener: ChangeListener) -> None:
+        """Call ``listener`` whenever the store catches up with someone else's writes."""
+        self._listeners.append(listener)
+
+    def changed_ids(self, since: int) -> set[str] | None:
+        """Ids written since version ``since`` (None: unknown, read everything again)."""
+        with self._mutex:
+            self.refresh()
+            if since == self._snap.version:
+                return set()
+            return self._changes.touched_since(since, self._snap.version)
+
+    def _notify(self, upserts: list[Memory], deleted: list[str], reloaded: bool) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(upserts, deleted, reloaded)
+            except Exception as exc:  # a listener (the digest) is a cache: never fail a read
+                log.info("store change listener failed: %s", exc)
+
+    def _log(self, result: WriteResult, ids: Sequence[str]) -> None:
+        """Record which ids a write touched: one entry on a local store (writes are
+        serialised), the commit's own version on a shared one (see ``SharedChangeLog``)."""
+        if not self.location.remote:
+            self._changes.record(result.prev, result.end, ids)
+            return
+        self._changes.record(result.commit - 1, result.commit, ids)
+        if result.end > result.commit:
+            self._changes.record(result.commit, result.end, [])
 
     # ------------------------------------------------------------------ snapshot
 
@@ -296,6 +363,8 @@ class MemoryStore:
         self._load()
 
     def _patch(self, ids: Sequence[str], version: int) -> None:
+        upserted: list[Memory] = []
+        dropped: list[str] = []
         found: dict[str, dict[str, Any]] = {}
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
@@ -313,15 +382,20 @@ class MemoryStore:
                     log.warning("skipping unreadable memory %s: %s", memory_id, exc)
             if memory is None:
                 self._drop_row(memory_id)
+                dropped.append(memory_id)
                 continue
             raw = row["vector"] if row is not None else None
             vector = np.frombuffer(raw, dtype=np.float32).copy() if raw else None
             model_id = row["model_id"] if vector is not None and row is not None else None
             self._put_row(memory, row["record"] if row is not None else "", vector, model_id)
+            upserted.append(memory)
         self._snap.version = version
         self._allowed_cache.clear()
+        if self._listeners and (upserted or dropped):
+            self._notify(upserted, dropped, False)
 
     def _load(self) -> None:
+        catching_up = self._snap.version > 0
         data, version = self._table.read_all(_LOAD_COLUMNS)
         snap = _Snapshot()
         snap.version = version
@@ -330,6 +404,8 @@ class MemoryStore:
         if data is not None and data.num_rows:
             self._table.guard("read", lambda: self._fill(snap, data))
         self._snap = snap
+        if catching_up and self._listeners:
+            self._notify([], [], True)
 
     @staticmethod
     def _fill(snap: _Snapshot, data: pa.Table) -> None:
@@ -650,14 +726,12 @@ class MemoryStore:
                 self._table.upsert(table, prepared["table"])
 
         with self._mutex:
-            new_version = self._table.write(
-                write, before=before, after=lambda p, v: self._changes.record(p, v, ids)
-            )
+            result = self._table.write(write, before=before, after=lambda r: self._log(r, ids))
             for memory, record, vec, mid in zip(
                 memories, prepared["records"], prepared["vectors"], prepared["models"], strict=True
             ):
                 self._put_row(memory, record, vec, mid)
-            self._snap.version = new_version
+            self._settle(result)
 
     def add(
         self,
@@ -695,18 +769,25 @@ class MemoryStore:
                 table.delete(f"id IN ({', '.join(sql_quote(i) for i in existing)})")
 
         with self._mutex:
-            new_version = self._table.write(
-                write, before=before, after=lambda p, v: self._changes.record(p, v, existing)
-            )
+            result = self._table.write(write, before=before, after=lambda r: self._log(r, existing))
             for memory_id in existing:
                 self._drop_row(memory_id)
-            self._snap.version = new_version
+            self._settle(result)
         return len(existing)
+
+    def _settle(self, result: WriteResult) -> None:
+        """After our write: the snapshot is at ``result.end`` unless other machines
+        committed between our last look and our commit; then catch up on theirs too."""
+        if result.foreign:
+            self._snap.version = result.prev
+            self._catch_up(result.end)
+        else:
+            self._snap.version = result.end
 
     def compact(self) -> None:
         """Compact fragments, update the FTS index and remove old versions."""
         with self._mutex:
-            self._table.compact(after=lambda p, v: self._changes.record(p, v, []))
+            self._table.compact(after=lambda r: self._log(r, []))
             self.refresh()
 
     # ------------------------------------------------------------------ reads
