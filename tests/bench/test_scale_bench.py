@@ -1,0 +1,72 @@
+"""Smoke run of scripts/bench/scale.py on a tiny workspace assembled from two tiny mirrors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import git
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def mirror(tmp: Path, name: str, files: dict[str, str], commits: int) -> Path:
+    """A bare git directory like the fetch tool's ``<owner>+<name>/repo``."""
+    work = tmp / f"{name}-work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    for n in range(commits):
+        for rel, text in files.items():
+            path = work / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text.replace("N", str(n)))
+        git(work, "add", "-A")
+        git(work, "commit", "-q", "-m", f"change {n}")
+    bare = tmp / name / "repo"
+    bare.parent.mkdir()
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
+    return bare
+
+
+def test_scale_bench_smoke(tmp_path: Path) -> None:
+    py = mirror(tmp_path, "owner+pyproj", {
+        "pkg/__init__.py": "",
+        "pkg/core.py": "def charge(x):\n    return x + N\n\n\nclass Account:\n    pass\n",
+        "pkg/api.py": "from pkg.core import charge\n\n\ndef pay(x):\n    return charge(x)\n",
+    }, 3)  # fmt: skip
+    js = mirror(tmp_path, "owner+jsproj", {
+        "src/a.js": "import { b } from './b.js';\nexport function a() { return b() + N; }\n",
+        "src/b.js": "export function b() { return N; }\n",
+        "cmd/main.go": "package main\n\nfunc main() { _ = N }\n",
+    }, 2)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/bench/scale.py"), "--workspace",
+         str(tmp_path / "ws"), "--mirror", str(py), "--mirror", str(js), "--min-files", "5",
+         "--memories", "300", "--edits", "4", "--impacts", "10", "--hovers", "5",
+         "--embed-seconds", "20", "--kill-fraction", "0.2"],
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["workspace"]["source_files"] == 6
+    assert result["workspace"]["projects"] == {"owner+pyproj": 3, "owner+jsproj": 3}
+    assert result["bare_tree_sitter"]["files"] == 6
+    cold = result["cold_index"]
+    assert cold["code"] == 0 and cold["files_indexed"] == 6 and cold["peak_rss_mb"] > 0
+    assert result["graph_vs_bare"] > 0
+    assert result["interrupted"]["files_in_graph_after"] == 6
+    assert result["history"]["seconds"] >= 0 and "error" not in result["history"]
+    assert result["memories"]["memories"] == 300
+    latency = result["latency"]
+    assert latency["incremental_p95_ms"] > 0 and latency["impact_p95_ms"] > 0
+    assert result["embedding"]["chunks"] > 0
+    assert (
+        result["embedding"]["embedded_after_second"] >= result["embedding"]["embedded_after_first"]
+    )
+    lsp = result["lsp"]
+    assert "error" not in lsp, lsp
+    assert lsp["initialize_s"] > 0 and lsp["file"].endswith(".py")
+    assert set(result["goals"]) == {"graph_vs_bare", "index_rss_mb", "incremental_p95_ms",
+                                    "impact_p95_ms"}  # fmt: skip
