@@ -88,6 +88,33 @@ def source_count(gitdir: Path) -> int:
     return sum(1 for n in names if n.endswith(LANGUAGE_SUFFIXES))
 
 
+def drop_missing_blobs(workspace: Path) -> int:
+    """Leave out files whose content the mirror does not have (snapshots omit files of
+    4 MiB and more: data and binaries, never source a benchmark needs)."""
+    staged = subprocess.run(
+        ["git", "ls-files", "-s", "-z"], cwd=workspace, check=True, capture_output=True
+    ).stdout.split(b"\0")
+    entries = [(e.split(b" ")[1], e.split(b"\t", 1)[1]) for e in staged if e]
+    check = subprocess.run(
+        ["git", "cat-file", "--batch-check"],
+        cwd=workspace,
+        check=True,
+        input=b"\n".join(sha for sha, _ in entries) + b"\n",
+        capture_output=True,
+    ).stdout.splitlines()
+    missing = [
+        path for (sha, path), line in zip(entries, check, strict=True) if line.endswith(b" missing")
+    ]
+    if missing:
+        subprocess.run(
+            ["git", "update-index", "--force-remove", "-z", "--stdin"],
+            cwd=workspace,
+            check=True,
+            input=b"\0".join(missing) + b"\0",
+        )
+    return len(missing)
+
+
 def assemble(workspace: Path, mirrors: list[Path], min_files: int) -> dict[str, Any]:
     """The monorepo: every mirror's HEAD under its own folder, histories joined."""
     if (workspace / ".git").exists():
@@ -117,6 +144,7 @@ def assemble(workspace: Path, mirrors: list[Path], min_files: int) -> dict[str, 
         git(workspace, "read-tree", f"--prefix={name}/", head)
         heads.append(head)
         projects[name] = source_count(mirror)
+    dropped = drop_missing_blobs(workspace)
     tree = git(workspace, "write-tree")
     parents = [arg for head in heads for arg in ("-p", head)]
     commit = git(workspace, "commit-tree", tree, *parents, "-m", "assemble the benchmark monorepo")
@@ -125,7 +153,7 @@ def assemble(workspace: Path, mirrors: list[Path], min_files: int) -> dict[str, 
     total = sum(projects.values())
     if total < min_files:
         raise SystemExit(f"scale bench: only {total} source files (< {min_files}); add mirrors")
-    return {"reused": False, "source_files": total, "projects": projects}
+    return {"reused": False, "source_files": total, "projects": projects, "dropped": dropped}
 
 
 # ------------------------------------------------------------------------ child processes

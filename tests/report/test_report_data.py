@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from engram.model import CodeAnchor, Memory, MemoryRelation, MemoryType, RelationType
 from engram.report import ImpactInput, build_report, render_html
@@ -115,3 +116,31 @@ def test_page_is_self_contained_and_escapes_memory_text() -> None:
     assert "<script src" not in page and "<link" not in page
     assert "default-src 'none'" in page
     assert "Plotly.newPlot" in page
+
+
+def test_lsp_report_command_writes_the_page(tmp_path: Path) -> None:
+    """``engram.report`` (VS Code's "Open Report", Neovim's :EngramReport) on a real engine."""
+    import asyncio
+
+    from tests.lsp.test_units import FakeContext
+
+    from engram.app import Engine
+    from engram.app.remember import remember
+    from engram.config import EmbedConfig, EngramConfig
+    from engram.lsp.commands import register_commands
+    from engram.lsp.registry import CommandRegistry
+    from engram.workspace import Workspace
+
+    (tmp_path / ".git").mkdir()
+    engine = Engine(Workspace.open(tmp_path), EngramConfig(embed=EmbedConfig(model="none")))
+    try:
+        registry = CommandRegistry()
+        register_commands(registry)
+        remember(engine, "charge() takes integer cents")
+        out = asyncio.run(registry.execute(FakeContext(engine), "engram.report", []))  # type: ignore[arg-type]
+        page = Path(out["path"])
+        assert page == (tmp_path / ".engram" / "report.html").resolve()
+        assert out["uri"] == page.as_uri() and out["totals"]["memories"] == 1
+        assert "Plotly.newPlot" in page.read_text(encoding="utf-8")
+    finally:
+        engine.close()

@@ -157,6 +157,12 @@ class StatsArgs(Args):
 
 
 @attrs.define
+class ReportArgs(Args):
+    #: the file whose impact graph to draw (default: the one with the most memories)
+    module: str | None = None
+
+
+@attrs.define
 class ShareArgs(Args):
     #: share exactly these (default: every memory someone stands behind)
     ids: list[str] = attrs.field(factory=list)
@@ -429,6 +435,16 @@ async def consolidate(ctx: CommandContext, args: ConsolidateArgs | None) -> dict
     return result
 
 
+async def report(ctx: CommandContext, args: ReportArgs | None) -> dict[str, Any]:
+    """Write ``.engram/report.html`` (docs/report.md) for the editor to show in a webview."""
+    from engram.app.report import write_report
+
+    module = args.module if args else None
+    path, data = await ctx.call(lambda e: write_report(e, None, module))
+    return {"path": str(path), "uri": path.as_uri(), "module": data.impact.module,
+            "totals": data.totals}  # fmt: skip
+
+
 async def open_memory(ctx: CommandContext, args: IdArgs) -> dict[str, Any]:
     """Show a memory's anchored place in the editor and return the memory."""
     from engram.app.memories import get
@@ -486,3 +502,4 @@ def register_commands(registry: CommandRegistry) -> None:
     add("engram.share", ShareArgs, share, summary="share memories through the team folder")
     add("engram.syncTeam", StatsArgs, sync_team, summary="read the team folder into the store")
     add("engram.consolidate", ConsolidateArgs, consolidate, summary="merge and link memories")
+    add("engram.report", ReportArgs, report, summary="write the HTML report, return its path")
