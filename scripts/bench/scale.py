@@ -523,6 +523,16 @@ def in_child(phase: str, workspace: Path, *extra: str) -> dict[str, Any]:
     return out
 
 
+class Results(dict[str, Any]):
+    """The result document; each phase is also written to stderr as it completes, so a
+    run stopped part-way (a shared machine, a session's end) still leaves its figures."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        sys.stderr.write(f"scale bench: {json.dumps({key: value})}\n")
+        sys.stderr.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "_child":
@@ -555,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     mirrors = args.mirror or sorted(Path(DEFAULT_MIRRORS).glob("*/repo"))
     env = engram_env()
-    result: dict[str, Any] = {"benchmark": "scale"}
+    result: dict[str, Any] = Results(benchmark="scale")
     result["workspace"] = assemble(args.workspace.resolve(), mirrors, args.min_files)
     ws = args.workspace.resolve()
     result["bare_tree_sitter"] = in_child("bare", ws)

@@ -165,3 +165,20 @@ def test_gotcha_diagnostic_hover_remember_and_flag(nvim: Any, workspace: Workspa
         lambda: not any(d["id"] == memory_id for d in engram_diagnostics(nvim)),
         timeout=30,
     )
+
+
+def test_engram_report_opens_the_page(nvim: Any, workspace: Workspace) -> None:
+    """``:EngramReport`` writes .engram/report.html and hands it to ``vim.ui.open``."""
+    nvim.command(f"edit {workspace.root / 'billing.py'}")
+    wait_for("the engram diagnostic", lambda: engram_diagnostics(nvim))
+    nvim.exec_lua("_G.opened = nil; vim.ui.open = function(path) _G.opened = path end", [])
+    nvim.command("EngramReport")
+    try:
+        opened = wait_for("the report to open", lambda: nvim.exec_lua("return _G.opened", []),
+                          timeout=120)  # fmt: skip
+    except AssertionError:
+        raise AssertionError(nvim.exec_lua("return vim.fn.execute('messages')", [])) from None
+    page = Path(opened)
+    assert page == (workspace.root / ".engram" / "report.html").resolve()
+    text = page.read_text(encoding="utf-8")
+    assert "Plotly.newPlot" in text and "chart-impact" in text

@@ -7,6 +7,7 @@
  */
 
 import { execFile } from "node:child_process";
+import { promises as fs } from "node:fs";
 import * as vscode from "vscode";
 import {
   LanguageClient,
@@ -31,6 +32,7 @@ import { choosePython, missingServerMessage, PythonChoice, PythonExtensionApi } 
 import { buildProbeCommand, buildServerCommand } from "./serverCommand";
 import { toServerSettings, SettingsObject } from "./settings";
 import { buildTree, TreeNode } from "./tree";
+import { openReport, WebviewLike } from "./report";
 
 const FLAG_KINDS: { label: string; value: string; detail: string }[] = [
   { label: "Incorrect", value: "incorrect", detail: "It is wrong: stop showing it" },
@@ -164,6 +166,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     return client.sendRequest("workspace/executeCommand", { command, arguments: [args] });
   };
 
+  let reportPanel: WebviewLike | undefined;
   let learnedSeen = 0;
   const refresh = async (): Promise<void> => {
     try {
@@ -313,6 +316,25 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       withErrors(async () => {
         void vscode.window.showInformationMessage(consolidateText(await run("engram.consolidate", {})));
         await refresh();
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "engram.ui.openReport",
+      withErrors(async () => {
+        reportPanel = await openReport(
+          {
+            run,
+            readFile: (file) => fs.readFile(file, "utf8"),
+            createPanel: (title) => {
+              const panel = vscode.window.createWebviewPanel("engram.report", title, vscode.ViewColumn.Active, {
+                enableScripts: true,
+              });
+              panel.onDidDispose(() => (reportPanel = undefined));
+              return panel;
+            },
+          },
+          reportPanel,
+        );
       }),
     ),
     vscode.commands.registerCommand("engram.ui.refreshView", withErrors(refresh)),

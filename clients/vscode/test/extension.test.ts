@@ -25,7 +25,7 @@ test("activation with a working interpreter starts the server with the built com
   }
   assert.ok(rec.commands.has("engram.ui.teach"));
   assert.ok(rec.commands.has("engram.ui.review"));
-  for (const id of ["engram.ui.shareTeam", "engram.ui.syncTeam", "engram.ui.consolidate"]) {
+  for (const id of ["engram.ui.shareTeam", "engram.ui.syncTeam", "engram.ui.consolidate", "engram.ui.openReport"]) {
     assert.ok(rec.commands.has(id), id);
   }
   await ext.deactivate();

@@ -285,6 +285,20 @@ function M.sync_team()
   end)
 end
 
+--- Write the HTML report (docs/report.md) and open it in the browser (vim.ui.open).
+function M.report(module)
+  local args = vim.empty_dict()
+  if module and module ~= '' then
+    args.module = module
+  end
+  M.execute('engram.report', args, function(r)
+    notify('report: ' .. r.path)
+    if vim.ui.open then
+      vim.ui.open(r.path)
+    end
+  end)
+end
+
 local function create_commands()
   local cmd = vim.api.nvim_create_user_command
   cmd('EngramSearch', function(o)
@@ -318,6 +332,9 @@ local function create_commands()
   cmd('EngramSync', function()
     M.sync_team()
   end, { desc = 'Read the team folder into the store' })
+  cmd('EngramReport', function(o)
+    M.report(o.args)
+  end, { nargs = '?', complete = 'file', desc = 'Open the HTML report [module file]' })
 end
 
 local function lsp_config()
