@@ -191,20 +191,22 @@ def plotly_only_page(folder: Path) -> Path:
 
 
 def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
-    from engram.engine import Engine
+    from engram.app import Engine
+    from engram.app.indexing import index
+    from engram.app.report import report
     from engram.report import render_html
 
     result: dict[str, Any] = {"memories": args.memories, "modules": args.modules}
     started = time.perf_counter()
     make_workspace(root, args.modules, args.commits)
     with Engine.open(root, overrides={"embed": {"model": "none"}}) as engine:
-        engine.index(chunks=False, history=True)
+        index(engine, chunks=False, history=True)
     fill_memories(root, args.memories, args.modules, args.seed)
     result["setup_s"] = round(time.perf_counter() - started, 1)
 
     with Engine.open(root, overrides={"embed": {"model": "none"}}) as engine:
         t0 = time.perf_counter()
-        data = engine.report()
+        data = report(engine)
         result["collect_s"] = round(time.perf_counter() - t0, 3)
         t0 = time.perf_counter()
         page = render_html(data)

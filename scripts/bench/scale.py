@@ -384,7 +384,8 @@ def child_memories(workspace: Path, count: int, seed: int) -> dict[str, Any]:
 
 
 def child_graph_latency(workspace: Path, edits: int, impacts: int, seed: int) -> dict[str, Any]:
-    from engram.engine import Engine
+    from engram.app import Engine
+    from engram.app.impact import impact
 
     rng = random.Random(seed)
     with Engine.open(workspace, overrides={"embed": {"model": "none"}}) as engine:
@@ -407,11 +408,11 @@ def child_graph_latency(workspace: Path, edits: int, impacts: int, seed: int) ->
         finally:
             path.write_bytes(original)
             graph.reindex_file(target)
-        engine.impact(rng.choice(files))  # history and analyzers opened outside the timing
+        impact(engine, rng.choice(files))  # history and analyzers opened outside the timing
         impact_ms: list[float] = []
         for file in (rng.choice(files) for _ in range(impacts)):
             t0 = time.perf_counter()
-            engine.impact(file)
+            impact(engine, file)
             impact_ms.append((time.perf_counter() - t0) * 1000)
     return {
         "incremental_file": target,
@@ -465,7 +466,7 @@ def lsp(workspace: Path, hovers: int) -> dict[str, Any]:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    from engram.engine import Engine
+    from engram.app import Engine
 
     with Engine.open(workspace, overrides={"embed": {"model": "none"}}) as engine:
         counts: dict[str, int] = {}

@@ -84,7 +84,9 @@ def moto_server() -> Iterator[str]:
 
 
 def measure(root: Path, overrides: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
-    from engram.engine import Engine
+    from engram.app import Engine
+    from engram.app.recall import search
+    from engram.app.remember import remember
     from engram.model import Memory, MemoryType
 
     rng = random.Random(args.seed)
@@ -112,9 +114,9 @@ def measure(root: Path, overrides: dict[str, Any], args: argparse.Namespace) -> 
             return samples
 
         result["remember"] = percentiles(
-            timed(lambda i: engine.remember(f"fresh {i}: {words(rng, 14)}"), args.writes)
+            timed(lambda i: remember(engine, f"fresh {i}: {words(rng, 14)}"), args.writes)
         )
-        result["search"] = percentiles(timed(lambda i: engine.search(queries[i]), args.queries))
+        result["search"] = percentiles(timed(lambda i: search(engine, queries[i]), args.queries))
         result["memories"] = engine.store.count()
     return result
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import random
 import sys
 
-from engram.engine import Engine
+from engram.app import Engine
+from engram.app.remember import remember
 
 
 def main() -> int:
@@ -22,7 +23,7 @@ def main() -> int:
                 "".join(rng.choice(letters) + rng.choice("aeiou") for _ in range(3))
                 for _ in range(12)
             )
-            result = engine.remember(f"{name} learned {i}: {words}", type="module_insight")
+            result = remember(engine, f"{name} learned {i}: {words}", type="module_insight")
             print(result.memory.id, flush=True)
     return 0
 
