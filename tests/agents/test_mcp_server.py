@@ -93,6 +93,46 @@ async def test_remember_search_flag_round_trip(tmp_workspace: Workspace) -> None
         assert flagged["id"] == memory_id
 
 
+async def test_context_is_the_rendered_pack_within_budget(tmp_workspace: Workspace) -> None:
+    """Issue 12 point 4: the tool result is the pack's text and its ids, not the JSON pack,
+    and the budget holds on that text (the old result was the whole JSON: 19,711 characters
+    for a pack reported as 1,358 tokens)."""
+    from engram.tokens import estimate_tokens
+
+    (tmp_workspace.root / "billing.py").write_text("def charge(amount):\n    return amount\n")
+    async with session_for(tmp_workspace) as session:
+        ids = []
+        for n in range(6):
+            made = _payload(
+                await session.call_tool(
+                    "engram_remember",
+                    {
+                        "text": f"charge() rule {n}: amounts are cents, never euros; "
+                        + "rounding happens once at the edge. " * (n + 1),
+                        "type": "gotcha",
+                        "file": "billing.py",
+                        "line": 1,
+                    },
+                )
+            )
+            ids.append(made["id"])
+        for budget in (80, 200, 1500):
+            result = await session.call_tool(
+                "engram_context", {"file": "billing.py", "budget_tokens": budget}
+            )
+            assert result.structured_content is None
+            assert len(result.content) == 1
+            text = result.content[0].text
+            assert not text.lstrip().startswith("{")
+            assert estimate_tokens(text) <= budget, text
+            last = text.rstrip("\n").splitlines()[-1]
+            assert last.startswith("ids: ")
+            shown = last.removeprefix("ids: ").split()
+            assert shown and set(shown) <= set(ids)
+            if budget == 1500:
+                assert set(shown) == set(ids) and "## Critical" in text
+
+
 async def test_bad_input_and_paths_outside_are_tool_errors(
     tmp_workspace: Workspace, tmp_path: Path
 ) -> None:

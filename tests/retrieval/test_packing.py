@@ -143,3 +143,62 @@ def test_empty_and_zero_budget() -> None:
     hit = (Tier.RELEVANT, SearchHit(Memory("x"), 1.0, False, []))
     zero = pack_context([hit], 0, title="t")
     assert zero.tokens == 0 and zero.items == []
+
+
+# ---------------------------------------------------------------- priority (issue 12 point 4)
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from engram.retrieval import Surface  # noqa: E402
+
+TIER_RANK = {Tier.CRITICAL: 0, Tier.RELEVANT: 1, Tier.BACKGROUND: 2}
+BEST_LEVEL = {Tier.CRITICAL: Level.FULL, Tier.RELEVANT: Level.FULL, Tier.BACKGROUND: Level.SUMMARY}
+
+
+@st.composite
+def stores(draw: st.DrawFn) -> list[tuple[Tier, SearchHit]]:
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    return random_hits(rng, draw(st.integers(0, 18)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    hits=stores(),
+    budget=st.integers(1, 3000),
+    surface=st.sampled_from(list(Surface)),
+)
+def test_priority_and_budget_hold_for_random_stores(
+    hits: list[tuple[Tier, SearchHit]], budget: int, surface: Surface
+) -> None:
+    pack = pack_context(hits, budget, title="Engram memory for src/app.py", surface=surface)
+    assert estimate_tokens(pack.text) == pack.tokens <= budget
+    shown = {i.memory.id: i for i in pack.items if i.tier is not Tier.INDEX}
+    for tier, hit in hits:
+        item = shown.get(hit.memory.id)
+        if item is not None and item.level is BEST_LEVEL[tier]:
+            continue  # not cut
+        got = item.tokens if item is not None else 0
+        for lower in shown.values():
+            if TIER_RANK[lower.tier] > TIER_RANK[tier]:
+                assert lower.tokens <= got, (hit.memory.id, lower.memory.id)
+    if surface is Surface.MCP and pack.items:
+        assert pack.text.rstrip("\n").splitlines()[-1] == "ids: " + " ".join(
+            i.memory.id for i in pack.items
+        )
+
+
+def test_a_citation_only_when_the_full_text_cannot_fit() -> None:
+    """The top Critical item gets its full text as soon as the budget can hold it."""
+    long = Memory("Alpha. " + "word " * 60, type=MemoryType.GOTCHA)
+    other = Memory("short relevant note about another file")
+    hits = [
+        (Tier.RELEVANT, SearchHit(other, 5.0, False, [])),
+        (Tier.CRITICAL, SearchHit(long, 0.1, False, [])),
+    ]
+    full_line = render_item(long, Level.FULL)
+    need = estimate_tokens("# t\n\n## Critical\n\n" + full_line + "\n")
+    pack = pack_context(hits, need, title="t")
+    levels = {i.memory.id: i.level for i in pack.items}
+    assert levels[long.id] is Level.FULL
+    assert other.id not in levels or pack.items[-1].tier is Tier.INDEX

@@ -21,7 +21,7 @@ from engram.model import MemoryType, UniversalPhase
 if TYPE_CHECKING:
     from engram.app.engine import Engine
     from engram.codegraph import CodeHit
-    from engram.retrieval import ContextPack, SearchHit
+    from engram.retrieval import ContextPack, SearchHit, Surface
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +79,14 @@ def context(
     phase: UniversalPhase | str | None = None,
     budget_tokens: int | None = None,
     record: bool = True,
+    surface: Surface | None = None,
 ) -> ContextPack:
-    """A token-budgeted pack of the memories that matter for a file or a question."""
-    from engram.retrieval import ContextRequest
+    """A token-budgeted pack of the memories that matter for a file or a question.
+
+    ``surface`` names the front end that delivers the pack: its renderer makes ``pack.text``
+    and the budget is counted on that text (docs/retrieval.md "Context packs").
+    """
+    from engram.retrieval import ContextRequest, Surface
 
     if not file and not (query and query.strip()):
         raise InvalidInput("context needs a file or a query")
@@ -100,6 +105,7 @@ def context(
         query=query.strip() if query else None,
         phase=parsed_phase,
         budget_tokens=budget,
+        surface=surface or Surface.TEXT,
     )
     pack = engine.retriever.context(request)
     if record and not engine.read_only:

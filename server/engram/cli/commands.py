@@ -371,9 +371,8 @@ def cmd_context(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(to_jsonable(pack))
     else:
-        text = getattr(pack, "text", "") or ""
-        if text.strip():
-            print(text.rstrip("\n"))
+        if pack.text.strip():
+            sys.stdout.write(pack.text)  # exactly the text the budget was counted on
         else:
             target = args.file or args.query
             note(

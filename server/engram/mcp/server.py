@@ -19,6 +19,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
+from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from engram.errors import EngramError
@@ -193,7 +194,9 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         description=(
             "Get the memories that matter for a file you are about to read or edit (gotchas, "
             "dead ends, decisions, error patterns anchored there, plus related knowledge), or for "
-            "a task description, packed into a token budget. Call this before editing a file."
+            "a task description, packed into a token budget. Call this before editing a file. "
+            "Returns Markdown (Critical first, each memory with its [Memory ID] citation) and a "
+            "last line 'ids: …' of the memories shown; the whole text fits budget_tokens."
         ),
     )
     async def engram_context(
@@ -206,16 +209,26 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         symbol: Annotated[str | None, Field(description="A function or class in the file")] = None,
         phase: Annotated[PhaseName | None, Field(description="Your current work phase")] = None,
         budget_tokens: Annotated[int, Field(ge=50, le=20000, description="Token budget")] = 1500,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         if not file and not query:
             raise ToolError("give a file or a query")
+        from engram.retrieval import Surface
+
         pack = await call(
             lambda e: recall.context(
-                e, file=file, symbol=symbol, query=query, phase=phase, budget_tokens=budget_tokens
+                e,
+                file=file,
+                symbol=symbol,
+                query=query,
+                phase=phase,
+                budget_tokens=budget_tokens,
+                surface=Surface.MCP,
             )
         )
-        result: dict[str, Any] = to_jsonable(pack)
-        return result
+        # the pack's text is the whole result: no JSON around it, no structured copy
+        # (docs/retrieval.md "Context packs": the budget is counted on what is delivered)
+        text = pack.text or f"No memory matched {file or query!r}.\n"
+        return CallToolResult(content=[TextContent(type="text", text=text)])
 
     @server.tool(
         name="engram_remember",

@@ -5,7 +5,7 @@ phase / trust / decay / recency weights, staleness rules, and token-budgeted con
 with citations. Importing it is cheap (no LanceDB, no model).
 """
 
-from engram.retrieval.packing import BACKGROUND_TYPES, TIER_SHARES, pack_context
+from engram.retrieval.packing import BACKGROUND_TYPES, pack_context
 from engram.retrieval.retriever import CRITICAL_TYPES, Retriever, file_query
 from engram.retrieval.scoring import (
     FUSION_WEIGHTS,
@@ -28,6 +28,7 @@ from engram.retrieval.types import (
     QueryType,
     SearchHit,
     SearchRequest,
+    Surface,
     Tier,
 )
 from engram.tokens import estimate_tokens
@@ -38,7 +39,6 @@ __all__ = [
     "FUSION_WEIGHTS",
     "PHASE_WEIGHTS",
     "SOURCE_TRUST",
-    "TIER_SHARES",
     "ContextItem",
     "ContextPack",
     "ContextRequest",
@@ -48,6 +48,7 @@ __all__ = [
     "Retriever",
     "SearchHit",
     "SearchRequest",
+    "Surface",
     "Tier",
     "detect_query_type",
     "estimate_tokens",

@@ -1,14 +1,22 @@
-"""Token-budgeted context packs: tiers, compression levels, Markdown with citations (004).
+"""Token-budgeted context packs: tiers in priority order, compression levels, citations.
 
-Tiers, in the order an agent reads them: **critical** (gotchas, dead ends, error patterns and
-decisions anchored on the file or symbol), **relevant** (what retrieval predicts), background
-(conventions: preferences, patterns, recipes; compressed) and **index** (one-line pointers
-to what did not fit: "ask about: …"). The budget is split 25 / 37.5 / 25 / 12.5 % (004), by
-water-filling: a tier that needs less than its share hands the rest to the others. Each
-memory goes in at the best level that fits its tier's allowance (full text, then its first
-sentence, then its citation only); what is left over is tried again against the whole
-budget, then offered as an index pointer. The estimate of the final text never exceeds
-the budget (checked, not assumed).
+Tiers, in the order an agent reads them and the order they are filled (issue 12, docs/
+retrieval.md "Context packs"): **critical** (gotchas, dead ends, error patterns and decisions
+anchored on the file or symbol, and pinned memories), **relevant** (what retrieval
+predicts), **background** (conventions: preferences, patterns, recipes; compressed) and
+**index** (one line of pointers to what did not fit: "Ask about: …").
+
+The rules the packer keeps:
+
+* A tier is filled before the next one gets anything; inside a tier, best score first.
+* Each memory goes in at the best level that still fits what is left of the budget (full
+  text, then its first sentence, then its citation): a citation alone is shown only when
+  nothing longer fits.
+* Once an item of a tier is cut (shown shorter than its tier's best level, or left out),
+  no item of a lower tier is shown with more text than it got.
+* The budget is counted on the text the surface delivers: every candidate pack is rendered
+  by the surface's renderer (:class:`Surface`) and its estimate (:func:`estimate_tokens`)
+  is what must stay within the budget. Nothing is assumed about how costs add up.
 """
 
 from __future__ import annotations
@@ -16,21 +24,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import attrs
+
 from engram.model import Memory, MemoryType
-from engram.retrieval.types import ContextItem, ContextPack, Level, SearchHit, Tier
+from engram.retrieval.types import ContextItem, ContextPack, Level, SearchHit, Surface, Tier
 from engram.tokens import estimate_tokens
 
 #: Conventions and how-tos: useful everywhere, so shown compressed (004 tier 3).
 BACKGROUND_TYPES: frozenset[MemoryType] = frozenset(
     {MemoryType.PREFERENCE, MemoryType.PATTERN, MemoryType.WORKFLOW_RECIPE}
 )
-#: Budget shares per tier (004 context assembly: 25 / 37.5 / 25 / 12.5 %).
-TIER_SHARES: dict[Tier, float] = {
-    Tier.CRITICAL: 0.25,
-    Tier.RELEVANT: 0.375,
-    Tier.BACKGROUND: 0.25,
-    Tier.INDEX: 0.125,
-}
 CONTENT_TIERS: tuple[Tier, ...] = (Tier.CRITICAL, Tier.RELEVANT, Tier.BACKGROUND)
 TIER_HEADINGS: dict[Tier, str] = {
     Tier.CRITICAL: "## Critical",
@@ -87,14 +90,6 @@ def render_item(memory: Memory, level: Level, stale: bool = False, mark: str = "
     return f"- {label}{warn} {memory.citation()}"
 
 
-def _pointer(hit: SearchHit) -> str:
-    """An index-tier pointer; a memory in conflict names the other side even here."""
-    from engram.marks import conflict_marker
-
-    marks = "".join(f" {conflict_marker(cid)}" for cid, _ in hit.conflicts)
-    return f"{hit.memory.citation_text} ({hit.memory.id}){marks}"
-
-
 def _levels(memory: Memory, tier: Tier) -> list[Level]:
     summary_is_full = first_sentence(memory.content) == " ".join(memory.content.split())
     if tier is Tier.BACKGROUND:
@@ -104,153 +99,103 @@ def _levels(memory: Memory, tier: Tier) -> list[Level]:
     return [Level.FULL, Level.SUMMARY, Level.CITATION]
 
 
-def _water_fill(needs: dict[Tier, int], total: int) -> dict[Tier, int]:
-    """Split ``total`` by :data:`TIER_SHARES` among tiers with needs; surplus flows on."""
-    allocation = {tier: 0 for tier in needs}
-    open_tiers = {t for t, need in needs.items() if need > 0}
-    remaining = total
-    while open_tiers and remaining > 0:
-        share_sum = sum(TIER_SHARES[t] for t in open_tiers)
-        satisfied: set[Tier] = set()
-        for tier in open_tiers:
-            grant = int(remaining * TIER_SHARES[tier] / share_sum)
-            if allocation[tier] + grant >= needs[tier]:
-                satisfied.add(tier)
-        if not satisfied:
-            for tier in open_tiers:
-                allocation[tier] += int(remaining * TIER_SHARES[tier] / share_sum)
-            break
-        for tier in satisfied:
-            remaining -= needs[tier] - allocation[tier]
-            allocation[tier] = needs[tier]
-        open_tiers -= satisfied
-    return allocation
+@attrs.frozen
+class _Chosen:
+    """A memory placed in the pack at one level, with its rendered line."""
+
+    tier: Tier
+    hit: SearchHit
+    level: Level
+    line: str
+    tokens: int
 
 
-class _Packer:
-    def __init__(self, budget: int, title: str) -> None:
-        self.budget = budget
-        self.lines_by_tier: dict[Tier, list[str]] = {t: [] for t in TIER_HEADINGS}
-        self.items: dict[Tier, list[ContextItem]] = {t: [] for t in TIER_HEADINGS}
-        title_line = f"# {title}"
-        title_cost = estimate_tokens(title_line)
-        self.title = title_line if title_cost * 8 <= budget else None
-        self.used = title_cost if self.title else 0  # lines + newlines between them
-        self.tier_used: dict[Tier, int] = {t: 0 for t in TIER_HEADINGS}
+def _pointer(hit: SearchHit) -> str:
+    """An index-tier pointer; a memory in conflict names the other side even here."""
+    from engram.marks import conflict_marker
 
-    def _block_cost(self, tier: Tier, line: str) -> int:
-        """Tokens of a new block ``heading, blank line, line`` plus the blank line before it.
+    marks = "".join(f" {conflict_marker(cid)}" for cid, _ in hit.conflicts)
+    return f"{hit.memory.citation_text} ({hit.memory.id}){marks}"
 
-        :func:`estimate_tokens` is additive across newlines (no piece spans one, and a run of
-        n newlines costs n), so the estimate of the rendered text is the sum of these costs.
-        """
-        separator = 2 if self.used > 0 else 0
-        return separator + estimate_tokens(TIER_HEADINGS[tier]) + 2 + estimate_tokens(line)
 
-    def _added_cost(self, tier: Tier, line: str) -> int:
-        """Tokens that adding ``line`` (and, first time, the tier heading) costs."""
-        if not self.lines_by_tier[tier]:
-            return self._block_cost(tier, line)
-        return 1 + estimate_tokens(line)
+def render_pack(
+    surface: Surface,
+    title: str | None,
+    chosen: Sequence[_Chosen],
+    pointers: Sequence[SearchHit],
+) -> str:
+    """The exact text ``surface`` delivers for this selection (the budget is counted on it).
 
-    def try_add(
-        self,
-        tier: Tier,
-        hit: SearchHit,
-        levels: Sequence[Level],
-        tier_limit: int | None,
-        total_limit: int,
-    ) -> bool:
-        for level in levels:
-            line = render_item(hit.memory, level, hit.stale, hit.conflict_mark)
-            cost = self._added_cost(tier, line)
-            if self.used + cost > min(total_limit, self.budget):
-                continue
-            if tier_limit is not None and self.tier_used[tier] + cost > tier_limit:
-                continue
-            self.lines_by_tier[tier].append(line)
-            self.items[tier].append(
-                ContextItem(
-                    memory=hit.memory,
-                    tier=tier,
-                    level=level,
-                    text=line,
-                    tokens=estimate_tokens(line),
-                    score=hit.score,
-                    reasons=list(hit.reasons),
-                    conflicts=list(hit.conflicts),
-                )
-            )
-            self.used += cost
-            self.tier_used[tier] += cost
-            return True
-        return False
+    ``TEXT`` (CLI stdout, LSP): the Markdown and its final newline. ``MCP`` (the
+    ``engram_context`` tool result): the same Markdown, then one line with the ids shown,
+    so an agent can confirm or flag them without parsing citations.
+    """
+    if not chosen and not pointers:
+        return ""
+    blocks: list[str] = [title] if title else []
+    for tier in CONTENT_TIERS:
+        lines = [c.line for c in chosen if c.tier is tier]
+        if lines:
+            blocks.append(TIER_HEADINGS[tier] + "\n\n" + "\n".join(lines))
+    if pointers:
+        line = "Ask about: " + "; ".join(_pointer(h) for h in pointers)
+        blocks.append(TIER_HEADINGS[Tier.INDEX] + "\n\n" + line)
+    body = "\n\n".join(blocks)
+    if surface is Surface.MCP:
+        ids = [c.hit.memory.id for c in chosen] + [h.memory.id for h in pointers]
+        return body + "\n\nids: " + " ".join(ids) + "\n"
+    return body + "\n"
 
-    def add_pointers(self, hits: Sequence[SearchHit]) -> None:
-        """The index tier: one line "Ask about: label (id), …" within what is left."""
-        shown: list[str] = []
-        chosen: list[SearchHit] = []
-        for hit in hits:
-            pointer = _pointer(hit)
-            line = "Ask about: " + "; ".join([*shown, pointer])
-            if self.used - self.tier_used[Tier.INDEX] + self._pointer_cost(line) > self.budget:
-                break
-            shown.append(pointer)
-            chosen.append(hit)
-        if not shown:
-            return
-        line = "Ask about: " + "; ".join(shown)
-        cost = self._pointer_cost(line)
-        self.lines_by_tier[Tier.INDEX] = [line]
-        self.items[Tier.INDEX] = [
-            ContextItem(
-                memory=hit.memory,
-                tier=Tier.INDEX,
-                level=Level.POINTER,
-                text=_pointer(hit),
-                tokens=estimate_tokens(f"{_pointer(hit)}; "),
-                score=hit.score,
-                reasons=list(hit.reasons),
-                conflicts=list(hit.conflicts),
-            )
-            for hit in chosen
-        ]
-        self.used += cost
-        self.tier_used[Tier.INDEX] = cost
 
-    def _pointer_cost(self, line: str) -> int:
-        return self._block_cost(Tier.INDEX, line)
+def _select(
+    by_tier: dict[Tier, list[SearchHit]], budget: int, title: str | None, surface: Surface
+) -> tuple[list[_Chosen], list[SearchHit], list[SearchHit]]:
+    """(placed items, index pointers, left out) under the module docstring's rules."""
 
-    def render(self) -> str:
-        blocks: list[str] = []
-        if self.title:
-            blocks.append(self.title)
-        for tier in TIER_HEADINGS:
-            lines = self.lines_by_tier[tier]
-            if lines:
-                blocks.append(TIER_HEADINGS[tier] + "\n\n" + "\n".join(lines))
-        return "\n\n".join(blocks)
+    def fits(chosen: Sequence[_Chosen], pointers: Sequence[SearchHit]) -> bool:
+        return estimate_tokens(render_pack(surface, title, chosen, pointers)) <= budget
 
-    def all_items(self) -> list[ContextItem]:
-        return [item for tier in TIER_HEADINGS for item in self.items[tier]]
-
-    def drop_last(self) -> bool:
-        """Remove the last item of the lowest non-empty tier (the safety net)."""
-        for tier in reversed(list(TIER_HEADINGS)):
-            if self.lines_by_tier[tier]:
-                self.lines_by_tier[tier].pop()
-                self.items[tier].pop()
-                return True
-        if self.title:
-            self.title = None
-            return True
-        return False
+    chosen: list[_Chosen] = []
+    left: list[SearchHit] = []
+    cap: int | None = None  # the least text a cut item of a higher tier got
+    for tier in CONTENT_TIERS:
+        tier_cut: int | None = None
+        for hit in by_tier[tier]:
+            levels = _levels(hit.memory, tier)
+            placed: _Chosen | None = None
+            for level in levels:
+                line = render_item(hit.memory, level, hit.stale, hit.conflict_mark)
+                tokens = estimate_tokens(line)
+                if cap is not None and tokens > cap:
+                    continue
+                candidate = _Chosen(tier, hit, level, line, tokens)
+                if fits([*chosen, candidate], []):
+                    placed = candidate
+                    break
+            if placed is not None:
+                chosen.append(placed)
+            else:
+                left.append(hit)
+            if placed is None or placed.level is not levels[0]:
+                got = placed.tokens if placed is not None else 0
+                tier_cut = got if tier_cut is None else min(tier_cut, got)
+        if tier_cut is not None:
+            cap = tier_cut if cap is None else min(cap, tier_cut)
+    pointers: list[SearchHit] = []
+    for hit in left:  # in priority order: the most important of what is missing first
+        if fits(chosen, [*pointers, hit]):
+            pointers.append(hit)
+    return chosen, pointers, [h for h in left if h not in pointers]
 
 
 def pack_context(
-    tiered: Sequence[tuple[Tier, SearchHit]], budget: int, *, title: str
+    tiered: Sequence[tuple[Tier, SearchHit]],
+    budget: int,
+    *,
+    title: str,
+    surface: Surface = Surface.TEXT,
 ) -> ContextPack:
-    """Pack ranked, tiered hits into ``budget`` tokens (see the module docstring)."""
+    """Pack ranked, tiered hits into ``budget`` tokens of ``surface``'s text (module docstring)."""
     by_tier: dict[Tier, list[SearchHit]] = {t: [] for t in CONTENT_TIERS}
     for tier, hit in tiered:
         by_tier[tier if tier in by_tier else Tier.RELEVANT].append(hit)
@@ -260,42 +205,43 @@ def pack_context(
         note = "no memories matched" if not tiered else "budget is zero"
         return ContextPack(items=[], tokens=0, budget_tokens=max(budget, 0), text="", notes=[note])
 
-    packer = _Packer(budget, title)
-    needs: dict[Tier, int] = {}
-    for tier in CONTENT_TIERS:
-        hits = by_tier[tier]
-        if hits:
-            lines = [
-                render_item(h.memory, _levels(h.memory, tier)[0], h.stale, h.conflict_mark)
-                for h in hits
-            ]
-            heading = estimate_tokens(TIER_HEADINGS[tier]) + 4
-            needs[tier] = heading + sum(estimate_tokens(x) + 1 for x in lines) + 2
-    index_reserve = int(budget * TIER_SHARES[Tier.INDEX]) if len(tiered) > 1 else 0
-    allocation = _water_fill(needs, max(0, budget - packer.used - index_reserve))
-
-    leftovers: list[tuple[Tier, SearchHit]] = []
-    for tier in CONTENT_TIERS:
-        for hit in by_tier[tier]:
-            levels = _levels(hit.memory, tier)
-            if not packer.try_add(tier, hit, levels, allocation.get(tier, 0), budget):
-                leftovers.append((tier, hit))
-    still: list[SearchHit] = []
-    content_limit = budget - index_reserve
-    for tier, hit in leftovers:  # second chance against the whole budget, minus the index
-        levels = _levels(hit.memory, tier)
-        if not packer.try_add(tier, hit, levels, None, content_limit):
-            still.append(hit)
-    packer.add_pointers(still)
-
-    text = packer.render()
+    title_line = f"# {title}"
+    head = title_line if estimate_tokens(title_line) * 8 <= budget else None
+    chosen, pointers, dropped = _select(by_tier, budget, head, surface)
+    if head is not None and not chosen:  # the title must never cost the only item
+        head = None
+        chosen, pointers, dropped = _select(by_tier, budget, head, surface)
+    text = render_pack(surface, head, chosen, pointers)
     tokens = estimate_tokens(text)
-    while tokens > budget and packer.drop_last():  # never over budget, whatever happened above
-        text = packer.render()
-        tokens = estimate_tokens(text)
+    if tokens > budget:  # _select only accepts what fits; this would be a bug in it
+        raise AssertionError(f"context pack of {tokens} tokens exceeds its budget {budget}")
+    items = [
+        ContextItem(
+            memory=c.hit.memory,
+            tier=c.tier,
+            level=c.level,
+            text=c.line,
+            tokens=c.tokens,
+            score=c.hit.score,
+            reasons=list(c.hit.reasons),
+            conflicts=list(c.hit.conflicts),
+        )
+        for c in chosen
+    ] + [
+        ContextItem(
+            memory=h.memory,
+            tier=Tier.INDEX,
+            level=Level.POINTER,
+            text=_pointer(h),
+            tokens=estimate_tokens(_pointer(h) + "; "),
+            score=h.score,
+            reasons=list(h.reasons),
+            conflicts=list(h.conflicts),
+        )
+        for h in pointers
+    ]
     notes: list[str] = []
-    if still:
-        notes.append(f"{len(still)} memories did not fit the budget of {budget} tokens")
-    return ContextPack(
-        items=packer.all_items(), tokens=tokens, budget_tokens=budget, text=text, notes=notes
-    )
+    missing = len(pointers) + len(dropped)
+    if missing:
+        notes.append(f"{missing} memories did not fit the budget of {budget} tokens")
+    return ContextPack(items=items, tokens=tokens, budget_tokens=budget, text=text, notes=notes)

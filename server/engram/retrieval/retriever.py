@@ -617,7 +617,7 @@ class Retriever:
             tier_of[hit.memory.id] = tier
             tiered.append((tier, hit))
         title = self._title(request)
-        return pack_context(tiered, budget, title=title)
+        return pack_context(tiered, budget, title=title, surface=request.surface)
 
     def _anchored(self, request: ContextRequest, now: datetime, have: set[str]) -> list[SearchHit]:
         """Memories anchored on the file (symbol matches first) that search did not return."""

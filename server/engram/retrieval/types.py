@@ -37,6 +37,14 @@ class Level(enum.StrEnum):
     POINTER = "pointer"
 
 
+class Surface(enum.StrEnum):
+    """Where a context pack is delivered; each has one renderer, and the budget is counted on
+    its output (``engram.retrieval.packing.render_pack``)."""
+
+    TEXT = "text"  # CLI stdout and LSP commands: the Markdown
+    MCP = "mcp"  # the engram_context tool result: the Markdown, then the ids shown
+
+
 @runtime_checkable
 class GraphProvider(Protocol):
     """Files near other files in the code graph (implemented by ``engram.codegraph``)."""
@@ -111,6 +119,7 @@ class ContextRequest:
     query: str | None = None
     phase: UniversalPhase | None = None
     budget_tokens: int = 2000
+    surface: Surface = Surface.TEXT
 
 
 @attrs.define
