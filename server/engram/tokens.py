@@ -54,8 +54,8 @@ def estimate_tokens(text: str) -> int:
         if first.isascii() and first.isalpha():
             total += _letters_cost(piece)
         elif first.isascii() and first.isdigit():
-            digits = len(piece) - (1 if piece[0] == " " else 0)
-            total += -(-digits // 3)
+            spaced = piece[0] == " "  # BPE splits the space off digits: one token more
+            total += -(-(len(piece) - spaced) // 3) + spaced
         elif first == "\n":
             total += len(piece)
         elif piece.isspace():

@@ -41,6 +41,13 @@ def _payload(result: Any) -> dict[str, Any]:
     return json.loads(result.content[0].text)
 
 
+def _text(result: Any) -> str:
+    """A tool result that is text for the agent to read (engram_context), not JSON."""
+    assert result.structured_content is None and len(result.content) == 1
+    text: str = result.content[0].text
+    return text
+
+
 async def test_tools_are_listed_with_schemas(tmp_workspace: Workspace) -> None:
     async with session_for(tmp_workspace) as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
@@ -209,10 +216,11 @@ async def test_an_agent_is_not_a_person_and_conflicts_come_marked(
         for result in found["results"]:
             if result["id"] in (first, second):
                 assert "CONFLICT with" in result["conflict"]
-        pack = _payload(await session.call_tool("engram_context", {"file": "jobs.py"}))
-        assert "CONFLICT with" in pack["text"]
+        pack = _text(await session.call_tool("engram_context", {"file": "jobs.py"}))
+        assert "CONFLICT with" in pack
+        assert pack.index(first) >= 0 and pack.index(second) >= 0
         await session.call_tool("engram_flag", {"id": second, "kind": "outdated"})
         after = _payload(await session.call_tool("engram_search", {"query": "job timeout"}))
         assert second not in json.dumps(after)  # hidden, and the conflict is settled
-        pack = _payload(await session.call_tool("engram_context", {"file": "jobs.py"}))
-        assert second not in json.dumps(pack) and "CONFLICT" not in pack["text"]
+        pack = _text(await session.call_tool("engram_context", {"file": "jobs.py"}))
+        assert second not in pack and "CONFLICT" not in pack and first in pack

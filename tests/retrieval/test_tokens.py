@@ -50,3 +50,9 @@ def test_at_least_one_token_per_five_characters_of_ascii() -> None:
     for _ in range(100):
         text = "".join(chr(rng.randint(32, 126)) for _ in range(rng.randint(1, 200)))
         assert estimate_tokens(text) * 5 >= len(text)
+
+
+def test_a_space_before_digits_is_its_own_token() -> None:
+    # cl100k never joins a space to digits: " 11" is " " + "11"
+    assert estimate_tokens(" 11") == 2
+    assert estimate_tokens("datetime(2026, 11, 26)") >= 12
