@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from engram.history import CommitRecord, FileChange, GitHistory, HistoryConfig
 from engram.history.cochange_model import (
+    ALL_FEATURES,
     FEATURES,
+    FLOOR,
     CochangeModel,
     CommitIndex,
+    candidate_features,
     fit_listwise,
+    history_stats,
     learn,
+    name_match,
+    path_proximity,
     training_queries,
 )
 from engram.workspace import Workspace
@@ -119,3 +127,42 @@ def test_a_stored_model_for_other_features_is_ignored() -> None:
     model = CochangeModel(np.zeros(size), np.ones(size), np.zeros(size + 1))
     assert CochangeModel.from_dict(model.to_dict()) is not None
     assert learn(CommitIndex.build([], {}, [])) is None
+
+
+def test_path_proximity_and_name_match_read_only_the_paths() -> None:
+    assert path_proximity("src/a/x.py", "src/a/y.py") == 1.0
+    assert path_proximity("src/a/x.py", "src/b/y.py") == 2 / 3
+    assert path_proximity("x.py", "docs/deep/y.md") == 1 / 3
+    assert name_match("src/parser.rs", "tests/parser_test.rs") == 1.0
+    assert name_match("lib/router.js", "test/test_router.spec.js") == 1.0
+    assert name_match("flask/app.py", "flask/apps.py") == 0.5
+    assert name_match("a.py", "b.py") == 0.0
+
+
+def test_every_feature_is_computed_and_the_new_ones_say_what_they_mean() -> None:
+    # commits 0..3: a with b (a day earlier), then a with c, c alone, d alone a minute apart
+    rows = [(0, 1), (0, 2), (1, 1), (1, 3), (2, 3), (3, 4)]
+    names = {1: "pkg/a.py", 2: "pkg/b.py", 3: "other/c.py", 4: "tests/test_a.py"}
+    times = {0: 0, 1: 86_400, 2: 86_460, 3: 86_520}
+    index = CommitIndex.build(rows, names, [1, 2, 3, 4], times)
+    found = candidate_features(
+        index, 1, features=ALL_FEATURES, popular=[4], stats=history_stats(index)
+    )
+    column = {name: found.features[:, i] for i, name in enumerate(ALL_FEATURES)}
+    at = {f: i for i, f in enumerate(found.files)}
+    assert set(at) == {2, 3, 4}
+    assert column["last_together_age"][at[3]] < column["last_together_age"][at[2]]
+    assert column["own_recent_confidence"][at[3]] > column["own_recent_confidence"][at[2]]
+    assert column["partner_age"][at[4]] == 0.0  # d changed in the newest commit
+    assert column["path_proximity"][at[2]] == 1.0 and column["name_match"][at[4]] == 1.0
+    # d never changed in a commit with a, but in the same sitting as one of a's two commits
+    assert column["session_confidence"][at[4]] == pytest.approx(math.log(0.5 + FLOOR))
+    assert column["no_history"][at[4]] == 1.0
+
+
+def test_a_model_keeps_the_names_of_its_features() -> None:
+    size = len(FEATURES)
+    model = CochangeModel(np.zeros(size), np.ones(size), np.zeros(size + 1))
+    assert model.to_dict()["features"] == list(FEATURES)
+    other = CochangeModel(np.zeros(1), np.ones(1), np.zeros(2), features=("partner_age",))
+    assert CochangeModel.from_dict(other.to_dict()) is None  # another default: refit

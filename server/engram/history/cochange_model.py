@@ -26,16 +26,19 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 
-#: Names of the features, in the order of the weight vector (after the bias). Shares and
-#: strengths enter as logs: in the softmax ranking a weight becomes an exponent
-#: (score ~ confidence^w1 x support^w2 ...), which is how such evidence combines.
-FEATURES = (
+#: Every feature the model knows, by name. A model stores the names it was fitted on
+#: (:attr:`CochangeModel.features`); :data:`FEATURES` is the default set, chosen by
+#: leave-one-repository-out cross-validation (docs/history.md "How the features were
+#: chosen"). Shares and strengths enter as logs: in the softmax ranking a weight becomes an
+#: exponent (score ~ confidence^w1 x support^w2 ...), which is how such evidence combines.
+ALL_FEATURES = (
     "plain_confidence",  # support / commits of the query file (ROSE's own number)
     "short_confidence",  # the same on recency-weighted commits (half-life SHORT_HALF_LIFE)
     "log_support",  # log1p(support): how sure the confidence is
@@ -43,9 +46,36 @@ FEATURES = (
     "partner_rate",  # the partner's share of all commits (often-changed files)
     "structure",  # the caller's structural evidence in 0..1 (import graph, test naming)
     "no_history",  # 1 when the pair never changed together (a prior-only candidate)
+    "size_confidence",  # confidence with each commit weighted 1/(its other files): small
+    #                     commits are sharper evidence than sweeping ones
+    "own_recent_confidence",  # confidence over the query file's own last few commits
+    "last_together_age",  # log1p(commits since the pair last changed together)
+    "partner_age",  # log1p(commits since the partner last changed at all)
+    "partner_recent_rate",  # the partner's share of recent commits (half-life RECENT)
+    "path_proximity",  # shared leading folders / deeper of the two folder depths
+    "name_match",  # same file stem once test/spec markers are dropped (foo.py, test_foo.py)
+    "session_confidence",  # share of the query's commits with the partner changed within
+    #                        SESSION_SECONDS (the same sitting, split over commits)
+)
+FEATURES = (
+    "plain_confidence",
+    "short_confidence",
+    "log_support",
+    "reverse_confidence",
+    "partner_rate",
+    "structure",
+    "no_history",
 )
 #: Half-life of ``short_confidence``, in commits.
 SHORT_HALF_LIFE = 200.0
+#: Half-life of ``own_recent_confidence``, in the query file's own commits.
+OWN_HALF_LIFE = 4.0
+#: Half-life of ``partner_recent_rate``, in commits.
+RECENT_HALF_LIFE = 100.0
+#: ``session_confidence``: commits this close in time count as one sitting ...
+SESSION_SECONDS = 4 * 3600
+#: ... looking at most this many commits either side.
+SESSION_SPAN = 20
 #: Added before taking logs of shares and strengths (a pair never seen together is not -inf).
 FLOOR = 0.01
 #: L2 penalty of the logistic regression (on standardised features).
@@ -57,6 +87,7 @@ MIN_TRAIN_COMMITS = 40
 MIN_POSITIVES = 30
 #: Most changed files that join every candidate list (often-changed files: changelog, tests).
 POPULAR = 20
+_TEST_MARK = re.compile(r"(^|[._-])(tests?|specs?)(?=$|[._-])|^test|test$|spec$", re.IGNORECASE)
 
 
 @attrs.define
@@ -64,13 +95,15 @@ class CommitIndex:
     """The mined, co-change eligible commits in memory: who changed with whom, and when.
 
     ``commits[i]`` is the canonical file ids of the i-th eligible commit (oldest first);
-    ``touching[f]`` the positions of the commits that touched file ``f``, ascending.
+    ``touching[f]`` the positions of the commits that touched file ``f``, ascending;
+    ``times[i]`` the i-th commit's unix time (empty when unknown).
     """
 
     commits: list[tuple[int, ...]]
     touching: dict[int, list[int]]
     names: dict[int, str]
     alive: set[int]
+    times: list[int] = attrs.field(factory=list)
 
     @classmethod
     def build(
@@ -78,21 +111,55 @@ class CommitIndex:
         rows: Iterable[tuple[int, int]],
         names: Mapping[int, str],
         alive: Iterable[int],
+        times: Mapping[int, int] | None = None,
     ) -> CommitIndex:
         """From ``(commit order, canonical file id)`` rows of eligible commits."""
         grouped: dict[int, list[int]] = {}
         for commit, file in rows:
             grouped.setdefault(commit, []).append(file)
-        commits = [tuple(dict.fromkeys(grouped[c])) for c in sorted(grouped)]
+        order = sorted(grouped)
+        commits = [tuple(dict.fromkeys(grouped[c])) for c in order]
         touching: dict[int, list[int]] = {}
         for position, files in enumerate(commits):
             for file in files:
                 touching.setdefault(file, []).append(position)
-        return cls(commits, touching, dict(names), set(alive))
+        stamps = [int(times.get(c, 0)) for c in order] if times else []
+        return cls(commits, touching, dict(names), set(alive), stamps)
 
     @property
     def size(self) -> int:
         return len(self.commits)
+
+
+@attrs.define
+class HistoryStats:
+    """Per-file facts of the commits before one cutoff, shared by every query at it."""
+
+    end: int
+    rates: dict[int, float]  # share of commits touching the file
+    recent: dict[int, float]  # the same, recency weighted (half-life RECENT_HALF_LIFE)
+    last: dict[int, int]  # position of the file's newest commit
+
+
+def history_stats(index: CommitIndex, before: int | None = None) -> HistoryStats:
+    """:class:`HistoryStats` of the eligible commits before ``before`` (all by default)."""
+    end = index.size if before is None else before
+    rates: dict[int, float] = {}
+    recent: dict[int, float] = {}
+    last: dict[int, int] = {}
+    if end <= 0:
+        return HistoryStats(0, rates, recent, last)
+    newest = end - 1
+    total_recent = sum(_decay(newest - p, RECENT_HALF_LIFE) for p in range(end))
+    for file, positions in index.touching.items():
+        count = bisect.bisect_left(positions, end)
+        if not count:
+            continue
+        rates[file] = count / end
+        last[file] = positions[count - 1]
+        weight = sum(_decay(newest - p, RECENT_HALF_LIFE) for p in positions[:count])
+        recent[file] = weight / total_recent
+    return HistoryStats(end, rates, recent, last)
 
 
 @attrs.define
@@ -108,6 +175,60 @@ def _decay(age: float, half_life: float | None) -> float:
     return 1.0 if not half_life else 0.5 ** (max(0.0, age) / half_life)
 
 
+def _folders(path: str) -> list[str]:
+    return path.split("/")[:-1]
+
+
+def _stem(path: str) -> str:
+    base = path.rsplit("/", 1)[-1].split(".", 1)[0]
+    return _TEST_MARK.sub("", base).strip("._-").lower()
+
+
+def path_proximity(a: str, b: str) -> float:
+    """Shared leading folders over the deeper folder depth (+1): 1.0 in the same folder."""
+    left, right = _folders(a), _folders(b)
+    shared = 0
+    for x, y in zip(left, right, strict=False):
+        if x != y:
+            break
+        shared += 1
+    return (shared + 1) / (max(len(left), len(right)) + 1)
+
+
+def name_match(a: str, b: str) -> float:
+    """1.0 when the stems agree once test/spec markers are dropped, 0.5 when one holds the other."""
+    left, right = _stem(a), _stem(b)
+    if not left or not right:
+        return 0.0
+    if left == right:
+        return 1.0
+    if min(len(left), len(right)) >= 3 and (left in right or right in left):
+        return 0.5
+    return 0.0
+
+
+def _session_partners(index: CommitIndex, positions: Sequence[int], end: int) -> dict[int, int]:
+    """For each file: in how many of ``positions`` it changed within SESSION_SECONDS."""
+    times = index.times
+    out: dict[int, int] = {}
+    if not times:
+        return out
+    for position in positions:
+        stamp = times[position]
+        seen: set[int] = set()
+        for step in (-1, 1):
+            other = position + step
+            while 0 <= other < end and abs(other - position) <= SESSION_SPAN:
+                if abs(times[other] - stamp) > SESSION_SECONDS:
+                    break
+                seen.update(index.commits[other])
+                other += step
+        seen.update(index.commits[position])
+        for file in seen:
+            out[file] = out.get(file, 0) + 1
+    return out
+
+
 def candidate_features(
     index: CommitIndex,
     file: int,
@@ -115,62 +236,105 @@ def candidate_features(
     before: int | None = None,
     structure: Mapping[int, float] | None = None,
     popular: Sequence[int] = (),
-    rates: Mapping[int, float] | None = None,
+    stats: HistoryStats | None = None,
+    features: Sequence[str] = FEATURES,
+    names: Mapping[int, str] | None = None,
 ) -> Candidates:
     """Features of every candidate partner of ``file`` from the commits before ``before``.
 
-    Candidates: living files that changed with it, the structural prior's files and
-    ``popular``. ``rates`` (share of commits touching each file, up to ``before``) may be
-    passed in when many queries share one cutoff.
+    Candidates: living files that changed with it, the structural prior's files,
+    ``popular`` and, when ``session_confidence`` is asked for, files changed in the same
+    sittings. ``stats`` (:func:`history_stats` at ``before``) may be passed in when many
+    queries share one cutoff; ``names`` covers files git has not seen (graph-only ids).
     """
     end = index.size if before is None else before
-    mine = index.touching.get(file, [])[: bisect.bisect_left(index.touching.get(file, []), end)]
+    if stats is None or stats.end != end:
+        stats = history_stats(index, end)
+    names = index.names if names is None else names
+    wanted = set(features)
+    touching = index.touching.get(file, [])
+    mine = touching[: bisect.bisect_left(touching, end)]
     newest = end - 1
-    n_short = 0.0
+    n_short = n_own = n_size = 0.0
     support: dict[int, int] = {}
     short: dict[int, float] = {}
-    for position in mine:
+    own: dict[int, float] = {}
+    sized: dict[int, float] = {}
+    together: dict[int, int] = {}
+    for rank, position in enumerate(reversed(mine)):
         recent = _decay(newest - position, SHORT_HALF_LIFE)
+        mine_recent = _decay(rank, OWN_HALF_LIFE)
+        changed = index.commits[position]
+        size_weight = 1.0 / max(1, len(changed) - 1)
         n_short += recent
-        for other in index.commits[position]:
+        n_own += mine_recent
+        n_size += size_weight
+        for other in changed:
             if other == file:
                 continue
             support[other] = support.get(other, 0) + 1
             short[other] = short.get(other, 0.0) + recent
+            own[other] = own.get(other, 0.0) + mine_recent
+            sized[other] = sized.get(other, 0.0) + size_weight
+            together.setdefault(other, position)
+    session: dict[int, int] = {}
+    if "session_confidence" in wanted:
+        session = _session_partners(index, mine, end)
     prior = {f: w for f, w in (structure or {}).items() if w > 0 and f != file}
     pool = dict.fromkeys(f for f in support if f in index.alive)
     pool.update(dict.fromkeys(prior))
     pool.update(dict.fromkeys(f for f in popular if f != file))
+    pool.update(dict.fromkeys(f for f in session if f != file and f in index.alive))
     files = list(pool)
-    if rates is None:
-        rates = change_rates(index, end)
-    rows = np.zeros((len(files), len(FEATURES)), dtype=np.float64)
+    rows = np.zeros((len(files), len(features)), dtype=np.float64)
     floor_rate = 0.5 / max(end, 1)
     log = math.log
+    my_name = names.get(file, "")
+    never = math.log1p(max(end, 1))
     for i, other in enumerate(files):
         s = support.get(other, 0)
         n_other = bisect.bisect_left(index.touching.get(other, []), end)
-        rows[i, 0] = log(s / len(mine) + FLOOR) if mine else log(FLOOR)
-        rows[i, 1] = log(short.get(other, 0.0) / n_short + FLOOR) if n_short else log(FLOOR)
-        rows[i, 2] = math.log1p(s)
-        rows[i, 3] = log(s / n_other + FLOOR) if n_other else log(FLOOR)
-        rows[i, 4] = log(max(rates.get(other, 0.0), floor_rate))
-        rows[i, 5] = log(prior.get(other, 0.0) + FLOOR)
-        rows[i, 6] = float(s == 0)
+        other_name = names.get(other, "")
+        for j, feature in enumerate(features):
+            if feature == "plain_confidence":
+                value = log(s / len(mine) + FLOOR) if mine else log(FLOOR)
+            elif feature == "short_confidence":
+                value = log(short.get(other, 0.0) / n_short + FLOOR) if n_short else log(FLOOR)
+            elif feature == "log_support":
+                value = math.log1p(s)
+            elif feature == "reverse_confidence":
+                value = log(s / n_other + FLOOR) if n_other else log(FLOOR)
+            elif feature == "partner_rate":
+                value = log(max(stats.rates.get(other, 0.0), floor_rate))
+            elif feature == "structure":
+                value = log(prior.get(other, 0.0) + FLOOR)
+            elif feature == "no_history":
+                value = float(s == 0)
+            elif feature == "size_confidence":
+                value = log(sized.get(other, 0.0) / n_size + FLOOR) if n_size else log(FLOOR)
+            elif feature == "own_recent_confidence":
+                value = log(own.get(other, 0.0) / n_own + FLOOR) if n_own else log(FLOOR)
+            elif feature == "last_together_age":
+                value = math.log1p(newest - together[other]) if other in together else never
+            elif feature == "partner_age":
+                value = math.log1p(newest - stats.last[other]) if other in stats.last else never
+            elif feature == "partner_recent_rate":
+                value = log(max(stats.recent.get(other, 0.0), floor_rate))
+            elif feature == "path_proximity":
+                value = path_proximity(my_name, other_name) if my_name and other_name else 0.0
+            elif feature == "name_match":
+                value = name_match(my_name, other_name) if my_name and other_name else 0.0
+            elif feature == "session_confidence":
+                value = log(session.get(other, 0) / len(mine) + FLOOR) if mine else log(FLOOR)
+            else:
+                raise ValueError(f"unknown co-change feature {feature!r}")
+            rows[i, j] = value
     return Candidates(files, rows, [support.get(f, 0) for f in files])
 
 
 def change_rates(index: CommitIndex, before: int | None = None) -> dict[int, float]:
     """Share of the eligible commits before ``before`` that touch each file."""
-    end = index.size if before is None else before
-    if end <= 0:
-        return {}
-    out: dict[int, float] = {}
-    for file, positions in index.touching.items():
-        count = bisect.bisect_left(positions, end)
-        if count:
-            out[file] = count / end
-    return out
+    return history_stats(index, before).rates
 
 
 def popular_files(rates: Mapping[int, float], alive: set[int], k: int = POPULAR) -> list[int]:
@@ -180,13 +344,14 @@ def popular_files(rates: Mapping[int, float], alive: set[int], k: int = POPULAR)
 
 @attrs.define
 class CochangeModel:
-    """Standardisation and logistic-regression weights over :data:`FEATURES`."""
+    """Standardisation and logistic-regression weights over the named ``features``."""
 
     mean: npt.NDArray[np.float64]
     scale: npt.NDArray[np.float64]
     weights: npt.NDArray[np.float64]  # bias first
     trained_on: int = 0  # labelled queries
     positives: int = 0
+    features: tuple[str, ...] = FEATURES
 
     def score(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         if features.shape[0] == 0:
@@ -197,7 +362,7 @@ class CochangeModel:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "features": list(FEATURES),
+            "features": list(self.features),
             "mean": self.mean.tolist(),
             "scale": self.scale.tolist(),
             "weights": self.weights.tolist(),
@@ -208,8 +373,9 @@ class CochangeModel:
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> CochangeModel | None:
         """The stored model, or None when it was stored for another feature set."""
-        if list(data.get("features", [])) != list(FEATURES):  # type: ignore[call-overload]
-            return None
+        names = data.get("features", [])
+        if not isinstance(names, list) or tuple(names) != FEATURES:
+            return None  # fitted for another default set: refit with today's
         try:
             return cls(
                 np.asarray(data["mean"], dtype=np.float64),
@@ -217,6 +383,7 @@ class CochangeModel:
                 np.asarray(data["weights"], dtype=np.float64),
                 int(data.get("trained_on", 0)),  # type: ignore[call-overload]
                 int(data.get("positives", 0)),  # type: ignore[call-overload]
+                tuple(str(n) for n in names),
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -310,14 +477,14 @@ def learn(
     structure_for: Mapping[int, Mapping[int, float]] | None = None,
     l2: float = L2,
     train_commits: int = TRAIN_COMMITS,
+    features: Sequence[str] = FEATURES,
 ) -> CochangeModel | None:
     """A model fitted on the repository's own recent history, or None with too little."""
     cutoff, queries = training_queries(index, train_commits=train_commits)
     if index.size - cutoff < MIN_TRAIN_COMMITS or not queries:
         return None
-    rates = change_rates(index, cutoff)
-    alive_then = {f for f in rates}
-    popular = popular_files(rates, alive_then)
+    stats = history_stats(index, cutoff)
+    popular = popular_files(stats.rates, set(stats.rates))
     groups: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = []
     for file, truth in queries:
         found = candidate_features(
@@ -326,7 +493,8 @@ def learn(
             before=cutoff,
             structure=(structure_for or {}).get(file),
             popular=popular,
-            rates=rates,
+            stats=stats,
+            features=features,
         )
         labels = np.asarray([float(f in truth) for f in found.files])
         if labels.sum() == 0 or labels.sum() == len(labels):
@@ -336,4 +504,4 @@ def learn(
     if positives < MIN_POSITIVES:
         return None
     mean, scale, weights = fit_listwise(groups, l2)
-    return CochangeModel(mean, scale, weights, len(groups), positives)
+    return CochangeModel(mean, scale, weights, len(groups), positives, tuple(features))

@@ -37,8 +37,9 @@ import numpy as np
 from engram.history.cochange_model import (
     CochangeModel,
     CommitIndex,
+    HistoryStats,
     candidate_features,
-    change_rates,
+    history_stats,
     learn,
     popular_files,
     training_queries,
@@ -215,7 +216,7 @@ class GitHistory:
         self._rates: tuple[int, dict[str, float]] | None = None
         self._index: tuple[int, CommitIndex] | None = None
         self._model: CochangeModel | None = None
-        self._index_rate_cache: tuple[CommitIndex, dict[int, float]] | None = None
+        self._index_rate_cache: tuple[CommitIndex, HistoryStats] | None = None
 
     # ------------------------------------------------------------------ repository access
 
@@ -855,13 +856,15 @@ class GitHistory:
                 cid = -1 - len(names)
                 names[cid] = path
             prior[cid] = weight
-        rates = self._index_rates(index)
+        stats = self._index_stats(index)
         found = candidate_features(
             index,
             canon if canon is not None else -1,
             structure=prior,
-            popular=popular_files(rates, index.alive),
-            rates=rates,
+            popular=popular_files(stats.rates, index.alive),
+            stats=stats,
+            features=model.features,
+            names=names,
         )
         if not found.files:
             return []
@@ -878,9 +881,9 @@ class GitHistory:
             if names.get(cid) not in (None, file)
         ]
 
-    def _index_rates(self, index: CommitIndex) -> dict[int, float]:
+    def _index_stats(self, index: CommitIndex) -> HistoryStats:
         if self._index_rate_cache is None or self._index_rate_cache[0] is not index:
-            self._index_rate_cache = (index, change_rates(index))
+            self._index_rate_cache = (index, history_stats(index))
         return self._index_rate_cache[1]
 
     def commit_index(self) -> CommitIndex | None:
@@ -899,7 +902,8 @@ class GitHistory:
             ).fetchall()
             names = dict(conn.execute("SELECT id, path FROM paths WHERE canon=id").fetchall())
             alive = [r[0] for r in conn.execute("SELECT id FROM paths WHERE canon=id AND alive=1")]
-            index = CommitIndex.build(rows, names, alive)
+            times = dict(conn.execute("SELECT id, time FROM commits WHERE skipped=0").fetchall())
+            index = CommitIndex.build(rows, names, alive, times)
             self._index = (newest, index)
             self._model = None
             return index
