@@ -166,3 +166,13 @@ def test_a_model_keeps_the_names_of_its_features() -> None:
     assert model.to_dict()["features"] == list(FEATURES)
     other = CochangeModel(np.zeros(1), np.ones(1), np.zeros(2), features=("partner_age",))
     assert CochangeModel.from_dict(other.to_dict()) is None  # another default: refit
+
+
+def test_earlier_time_splits_label_the_commits_before_the_newest_window() -> None:
+    rows = [(c, f) for c in range(10) for f in (1, 2 + c % 2)]
+    index = CommitIndex.build(rows, {1: "a", 2: "b", 3: "c"}, [1, 2, 3])
+    newest_cutoff, newest = training_queries(index, train_commits=2, window=0)
+    earlier_cutoff, earlier = training_queries(index, train_commits=2, window=1)
+    assert (newest_cutoff, earlier_cutoff) == (8, 6)
+    assert len(newest) == len(earlier) == 4  # two commits of two files each
+    assert training_queries(index, train_commits=2, window=4)[1] == []  # no history before

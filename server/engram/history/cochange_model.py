@@ -82,6 +82,8 @@ FLOOR = 0.01
 L2 = 1.0
 #: Self-training: the most recent eligible commits used as labelled queries ...
 TRAIN_COMMITS = 300
+#: ... in this many consecutive time splits (the newest first) ...
+WINDOWS = 1
 #: ... and the least history a repository needs before a model is learned at all.
 MIN_TRAIN_COMMITS = 40
 MIN_POSITIVES = 30
@@ -450,18 +452,24 @@ def fit_listwise(
 
 
 def training_queries(
-    index: CommitIndex, *, train_commits: int = TRAIN_COMMITS, max_files: int = 30
+    index: CommitIndex, *, train_commits: int = TRAIN_COMMITS, max_files: int = 30, window: int = 0
 ) -> tuple[int, list[tuple[int, set[int]]]]:
     """``(cutoff, [(file, other files of its commit)])`` for self-training.
 
-    The cutoff leaves the last ``min(train_commits, 20 %)`` eligible commits as labelled
-    queries; each file of such a commit that has history before the cutoff is a query.
+    Window 0 holds the last ``held = min(train_commits, 20 %)`` eligible commits out as
+    labelled queries, window 1 the ``held`` before those, and so on: features come from the
+    commits before the window's cutoff, labels from the window, so every window is a time
+    split of the repository's own earlier history. Each file of a window's commit that has
+    history before the cutoff is a query. An empty list when the window does not fit.
     """
     total = index.size
     held = min(train_commits, total // 5)
-    cutoff = total - held
+    end = total - held * window
+    cutoff = end - held
     queries: list[tuple[int, set[int]]] = []
-    for position in range(cutoff, total):
+    if held <= 0 or cutoff < held:
+        return max(cutoff, 0), queries
+    for position in range(cutoff, end):
         files = index.commits[position]
         if not 2 <= len(files) <= max_files:
             continue
@@ -471,6 +479,11 @@ def training_queries(
     return cutoff, queries
 
 
+def training_files(index: CommitIndex, windows: int = WINDOWS) -> set[int]:
+    """Every file that is a self-training query in one of the ``windows``."""
+    return {f for w in range(windows) for f, _ in training_queries(index, window=w)[1]}
+
+
 def learn(
     index: CommitIndex,
     *,
@@ -478,28 +491,37 @@ def learn(
     l2: float = L2,
     train_commits: int = TRAIN_COMMITS,
     features: Sequence[str] = FEATURES,
+    windows: int = WINDOWS,
 ) -> CochangeModel | None:
-    """A model fitted on the repository's own recent history, or None with too little."""
-    cutoff, queries = training_queries(index, train_commits=train_commits)
-    if index.size - cutoff < MIN_TRAIN_COMMITS or not queries:
+    """A model fitted on the repository's own earlier history, or None with too little.
+
+    ``windows`` time splits (:func:`training_queries`) give the labelled queries; the
+    newest one must hold at least ``MIN_TRAIN_COMMITS`` commits.
+    """
+    held = min(train_commits, index.size // 5)
+    if held < MIN_TRAIN_COMMITS:
         return None
-    stats = history_stats(index, cutoff)
-    popular = popular_files(stats.rates, set(stats.rates))
     groups: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = []
-    for file, truth in queries:
-        found = candidate_features(
-            index,
-            file,
-            before=cutoff,
-            structure=(structure_for or {}).get(file),
-            popular=popular,
-            stats=stats,
-            features=features,
-        )
-        labels = np.asarray([float(f in truth) for f in found.files])
-        if labels.sum() == 0 or labels.sum() == len(labels):
-            continue  # nothing to tell apart: the truth is out of reach or everything
-        groups.append((found.features, labels))
+    for window in range(max(1, windows)):
+        cutoff, queries = training_queries(index, train_commits=train_commits, window=window)
+        if not queries:
+            break
+        stats = history_stats(index, cutoff)
+        popular = popular_files(stats.rates, set(stats.rates))
+        for file, truth in queries:
+            found = candidate_features(
+                index,
+                file,
+                before=cutoff,
+                structure=(structure_for or {}).get(file),
+                popular=popular,
+                stats=stats,
+                features=features,
+            )
+            labels = np.asarray([float(f in truth) for f in found.files])
+            if labels.sum() == 0 or labels.sum() == len(labels):
+                continue  # nothing to tell apart: the truth is out of reach or everything
+            groups.append((found.features, labels))
     positives = int(sum(float(y.sum()) for _, y in groups))
     if positives < MIN_POSITIVES:
         return None

@@ -42,7 +42,7 @@ from engram.history.cochange_model import (
     history_stats,
     learn,
     popular_files,
-    training_queries,
+    training_files,
 )
 from engram.history.gitlog import LOG_ARGS, LOG_FORMAT, CommitRecord, parse_log
 from engram.history.renames import fold_renames
@@ -822,7 +822,7 @@ class GitHistory:
         """Structural evidence of each self-training query, keyed by canonical ids."""
         ids = {name: canon for canon, name in index.names.items()}
         out: dict[int, dict[int, float]] = {}
-        for file in {f for f, _ in training_queries(index)[1]}:
+        for file in training_files(index):
             name = index.names.get(file)
             if name is None:
                 continue
