@@ -70,5 +70,38 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     lsp = result["lsp"]
     assert "error" not in lsp, lsp
     assert lsp["initialize_s"] > 0 and lsp["file"].endswith(".py")
-    assert set(result["goals"]) == {"graph_vs_bare", "index_rss_mb", "incremental_p95_ms",
-                                    "impact_p95_ms"}  # fmt: skip
+    assert set(result["goals"]) == {"graph_vs_bare", "graph_vs_bare_cpu", "index_rss_mb",
+                                    "incremental_p95_ms", "impact_p95_ms"}  # fmt: skip
+    assert result["bare_tree_sitter"]["cpu_seconds"] > 0 and cold["graph_cpu_seconds"] > 0
+    assert "load_avg_1m" in cold
+
+
+def test_scale_bench_resumes_from_its_results_file(tmp_path: Path) -> None:
+    """A run cut into pieces: phases already in ``--results`` are not run again, and the
+    ratios are computed from the stored figures (wall and CPU seconds)."""
+    results = tmp_path / "scale.json"
+    done = {
+        "workspace": {"reused": True, "source_files": 6},
+        "bare_tree_sitter": {"seconds": 10.0, "cpu_seconds": 8.0, "files": 6},
+        "cold_index": {"seconds": 40.0, "cpu_seconds": 20.0, "graph_seconds": 20.0,
+                       "graph_cpu_seconds": 9.0, "peak_rss_mb": 300.0},
+        "latency": {"incremental_p95_ms": 12.0, "impact_p95_ms": 3.0},
+    }  # fmt: skip
+    results.write_text(json.dumps(done))
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/bench/scale.py"), "--workspace",
+         str(tmp_path / "absent"), "--results", str(results),
+         "--only", "bare_tree_sitter,cold_index,latency"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not (tmp_path / "absent").exists()  # nothing assembled, nothing run
+    assert result["graph_vs_bare"] == 0.5 and result["graph_vs_bare_cpu"] == 0.889
+    assert result["index_vs_bare_cpu"] == 0.4
+    assert result["goals"] == {"graph_vs_bare": False, "graph_vs_bare_cpu": True,
+                               "index_rss_mb": True, "incremental_p95_ms": True,
+                               "impact_p95_ms": True}  # fmt: skip
+    stored = json.loads(results.read_text())
+    assert stored["bare_tree_sitter"] == done["bare_tree_sitter"]
+    assert stored["goals"] == result["goals"]

@@ -36,10 +36,15 @@ def _workspace_arg(args: argparse.Namespace) -> str | None:
     return str(value) if value else None
 
 
-def open_engine(args: argparse.Namespace, *, read_only: bool = False) -> Engine:
+def open_engine(
+    args: argparse.Namespace,
+    *,
+    read_only: bool = False,
+    overrides: dict[str, object] | None = None,
+) -> Engine:
     from engram.app import Engine
 
-    return Engine.open(_workspace_arg(args), read_only=read_only)
+    return Engine.open(_workspace_arg(args), overrides, read_only=read_only)
 
 
 def note(message: str) -> None:
@@ -390,7 +395,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     from engram.app.team import sync_team
 
     summary: dict[str, Any] = {}
-    with open_engine(args) as engine:
+    # --no-embed means no model in this process at all: memories it stores (project facts,
+    # rules, team files) wait for the next run with the model (embed_missing), and the
+    # process stays small on a big workspace (docs/codegraph.md "At 50,000 files")
+    overrides: dict[str, object] | None = {"embed": {"model": "none"}} if args.no_embed else None
+    with open_engine(args, overrides=overrides) as engine:
         try:
             with progress_bar("indexing code") as update:
                 report = indexing.index(
@@ -437,7 +446,11 @@ def cmd_index(args: argparse.Namespace) -> int:
                     + (f", {len(team.skipped)} files skipped" if team.skipped else "")
                 )
         try:
-            summary["memories"] = _backfill_embeddings(engine, args.json)
+            summary["memories"] = (
+                {"count": int(engine.store.count()), "embedded": 0, "model": None}
+                if args.no_embed
+                else _backfill_embeddings(engine, args.json)
+            )
         except NotAvailable as exc:
             summary["memories"] = {"skipped": str(exc)}
             note(f"skipped memory embeddings: {exc}")

@@ -152,7 +152,10 @@ def build_parser() -> OneLineParser:
     p.add_argument(
         "--no-embed",
         action="store_true",
-        help="skip embedding code chunks (fast; code search uses keywords until a full index)",
+        help=(
+            "load no embedding model: code chunks and memories are stored without vectors "
+            "until the next full index (fast, small)"
+        ),
     )
 
     p = add("impact", "what a change to FILE (or FILE:SYMBOL) may break")

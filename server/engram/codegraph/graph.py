@@ -172,6 +172,9 @@ class IndexReport:
     edges: int = 0
     closure_rows: int = 0
     seconds: float = 0.0
+    #: CPU seconds of the process during the run (wall seconds also count a busy
+    #: machine's neighbours; scripts/bench/scale.py compares on both)
+    cpu_seconds: float = 0.0
     interrupted: bool = False
     #: files added or modified in this run: the ones whose code chunks need re-embedding
     changed_files: list[str] = attrs.field(factory=list)
@@ -295,6 +298,7 @@ class CodeGraph:
         ``KeyboardInterrupt`` rolls back the open batch and propagates.
         """
         started = time.perf_counter()
+        cpu_started = time.process_time()
         report = IndexReport()
         with self._lock:
             conn = self._db()
@@ -330,6 +334,7 @@ class CodeGraph:
             report.edges = conn.execute("SELECT count(*) FROM edges").fetchone()[0]
             report.closure_rows = conn.execute("SELECT count(*) FROM closure").fetchone()[0]
         report.seconds = time.perf_counter() - started
+        report.cpu_seconds = time.process_time() - cpu_started
         return report
 
     def _list_files(self) -> tuple[list[str], list[str]]:
