@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from store_fakes import FakeEmbedder
 
 from engram.store import ChunkStore, CodeChunkRecord
@@ -52,3 +53,35 @@ def test_chunks_round_trip_and_search(tmp_workspace: Workspace) -> None:
     assert store.delete_file("src/db.py") == 1 and store.delete_file("src/db.py") == 0
     assert other.count() == 1
     assert store.vector_search(np.ones(5, np.float32), 3) == []
+
+
+def test_bulk_writes_defer_index_upkeep_to_the_end(
+    tmp_workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first index writes hundreds of batches; ``optimize`` after every few of them
+    rewrote the growing table each time (O(N²) on a 50k-file workspace). In ``bulk`` the
+    writes do no upkeep and one upkeep at the end leaves every row searchable."""
+    from engram.store import hybrid
+
+    monkeypatch.setattr(hybrid, "MAX_UNINDEXED_ROWS", 1)  # upkeep due after every write
+    optimized: list[int] = []
+    original = hybrid.HybridTable._optimize
+
+    def counting(self: hybrid.HybridTable, table: object) -> None:
+        optimized.append(1)
+        original(self, table)
+
+    monkeypatch.setattr(hybrid.HybridTable, "_optimize", counting)
+    store = ChunkStore(tmp_workspace)
+    store.upsert_chunks([chunk("src/a.py", "first", 1, "def first(): pass")])  # FTS built
+    with store.bulk():
+        for n in range(6):
+            file = f"src/m{n}.py"
+            store.replace_files([file], [chunk(file, f"fn{n}", 1, f"def fn{n}(): return {n}")])
+            store.replace_files([file], [chunk(file, f"name{n}", 1, f"def name{n}(): pass")])
+        assert optimized == []  # nothing while the run goes on
+        assert store.count() == 7  # and readers see every row meanwhile
+    assert len(optimized) == 1  # one upkeep at the end
+    assert store.keyword_search("name5", 3)[0][0] == "src/m5.py#name5"
+    store.replace_files(["src/x.py"], [chunk("src/x.py", "later", 1, "def later(): pass")])
+    assert len(optimized) == 2  # outside bulk, writes keep their upkeep

@@ -17,6 +17,7 @@ process's re-index is picked up.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import math
@@ -381,28 +382,30 @@ class CodeSearch:
             ]
             pending: list[_PendingFile] = []
             pending_chunks = 0
-            for done, file in enumerate(todo):
-                if cancel is not None and cancel():
-                    report.interrupted = True
-                    break
-                if progress is not None:
-                    progress(done, len(todo), file)
-                chunks = self._chunks_for(file, graph_files[file][0])
-                if not chunks and file not in stored_state:
-                    continue  # nothing stored, nothing to store (e.g. an empty __init__.py)
-                pending.append(_PendingFile(file, graph_files[file][1], chunks))
-                pending_chunks += len(chunks)
-                if pending_chunks >= WRITE_BATCH_CHUNKS:
+            # a first index writes hundreds of batches: index upkeep once, at the end
+            with store.bulk() if len(todo) > 1 else contextlib.nullcontext():
+                for done, file in enumerate(todo):
+                    if cancel is not None and cancel():
+                        report.interrupted = True
+                        break
+                    if progress is not None:
+                        progress(done, len(todo), file)
+                    chunks = self._chunks_for(file, graph_files[file][0])
+                    if not chunks and file not in stored_state:
+                        continue  # nothing stored, nothing to store (e.g. an empty __init__.py)
+                    pending.append(_PendingFile(file, graph_files[file][1], chunks))
+                    pending_chunks += len(chunks)
+                    if pending_chunks >= WRITE_BATCH_CHUNKS:
+                        writes += 1
+                        report.embedded += self._write(pending, model_id, stored_state, reusable)
+                        report.chunks += pending_chunks
+                        report.files_chunked += len(pending)
+                        pending, pending_chunks = [], 0
+                if pending:
                     writes += 1
                     report.embedded += self._write(pending, model_id, stored_state, reusable)
                     report.chunks += pending_chunks
                     report.files_chunked += len(pending)
-                    pending, pending_chunks = [], 0
-            if pending:
-                writes += 1
-                report.embedded += self._write(pending, model_id, stored_state, reusable)
-                report.chunks += pending_chunks
-                report.files_chunked += len(pending)
             if writes > 1:
                 store.compact()  # merge the fragments a large run wrote; small runs skip it
             if not report.interrupted:

@@ -20,7 +20,8 @@ FTS fresh after each write, snapshot of vectors refreshed only when the version 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -253,6 +254,12 @@ class ChunkStore:
     def compact(self) -> None:
         with self._mutex:
             self._table.compact()
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Index upkeep once at the end of many writes (``HybridTable.bulk``)."""
+        with self._table.bulk():
+            yield
 
     # ------------------------------------------------------------------ reads
 

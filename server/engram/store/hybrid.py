@@ -31,7 +31,8 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -148,6 +149,8 @@ class HybridTable:
         self._table: Any = None
         self._mutex = threading.RLock()
         self._writes_since_optimize = 0
+        #: inside :meth:`bulk`: index upkeep waits for the end of the run
+        self._bulk = False
         self._stamp: tuple[int, int, int] | None = None
         #: the version last read from LanceDB, valid while ``_versions/`` has not moved
         self._version: int | None = None
@@ -450,8 +453,34 @@ class HybridTable:
         self._check_version(self._table)
         return self._table
 
-    def _after_write(self, table: Any) -> None:
-        self._writes_since_optimize += 1
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Many writes in a row (a first index of a big workspace): no FTS upkeep or
+        compaction after each write, one upkeep at the end.
+
+        Why: ``optimize`` compacts every fragment smaller than LanceDB's target size, so
+        the ever-growing first fragment was rewritten every few writes; a cold index of
+        N chunks paid O(N²) in rewrites (docs/codegraph.md "At 50,000 files"). Readers in
+        between still see every row (unindexed rows are searched flat).
+        """
+        with self._mutex:
+            outer, self._bulk = self._bulk, True
+            writes = self._writes_since_optimize
+        try:
+            yield
+        finally:
+            with self._mutex:
+                self._bulk = outer
+                table = self._table
+                if not outer and table is not None and self._writes_since_optimize > writes:
+                    with self._hold():
+                        self._after_write(table, counted=True)
+
+    def _after_write(self, table: Any, *, counted: bool = False) -> None:
+        if not counted:
+            self._writes_since_optimize += 1
+        if self._bulk:
+            return
         rows = int(self.guard("read", table.count_rows))
         if rows == 0:
             return
