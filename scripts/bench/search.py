@@ -20,7 +20,13 @@ realistic posting lists) and random unit vectors of the default model's dimensio
 * ``first_dated_ms``: the first dated search on a freshly opened store, which builds the
   snapshot's ``valid_from`` column.
 
-Usage: scripts/bench/search.py [--sizes 1000,10000,100000] [--queries 200] [--k 10]
+With ``--embed`` the same rows are also timed end to end (``*_e2e``): the query text is
+embedded by the default model on every search (no embedding cache; the vector used is still
+the synthetic one, so the candidates are the same), and ``numpy_exact_e2e`` embeds the query
+too before its product, so the ratio compares what a user waits for on both sides
+(issue 17's cost goal: within 3x NumPy exact search, query embedding included).
+
+Usage: scripts/bench/search.py [--sizes 1000,10000,100000] [--queries 200] [--k 10] [--embed]
 Last stdout line: one JSON object with p50/p95 (ms) per size and method.
 """
 
@@ -83,6 +89,34 @@ class LookupEmbedder:
         return np.vstack([self.table[t] for t in texts]).astype(np.float32)
 
 
+class TimedModelEmbedder(LookupEmbedder):
+    """Runs the real model on the query (its cost is the point) and returns the synthetic vector.
+
+    The synthetic store holds random vectors, so the model's own vector would match nothing;
+    returning the lookup vector keeps the candidate sets identical to the model-free rows.
+    """
+
+    def __init__(self, table: dict[str, npt.NDArray[np.float32]], model: Any) -> None:
+        super().__init__(table)
+        self.model = model
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.model.embed(texts)
+        return super().embed(texts)
+
+
+def load_model() -> Any:
+    """The default model without the on-disk embedding cache (every query pays for its vector)."""
+    from engram.config import EmbedConfig
+    from engram.embed import load_embedder
+
+    status = load_embedder(EmbedConfig(), None)
+    if status.embedder is None:
+        raise SystemExit(f"search bench: --embed needs the default model: {status.reason}")
+    inner = getattr(status.embedder, "inner", status.embedder)
+    return inner
+
+
 def percentiles(samples: Sequence[float]) -> dict[str, float]:
     ms = np.asarray(samples) * 1000.0
     return {
@@ -103,7 +137,7 @@ def timed(fn: Callable[[int], Any], n: int, warmup: int = 3) -> list[float]:
     return samples
 
 
-def bench_size(size: int, queries: int, k: int, seed: int) -> dict[str, Any]:
+def bench_size(size: int, queries: int, k: int, seed: int, model: Any = None) -> dict[str, Any]:
     from engram.config import RetrievalConfig
     from engram.model import Memory, MemorySource, MemoryType
     from engram.retrieval import Retriever, SearchRequest
@@ -177,6 +211,30 @@ def bench_size(size: int, queries: int, k: int, seed: int) -> dict[str, Any]:
             result["retriever_dated_month"] = percentiles(
                 timed(lambda i: retriever.search(SearchRequest(month_texts[i], k=k)), queries)
             )
+            if model is not None:
+                e2e = Retriever(
+                    store, TimedModelEmbedder(vector_of, model), RetrievalConfig(), clock=clock
+                )
+
+                def numpy_e2e(i: int) -> None:
+                    model.embed([query_texts[i]])
+                    numpy_exact(i)
+
+                result["numpy_exact_e2e"] = percentiles(timed(numpy_e2e, queries))
+                result["retriever_e2e"] = percentiles(
+                    timed(lambda i: e2e.search(SearchRequest(query_texts[i], k=k)), queries)
+                )
+                result["retriever_dated_day_e2e"] = percentiles(
+                    timed(lambda i: e2e.search(SearchRequest(day_texts[i], k=k)), queries)
+                )
+                result["retriever_dated_month_e2e"] = percentiles(
+                    timed(lambda i: e2e.search(SearchRequest(month_texts[i], k=k)), queries)
+                )
+                numpy_p95 = max(result["numpy_exact_e2e"]["p95_ms"], 1e-6)
+                for row in ("retriever", "retriever_dated_day", "retriever_dated_month"):
+                    result[f"{row}_e2e_vs_numpy_e2e_p95"] = round(
+                        result[f"{row}_e2e"]["p95_ms"] / numpy_p95, 2
+                    )
         finally:
             store.close()
     result["retriever_vs_numpy_p95"] = round(
@@ -191,6 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--embed", action="store_true", help="also time end to end with the default model"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     try:
@@ -200,8 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     out: dict[str, Any] = {"benchmark": "search", "queries": args.queries, "k": args.k}
     out["sizes"] = {}
+    model = load_model() if args.embed else None
     for size in sizes:
-        figures = bench_size(size, args.queries, args.k, args.seed)
+        figures = bench_size(size, args.queries, args.k, args.seed, model)
         out["sizes"][str(size)] = figures
         print(
             f"{size:>7} memories: retriever p95 {figures['retriever']['p95_ms']} ms, "
@@ -214,6 +276,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
+        if model is not None:
+            print(
+                f"{size:>7} memories end to end: retriever p95 "
+                f"{figures['retriever_e2e']['p95_ms']} ms, dated day/month p95 "
+                f"{figures['retriever_dated_day_e2e']['p95_ms']}/"
+                f"{figures['retriever_dated_month_e2e']['p95_ms']} ms, numpy p95 "
+                f"{figures['numpy_exact_e2e']['p95_ms']} ms",
+                file=sys.stderr,
+                flush=True,
+            )
     largest = out["sizes"][str(max(sizes))] if sizes else None
     if largest is not None:
         out["largest"] = {
@@ -222,6 +294,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "numpy_p95_ms": largest["numpy_exact"]["p95_ms"],
             "ratio": largest["retriever_vs_numpy_p95"],
         }
+        if model is not None:
+            out["largest"] |= {
+                "retriever_e2e_p95_ms": largest["retriever_e2e"]["p95_ms"],
+                "dated_day_e2e_p95_ms": largest["retriever_dated_day_e2e"]["p95_ms"],
+                "dated_month_e2e_p95_ms": largest["retriever_dated_month_e2e"]["p95_ms"],
+                "numpy_e2e_p95_ms": largest["numpy_exact_e2e"]["p95_ms"],
+                "ratio_e2e": largest["retriever_e2e_vs_numpy_e2e_p95"],
+                "ratio_dated_day_e2e": largest["retriever_dated_day_e2e_vs_numpy_e2e_p95"],
+                "ratio_dated_month_e2e": largest["retriever_dated_month_e2e_vs_numpy_e2e_p95"],
+            }
     print(json.dumps(out))
     return 0
 

@@ -120,6 +120,18 @@ def test_search_bench_smoke() -> None:
     assert result["largest"]["memories"] == 200  # type: ignore[index]
 
 
+def test_search_bench_end_to_end_smoke() -> None:
+    """``--embed`` times the real model on every query, next to NumPy that embeds too."""
+    result = run("scripts/bench/search.py", "--sizes", "200", "--queries", "5", "--embed")
+    figures = result["sizes"]["200"]  # type: ignore[index]
+    for method in ("retriever_e2e", "retriever_dated_day_e2e", "retriever_dated_month_e2e"):
+        assert 0 < figures[method]["p50_ms"] <= figures[method]["p95_ms"]
+    assert figures["numpy_exact_e2e"]["p50_ms"] > 0
+    largest = result["largest"]  # type: ignore[index]
+    assert largest["ratio_e2e"] == figures["retriever_e2e_vs_numpy_e2e_p95"]
+    assert largest["dated_day_e2e_p95_ms"] == figures["retriever_dated_day_e2e"]["p95_ms"]
+
+
 def test_locomo_runs_the_split_it_is_given(tmp_path: Path) -> None:
     """``--queries`` picks conversations and questions; each conversation is a fold."""
     data = tmp_path / "locomo-tiny"
