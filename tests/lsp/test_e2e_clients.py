@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from lsprotocol import types
 from tests.conftest import git
 from tests.lsp.conftest import (
     APP_SOURCE,
+    FAST,
     command,
     lsp_session,
     open_doc,
@@ -172,7 +174,7 @@ async def test_startup_index_progress_can_be_cancelled(app_workspace: Workspace)
         [sys.executable, "-m", "engram", "index", "--workspace", str(root)],
         check=True,
         capture_output=True,
-        env={**__import__("os").environ, "ENGRAM_EMBED__MODEL": "none"},
+        env={**os.environ, "ENGRAM_EMBED__MODEL": "none"},
     )
     for i in range(40):  # changed files give the start-up index work to do
         (root / "src" / f"mod{i}.py").write_text(f"def g{i}():\n    return {i}\n")
@@ -257,7 +259,7 @@ async def test_embeddings_run_in_a_child_process_not_the_server(app_workspace: W
         [sys.executable, "-m", "engram", "index", "--workspace", str(root), "--no-embed"],
         check=True,
         capture_output=True,
-        env={**__import__("os").environ, "ENGRAM_EMBED__MODEL": "none"},
+        env={**os.environ, "ENGRAM_EMBED__MODEL": "none"},
     )
     log = root / ".engram" / "logs" / "background-index.log"
     options = {
@@ -289,7 +291,7 @@ async def test_shutdown_ends_a_running_background_child(app_workspace: Workspace
         [sys.executable, "-m", "engram", "index", "--workspace", str(root), "--no-embed"],
         check=True,
         capture_output=True,
-        env={**__import__("os").environ, "ENGRAM_EMBED__MODEL": "none"},
+        env={**os.environ, "ENGRAM_EMBED__MODEL": "none"},
     )
 
     def children() -> list[str]:
@@ -306,3 +308,65 @@ async def test_shutdown_ends_a_running_background_child(app_workspace: Workspace
         await wait_ready(client)
         await wait_for(children, timeout=30, what="the background child")
     await wait_for(lambda: not children(), timeout=5, what="the child to end with the server")
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_vscode_languageclient_command_line_starts_quietly(app_workspace: Workspace) -> None:
+    """vscode-languageclient appends ``--stdio`` (node clients also ``--clientProcessId``).
+
+    Before ``serve`` accepted them the server exited with code 2 and VS Code gave up after five
+    crashes; and pygls logged every JSON-RPC message at INFO into the editor's output channel.
+    """
+    root = app_workspace.root
+    seed(root, [dict(GOTCHA)])
+    command_line = [sys.executable, "-m", "engram", "serve", "--workspace", str(root)]
+    proc = subprocess.Popen(
+        [*command_line, "--stdio", "--clientProcessId=4242"],
+        cwd=root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "ENGRAM_EMBED__MODEL": "none"},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    init = {"processId": None, "rootUri": uri(root), "capabilities": {}}
+    init["initializationOptions"] = FAST
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "exit"}))
+    proc.stdin.flush()
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert b'"serverInfo"' in out, err.decode(errors="replace")[-2000:]
+    assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
+    text = err.decode(errors="replace")
+    assert "Sending data" not in text and " INFO " not in text, text[-2000:]
+
+
+def test_serve_log_level_debug_shows_the_protocol(app_workspace: Workspace) -> None:
+    """The trace is still there when asked for: ``--log-level debug``."""
+    root = app_workspace.root
+    proc = subprocess.run(
+        [sys.executable, "-m", "engram", "serve", "--workspace", str(root), "--log-level", "debug"],
+        cwd=root,
+        input=_frame(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": None, "rootUri": uri(root), "capabilities": {}},
+            }
+        )
+        + _frame({"jsonrpc": "2.0", "method": "exit"}),
+        capture_output=True,
+        timeout=60,
+    )
+    assert b'"serverInfo"' in proc.stdout
+    assert b"Sending data" in proc.stderr

@@ -189,7 +189,22 @@ def build_parser() -> OneLineParser:
     ).add_argument("mcp_args", nargs=argparse.REMAINDER)
 
     p = add("serve", "run the language server (stdio, or TCP with --tcp)")
-    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    transport = p.add_mutually_exclusive_group()
+    transport.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    # vscode-languageclient appends --stdio (and node clients --clientProcessId=PID) to the
+    # server command: accepting them is what lets a real VS Code start the server.
+    transport.add_argument(
+        "--stdio", action="store_true", help="speak LSP on stdin/stdout (the default)"
+    )
+    p.add_argument("--clientProcessId", metavar="PID", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--log-level",
+        metavar="LEVEL",
+        choices=["debug", "info", "warning", "error"],
+        default=None,
+        help="server log on stderr: debug, info, warning (default) or error; "
+        "ENGRAM_LOG_LEVEL sets it too",
+    )
 
     add("mcp-serve", "run Engram as an MCP server on stdio (for agents)")
 

@@ -28,5 +28,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not callable(run_server):
         raise NotAvailable("the language server is not available yet (engram.lsp.run_server)")
     workspace = getattr(args, "workspace", None)
-    run_server(str(workspace) if workspace else None, tcp)
+    # --stdio is the default transport; it is accepted because LSP clients append it
+    run_server(str(workspace) if workspace else None, tcp, getattr(args, "log_level", None))
     return 0

@@ -21,14 +21,17 @@ def create_server() -> EngramLanguageServer:
     return _create()
 
 
-def run_server(workspace: str | None = None, tcp: str | None = None) -> None:
+def run_server(
+    workspace: str | None = None, tcp: str | None = None, log_level: str | None = None
+) -> None:
     """Serve LSP on stdio, or on ``HOST:PORT`` when ``tcp`` is given (for debugging).
 
-    ``workspace`` is the fallback root when the client sends no root/workspace folders.
+    ``workspace`` is the fallback root when the client sends no root/workspace folders;
+    ``log_level`` (debug, info, warning, error) is the stderr log's, warning by default.
     """
     from engram.lsp.server import run_server as _run
 
-    _run(workspace, tcp)
+    _run(workspace, tcp, log_level)
 
 
 __all__ = ["create_server", "run_server"]

@@ -863,13 +863,36 @@ def create_server() -> EngramLanguageServer:
     return server
 
 
-def run_server(workspace: str | None = None, tcp: str | None = None) -> None:
-    """Serve on stdio (never print to stdout: it is the protocol channel) or TCP."""
+#: ``engram serve --log-level`` / ``ENGRAM_LOG_LEVEL`` values (docs/lsp.md, "Logging").
+LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
+LOG_LEVELS["error"] = logging.ERROR
+
+
+def configure_logging(level_name: str | None) -> int:
+    """Quiet by default: warnings on stderr, which editors show in their server log.
+
+    pygls logs every JSON-RPC message at INFO ("Sending data: …"), which flooded the editor's
+    output channel; its loggers stay at WARNING unless ``debug`` is asked for. Message traces
+    belong to the client (VS Code's ``engram.trace.server``). Returns the level applied.
+    """
+    name = (level_name or os.environ.get("ENGRAM_LOG_LEVEL") or "warning").strip().lower()
+    level = LOG_LEVELS.get(name, logging.WARNING)
     logging.basicConfig(
         stream=sys.stderr,
-        level=logging.INFO,
+        level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    logging.getLogger().setLevel(level)
+    pygls_level = logging.DEBUG if level <= logging.DEBUG else logging.WARNING
+    logging.getLogger("pygls").setLevel(pygls_level)
+    return level
+
+
+def run_server(
+    workspace: str | None = None, tcp: str | None = None, log_level: str | None = None
+) -> None:
+    """Serve on stdio (never print to stdout: it is the protocol channel) or TCP."""
+    configure_logging(log_level)
     server = create_server()
     server.fallback_root = workspace
     if tcp:
