@@ -16,6 +16,10 @@ export interface MemorySummary {
 }
 
 export interface Stats {
+  /** Memories shown anywhere: not deprecated (flagged incorrect or retired). */
+  active: number;
+  /** Deprecated memories, kept for their history; never shown or injected. */
+  retired: number;
   total: number;
   needsReview: number;
   stale: number;
@@ -80,8 +84,12 @@ export function parseStats(raw: unknown): Stats {
   for (const [key, value] of Object.entries(byTypeRaw)) {
     byType[key] = asNumber(value);
   }
+  const total = asNumber(rec["total"] ?? memories["total"]);
+  const retired = asNumber(rec["deprecated"] ?? memories["deprecated"]);
   return {
-    total: asNumber(rec["total"] ?? memories["total"]),
+    active: asNumber(rec["active"] ?? memories["active"], total - retired),
+    retired,
+    total,
     needsReview: asNumber(rec["needs_review"] ?? memories["needs_review"]),
     stale: asNumber(rec["stale"] ?? memories["stale"]),
     byType,
@@ -95,6 +103,11 @@ export function moduleOf(file: string): string {
   return parts.length > 1 ? parts.slice(0, -1).join("/") : "(root)";
 }
 
+/** "1 memory", "2 memories": counts read as English in the status bar and messages. */
+export function plural(count: number, one: string, many: string = `${one}s`): string {
+  return `${count} ${count === 1 ? one : many}`;
+}
+
 export function statusText(stats: Stats | undefined, progress: string | undefined): string {
   if (progress) {
     return `$(sync~spin) Engram: ${progress}`;
@@ -103,7 +116,7 @@ export function statusText(stats: Stats | undefined, progress: string | undefine
     return "$(book) Engram: starting…";
   }
   const review = stats.needsReview > 0 ? ` · ${stats.needsReview} to review` : "";
-  return `$(book) Engram: ${stats.total} memories${review}`;
+  return `$(book) Engram: ${plural(stats.active, "memory", "memories")}${review}`;
 }
 
 export function summaryText(raw: unknown): string {
@@ -111,7 +124,7 @@ export function summaryText(raw: unknown): string {
   const applied = Array.isArray(rec["applied"]) ? rec["applied"].length : asNumber(rec["applied"]);
   const learned = Array.isArray(rec["learned"]) ? rec["learned"].length : asNumber(rec["learned"]);
   const review = Array.isArray(rec["needs_review"]) ? rec["needs_review"].length : asNumber(rec["needs_review"]);
-  return `Engram session: ${applied} memories applied, ${learned} learned, ${review} need review.`;
+  return `Engram session: ${plural(applied, "memory", "memories")} applied, ${learned} learned, ${review} to review.`;
 }
 
 /** The message after "Share Confirmed Memories with the Team" (engram.share). */
@@ -123,11 +136,11 @@ export function shareText(raw: unknown): string {
   const committed = typeof rec["committed"] === "string" ? rec["committed"].slice(0, 10) : undefined;
   if (written.length === 0) {
     return unchanged.length > 0
-      ? `Engram: nothing new to share; ${unchanged.length} memories are already in ${folder}/.`
+      ? `Engram: nothing new to share; ${plural(unchanged.length, "memory", "memories")} already in ${folder}/.`
       : "Engram: nothing to share yet. Confirm a memory first, then share.";
   }
   const next = committed ? `committed as ${committed}; push it with your code` : `commit ${folder}/ and push it`;
-  return `Engram: shared ${written.length} memories in ${folder}/ (${next}).`;
+  return `Engram: shared ${plural(written.length, "memory", "memories")} in ${folder}/ (${next}).`;
 }
 
 /** The message after "Sync Team Memories" (engram.syncTeam). */
@@ -139,7 +152,7 @@ export function syncText(raw: unknown): string {
     `${asNumber(rec["updated"])} updated`,
     `${asNumber(rec["retired"])} retired`,
   ];
-  const tail = skipped.length > 0 ? `; ${skipped.length} files skipped (see the log)` : "";
+  const tail = skipped.length > 0 ? `; ${plural(skipped.length, "file")} skipped (see the log)` : "";
   return `Engram team memories: ${parts.join(", ")}${tail}.`;
 }
 
@@ -149,5 +162,5 @@ export function consolidateText(raw: unknown): string {
   const merged = asStringArray(rec["merged"]).length;
   const conflicts = asStringArray(rec["conflicts"]).length;
   const review = conflicts > 0 ? " They are in the review queue." : "";
-  return `Engram: merged ${merged} near-duplicates, found ${conflicts} contradictions.${review}`;
+  return `Engram: merged ${plural(merged, "near-duplicate")}, found ${plural(conflicts, "contradiction")}.${review}`;
 }

@@ -50,12 +50,10 @@ export function buildTree(stats: Stats | undefined, memories: MemorySummary[], r
     kind: "group",
     children: stats
       ? [
-          { label: "Total", description: String(stats.total), kind: "info" },
+          { label: "Active", description: String(stats.active), kind: "info" },
           { label: "Needs review", description: String(stats.needsReview), kind: "info" },
           { label: "Stale", description: String(stats.stale), kind: "info" },
-          ...Object.entries(stats.byType)
-            .sort(([, a], [, b]) => b - a)
-            .map(([type, count]) => ({ label: type, description: String(count), kind: "info" as const })),
+          { label: "Retired", description: String(stats.retired), tooltip: "flagged incorrect or deprecated: never shown", kind: "info" },
         ]
       : [{ label: "Server not ready", kind: "info" }],
   };

@@ -73,8 +73,12 @@ test("stats, status text and session summary", () => {
   assert.equal(stats.sessionLearned, 2);
   assert.equal(statusText(stats, undefined), "$(book) Engram: 12 memories · 2 to review");
   assert.match(statusText(stats, "indexing 40%"), /indexing 40%/);
+  assert.equal(statusText(parseStats({ total: 1 }), undefined), "$(book) Engram: 1 memory");
   assert.equal(parseStats({ memories: { total: 3 } }).total, 3);
-  assert.match(summaryText({ applied: [1, 2], learned: [1], needs_review: [] }), /2 memories applied, 1 learned, 0 need review/);
+  // a flagged-incorrect memory is kept for its history but is not counted as shown
+  const flagged = parseStats({ total: 2, active: 1, deprecated: 1 });
+  assert.equal(statusText(flagged, undefined), "$(book) Engram: 1 memory");
+  assert.match(summaryText({ applied: [1, 2], learned: [1], needs_review: [] }), /2 memories applied, 1 learned, 0 to review/);
 });
 
 test("memory tree: health, by type, by module, review queue", () => {
@@ -84,6 +88,7 @@ test("memory tree: health, by type, by module, review queue", () => {
   ]);
   const tree = buildTree(parseStats({ total: 2, by_type: { gotcha: 1, decision: 1 } }), memories, [memories[0]]);
   assert.deepEqual(tree.map((n) => n.label), ["Health", "By type", "By module", "Review queue"]);
+  assert.deepEqual(tree[0].children?.map((n) => n.label), ["Active", "Needs review", "Stale", "Retired"]);
   assert.deepEqual(tree[1].children?.map((n) => n.label), ["decision", "gotcha"]);
   assert.deepEqual(tree[2].children?.map((n) => n.label), ["(global)", "src/x"]);
   assert.equal(tree[3].children?.[0].memory?.id, "a");
@@ -93,14 +98,14 @@ test("memory tree: health, by type, by module, review queue", () => {
 test("team sharing and consolidation messages", () => {
   assert.equal(
     shareText({ folder: ".engram-team", written: [".engram-team/m-1.json"], unchanged: [], committed: "0123456789abcdef" }),
-    "Engram: shared 1 memories in .engram-team/ (committed as 0123456789; push it with your code).",
+    "Engram: shared 1 memory in .engram-team/ (committed as 0123456789; push it with your code).",
   );
-  assert.match(shareText({ written: [], unchanged: ["m-1", "m-2"] }), /nothing new to share; 2 memories/);
+  assert.match(shareText({ written: [], unchanged: ["m-1", "m-2"] }), /nothing new to share; 2 memories already/);
   assert.match(shareText({}), /Confirm a memory first/);
   assert.equal(
     syncText({ added: 2, updated: 1, retired: 0, skipped: ["x.json: not valid JSON"] }),
-    "Engram team memories: 2 added, 1 updated, 0 retired; 1 files skipped (see the log).",
+    "Engram team memories: 2 added, 1 updated, 0 retired; 1 file skipped (see the log).",
   );
-  assert.match(consolidateText({ merged: ["a <- b"], conflicts: ["c vs d: opposite"] }), /merged 1 .* found 1 contradictions\. They are in the review queue/);
+  assert.match(consolidateText({ merged: ["a <- b"], conflicts: ["c vs d: opposite"] }), /merged 1 .* found 1 contradiction\. They are in the review queue/);
   assert.match(consolidateText("junk"), /merged 0 near-duplicates, found 0 contradictions\.$/);
 });
