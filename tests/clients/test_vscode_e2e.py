@@ -14,6 +14,7 @@ test fails, a screenshot and the logs go to the folder printed at the start
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -50,6 +51,7 @@ BILLING = (
     "    # refunds go through the ledger service, never straight to the card API\n"
     "    return -amount\n"
 )
+SHOP = "from billing import charge\n\n\ndef checkout(total):\n    return charge(total)\n"
 GOTCHA = "charge() takes euros but the payment API wants cents"
 TAUGHT = "refunds go through the ledger service"
 PALETTE_TAUGHT = "refund amounts are negative on purpose"
@@ -85,6 +87,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     (root / "billing.py").write_text(BILLING)
+    (root / "shop.py").write_text(SHOP)
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "billing")
     _cli(root, "remember", "--type", "gotcha", "--file", "billing.py", "--symbol", "charge", GOTCHA)
@@ -104,7 +107,8 @@ def code_server(
         "extensions.ignoreRecommendations": True,
         "git.enabled": False,
         "telemetry.telemetryLevel": "off",
-        "engram.python": sys.executable,
+        # what a user sets after `pipx install`: the engram executable of this installation
+        "engram.serverPath": str(Path(sys.executable).parent / "engram"),
         **{f"engram.{k}": v for k, v in FAST_SETTINGS.items()},
     }
     env = {**os.environ, "ENGRAM_EMBED__MODEL": "none"}
@@ -188,18 +192,18 @@ def test_hover_shows_the_memory(wb: Workbench) -> None:
     assert "gotcha" in text.lower()
 
 
-def test_teach_a_selection_with_a_code_action(wb: Workbench) -> None:
+def test_teach_a_selection_with_a_code_action(wb: Workbench, workspace: Path) -> None:
     wb.select_line(9)  # the comment about refunds
     titles = wb.code_actions()
     assert "Engram: remember selection as gotcha" in titles, titles
     wb.choose_code_action("Engram: remember selection as gotcha")
     rows = wait_until("the taught memory in Problems", lambda: _problem_rows(wb, TAUGHT))
     assert "[Ln 9" in rows[0], rows
-    listed = _cli(wb_workspace(wb), "list", "--json")
+    listed = _cli(workspace, "list", "--json")
     assert TAUGHT in listed
 
 
-def test_flag_a_memory_with_a_quick_fix(wb: Workbench) -> None:
+def test_flag_a_memory_with_a_quick_fix(wb: Workbench, workspace: Path) -> None:
     wb.go_to_line(4)
     titles = wb.code_actions()
     flag = next((t for t in titles if t.startswith("Engram: flag") and "incorrect" in t), None)
@@ -207,7 +211,7 @@ def test_flag_a_memory_with_a_quick_fix(wb: Workbench) -> None:
     wb.choose_code_action(flag)
     wait_until("the flagged gotcha to leave Problems", lambda: not _problem_rows(wb, GOTCHA))
     assert _problem_rows(wb, TAUGHT), "flagging one memory must not hide the others"
-    shown = _cli(wb_workspace(wb), "list", "--all", "--json")
+    shown = _cli(workspace, "list", "--all", "--json")
     assert '"deprecated": true' in shown.replace(" ", "").replace('":true', '": true')
 
 
@@ -229,15 +233,6 @@ def test_memory_view_lists_memories(wb: Workbench) -> None:
         lambda: [r for r in wb.tree_rows() if TAUGHT in r],
     )
     assert not [r for r in wb.tree_rows() if GOTCHA in r], "a flagged memory is not listed"
-
-
-def wb_workspace(wb: Workbench) -> Path:
-    url = wb.page.url
-    match = re.search(r"folder=([^&]+)", url)
-    assert match, url
-    from urllib.parse import unquote
-
-    return Path(unquote(match.group(1)))
 
 
 def _palette_ok(wb: Workbench, title: str, answer: Any = None) -> None:
@@ -273,6 +268,7 @@ def test_every_palette_command_runs_without_error(wb: Workbench) -> None:
         wb.type_input(PALETTE_TAUGHT)
 
     run("engram.ui.teach", teach)
+    wb.wait_toast(r"Engram remembered m-")
     wait_until("the palette-taught memory in Problems", lambda: _problem_rows(wb, PALETTE_TAUGHT))
 
     def search() -> None:
@@ -289,10 +285,20 @@ def test_every_palette_command_runs_without_error(wb: Workbench) -> None:
         "the context document", lambda: "Engram memory for" in wb.editor_text() and wb.editor_text()
     )
     assert TAUGHT in text and PALETTE_TAUGHT in text, text[:500]
+    assert "Engram context" in wb.active_tab()
+    assert wb.page.locator(".tab.active.dirty").count() == 0, "read-only, nothing to save"
 
     wb.open_file("billing.py")
     run("engram.ui.impact")
+    impact = wait_until(
+        "the Impact view",
+        lambda: (rows := wb.tree_rows()) and any(r.startswith("Dependents") for r in rows) and rows,
+    )
+    assert any(r.startswith("billing.py") for r in impact), impact
+    assert any(r.startswith("shop.py") and "direct" in r for r in impact), impact
+    assert not any(r.lstrip().startswith("{") for r in impact), "a tree, not JSON"
     run("engram.ui.review")
+    wait_until("the review queue", lambda: any("Review queue" in r for r in wb.tree_rows()))
     run("engram.ui.sessionSummary")
     wb.wait_toast(r"Engram session")
     run("engram.ui.reindex")
@@ -304,6 +310,90 @@ def test_every_palette_command_runs_without_error(wb: Workbench) -> None:
     wb.wait_toast(r"Engram")
     run("engram.ui.showLog")
     wait_until("the Engram output", lambda: wb.page.locator(".panel .output").count() > 0)
+    run("engram.ui.start")
+    wb.wait_toast(r"already running")
 
     assert set(titles) == ran, f"palette commands not exercised: {set(titles) - ran}"
     assert not [t for t in wb.seen_toasts if t.startswith("error")], wb.seen_toasts
+
+
+def test_show_impact_code_action_opens_the_impact_view(wb: Workbench) -> None:
+    wb.open_file("billing.py")
+    wb.go_to_line(4)
+    titles = wb.code_actions()
+    action = next((t for t in titles if t.startswith("Engram: show impact of")), None)
+    assert action, titles
+    wb.choose_code_action(action)
+    rows = wait_until(
+        "the symbol's impact",
+        lambda: [r for r in wb.tree_rows() if r.startswith("billing.py: charge")],
+    )
+    assert rows
+    assert not wb.errors()
+
+
+def test_the_server_log_is_quiet(code_server: tuple[CodeServer, str]) -> None:
+    server, _ = code_server
+    logs = server.engram_logs()
+    assert logs, "the Engram output channel has a log file"
+    text = "\n".join(log.read_text(errors="replace") for log in logs)
+    assert "Sending data" not in text, text[-2000:]
+    assert "server: " in text and "engram.serverPath" in text, text[-2000:]
+    assert "[error]" not in text, text[-2000:]
+
+
+def _serve_processes(folder: Path) -> list[str]:
+    """Command lines of ``engram serve`` processes for ``folder`` (read from /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        text = [a.decode(errors="replace") for a in args if a]
+        if "serve" in text and str(folder) in text:
+            found.append(" ".join(text))
+    return found
+
+
+def test_starts_only_where_engram_applies(
+    wb: Workbench, code_server: tuple[CodeServer, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A folder without .engram/ gets no server until the user asks for one."""
+    plain = tmp_path_factory.mktemp("vscode-e2e-plain") / "notes"
+    plain.mkdir()
+    git(plain, "init", "-q", "-b", "main")
+    (plain / "todo.py").write_text("def todo():\n    return []\n")
+    _, url = code_server
+    wb.page.goto(url.split("?")[0] + f"?folder={plain}")
+    wb.page.wait_for_selector(".monaco-workbench", timeout=120_000)
+    wb.open_file("todo.py")
+    time.sleep(5)  # long enough for an eager extension to have started its server
+    assert "Engram" not in _status(wb)
+    assert not _serve_processes(plain)
+    assert not (plain / ".engram").exists()
+
+    wb.palette("Engram: Start in This Workspace")
+    wb.wait_toast(r"Engram started")
+    wait_until("the status bar", lambda: re.search(r"Engram: 0 memories", _status(wb)), 120)
+    assert _serve_processes(plain)
+    assert (plain / ".engram").is_dir()
+    assert not wb.errors()
+
+
+def test_a_server_path_without_engram_says_how_to_fix_it(
+    wb: Workbench, code_server: tuple[CodeServer, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    server, url = code_server
+    broken = tmp_path_factory.mktemp("vscode-e2e-broken") / "proj"
+    (broken / ".engram").mkdir(parents=True)
+    settings_file = server.user_data / "User" / "settings.json"
+    settings = json.loads(settings_file.read_text())
+    settings["engram.serverPath"] = "/nonexistent/bin/engram"
+    settings_file.write_text(json.dumps(settings, indent=2))
+    wb.page.goto(url.split("?")[0] + f"?folder={broken}")
+    wb.page.wait_for_selector(".monaco-workbench", timeout=120_000)
+    message = wait_until("the error notification", lambda: wb.errors(), timeout=120)[0]
+    assert '"engram.serverPath" (/nonexistent/bin/engram) was not found' in message, message
+    assert "pipx install" in message, message
+    assert "pip install engram" not in message

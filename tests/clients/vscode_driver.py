@@ -206,9 +206,20 @@ class Workbench:
         self.page.keyboard.press("Control+p")
         self.page.fill(QUICK_INPUT, name)
         self.page.wait_for_selector(f"{QUICK_ROW}:has-text('{name}')")
+        # recently opened editors match too ("Engram context - billing.py.md"): pick the
+        # row whose name is exactly ``name``
+        focused = f"{QUICK_ROW}.focused .label-name"
+        for _ in range(20):
+            if self.page.locator(focused).first.inner_text().strip() == name:
+                break
+            self.page.keyboard.press("ArrowDown")
+        else:
+            raise AssertionError(f"quick open offers no {name!r}")
         self.page.keyboard.press("Enter")
-        self.page.wait_for_selector(f".tab.active:has-text('{name}')")
-        self.page.wait_for_selector(".monaco-editor .view-line")
+        self.page.wait_for_selector(f".tab.active .label-name:text-is('{name}')")
+        self.page.wait_for_selector(".editor-group-container.active .monaco-editor.focused")
+        # the extension host learns of the active editor asynchronously: a person is slower
+        time.sleep(0.5)
 
     def active_tab(self) -> str:
         return str(self.page.inner_text(".tab.active .label-name")).strip()

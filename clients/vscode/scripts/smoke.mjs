@@ -1,5 +1,6 @@
 // Smoke test: start the REAL server with exactly the command line the extension builds
-// (out/src/serverCommand.js, compiled from src/serverCommand.ts), then initialize,
+// (out/src/serverCommand.js, compiled from src/serverCommand.ts, plus the --stdio the
+// language client appends), then initialize,
 // didOpen -> diagnostics for a known gotcha, and hover on the anchored line.
 //
 // Usage: ENGRAM_PYTHON=/path/to/python node scripts/smoke.mjs
@@ -28,7 +29,8 @@ execFileSync(python, remember, { stdio: ["ignore", "pipe", "inherit"], env: { ..
 
 const cmd = buildServerCommand(python, ws, []);
 const started = Date.now();
-const child = spawn(cmd.command, cmd.args, { cwd: cmd.cwd, stdio: ["pipe", "pipe", "inherit"] });
+// vscode-languageclient appends --stdio for TransportKind.stdio: so do we
+const child = spawn(cmd.command, [...cmd.args, "--stdio"], { cwd: cmd.cwd, stdio: ["pipe", "pipe", "inherit"] });
 const conn = rpc.createMessageConnection(
   new rpc.StreamMessageReader(child.stdout),
   new rpc.StreamMessageWriter(child.stdin),

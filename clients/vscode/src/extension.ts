@@ -1,13 +1,16 @@
 /**
- * Engram for VS Code: starts `engram serve` with the right Python, and adds the Memory
- * view, a status bar item and the teach / review / search commands on top of the
- * language client. Server commands (engram.search, engram.remember, …) are registered by
+ * Engram for VS Code: starts `engram serve` (the `engram.serverPath` executable or an
+ * interpreter with the engram package, see python.ts) in workspaces that use Engram, and adds
+ * the Memory and Impact views, a status bar item and the teach / review / search commands on
+ * top of the language client. Server commands (engram.search, engram.remember, …) are registered by
  * vscode-languageclient from the server's executeCommandProvider; the extension's own
  * commands use the distinct `engram.ui.*` ids, so no id is registered twice.
  */
 
 import { execFile } from "node:child_process";
-import { promises as fs } from "node:fs";
+import { existsSync, promises as fs } from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import * as vscode from "vscode";
 import {
   LanguageClient,
@@ -21,6 +24,7 @@ import {
   consolidateText,
   parseMemoryList,
   parseStats,
+  rememberedText,
   shareText,
   Stats,
   statusText,
@@ -28,8 +32,17 @@ import {
   syncText,
   MemorySummary,
 } from "./model";
-import { choosePython, missingServerMessage, PythonChoice, PythonExtensionApi } from "./python";
-import { buildProbeCommand, buildServerCommand } from "./serverCommand";
+import { buildImpactTree, ImpactNode } from "./impact";
+import {
+  describe,
+  missingServerMessage,
+  ProbeFailure,
+  PythonExtensionApi,
+  pythonExtensionInterpreter,
+  ServerCandidate,
+  serverCandidates,
+} from "./python";
+import { buildProbeCommand, buildServerCommand, LogLevel } from "./serverCommand";
 import { toServerSettings, SettingsObject } from "./settings";
 import { buildTree, TreeNode } from "./tree";
 import { openReport, WebviewLike } from "./report";
@@ -81,8 +94,63 @@ class MemoryTreeProvider implements vscode.TreeDataProvider<TreeNode> {
   }
 }
 
-function probe(choice: PythonChoice): Promise<{ ok: boolean; stderr: string }> {
-  const cmd = buildProbeCommand(choice.command);
+class ImpactTreeProvider implements vscode.TreeDataProvider<ImpactNode> {
+  private readonly changed = new vscode.EventEmitter<ImpactNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private roots: ImpactNode[] = [];
+
+  update(roots: ImpactNode[]): void {
+    this.roots = roots;
+    this.changed.fire(undefined);
+  }
+
+  getChildren(element?: ImpactNode): ImpactNode[] {
+    return element ? (element.children ?? []) : this.roots;
+  }
+
+  getTreeItem(node: ImpactNode): vscode.TreeItem {
+    const collapsible = node.children
+      ? node.children.length <= 12
+        ? vscode.TreeItemCollapsibleState.Expanded
+        : vscode.TreeItemCollapsibleState.Collapsed
+      : vscode.TreeItemCollapsibleState.None;
+    const item = new vscode.TreeItem(node.label, collapsible);
+    item.description = node.description;
+    item.tooltip = node.tooltip;
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (node.file && folder) {
+      const line = Math.max(0, (node.line ?? 1) - 1);
+      item.command = {
+        command: "vscode.open",
+        title: "Open",
+        arguments: [vscode.Uri.joinPath(folder.uri, node.file), { selection: new vscode.Range(line, 0, line, 0) }],
+      };
+    }
+    return item;
+  }
+}
+
+/** Read-only documents for "Show Context" (no unsaved Untitled buffer to dismiss). */
+class ContextDocuments implements vscode.TextDocumentContentProvider {
+  static readonly scheme = "engram-context";
+  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.changed.event;
+  private readonly texts = new Map<string, string>();
+
+  show(name: string, text: string): vscode.Uri {
+    const uri = vscode.Uri.from({ scheme: ContextDocuments.scheme, path: `/${name}.md` });
+    this.texts.set(uri.toString(), text);
+    this.changed.fire(uri);
+    return uri;
+  }
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.texts.get(uri.toString()) ?? "";
+  }
+}
+
+function probe(candidate: ServerCandidate): Promise<{ ok: boolean; stderr: string }> {
+  const cmd = buildProbeCommand(candidate);
   return new Promise((resolve) => {
     execFile(cmd.command, cmd.args, { timeout: 20000 }, (error, _stdout, stderr) => {
       resolve({ ok: !error, stderr: error ? `${error.message}\n${stderr}` : "" });
@@ -102,54 +170,109 @@ async function pythonApi(): Promise<PythonExtensionApi | undefined> {
   }
 }
 
+/** Whether this folder already uses Engram: its store or a team folder is there. */
+function engramApplies(folder: vscode.WorkspaceFolder | undefined): boolean {
+  if (!folder) {
+    return false;
+  }
+  return [".engram", ".engram-team"].some((name) => existsSync(path.join(folder.uri.fsPath, name)));
+}
+
 let client: LanguageClient | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel("Engram", { log: true });
   context.subscriptions.push(output);
   const folder = vscode.workspace.workspaceFolders?.[0];
-  const config = vscode.workspace.getConfiguration("engram");
-  const choice = choosePython(config.get<string>("python"), await pythonApi(), folder?.uri);
-  output.info(`Python: ${choice.command} (${choice.source})`);
+  const config = () => vscode.workspace.getConfiguration("engram");
+  let starting: Promise<boolean> | undefined;
 
-  const check = await probe(choice);
-  if (!check.ok) {
-    const message = missingServerMessage(choice, check.stderr);
-    output.error(message);
-    const pick = await vscode.window.showErrorMessage(message, "Open Settings", "Show Log");
-    if (pick === "Open Settings") {
-      await vscode.commands.executeCommand("workbench.action.openSettings", "engram.python");
-    } else if (pick === "Show Log") {
-      output.show();
+  /** Find a working server, start the language client; false (with one message) if none. */
+  const startServer = async (): Promise<boolean> => {
+    const settings = config();
+    const candidates = serverCandidates(
+      { serverPath: settings.get<string>("serverPath"), python: settings.get<string>("python"), home: os.homedir() },
+      pythonExtensionInterpreter(await pythonApi(), folder?.uri),
+    );
+    const failures: ProbeFailure[] = [];
+    let chosen: ServerCandidate | undefined;
+    for (const candidate of candidates) {
+      const check = await probe(candidate);
+      if (check.ok) {
+        chosen = candidate;
+        break;
+      }
+      output.info(`not usable: ${describe(candidate)}: ${check.stderr.split("\n")[0]}`);
+      failures.push({ candidate, stderr: check.stderr });
     }
-    return;
-  }
-
-  const server = buildServerCommand(choice.command, folder?.uri.fsPath, config.get<string[]>("serverArgs") ?? []);
-  const serverOptions: ServerOptions = {
-    command: server.command,
-    args: server.args,
-    options: { cwd: server.cwd },
-    transport: TransportKind.stdio,
-  };
-  const clientOptions: LanguageClientOptions = {
-    documentSelector: [{ scheme: "file" }],
-    outputChannel: output,
-    initializationOptions: toServerSettings(config as unknown as SettingsObject),
-    synchronize: { configurationSection: "engram" },
-    middleware: {
-      workspace: {
-        configuration: async (params, token, next) => {
-          const result = await next(params, token);
-          return Array.isArray(result)
-            ? result.map((r, i) => (params.items[i]?.section === "engram" ? toServerSettings(r as SettingsObject) : r))
-            : result;
+    if (!chosen) {
+      const message = missingServerMessage(failures);
+      output.error(message);
+      void vscode.window.showErrorMessage(message, "Open Settings", "Show Log").then(async (pick) => {
+        if (pick === "Open Settings") {
+          await vscode.commands.executeCommand("workbench.action.openSettings", "engram.serverPath");
+        } else if (pick === "Show Log") {
+          output.show();
+        }
+      });
+      return false;
+    }
+    output.info(`server: ${describe(chosen)}`);
+    const server = buildServerCommand(
+      chosen,
+      folder?.uri.fsPath,
+      settings.get<string[]>("serverArgs") ?? [],
+      settings.get<LogLevel>("server.logLevel") ?? "warning",
+    );
+    const serverOptions: ServerOptions = {
+      command: server.command,
+      args: server.args,
+      options: { cwd: server.cwd },
+      transport: TransportKind.stdio,
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: "file" }],
+      outputChannel: output,
+      initializationOptions: toServerSettings(settings as unknown as SettingsObject),
+      synchronize: { configurationSection: "engram" },
+      middleware: {
+        workspace: {
+          configuration: async (params, token, next) => {
+            const result = await next(params, token);
+            return Array.isArray(result)
+              ? result.map((r, i) => (params.items[i]?.section === "engram" ? toServerSettings(r as SettingsObject) : r))
+              : result;
+          },
+        },
+        // the server's "show impact" action returns JSON that VS Code would drop: show it
+        provideCodeActions: async (document, range, ctx, token, next) => {
+          const actions = await next(document, range, ctx, token);
+          return actions?.map((action) => routeToUi(action));
         },
       },
-    },
+    };
+    client = new LanguageClient("engram", "Engram", serverOptions, clientOptions);
+    client.onDidChangeState((event) => {
+      if (event.newState === State.Running) {
+        void refresh();
+      }
+    });
+    await client.start();
+    await vscode.commands.executeCommand("setContext", "engram.active", true);
+    return true;
   };
-  client = new LanguageClient("engram", "Engram", serverOptions, clientOptions);
 
+  const ensureStarted = async (): Promise<boolean> => {
+    if (client) {
+      return true;
+    }
+    starting ??= startServer().finally(() => {
+      if (!client) {
+        starting = undefined;
+      }
+    });
+    return starting;
+  };
   const status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   status.command = "engram.ui.review";
   status.text = statusText(undefined, undefined);
@@ -159,7 +282,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const tree = new MemoryTreeProvider();
   context.subscriptions.push(vscode.window.registerTreeDataProvider("engram.memory", tree));
 
+  const impactTree = new ImpactTreeProvider();
+  context.subscriptions.push(vscode.window.registerTreeDataProvider("engram.impact", impactTree));
+  const contextDocs = new ContextDocuments();
+  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(ContextDocuments.scheme, contextDocs));
+
   const run = async (command: string, args: unknown): Promise<unknown> => {
+    if (!client) {
+      if (!config().get<boolean>("enable", true)) {
+        throw new Error('Engram is turned off for this workspace ("engram.enable")');
+      }
+      if (!engramApplies(folder)) {
+        throw new Error('Engram is not set up in this workspace: run "Engram: Start in This Workspace"');
+      }
+      if (!(await ensureStarted())) {
+        throw new Error("the Engram server could not start (see Engram: Show Server Log)");
+      }
+    }
     if (!client || client.state !== State.Running) {
       throw new Error("Engram server is not running (see Engram: Show Server Log)");
     }
@@ -169,6 +308,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   let reportPanel: WebviewLike | undefined;
   let learnedSeen = 0;
   const refresh = async (): Promise<void> => {
+    if (!client) {
+      return;
+    }
     try {
       const [statsRaw, listRaw, reviewRaw] = await Promise.all([
         run("engram.stats", {}),
@@ -233,7 +375,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           start_line: editor.selection.start.line,
           end_line: editor.selection.end.line,
         });
-        void vscode.window.showInformationMessage(`Engram remembered: ${JSON.stringify(result).slice(0, 120)}`);
+        void vscode.window.showInformationMessage(rememberedText(result));
         await refresh();
       }),
     ),
@@ -259,22 +401,33 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       "engram.ui.context",
       withErrors(async () => {
         const editor = vscode.window.activeTextEditor;
-        const args = editor ? { file: relPath(editor.document.uri) } : { query: "project overview" };
+        const file = editor && editor.document.uri.scheme === "file" ? relPath(editor.document.uri) : undefined;
+        const args = file ? { file } : { query: "project overview" };
         const pack = (await run("engram.context", args)) as { text?: string };
-        const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: pack.text ?? JSON.stringify(pack, null, 2) });
+        const name = file ? `Engram context - ${file.replace(/\//g, "_")}` : "Engram context";
+        const uri = contextDocs.show(name, pack.text ?? JSON.stringify(pack, null, 2));
+        const doc = await vscode.workspace.openTextDocument(uri);
         await vscode.window.showTextDocument(doc, { preview: true });
       }),
     ),
     vscode.commands.registerCommand(
       "engram.ui.impact",
-      withErrors(async () => {
-        const editor = vscode.window.activeTextEditor;
-        if (!editor) {
-          throw new Error("open a file first");
+      withErrors(async (target?: unknown) => {
+        // from the palette: the active file; from the server's code action: {file, symbol}
+        const given = target as { file?: string; symbol?: string } | undefined;
+        let args: { file: string; symbol?: string };
+        if (given && typeof given.file === "string") {
+          args = { file: given.file, symbol: given.symbol };
+        } else {
+          const editor = vscode.window.activeTextEditor;
+          if (!editor || editor.document.uri.scheme !== "file") {
+            throw new Error("open a file first");
+          }
+          args = { file: relPath(editor.document.uri) };
         }
-        const report = await run("engram.impact", { file: relPath(editor.document.uri) });
-        const doc = await vscode.workspace.openTextDocument({ language: "json", content: JSON.stringify(report, null, 2) });
-        await vscode.window.showTextDocument(doc, { preview: true });
+        const report = await run("engram.impact", args);
+        impactTree.update(buildImpactTree(report));
+        await vscode.commands.executeCommand("engram.impact.focus");
       }),
     ),
     vscode.commands.registerCommand(
@@ -382,17 +535,44 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }),
     ),
     vscode.commands.registerCommand("engram.ui.showLog", () => output.show()),
+    vscode.commands.registerCommand(
+      "engram.ui.start",
+      withErrors(async () => {
+        if (client) {
+          void vscode.window.showInformationMessage("Engram is already running in this workspace.");
+          return;
+        }
+        if (await ensureStarted()) {
+          void vscode.window.showInformationMessage("Engram started: its memory for this workspace is in .engram/.");
+        }
+      }),
+    ),
   );
 
-  client.onDidChangeState((event) => {
-    if (event.newState === State.Running) {
-      void refresh();
-    }
-  });
-  await client.start();
   const timer = setInterval(() => void refresh(), 60_000);
   context.subscriptions.push({ dispose: () => clearInterval(timer) });
   context.subscriptions.push(vscode.workspace.onDidSaveTextDocument(() => void refresh()));
+
+  // Start only where Engram applies (issue 16): activation events are workspaceContains
+  // .engram / .engram-team and the commands; "engram.enable": false turns it off here.
+  if (!config().get<boolean>("enable", true)) {
+    output.info('Engram is turned off for this workspace ("engram.enable": false)');
+    return;
+  }
+  if (engramApplies(folder)) {
+    await ensureStarted();
+  } else {
+    output.info('no .engram/ here: run "Engram: Start in This Workspace" to use Engram in this folder');
+  }
+}
+
+/** A server action whose result VS Code would drop, routed to the command that shows it. */
+function routeToUi(action: vscode.Command | vscode.CodeAction): vscode.Command | vscode.CodeAction {
+  const command = "command" in action && typeof action.command === "object" ? action.command : undefined;
+  if (command?.command === "engram.impact") {
+    command.command = "engram.ui.impact";
+  }
+  return action;
 }
 
 export async function deactivate(): Promise<void> {

@@ -164,3 +164,19 @@ export function consolidateText(raw: unknown): string {
   const review = conflicts > 0 ? " They are in the review queue." : "";
   return `Engram: merged ${plural(merged, "near-duplicate")}, found ${plural(conflicts, "contradiction")}.${review}`;
 }
+
+/** The message after teaching a memory (engram.remember): what was kept, merged or redacted. */
+export function rememberedText(raw: unknown): string {
+  const rec = asRecord(raw);
+  const memory = parseMemory(rec["memory"] !== undefined ? { memory: rec["memory"] } : raw);
+  const id = memory?.id ?? (typeof rec["id"] === "string" ? rec["id"] : "?");
+  const text = (memory?.content ?? "").split("\n")[0].slice(0, 80);
+  const head = rec["merged"] === true ? `Engram merged it into ${id}` : `Engram remembered ${id}`;
+  const redacted = asStringArray(rec["redactions"]);
+  const conflicts = asStringArray(rec["conflicts"]);
+  const notes = [
+    redacted.length > 0 ? `redacted: ${redacted.join(", ")} (rotate it)` : "",
+    conflicts.length > 0 ? `contradicts ${plural(conflicts.length, "memory", "memories")}: in the review queue` : "",
+  ].filter(Boolean);
+  return `${head}${text ? `: "${text}"` : ""}${notes.length ? ` (${notes.join("; ")})` : ""}`;
+}

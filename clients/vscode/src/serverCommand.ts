@@ -1,9 +1,13 @@
 /**
  * The exact command line the extension uses to start the server.
  *
- * The Node smoke test (`scripts/smoke.mjs`) imports this same function, so what CI
- * starts is what users get.
+ * vscode-languageclient appends `--stdio` to it (TransportKind.stdio); `engram serve`
+ * accepts that flag. The Node smoke test (`scripts/smoke.mjs`) imports these functions and
+ * appends `--stdio` the same way, and `tests/clients/test_vscode_e2e.py` runs the packaged
+ * extension in a real VS Code, so what CI starts is what users get.
  */
+
+import type { ServerCandidate } from "./python";
 
 export interface ServerCommand {
   command: string;
@@ -11,20 +15,31 @@ export interface ServerCommand {
   cwd?: string;
 }
 
+export type LogLevel = "error" | "warning" | "info" | "debug";
+
 export function buildServerCommand(
-  python: string,
+  server: ServerCandidate | string,
   workspaceFolder: string | undefined,
   extraArgs: readonly string[] = [],
+  logLevel: LogLevel = "warning",
 ): ServerCommand {
-  const args = ["-m", "engram", "serve"];
+  const candidate: ServerCandidate = typeof server === "string" ? { kind: "python", command: server, source: "python" } : server;
+  const args = candidate.kind === "python" ? ["-m", "engram", "serve"] : ["serve"];
   if (workspaceFolder) {
     args.push("--workspace", workspaceFolder);
   }
+  if (logLevel !== "warning") {
+    args.push("--log-level", logLevel);
+  }
   args.push(...extraArgs);
-  return { command: python, args, cwd: workspaceFolder };
+  return { command: candidate.command, args, cwd: workspaceFolder };
 }
 
-/** The check run before starting: exits 0 only when `import engram` works. */
-export function buildProbeCommand(python: string): ServerCommand {
-  return { command: python, args: ["-c", "import engram, sys; sys.stdout.write(engram.__version__)"] };
+/** The check run before starting: exits 0 only when this candidate can run Engram. */
+export function buildProbeCommand(server: ServerCandidate | string): ServerCommand {
+  const candidate: ServerCandidate = typeof server === "string" ? { kind: "python", command: server, source: "python" } : server;
+  if (candidate.kind === "executable") {
+    return { command: candidate.command, args: ["--version"] };
+  }
+  return { command: candidate.command, args: ["-c", "import engram, sys; sys.stdout.write(engram.__version__)"] };
 }

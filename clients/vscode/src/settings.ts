@@ -5,7 +5,7 @@
  * drop client-only keys so the server does not warn about them.
  */
 
-const CLIENT_ONLY_KEYS = new Set(["python", "serverArgs"]);
+const CLIENT_ONLY_KEYS = new Set(["python", "serverArgs", "serverPath", "enable", "server", "trace"]);
 
 export type SettingsObject = { [key: string]: unknown };
 

@@ -1,4 +1,6 @@
 import { strict as assert } from "node:assert";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 
@@ -6,28 +8,97 @@ import { installMocks } from "./mockVscode";
 
 const repoPython = path.resolve(__dirname, "../../../../.venv/bin/python");
 
-test("activation with a working interpreter starts the server with the built command", async () => {
-  const rec = installMocks({ python: repoPython, serverArgs: [] });
+function folder(withEngram: boolean): string {
+  const dir = mkdtempSync(path.join(tmpdir(), "engram-ext-"));
+  if (withEngram) {
+    mkdirSync(path.join(dir, ".engram"));
+  }
+  return dir;
+}
+
+function loadExtension(): typeof import("../src/extension") {
+  // each test installs its own mocks: load a fresh copy of the extension
+  for (const key of Object.keys(require.cache)) {
+    if (key.includes(`${path.sep}src${path.sep}`)) {
+      delete require.cache[key];
+    }
+  }
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const ext = require("../src/extension") as typeof import("../src/extension");
+  return require("../src/extension") as typeof import("../src/extension");
+}
+
+test("in an Engram workspace, activation starts the server with the built command", async () => {
+  const ws = folder(true);
+  const rec = installMocks({ python: repoPython, serverArgs: [] }, ws);
+  const ext = loadExtension();
   const subscriptions: { dispose(): void }[] = [];
   await ext.activate({ subscriptions } as never);
   assert.deepEqual(rec.errors, []);
   assert.equal(rec.clients.length, 1);
   const server = rec.clients[0].serverOptions as { command: string; args: string[] };
   assert.equal(server.command, repoPython);
-  assert.deepEqual(server.args, ["-m", "engram", "serve", "--workspace", "/tmp/engram-ws"]);
+  assert.deepEqual(server.args, ["-m", "engram", "serve", "--workspace", ws]);
   assert.ok(rec.clients[0].started);
-  assert.deepEqual(rec.treeProviders, ["engram.memory"]);
+  assert.equal(rec.contexts["engram.active"], true);
+  assert.deepEqual(rec.treeProviders, ["engram.memory", "engram.impact"]);
   // Only client-side ids are registered here; server ids come from the language client.
   for (const id of rec.commands.keys()) {
     assert.match(id, /^engram\.ui\./);
   }
-  assert.ok(rec.commands.has("engram.ui.teach"));
-  assert.ok(rec.commands.has("engram.ui.review"));
-  for (const id of ["engram.ui.shareTeam", "engram.ui.syncTeam", "engram.ui.consolidate", "engram.ui.openReport"]) {
+  for (const id of [
+    "engram.ui.teach",
+    "engram.ui.review",
+    "engram.ui.start",
+    "engram.ui.shareTeam",
+    "engram.ui.syncTeam",
+    "engram.ui.consolidate",
+    "engram.ui.openReport",
+  ]) {
     assert.ok(rec.commands.has(id), id);
   }
+  await ext.deactivate();
+  subscriptions.forEach((d) => d.dispose());
+});
+
+test("elsewhere nothing starts until 'Engram: Start in This Workspace'", async () => {
+  const ws = folder(false);
+  const rec = installMocks({ python: repoPython }, ws);
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  assert.equal(rec.clients.length, 0);
+  assert.deepEqual(rec.errors, []);
+  await rec.commands.get("engram.ui.sessionSummary")?.();
+  assert.equal(rec.clients.length, 0, "another command does not start it either");
+  assert.match(rec.errors[0], /Start in This Workspace/);
+  await rec.commands.get("engram.ui.start")?.();
+  assert.equal(rec.clients.length, 1);
+  assert.ok(rec.clients[0].started);
+  await ext.deactivate();
+  subscriptions.forEach((d) => d.dispose());
+});
+
+test("engram.enable false keeps it off even in an Engram workspace", async () => {
+  const rec = installMocks({ python: repoPython, enable: false }, folder(true));
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  assert.equal(rec.clients.length, 0);
+  assert.deepEqual(rec.errors, []);
+  subscriptions.forEach((d) => d.dispose());
+});
+
+test("engram.serverPath runs that executable's serve", async () => {
+  const ws = folder(true);
+  const engram = path.join(path.dirname(repoPython), "engram");
+  const rec = installMocks({ serverPath: engram, python: "/ignored/python" }, ws);
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  assert.deepEqual(rec.errors, []);
+  const server = rec.clients[0].serverOptions as { command: string; args: string[] };
+  assert.equal(server.command, engram);
+  assert.deepEqual(server.args, ["serve", "--workspace", ws]);
   await ext.deactivate();
   subscriptions.forEach((d) => d.dispose());
 });

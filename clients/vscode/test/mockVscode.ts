@@ -12,10 +12,11 @@ export interface Recorder {
   clients: { id: string; serverOptions: Record<string, unknown>; clientOptions: Record<string, unknown>; started: boolean }[];
   settings: Record<string, unknown>;
   treeProviders: string[];
+  contexts: Record<string, unknown>;
 }
 
-export function installMocks(settings: Record<string, unknown> = {}): Recorder {
-  const rec: Recorder = { commands: new Map(), errors: [], infos: [], clients: [], settings, treeProviders: [] };
+export function installMocks(settings: Record<string, unknown> = {}, folder = "/tmp/engram-ws"): Recorder {
+  const rec: Recorder = { commands: new Map(), errors: [], infos: [], clients: [], settings, treeProviders: [], contexts: {} };
   class EventEmitter {
     private listeners: ((v: unknown) => void)[] = [];
     event = (listener: (v: unknown) => void) => {
@@ -37,7 +38,15 @@ export function installMocks(settings: Record<string, unknown> = {}): Recorder {
     },
     TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
     StatusBarAlignment: { Left: 1, Right: 2 },
-    Uri: { joinPath: (base: { fsPath: string }, p: string) => ({ fsPath: `${base.fsPath}/${p}` }) },
+    Uri: {
+      joinPath: (base: { fsPath: string }, p: string) => ({ fsPath: `${base.fsPath}/${p}` }),
+      from: (parts: { scheme: string; path: string }) => ({ ...parts, toString: () => `${parts.scheme}:${parts.path}` }),
+    },
+    Range: class {
+      constructor(...args: number[]) {
+        Object.assign(this, { args });
+      }
+    },
     window: {
       createOutputChannel: () => ({ info() {}, warn() {}, error() {}, show() {}, dispose() {} }),
       createStatusBarItem: () => ({ text: "", show() {}, dispose() {} }),
@@ -55,8 +64,12 @@ export function installMocks(settings: Record<string, unknown> = {}): Recorder {
       },
     },
     workspace: {
-      workspaceFolders: [{ uri: { fsPath: "/tmp/engram-ws" } }],
-      getConfiguration: () => ({ get: (key: string) => rec.settings[key], ...rec.settings }),
+      workspaceFolders: [{ uri: { fsPath: folder } }],
+      getConfiguration: () => ({
+        get: (key: string, fallback?: unknown) => rec.settings[key] ?? fallback,
+        ...rec.settings,
+      }),
+      registerTextDocumentContentProvider: () => disposable,
       onDidSaveTextDocument: () => disposable,
       asRelativePath: (uri: { fsPath: string }) => uri.fsPath,
     },
@@ -69,7 +82,14 @@ export function installMocks(settings: Record<string, unknown> = {}): Recorder {
         rec.commands.set(id, fn);
         return disposable;
       },
-      executeCommand: async () => undefined,
+      executeCommand: async (id: string, ...args: unknown[]) => {
+        if (id === "setContext") {
+          rec.contexts[String(args[0])] = args[1];
+        } else if (rec.commands.has(id)) {
+          return rec.commands.get(id)?.(...args);
+        }
+        return undefined;
+      },
     },
   };
   const languageclient = {

@@ -2,8 +2,9 @@ import { strict as assert } from "node:assert";
 import { test } from "node:test";
 
 import { buildTree } from "../src/tree";
-import { choosePython, missingServerMessage } from "../src/python";
-import { buildServerCommand } from "../src/serverCommand";
+import { buildImpactTree } from "../src/impact";
+import { missingServerMessage, pythonExtensionInterpreter, serverCandidates } from "../src/python";
+import { buildProbeCommand, buildServerCommand } from "../src/serverCommand";
 import { toServerSettings } from "../src/settings";
 import {
   consolidateText,
@@ -12,23 +13,46 @@ import {
   parseStats,
   shareText,
   statusText,
+  rememberedText,
   summaryText,
   syncText,
 } from "../src/model";
 
-test("python: setting wins, then the Python extension, then python3", () => {
+test("server: an explicit setting is the only candidate; otherwise interpreter, PATH, ~/.local/bin, python3", () => {
+  assert.deepEqual(serverCandidates({ serverPath: " ~/bin/engram ", python: "/opt/py", home: "/home/u" }, "/venv/bin/python"), [
+    { kind: "executable", command: "/home/u/bin/engram", source: "serverPath" },
+  ]);
+  assert.deepEqual(serverCandidates({ python: "/opt/py" }, "/venv/bin/python"), [{ kind: "python", command: "/opt/py", source: "python" }]);
+  const auto = serverCandidates({ home: "/home/u", platform: "linux" }, "/proj/.venv/bin/python");
+  assert.deepEqual(
+    auto.map((c) => `${c.kind}:${c.command}`),
+    ["python:/proj/.venv/bin/python", "executable:engram", "executable:/home/u/.local/bin/engram", "python:python3"],
+  );
   const api = { environments: { getActiveEnvironmentPath: () => ({ path: "/venv/bin/python" }) } };
-  assert.deepEqual(choosePython(" /opt/py ", api), { command: "/opt/py", source: "setting" });
-  assert.deepEqual(choosePython("", api), { command: "/venv/bin/python", source: "python-extension" });
+  assert.equal(pythonExtensionInterpreter(api), "/venv/bin/python");
   const legacy = { settings: { getExecutionDetails: () => ({ execCommand: ["/legacy/python"] }) } };
-  assert.equal(choosePython(undefined, legacy).command, "/legacy/python");
-  assert.equal(choosePython(undefined, undefined).source, "default");
+  assert.equal(pythonExtensionInterpreter(legacy), "/legacy/python");
+  assert.equal(pythonExtensionInterpreter(undefined), undefined);
 });
 
-test("python: missing interpreter and missing package get different fixes", () => {
-  const choice = { command: "/nope/python", source: "setting" as const };
-  assert.match(missingServerMessage(choice, "spawn /nope/python ENOENT"), /was not found/);
-  assert.match(missingServerMessage(choice, "ModuleNotFoundError: No module named 'engram'"), /pip install engram/);
+test("server: a missing program and a missing package get different fixes, never `pip install engram`", () => {
+  const setting = { kind: "python" as const, command: "/nope/python", source: "python" as const };
+  assert.match(missingServerMessage([{ candidate: setting, stderr: "spawn /nope/python ENOENT" }]), /was not found/);
+  const noPackage = missingServerMessage([{ candidate: setting, stderr: "ModuleNotFoundError: No module named 'engram'" }]);
+  assert.match(noPackage, /not installed for the interpreter in "engram.python"/);
+  assert.match(noPackage, /pipx install <path to the Engram repository>/);
+  const projectVenv = { kind: "python" as const, command: "/proj/.venv/bin/python", source: "python-extension" as const };
+  const onPath = { kind: "executable" as const, command: "engram", source: "path" as const };
+  const all = missingServerMessage([
+    { candidate: projectVenv, stderr: "ModuleNotFoundError: No module named 'engram'" },
+    { candidate: onPath, stderr: "spawn engram ENOENT" },
+  ]);
+  assert.match(all, /Python extension's interpreter \(\/proj\/.venv\/bin\/python\) lacks the engram package/);
+  assert.match(all, /`engram` on PATH was not found/);
+  assert.match(all, /engram\.serverPath/);
+  for (const text of [noPackage, all]) {
+    assert.doesNotMatch(text, /pip install engram/);
+  }
 });
 
 test("server command is python -m engram serve in the workspace", () => {
@@ -37,6 +61,13 @@ test("server command is python -m engram serve in the workspace", () => {
   assert.deepEqual(cmd.args, ["-m", "engram", "serve", "--workspace", "/ws", "--log-level", "debug"]);
   assert.equal(cmd.cwd, "/ws");
   assert.deepEqual(buildServerCommand("py", undefined).args, ["-m", "engram", "serve"]);
+  const pipx = { kind: "executable" as const, command: "/home/u/.local/bin/engram", source: "serverPath" as const };
+  assert.deepEqual(buildServerCommand(pipx, "/ws", [], "debug"), {
+    command: "/home/u/.local/bin/engram",
+    args: ["serve", "--workspace", "/ws", "--log-level", "debug"],
+    cwd: "/ws",
+  });
+  assert.deepEqual(buildProbeCommand(pipx).args, ["--version"]);
 });
 
 test("client-only settings are not sent to the server", () => {
@@ -108,4 +139,32 @@ test("team sharing and consolidation messages", () => {
   );
   assert.match(consolidateText({ merged: ["a <- b"], conflicts: ["c vs d: opposite"] }), /merged 1 .* found 1 contradiction\. They are in the review queue/);
   assert.match(consolidateText("junk"), /merged 0 near-duplicates, found 0 contradictions\.$/);
+});
+
+test("impact is a tree: dependents, co-change, tests, not JSON", () => {
+  const tree = buildImpactTree({
+    target: "src/billing.py",
+    symbol: null,
+    summary: "2 dependents; usually changes with src/ledger.py (70%)",
+    direct_dependents: [{ file: "src/shop.py", depth: 1, weight: 1, path: ["src/billing.py", "src/shop.py"] }],
+    transitive_dependents: [{ file: "src/api.py", depth: 2, weight: 0.5, path: ["src/billing.py", "src/shop.py", "src/api.py"] }],
+    cochange: [{ file: "src/ledger.py", confidence: 0.7, support: 7 }],
+    tests: ["tests/test_billing.py"],
+    ranked_files: [],
+    dependencies: [],
+    notes: [],
+  });
+  assert.deepEqual(tree.map((n) => n.label), ["src/billing.py", "Dependents", "Usually changes with", "Tests to run"]);
+  assert.equal(tree[0].description, "2 dependents; usually changes with src/ledger.py (70%)");
+  assert.deepEqual(tree[1].children?.map((n) => `${n.label} (${n.description})`), ["src/shop.py (direct)", "src/api.py (via src/shop.py)"]);
+  assert.equal(tree[2].children?.[0].description, "70% of its commits (7)");
+  assert.equal(tree[3].children?.[0].file, "tests/test_billing.py");
+  assert.equal(buildImpactTree({ target: "a.py" })[1].description, "none found");
+  assert.equal(buildImpactTree("junk")[0].label, "No impact report");
+});
+
+test("teaching says what was kept, not JSON", () => {
+  const text = rememberedText({ id: "m-1", merged: false, redactions: ["github_token"], memory: { id: "m-1", content: "use cents" } });
+  assert.equal(text, 'Engram remembered m-1: "use cents" (redacted: github_token (rotate it))');
+  assert.match(rememberedText({ id: "m-2", merged: true, memory: { id: "m-2", content: "x" } }), /merged it into m-2/);
 });

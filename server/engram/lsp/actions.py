@@ -21,7 +21,10 @@ from engram.model import CorrectionKind, Memory
 MAX_SELECTION_CHARS = 500
 
 TEACH_KIND = "refactor.engram.teach"
-MEMORY_KIND = "source.engram"
+#: Not ``source.*``: LSP source actions apply to a whole file, and VS Code leaves them out of
+#: the Ctrl+. menu, so "show impact" and the actions on a memory under the cursor were only
+#: reachable through "Source Action…" (found by tests/clients/test_vscode_e2e.py).
+MEMORY_KIND = "refactor.engram.memory"
 
 TEACH_TYPES: tuple[tuple[str, str], ...] = (
     ("gotcha", "gotcha"),
