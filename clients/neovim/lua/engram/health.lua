@@ -1,4 +1,4 @@
---- :checkhealth engram
+--- :checkhealth engram: the server command, that it runs Engram, `engram doctor`, the client.
 local M = {}
 
 function M.check()
@@ -11,24 +11,28 @@ function M.check()
   health.ok('Neovim ' .. tostring(vim.version()))
   local engram = require('engram')
   local cmd = engram.server_cmd()
+  local fix = {
+    'Install Engram: ' .. engram.install_hint,
+    "then set server_path = '~/.local/bin/engram' in require('engram').setup{}",
+  }
   if vim.fn.executable(cmd[1]) == 0 then
-    health.error(cmd[1] .. ' not found', { 'Install Python 3.11+ or set python = "/path/to/python" in setup{}' })
+    health.error(cmd[1] .. ' not found (server command: ' .. table.concat(cmd, ' ') .. ')', fix)
     return
   end
-  health.ok('interpreter: ' .. vim.fn.exepath(cmd[1]))
-  if cmd[2] == '-m' then
-    local out = vim.fn.system({ cmd[1], '-c', 'import engram, sys; sys.stdout.write(engram.__version__)' })
-    if vim.v.shell_error ~= 0 then
-      health.error('the engram package is not installed for ' .. cmd[1], {
-        cmd[1] .. ' -m pip install engram   (or pip install -e . in the Engram repository)',
-      })
-      return
-    end
-    health.ok('engram ' .. out)
-    local doctor = vim.fn.system({ cmd[1], '-m', 'engram', 'doctor' })
-    for _, line in ipairs(vim.split(doctor, '\n', { trimempty = true })) do
-      health.info(line)
-    end
+  health.ok('server command: ' .. table.concat(cmd, ' '))
+  local python = cmd[2] == '-m'
+  local probe = python and { cmd[1], '-c', 'import engram, sys; sys.stdout.write(engram.__version__)' }
+    or { cmd[1], '--version' }
+  local out = vim.fn.system(probe)
+  if vim.v.shell_error ~= 0 then
+    local what = python and ('the engram package is not installed for ' .. cmd[1]) or (cmd[1] .. ' --version failed')
+    health.error(what, fix)
+    return
+  end
+  health.ok('engram ' .. vim.trim(out):gsub('^engram%s+', ''))
+  local doctor = python and { cmd[1], '-m', 'engram', 'doctor' } or { cmd[1], 'doctor' }
+  for _, line in ipairs(vim.split(vim.fn.system(doctor), '\n', { trimempty = true })) do
+    health.info(line)
   end
   local get = vim.lsp.get_clients or vim.lsp.get_active_clients
   local clients = get({ name = 'engram' })

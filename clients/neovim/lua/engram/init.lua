@@ -3,9 +3,11 @@
 local M = {}
 
 local defaults = {
-  --- Python interpreter that has the engram package; `vim.g.engram_python` or python3.
+  --- The `engram` executable (e.g. ~/.local/bin/engram after `pipx install`); `vim.g.engram_path`.
+  server_path = nil,
+  --- Or a Python interpreter that has the engram package; `vim.g.engram_python`.
   python = nil,
-  --- Full command; default `{python, '-m', 'engram', 'serve'}`.
+  --- Full command; default: server_path, python, `engram` on PATH, ~/.local/bin/engram, python3.
   cmd = nil,
   --- Files that mark a workspace root.
   root_markers = { '.git', '.engram' },
@@ -19,17 +21,42 @@ local defaults = {
 
 M.config = vim.deepcopy(defaults)
 
-local function python()
-  return M.config.python or vim.g.engram_python or 'python3'
-end
+--- How Engram is installed so an editor can start it (docs/install.md).
+M.install_hint = 'pipx install /path/to/engram   (or: uv tool install /path/to/engram)'
 
---- The command line that starts the server (also used by :checkhealth).
+--- The command line that starts the server (also used by :checkhealth), in this order:
+--- `cmd`, `server_path`, `python` (or `vim.g.engram_path` / `vim.g.engram_python`), then the
+--- first that exists of `engram` on PATH, ~/.local/bin/engram, and python3 -m engram.
 function M.server_cmd()
   if M.config.cmd then
     return M.config.cmd
   end
-  return { python(), '-m', 'engram', 'serve' }
+  local path = M.config.server_path or vim.g.engram_path
+  if path then
+    return { vim.fn.expand(path), 'serve' }
+  end
+  local python = M.config.python or vim.g.engram_python
+  if python then
+    return { vim.fn.expand(python), '-m', 'engram', 'serve' }
+  end
+  if vim.fn.executable('engram') == 1 then
+    return { vim.fn.exepath('engram'), 'serve' }
+  end
+  local user_bin = vim.fn.expand('~/.local/bin/engram')
+  if vim.fn.executable(user_bin) == 1 then
+    return { user_bin, 'serve' }
+  end
+  return { 'python3', '-m', 'engram', 'serve' }
 end
+
+--- JSON null arrives as vim.NIL (truthy userdata): read optional fields through this.
+local function get(value)
+  if value == vim.NIL then
+    return nil
+  end
+  return value
+end
+M.get = get
 
 local function has_new_lsp_config()
   return vim.fn.has('nvim-0.11') == 1 and vim.lsp.config ~= nil and vim.lsp.enable ~= nil
@@ -56,14 +83,21 @@ function M.execute(command, args, on_result, bufnr)
     notify('the server is not running in this buffer (see :checkhealth engram)', vim.log.levels.ERROR)
     return
   end
-  local params = { command = command, arguments = { args or vim.empty_dict() } }
+  -- an empty Lua table encodes as [] and the server wants an object: send {} explicitly
+  if args == nil or (type(args) == 'table' and next(args) == nil) then
+    args = vim.empty_dict()
+  end
+  local params = { command = command, arguments = { args } }
   local handler = function(err, result)
     if err then
       notify(command .. ' failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
       return
     end
     if on_result then
-      on_result(result)
+      local ok, problem = pcall(on_result, get(result))
+      if not ok then
+        notify(command .. ': could not show the result: ' .. tostring(problem), vim.log.levels.ERROR)
+      end
     end
   end
   if vim.fn.has('nvim-0.11') == 1 then
@@ -90,25 +124,29 @@ local function memory_list(result)
   end
   local list = result
   if not vim.islist(result) then
-    list = result.memories or result.items or result.hits or result.results or {}
+    list = get(result.memories) or get(result.items) or get(result.hits) or get(result.results) or {}
   end
   local out = {}
   for _, raw in ipairs(list) do
-    local mem = raw.memory or raw
-    if type(mem) == 'table' and mem.id then
-      table.insert(out, { memory = mem, stale = raw.stale, citation = raw.citation })
+    local mem = type(raw) == 'table' and (get(raw.memory) or raw) or nil
+    if type(mem) == 'table' and get(mem.id) then
+      table.insert(out, { memory = mem, stale = get(raw.stale) == true, citation = get(raw.citation) })
     end
   end
   return out
 end
 
+--- Where a memory points: its first anchor (a file-level anchor has no line), else a related file.
 local function location(mem)
-  local anchor = mem.anchors and mem.anchors[1]
-  if anchor and anchor.file then
-    return anchor.file, (anchor.start_line or 0) + 1
+  local anchors = get(mem.anchors) or {}
+  local anchor = anchors[1]
+  if type(anchor) == 'table' and get(anchor.file) then
+    local start = get(anchor.start_line)
+    return anchor.file, (type(start) == 'number' and start or 0) + 1
   end
-  if mem.related_files and mem.related_files[1] then
-    return mem.related_files[1], 1
+  local related = get(mem.related_files) or {}
+  if type(related[1]) == 'string' then
+    return related[1], 1
   end
   return nil, 1
 end
@@ -143,7 +181,8 @@ function M.show_memories(title, result)
   for _, hit in ipairs(memory_list(result)) do
     local mem = hit.memory
     local file, lnum = location(mem)
-    local text = string.format('[%s %s] %s%s', mem.type or '?', mem.id, (mem.content or ''):gsub('\n', ' '),
+    local content = (get(mem.content) or ''):gsub('\n', ' ')
+    local text = string.format('[%s %s] %s%s', get(mem.type) or '?', mem.id, content,
       hit.stale and ' (stale)' or '')
     table.insert(lines, text)
     table.insert(items, {
@@ -182,16 +221,62 @@ function M.context(query)
   local bufnr = vim.api.nvim_get_current_buf()
   local args = (query and query ~= '') and { query = query } or { file = relpath(bufnr) }
   M.execute('engram.context', args, function(result)
-    local text = type(result) == 'table' and result.text or vim.inspect(result)
-    float(vim.split(text ~= '' and text or 'No context.', '\n'))
+    local text = type(result) == 'table' and get(result.text) or nil
+    float(vim.split((text and text ~= '') and text or 'No context.', '\n'))
   end, bufnr)
+end
+
+--- The files an impact report names, as quickfix items with the reason for each.
+function M.impact_items(report, root)
+  local items = {}
+  local function add(file, lnum, text)
+    if type(file) == 'string' and file ~= '' then
+      table.insert(items, { filename = root .. '/' .. file, lnum = lnum or 1, text = text })
+    end
+  end
+  for _, d in ipairs(get(report.direct_dependents) or {}) do
+    add(get(d.file), 1, 'dependent: imports it')
+  end
+  for _, d in ipairs(get(report.transitive_dependents) or {}) do
+    local path = get(d.path) or {}
+    local via = #path > 2 and (' via ' .. table.concat(vim.list_slice(path, 2, #path - 1), ' -> ')) or ''
+    add(get(d.file), 1, 'dependent' .. via)
+  end
+  for _, r in ipairs(get(report.symbol_references) or {}) do
+    add(get(r.file), get(r.line), 'reference (' .. tostring(get(r.kind) or '?') .. ')')
+  end
+  for _, c in ipairs(get(report.cochange) or {}) do
+    add(get(c.file), 1, ('usually changes with it: %d%% of its commits (%d)'):format(
+      math.floor((get(c.confidence) or 0) * 100 + 0.5), get(c.support) or 0))
+  end
+  for _, t in ipairs(get(report.tests) or {}) do
+    add(t, 1, 'test to run')
+  end
+  return items
 end
 
 function M.impact()
   local bufnr = vim.api.nvim_get_current_buf()
-  M.execute('engram.impact', { file = relpath(bufnr) }, function(result)
-    float(vim.split(vim.json.encode(result or {}), '\n'), 'json')
-    pcall(vim.cmd, '%!python3 -m json.tool')
+  local target = relpath(bufnr)
+  M.execute('engram.impact', { file = target }, function(result)
+    local report = type(result) == 'table' and result or {}
+    local root = (engram_client(bufnr) or { config = {} }).config.root_dir or vim.fn.getcwd()
+    local items = M.impact_items(report, root)
+    local summary = get(report.summary) or ''
+    local title = 'Engram: impact of ' .. target .. (summary ~= '' and (': ' .. summary) or '')
+    if M.config.results == 'float' then
+      local lines = { title, '' }
+      for _, item in ipairs(items) do
+        table.insert(lines, ('%s: %s'):format(item.filename:sub(#root + 2), item.text))
+      end
+      float(lines)
+      return
+    end
+    vim.fn.setqflist({}, ' ', { title = title, items = items })
+    if #items > 0 then
+      vim.cmd('copen')
+    end
+    notify(('impact of %s: %s'):format(target, summary ~= '' and summary or 'nothing depends on it yet'))
   end, bufnr)
 end
 
@@ -210,8 +295,14 @@ function M.remember(line1, line2, mtype, text)
       start_line = line1 - 1,
       end_line = line2 - 1,
     }, function(result)
-      local id = type(result) == 'table' and (result.id or (result.memory and result.memory.id)) or result
-      notify('remembered ' .. tostring(id))
+      local r = type(result) == 'table' and result or {}
+      local id = get(r.id) or (type(get(r.memory)) == 'table' and get(r.memory.id)) or '?'
+      local note = get(r.merged) == true and ('merged into ' .. id) or ('remembered ' .. id)
+      local redacted = get(r.redactions) or {}
+      if #redacted > 0 then
+        note = note .. ' (redacted: ' .. table.concat(redacted, ', ') .. ': rotate it)'
+      end
+      notify(note)
     end, bufnr)
   end
   if text and text ~= '' then
@@ -241,8 +332,10 @@ function M.flag(id, kind, note)
     notify('no memory id given and no Engram diagnostic under the cursor', vim.log.levels.WARN)
     return
   end
-  M.execute('engram.flag', { id = id, kind = kind or 'incorrect', note = note }, function()
-    notify('flagged ' .. id .. ' as ' .. (kind or 'incorrect'))
+  kind = (kind and kind ~= '') and kind or 'incorrect'
+  note = (note and note ~= '') and note or nil
+  M.execute('engram.flag', { id = id, kind = kind, note = note }, function()
+    notify('flagged ' .. id .. ' as ' .. kind)
   end)
 end
 
@@ -259,19 +352,27 @@ end
 
 --- Write the memories you stand behind (or the given ids) to the team folder.
 function M.share(ids, commit)
-  M.execute('engram.share', { ids = ids or {}, commit = commit or false }, function(r)
-    local written = #(r.written or {})
+  local args = { commit = commit or false }
+  if ids and #ids > 0 then
+    args.ids = ids
+  end
+  M.execute('engram.share', args, function(r)
+    r = type(r) == 'table' and r or {}
+    local written = #(get(r.written) or {})
+    local folder = get(r.folder) or '.engram-team'
+    local committed = get(r.committed)
     if written == 0 then
       notify('nothing new to share (confirm a memory first, or name its id)')
     else
-      notify(('shared %d memories in %s/%s'):format(
+      notify(('shared %d %s in %s/%s'):format(
         written,
-        r.folder or '.engram-team',
-        r.committed and (' (committed ' .. r.committed:sub(1, 10) .. ')') or ', commit and push it'
+        written == 1 and 'memory' or 'memories',
+        folder,
+        type(committed) == 'string' and (' (committed ' .. committed:sub(1, 10) .. ')') or ': commit and push it'
       ))
     end
-    for _, why in ipairs(r.refused or {}) do
-      notify('not shared ' .. why, vim.log.levels.WARN)
+    for _, why in ipairs(get(r.refused) or {}) do
+      notify('not shared ' .. tostring(why), vim.log.levels.WARN)
     end
   end)
 end
@@ -279,8 +380,9 @@ end
 --- Read the team folder (after a pull) into the store.
 function M.sync_team()
   M.execute('engram.syncTeam', {}, function(r)
+    r = type(r) == 'table' and r or {}
     notify(('team memories: %d added, %d updated, %d retired'):format(
-      r.added or 0, r.updated or 0, r.retired or 0
+      get(r.added) or 0, get(r.updated) or 0, get(r.retired) or 0
     ))
   end)
 end
