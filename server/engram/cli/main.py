@@ -292,9 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from engram import __version__
+        from engram.version import version_string
 
-        print(f"engram {__version__}")
+        print(f"engram {version_string()}")
         return 0
     if not args.command:
         parser.print_help()
