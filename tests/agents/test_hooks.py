@@ -198,3 +198,68 @@ def test_an_older_digest_layout_is_dropped_and_reads_as_stale(ws: Workspace) -> 
     assert digest.for_file("billing.py", ["gotcha"]) == []
     digest.rebuild([_gotcha("charge wants cents", "billing.py")])
     assert [b.content for b in digest.for_file("billing.py", ["gotcha"])] == ["charge wants cents"]
+
+
+def _prompt(text: str, session: str = "p1") -> dict[str, object]:
+    return {"session_id": session, "hook_event_name": "UserPromptSubmit", "prompt": text}
+
+
+def test_user_prompt_submit_injects_what_the_prompt_is_about_once(ws: Workspace) -> None:
+    """Before: UserPromptSubmit returned nothing (issue 16)."""
+    refunds = Memory(
+        "Refunds go through the ledger service, never straight to the card API",
+        type=MemoryType.DECISION,
+    )
+    unrelated = Memory("The CI cache key includes the lockfile hash", type=MemoryType.GOTCHA)
+    one_word = Memory("The service restarts nightly", type=MemoryType.GOTCHA)
+    Digest(ws).apply([refunds, unrelated, one_word, _gotcha("charge wants cents", "billing.py")])
+    result = run_claude_code_hook(
+        ws, _prompt("add partial refunds to the ledger service"), background=False
+    )
+    assert result is not None
+    output = result["hookSpecificOutput"]
+    assert output["hookEventName"] == "UserPromptSubmit"
+    text = output["additionalContext"]
+    assert refunds.id in text
+    assert unrelated.id not in text
+    assert one_word.id not in text, "sharing one word ('service') is not relevance"
+    assert (
+        run_claude_code_hook(ws, _prompt("refunds in the ledger service again"), background=False)
+        is None
+    ), "once per session"
+    named = run_claude_code_hook(
+        ws, _prompt("why does billing.py look like this?"), background=False
+    )
+    assert (
+        named is not None
+        and "charge wants cents" in named["hookSpecificOutput"]["additionalContext"]
+    )
+    assert run_claude_code_hook(ws, _prompt("hello there", "p2"), background=False) is None
+
+
+def test_pre_tool_use_edit_injects_the_files_gotchas_before_the_edit(ws: Workspace) -> None:
+    """Before: PreToolUse(Edit) returned nothing; the gotcha came only after the edit."""
+    memory = _gotcha("charge() takes euros but the API wants cents", "billing.py")
+    Digest(ws).apply([memory])
+    payload = _post(ws, "billing.py", "e1", tool="Edit")
+    payload["hook_event_name"] = "PreToolUse"
+    result = run_claude_code_hook(ws, payload, background=False)
+    assert result is not None
+    output = result["hookSpecificOutput"]
+    assert output["hookEventName"] == "PreToolUse"
+    assert "permissionDecision" not in output, "context only: the permission flow is untouched"
+    assert memory.id in output["additionalContext"]
+    assert "before changing it" in output["additionalContext"]
+    # handed once: neither the edit's PostToolUse nor a second PreToolUse repeats it
+    assert run_claude_code_hook(ws, payload, background=False) is None
+    assert (
+        run_claude_code_hook(ws, _post(ws, "billing.py", "e1", tool="Edit"), background=False)
+        is None
+    )
+    for tool in ("Write", "MultiEdit"):
+        other = _post(ws, "billing.py", f"e-{tool}", tool=tool)
+        other["hook_event_name"] = "PreToolUse"
+        assert run_claude_code_hook(ws, other, background=False) is not None, tool
+    read = _post(ws, "billing.py", "e2", tool="Read")
+    read["hook_event_name"] = "PreToolUse"
+    assert run_claude_code_hook(ws, read, background=False) is None, "only before changes"

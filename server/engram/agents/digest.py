@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 
 DIGEST_FILE = "digest.sqlite"
 #: Bump when the tables change: an older digest is dropped and rebuilt (it is only a cache).
-DIGEST_SCHEMA = 3
+DIGEST_SCHEMA = 4
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
     id TEXT PRIMARY KEY,
@@ -46,8 +47,19 @@ CREATE TABLE IF NOT EXISTS memory_files (
     PRIMARY KEY (file, id)
 );
 CREATE INDEX IF NOT EXISTS memory_files_file ON memory_files(file);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_text USING fts5(
+    id UNINDEXED, content, tokenize = 'porter unicode61'
+);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+#: Words too common to say what a prompt is about (the prompt search matches the rest).
+_STOPWORDS_TEXT = """
+a an and are as at be but by can do does for from has have how i if in into is it its me
+my no not of on or our please should so that the their then there these this to us was
+we what when where which while who why will with would you your
+"""
+_STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 
 @attrs.frozen
@@ -142,6 +154,7 @@ class Digest:
         with conn:
             for memory_id in deleted_ids:
                 conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+                conn.execute("DELETE FROM memory_text WHERE id = ?", (memory_id,))
             for memory in upserts:
                 self._put(conn, memory)
             conn.execute(
@@ -156,6 +169,7 @@ class Digest:
         count = 0
         with conn:
             conn.execute("DELETE FROM memory_files")
+            conn.execute("DELETE FROM memory_text")
             conn.execute("DELETE FROM memories")
             for memory in memories:
                 self._put(conn, memory)
@@ -192,6 +206,11 @@ class Digest:
             "INSERT OR IGNORE INTO memory_files(file, id) VALUES (?, ?)",
             [(f, memory.id) for f in memory.files],
         )
+        conn.execute("DELETE FROM memory_text WHERE id = ?", (memory.id,))
+        if active:
+            conn.execute(
+                "INSERT INTO memory_text(id, content) VALUES (?, ?)", (memory.id, memory.content)
+            )
 
     def mark_version(self, version: int) -> None:
         """Record the store version the digest mirrors (a shared store, which has no local
@@ -278,8 +297,57 @@ class Digest:
             list(ids),
         )
 
+    def search(self, text: str, types: Sequence[str], limit: int = 10) -> list[tuple[Brief, int]]:
+        """Active memories sharing words with ``text`` (BM25 order), each with how many of
+        the text's distinct words it contains, so callers can keep only real matches."""
+        conn = self._connect(create=False)
+        if conn is None or not types:
+            return []
+        words = prompt_terms(text)
+        if not words:
+            return []
+        query = " OR ".join(f'"{w}"' for w in words)
+        marks = ",".join("?" * len(types))
+        try:
+            rows = conn.execute(
+                "SELECT m.brief, t.content FROM memory_text t JOIN memories m ON m.id = t.id"
+                f" WHERE memory_text MATCH ? AND m.active = 1 AND m.type IN ({marks})"
+                " ORDER BY bm25(memory_text) LIMIT ?",
+                [query, *types, limit * 3],
+            ).fetchall()
+        except sqlite3.OperationalError as exc:  # a digest without the text table
+            log.warning("digest search unavailable: %s", exc)
+            return []
+        out: list[tuple[Brief, int]] = []
+        wanted = {_stem(w) for w in words}
+        for brief, content in rows:
+            have = {_stem(w) for w in prompt_terms(content, keep_all=True, limit=None)}
+            try:
+                out.append((Brief(**json.loads(brief)), len(wanted & have)))
+            except (ValueError, TypeError) as exc:
+                log.warning("skipping unreadable digest row: %s", exc)
+        return out[:limit]
+
     def count(self) -> int:
         conn = self._connect(create=False)
         if conn is None:
             return 0
         return int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+
+
+def prompt_terms(text: str, *, keep_all: bool = False, limit: int | None = 32) -> list[str]:
+    """Distinct lower-case words of ``text`` worth matching (no stopwords, 3+ characters)."""
+    seen: dict[str, None] = {}
+    for word in re.findall(r"[A-Za-z0-9_]+", text.lower()):
+        for part in [word, *word.split("_")] if "_" in word else [word]:
+            if len(part) >= 3 and (keep_all or part not in _STOPWORDS):
+                seen.setdefault(part, None)
+    return list(seen)[:limit] if limit is not None else list(seen)
+
+
+def _stem(word: str) -> str:
+    """A crude suffix strip, so "refunds" and "refund" count as one word (FTS uses porter)."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word

@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from engram.agents.digest import Brief, Digest
+from engram.agents.digest import Brief, Digest, prompt_terms
 from engram.marks import conflict_markers, together
 from engram.tokens import estimate_tokens
 from engram.workspace import Workspace, WorkspaceError
@@ -53,9 +53,26 @@ SESSION_TYPES: tuple[str, ...] = (
     "dead_end",
     "pattern",
 )
+#: What UserPromptSubmit may inject when the prompt is about it.
+PROMPT_TYPES: tuple[str, ...] = (
+    "gotcha",
+    "dead_end",
+    "error_pattern",
+    "decision",
+    "requirement",
+    "pattern",
+    "preference",
+    "workflow_recipe",
+)
 FILE_TOOLS = frozenset(
     {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead", "apply_patch"}
 )
+#: PreToolUse for these hands the file's gotchas over *before* the change is made.
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch"})
+#: A prompt memory must share this many distinct words with the prompt (fewer when the prompt
+#: itself has fewer): relevance first, never a memory that only shares one common word.
+MIN_PROMPT_MATCHES = 2
+_FILE_MENTION = re.compile(r"[\w./-]+\.[A-Za-z0-9]{1,8}\b")
 _SAFE_SESSION = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -63,6 +80,7 @@ _SAFE_SESSION = re.compile(r"[^A-Za-z0-9._-]")
 class HookBudget:
     file_tokens: int = 400
     session_tokens: int = 1200
+    prompt_tokens: int = 400
 
 
 @attrs.define
@@ -278,26 +296,14 @@ def run_claude_code_hook(
                 set(ledger.handed),
                 digest_partners(digest),
             )
-        elif event == "PostToolUse" and _tool_files(payload):
-            texts: list[str] = []
-            ids = []
-            seen = set(ledger.handed)
-            remaining = budget.file_tokens
-            for raw in _tool_files(payload)[:5]:
-                try:
-                    rel = workspace.relative(raw)
-                except WorkspaceError:
-                    continue
-                memories = digest.for_file(rel, FILE_INJECTION_TYPES, limit=20)
-                part, part_ids = pack(
-                    f"Engram memory for {rel}:", memories, remaining, seen, digest_partners(digest)
-                )
-                if part:
-                    texts.append(part)
-                    ids.extend(part_ids)
-                    seen.update(part_ids)
-                    remaining -= estimate_tokens(part) + 1
-            text = "\n".join(texts)
+        elif event == "UserPromptSubmit":
+            text, ids = _prompt_context(
+                workspace, digest, str(payload.get("prompt") or ""), budget, set(ledger.handed)
+            )
+        elif (event == "PostToolUse" and _tool_files(payload)) or (
+            event == "PreToolUse" and payload.get("tool_name") in EDIT_TOOLS
+        ):
+            text, ids = _file_context(workspace, digest, payload, budget, set(ledger.handed))
         elif event in ("Stop", "SessionEnd"):
             if background:
                 _spawn_background(
@@ -315,6 +321,65 @@ def run_claude_code_hook(
         return _output(event, text)
     finally:
         digest.close()
+
+
+def _file_context(
+    workspace: Workspace,
+    digest: Digest,
+    payload: dict[str, Any],
+    budget: HookBudget,
+    seen: set[str],
+) -> tuple[str, list[str]]:
+    """The gotchas of the files a tool call reads or is about to change, within budget."""
+    texts: list[str] = []
+    ids: list[str] = []
+    remaining = budget.file_tokens
+    before = payload.get("hook_event_name") == "PreToolUse"
+    for raw in _tool_files(payload)[:5]:
+        try:
+            rel = workspace.relative(raw)
+        except WorkspaceError:
+            continue
+        memories = digest.for_file(rel, FILE_INJECTION_TYPES, limit=20)
+        header = (
+            f"Engram memory for {rel} (read before changing it):"
+            if before
+            else f"Engram memory for {rel}:"
+        )
+        part, part_ids = pack(header, memories, remaining, seen, digest_partners(digest))
+        if part:
+            texts.append(part)
+            ids.extend(part_ids)
+            seen.update(part_ids)
+            remaining -= estimate_tokens(part) + 1
+    return "\n".join(texts), ids
+
+
+def _prompt_context(
+    workspace: Workspace, digest: Digest, prompt: str, budget: HookBudget, seen: set[str]
+) -> tuple[str, list[str]]:
+    """Memories the prompt is about: the files it names, then the memories sharing its words.
+
+    Only real matches: a memory must share ``MIN_PROMPT_MATCHES`` distinct words with the
+    prompt (or all of them, for a one-word prompt); nothing is better than noise here.
+    """
+    found: list[Brief] = []
+    for mention in dict.fromkeys(_FILE_MENTION.findall(prompt)):
+        try:
+            rel = workspace.relative(mention)
+        except WorkspaceError:
+            continue
+        found += digest.for_file(rel, FILE_INJECTION_TYPES, limit=5)
+    need = min(MIN_PROMPT_MATCHES, len(prompt_terms(prompt)))
+    if need:
+        found += [b for b, hits in digest.search(prompt, PROMPT_TYPES, limit=8) if hits >= need]
+    return pack(
+        "Engram memory relevant to this request:",
+        found,
+        budget.prompt_tokens,
+        seen,
+        digest_partners(digest),
+    )
 
 
 def hook_main(agent: str, stdin_text: str, workspace_arg: str | None) -> int:
