@@ -920,6 +920,51 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_setup(args: argparse.Namespace) -> int:
+    """Write Engram into an agent's configuration, with this installation's absolute command."""
+    from engram.agents.setup import apply_setup, engram_command, plan_setup
+    from engram.workspace import Workspace
+
+    root = Workspace.open(_workspace_arg(args)).root
+    command = engram_command()
+    changes = plan_setup(args.agent, root, command=command)
+    if args.print:
+        for change in changes:
+            print(f"# {change.path} ({change.action if change.changed else 'unchanged'})")
+            print(change.content, end="" if change.content.endswith("\n") else "\n")
+        return 0
+    apply_setup(changes)
+    if args.json:
+        emit_json(
+            {
+                "agent": args.agent,
+                "command": command,
+                "files": [
+                    {"path": str(c.path), "action": c.action, "what": c.what} for c in changes
+                ],
+            }
+        )
+        return 0
+    home = Path.home()
+    for change in changes:
+        shown = (
+            change.path.relative_to(root)
+            if change.path.is_relative_to(root)
+            else (
+                Path("~") / change.path.relative_to(home)
+                if change.path.is_relative_to(home)
+                else change.path
+            )
+        )
+        print(f"{change.action:9} {shown}: {change.what}")
+    if any(c.changed and c.path.is_relative_to(root) for c in changes):
+        note(
+            "these files name this machine's engram; keep them out of git "
+            "(or let each teammate run 'engram setup')"
+        )
+    return 0
+
+
 COMMANDS: dict[str, Handler] = {
     "remember": cmd_remember,
     "search": cmd_search,
@@ -949,6 +994,7 @@ COMMANDS: dict[str, Handler] = {
     "share": cmd_share,
     "consolidate": cmd_consolidate,
     "sync": cmd_sync,
+    "setup": cmd_setup,
 }
 
 

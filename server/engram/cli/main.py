@@ -188,6 +188,21 @@ def build_parser() -> OneLineParser:
         prefix_chars="\x00",  # hand every argument, --help included, to engram.mcp.cli
     ).add_argument("mcp_args", nargs=argparse.REMAINDER)
 
+    p = add(
+        "setup",
+        "write Engram into a coding agent's config (hooks, MCP, LSP) with this engram's path",
+    )
+    p.add_argument(
+        "agent",
+        metavar="AGENT",
+        choices=["claude-code", "codex", "opencode", "crush", "copilot"],
+        help="claude-code, codex, opencode, crush or copilot",
+    )
+    p.add_argument(
+        "--print", action="store_true", help="print the merged files instead of writing them"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
     p = add("serve", "run the language server (stdio, or TCP with --tcp)")
     transport = p.add_mutually_exclusive_group()
     transport.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")

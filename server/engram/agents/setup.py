@@ -1,0 +1,349 @@
+"""``engram setup AGENT``: write Engram into a coding agent's own configuration.
+
+Each agent reads its own files (docs/agents.md). This module plans the change for one agent as
+a list of :class:`FileChange` — the merged content of each file, other entries untouched — and
+writes them only when asked. The command in every entry is the ABSOLUTE command of this
+installation (the ``engram`` script next to the running interpreter, else ``python -m
+engram``), because agents start hooks and servers with their own, often minimal, PATH: a bare
+``engram`` there found nothing and the hooks printed nothing (issue 16).
+
+Everything is planned before anything is written, so a file that cannot be merged (not valid
+JSON or TOML) stops the command with one clear line and no half-done setup. Running it again
+changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from engram.errors import InvalidInput
+
+AGENTS: tuple[str, ...] = ("claude-code", "codex", "opencode", "crush", "copilot")
+
+#: Claude Code events Engram answers (engram.agents.hooks), and the tools each one watches.
+CLAUDE_HOOKS: tuple[tuple[str, str | None], ...] = (
+    ("SessionStart", None),
+    ("UserPromptSubmit", None),
+    ("PreToolUse", "Edit|Write|MultiEdit|NotebookEdit"),
+    ("PostToolUse", "Read|Edit|Write|MultiEdit|NotebookEdit|Bash|Grep|Glob|WebFetch|WebSearch"),
+    ("PostToolUseFailure", None),
+    ("Stop", None),
+    ("SessionEnd", None),
+)
+CODEX_HOOKS: tuple[tuple[str, str | None], ...] = (
+    ("SessionStart", "startup|resume|clear"),
+    ("UserPromptSubmit", None),
+    ("PreToolUse", None),
+    ("PostToolUse", None),
+    ("Stop", None),
+)
+#: LSP diagnostics severities per agent: OpenCode forwards only errors, Crush and Copilot all.
+BLOCKING = ("gotcha", "dead_end", "error_pattern", "requirement")
+LANGUAGES = {
+    ".py": "python",
+    ".js": "javascript",
+    ".jsx": "javascriptreact",
+    ".ts": "typescript",
+    ".tsx": "typescriptreact",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+}
+
+
+def _severity(blocking: str, rest: str) -> dict[str, dict[str, dict[str, str]]]:
+    mapping = {t: blocking for t in BLOCKING}
+    mapping.update({"decision": rest, "e2e_observation": rest})
+    return {"diagnostics": {"agentSeverity": mapping}}
+
+
+@attrs.frozen
+class FileChange:
+    """One configuration file: its merged content and what Engram put in it."""
+
+    path: Path
+    content: str
+    what: str
+    #: None when the file did not exist; else its text before the change
+    before: str | None
+
+    @property
+    def changed(self) -> bool:
+        return self.content != self.before
+
+    @property
+    def action(self) -> str:
+        if not self.changed:
+            return "unchanged"
+        return "created" if self.before is None else "updated"
+
+
+def engram_command() -> list[str]:
+    """The absolute command that runs this installation of Engram.
+
+    The interpreter path is kept as given (a venv's ``python`` is a symlink to the base
+    interpreter: resolving it would leave the venv and lose Engram).
+    """
+    python = Path(sys.executable).absolute()
+    script = python.parent / "engram"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [str(python), "-m", "engram"]
+
+
+def _shell(command: Sequence[str]) -> str:
+    return shlex.join(command)
+
+
+def _lsp_and_mcp(command: Sequence[str]) -> str:
+    serve, mcp = _shell([*command, "serve"]), _shell([*command, "mcp-serve"])
+    return f"lsp.engram → {serve}; mcp.engram → {mcp}"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _load_json(path: Path, text: str | None) -> dict[str, Any]:
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(
+            f"cannot merge into {path}: not valid JSON ({exc}); fix or move it, then run again"
+        ) from exc
+    if not isinstance(data, dict):
+        raise InvalidInput(f"cannot merge into {path}: it is not a JSON object")
+    return data
+
+
+def _json_text(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _section(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+    value = data.setdefault(key, {})
+    if not isinstance(value, dict):
+        raise InvalidInput(f"cannot merge into {path}: '{key}' is not an object")
+    return value
+
+
+def _merge_json(path: Path, edit: Callable[[dict[str, Any]], str]) -> FileChange:
+    before = _read(path)
+    data = _load_json(path, before)
+    what = edit(data)
+    return FileChange(path, _json_text(data), what, before)
+
+
+def _is_engram_hook(handler: Any, marker: str) -> bool:
+    command = handler.get("command") if isinstance(handler, dict) else None
+    return isinstance(command, str) and marker in command and "engram" in command
+
+
+def _merge_hooks(
+    data: dict[str, Any],
+    path: Path,
+    events: Sequence[tuple[str, str | None]],
+    command: str,
+    marker: str,
+) -> str:
+    """Put one Engram handler per event; replace Engram's earlier ones, keep everyone else's."""
+    hooks = _section(data, "hooks", path)
+    for event, matcher in events:
+        groups = hooks.get(event, [])
+        if not isinstance(groups, list):
+            raise InvalidInput(f"cannot merge into {path}: hooks.{event} is not a list")
+        kept: list[Any] = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                handlers = [h for h in group["hooks"] if not _is_engram_hook(h, marker)]
+                if handlers:
+                    kept.append({**group, "hooks": handlers})
+            else:
+                kept.append(group)
+        ours: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
+        if matcher:
+            ours = {"matcher": matcher, **ours}
+        hooks[event] = [*kept, ours]
+    return f"hooks {', '.join(e for e, _ in events)} → {command}"
+
+
+# ---------------------------------------------------------------------------- per agent
+
+
+def _claude_code(root: Path, home: Path, command: list[str]) -> list[FileChange]:
+    hook = _shell([*command, "hook", "claude-code"])
+
+    def settings(data: dict[str, Any]) -> str:
+        return _merge_hooks(
+            data, root / ".claude/settings.local.json", CLAUDE_HOOKS, hook, "hook claude-code"
+        )
+
+    def mcp(data: dict[str, Any]) -> str:
+        servers = _section(data, "mcpServers", root / ".mcp.json")
+        servers["engram"] = {"command": command[0], "args": [*command[1:], "mcp-serve"]}
+        return f"mcpServers.engram → {_shell([*command, 'mcp-serve'])}"
+
+    record = home / ".config" / "engram" / "command"
+    before = _read(record)
+    return [
+        _merge_json(root / ".claude" / "settings.local.json", settings),
+        _merge_json(root / ".mcp.json", mcp),
+        # the Claude Code plugin's launcher (clients/claude-code/bin) reads this when
+        # engram is not on the agent's PATH
+        FileChange(
+            record, _shell(command) + "\n", "the engram command for the Claude Code plugin", before
+        ),
+    ]
+
+
+def _codex(root: Path, home: Path, command: list[str]) -> list[FileChange]:
+    import tomlkit
+
+    path = root / ".codex" / "config.toml"
+    before = _read(path)
+    try:
+        doc = tomlkit.parse(before or "")
+    except Exception as exc:  # tomlkit raises its own ParseError subclasses
+        raise InvalidInput(f"cannot merge into {path}: not valid TOML ({exc})") from exc
+    servers = doc.setdefault("mcp_servers", tomlkit.table(is_super_table=True))
+    entry = tomlkit.table()
+    entry["command"] = command[0]
+    entry["args"] = [*command[1:], "mcp-serve"]
+    entry["startup_timeout_sec"] = 20
+    entry["tool_timeout_sec"] = 60
+    servers["engram"] = entry
+    # Codex versions before hooks were on by default read hooks.json only with this flag
+    features = doc.setdefault("features", tomlkit.table())
+    features["codex_hooks"] = True
+    config = FileChange(
+        path,
+        tomlkit.dumps(doc),
+        f"[mcp_servers.engram] → {_shell([*command, 'mcp-serve'])}; [features] codex_hooks = true",
+        before,
+    )
+    hook = _shell([*command, "hook", "codex"])
+    hooks = _merge_json(
+        root / ".codex" / "hooks.json",
+        lambda data: _merge_hooks(
+            data, root / ".codex/hooks.json", CODEX_HOOKS, hook, "hook codex"
+        ),
+    )
+    return [config, hooks]
+
+
+def _opencode(root: Path, home: Path, command: list[str]) -> list[FileChange]:
+    path = root / "opencode.json"
+
+    def edit(data: dict[str, Any]) -> str:
+        data.setdefault("$schema", "https://opencode.ai/config.json")
+        _section(data, "lsp", path)["engram"] = {
+            "command": [*command, "serve"],
+            "extensions": [*LANGUAGES, ".pyi", ".mjs", ".cjs", ".md", ".toml", ".yaml", ".yml"],
+            "initialization": _severity("error", "hint"),
+        }
+        _section(data, "mcp", path)["engram"] = {
+            "type": "local",
+            "command": [*command, "mcp-serve"],
+            "enabled": True,
+        }
+        return _lsp_and_mcp(command)
+
+    return [_merge_json(path, edit)]
+
+
+def _crush(root: Path, home: Path, command: list[str]) -> list[FileChange]:
+    path = next(
+        (p for p in (root / ".crush.json", root / "crush.json") if p.exists()), root / ".crush.json"
+    )
+
+    def edit(data: dict[str, Any]) -> str:
+        data.setdefault("$schema", "https://charm.land/crush.json")
+        _section(data, "lsp", path)["engram"] = {
+            "command": command[0],
+            "args": [*command[1:], "serve"],
+            "filetypes": [e.lstrip(".") for e in LANGUAGES]
+            + ["pyi", "mjs", "cjs", "md", "toml", "yaml", "yml"],
+            "init_options": _severity("warning", "information"),
+        }
+        _section(data, "mcp", path)["engram"] = {
+            "type": "stdio",
+            "command": command[0],
+            "args": [*command[1:], "mcp-serve"],
+        }
+        return _lsp_and_mcp(command)
+
+    return [_merge_json(path, edit)]
+
+
+def _copilot(root: Path, home: Path, command: list[str]) -> list[FileChange]:
+    folder = home / ".copilot"
+
+    def lsp(data: dict[str, Any]) -> str:
+        _section(data, "lspServers", folder / "lsp-config.json")["engram"] = {
+            "command": command[0],
+            "args": [*command[1:], "serve"],
+            "fileExtensions": LANGUAGES,
+            "initializationOptions": _severity("warning", "information"),
+        }
+        return f"lspServers.engram → {_shell([*command, 'serve'])}"
+
+    def mcp(data: dict[str, Any]) -> str:
+        _section(data, "mcpServers", folder / "mcp-config.json")["engram"] = {
+            "type": "local",
+            "command": command[0],
+            "args": [*command[1:], "mcp-serve"],
+            "tools": ["*"],
+        }
+        return f"mcpServers.engram → {_shell([*command, 'mcp-serve'])}"
+
+    return [
+        _merge_json(folder / "lsp-config.json", lsp),
+        _merge_json(folder / "mcp-config.json", mcp),
+    ]
+
+
+_PLANNERS: dict[str, Callable[[Path, Path, list[str]], list[FileChange]]] = {
+    "claude-code": _claude_code,
+    "codex": _codex,
+    "opencode": _opencode,
+    "crush": _crush,
+    "copilot": _copilot,
+}
+
+
+def plan_setup(
+    agent: str, root: Path, *, home: Path | None = None, command: list[str] | None = None
+) -> list[FileChange]:
+    """What ``engram setup AGENT`` would write, without writing anything."""
+    planner = _PLANNERS.get(agent)
+    if planner is None:
+        raise InvalidInput(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
+    return planner(root, home or Path.home(), command or engram_command())
+
+
+def apply_setup(changes: Sequence[FileChange]) -> None:
+    """Write the changed files (atomically, each through a temporary file beside it)."""
+    for change in changes:
+        if not change.changed:
+            continue
+        change.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = change.path.with_name(f".{change.path.name}.engram-tmp")
+        tmp.write_text(change.content, encoding="utf-8")
+        if change.path.exists():
+            os.chmod(tmp, change.path.stat().st_mode & 0o7777)
+        os.replace(tmp, change.path)
