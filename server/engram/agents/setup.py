@@ -185,6 +185,28 @@ def _merge_hooks(
 # ---------------------------------------------------------------------------- per agent
 
 
+def command_record(home: Path) -> Path:
+    """Where the Claude Code plugin's launcher (clients/claude-code/bin/find-engram) looks
+    for the engram command when engram is not on the agent's PATH."""
+    config = os.environ.get("XDG_CONFIG_HOME") if home == Path.home() else None
+    return (Path(config) if config else home / ".config") / "engram" / "command"
+
+
+def _record(home: Path, command: list[str]) -> FileChange:
+    record = command_record(home)
+    return FileChange(
+        record,
+        _shell(command) + "\n",
+        "the engram command the Claude Code plugin runs",
+        _read(record),
+    )
+
+
+def _claude_plugin(root: Path, home: Path, command: list[str]) -> list[FileChange]:
+    """With the plugin installed from the marketplace, only the command needs recording."""
+    return [_record(home, command)]
+
+
 def _claude_code(root: Path, home: Path, command: list[str]) -> list[FileChange]:
     hook = _shell([*command, "hook", "claude-code"])
 
@@ -198,16 +220,10 @@ def _claude_code(root: Path, home: Path, command: list[str]) -> list[FileChange]
         servers["engram"] = {"command": command[0], "args": [*command[1:], "mcp-serve"]}
         return f"mcpServers.engram → {_shell([*command, 'mcp-serve'])}"
 
-    record = home / ".config" / "engram" / "command"
-    before = _read(record)
     return [
         _merge_json(root / ".claude" / "settings.local.json", settings),
         _merge_json(root / ".mcp.json", mcp),
-        # the Claude Code plugin's launcher (clients/claude-code/bin) reads this when
-        # engram is not on the agent's PATH
-        FileChange(
-            record, _shell(command) + "\n", "the engram command for the Claude Code plugin", before
-        ),
+        _record(home, command),
     ]
 
 
@@ -327,12 +343,25 @@ _PLANNERS: dict[str, Callable[[Path, Path, list[str]], list[FileChange]]] = {
 
 
 def plan_setup(
-    agent: str, root: Path, *, home: Path | None = None, command: list[str] | None = None
+    agent: str,
+    root: Path,
+    *,
+    home: Path | None = None,
+    command: list[str] | None = None,
+    plugin: bool = False,
 ) -> list[FileChange]:
-    """What ``engram setup AGENT`` would write, without writing anything."""
+    """What ``engram setup AGENT`` would write, without writing anything.
+
+    ``plugin`` (Claude Code only): the Engram plugin brings the hooks, MCP and LSP servers,
+    so only the command it runs is recorded; hooks in both places would answer twice.
+    """
     planner = _PLANNERS.get(agent)
     if planner is None:
         raise InvalidInput(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
+    if plugin:
+        if agent != "claude-code":
+            raise InvalidInput("--plugin is for claude-code only (the other agents have none)")
+        planner = _claude_plugin
     return planner(root, home or Path.home(), command or engram_command())
 
 

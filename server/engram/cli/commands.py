@@ -927,7 +927,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
     root = Workspace.open(_workspace_arg(args)).root
     command = engram_command()
-    changes = plan_setup(args.agent, root, command=command)
+    changes = plan_setup(args.agent, root, command=command, plugin=args.plugin)
     if args.print:
         for change in changes:
             print(f"# {change.path} ({change.action if change.changed else 'unchanged'})")

@@ -201,6 +201,11 @@ def build_parser() -> OneLineParser:
     p.add_argument(
         "--print", action="store_true", help="print the merged files instead of writing them"
     )
+    p.add_argument(
+        "--plugin",
+        action="store_true",
+        help="claude-code: the Engram plugin is installed; only record the command it runs",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     p = add("serve", "run the language server (stdio, or TCP with --tcp)")
