@@ -308,6 +308,8 @@ def test_every_palette_command_runs_without_error(wb: Workbench) -> None:
     wb.wait_toast(r"team memories")
     run("engram.ui.consolidate")
     wb.wait_toast(r"Engram")
+    run("engram.ui.openReport")
+    wait_until("the report tab", lambda: wb.active_tab().startswith("Engram Report"), timeout=180)
     run("engram.ui.showLog")
     wait_until("the Engram output", lambda: wb.page.locator(".panel .output").count() > 0)
     run("engram.ui.start")
