@@ -135,21 +135,30 @@ def main() -> None:
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
         base_env["PYTHONPATH"] = str(ROOT / "server")
 
-        def payload(event: str, session: str, file: str | None = None) -> dict[str, Any]:
+        def payload(
+            event: str, session: str, file: str | None = None, tool: str = "Read"
+        ) -> dict[str, Any]:
             body: dict[str, Any] = {
                 "session_id": session,
                 "hook_event_name": event,
                 "cwd": str(ws.root),
             }
             if file:
-                body |= {"tool_name": "Read", "tool_input": {"file_path": str(ws.root / file)}}
+                body |= {"tool_name": tool, "tool_input": {"file_path": str(ws.root / file)}}
             return body
+
+        def prompt(session: str) -> dict[str, Any]:
+            # words of a stored memory, so the full-text search has real matches to rank
+            text = rng.choice(Digest(ws).by_type(["gotcha"], limit=50)).content
+            return payload("UserPromptSubmit", session) | {"prompt": f"please fix: {text}"}
 
         rows: dict[str, dict[str, float]] = {}
         cold: dict[str, float] = {}
         for name, make in (
             ("help", None),
             ("session_start", lambda s: payload("SessionStart", s)),
+            ("user_prompt_submit", prompt),
+            ("pre_tool_use_edit", lambda s: payload("PreToolUse", s, rng.choice(files), "Edit")),
             ("post_tool_use_read", lambda s: payload("PostToolUse", s, rng.choice(files))),
             ("stop", lambda s: payload("Stop", s)),
         ):

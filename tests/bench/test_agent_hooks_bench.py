@@ -30,7 +30,14 @@ def test_agent_hooks_bench_prints_figures() -> None:
         timeout=240,
     )
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert set(result["rows"]) == {"help", "session_start", "post_tool_use_read", "stop"}
+    assert set(result["rows"]) == {
+        "help",
+        "session_start",
+        "user_prompt_submit",
+        "pre_tool_use_edit",
+        "post_tool_use_read",
+        "stop",
+    }
     for row in result["rows"].values():
         assert row["cold_ms"] > 0 and row["p50_ms"] > 0
     assert result["session"]["over_budget_calls"] == 0
