@@ -12,20 +12,68 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from engram.app.engine import Engine
     from engram.codegraph import ImpactReport
+    from engram.codegraph.impact import RankedFile
     from engram.observer import Observer
 
 log = logging.getLogger(__name__)
 
 
 def impact(engine: Engine, file: str, symbol: str | None = None) -> ImpactReport:
-    """What a change to ``file`` (or one symbol in it) may break: graph + co-change."""
+    """What a change to ``file`` (or one symbol in it) may break: graph + co-change.
+
+    A symbol is resolved like a memory's anchor (``app.anchors.resolve_symbol``): unknown or
+    ambiguous is an error, never a file-level report passed off as the symbol's. When it
+    has references, the files that use it come first, ranked by how often they use it
+    (issue 12 "Anchors validated").
+    """
+    from engram.app.anchors import resolve_symbol
     from engram.codegraph import ImpactAnalyzer
 
     rel = engine.relative(file)
+    if symbol:
+        found = resolve_symbol(engine, rel, symbol)
+        if found is not None:
+            symbol = found.qualname
     analyzer = ImpactAnalyzer(
         engine.codegraph, cochange=engine.history, coaccess=_coaccess_source(engine)
     )
-    return analyzer.impact(rel, symbol or None)
+    report = analyzer.impact(rel, symbol or None)
+    if symbol and report.symbol_references:
+        report.ranked_files = rank_by_use(report)
+    return report
+
+
+def rank_by_use(report: ImpactReport) -> list[RankedFile]:
+    """Files that reference the symbol first, most uses first (then the file-level ranking).
+
+    A user's score is the file-level score combined (noisy-or) with its use evidence,
+    ``1 - 0.5**uses``, and floored above every file that does not use it.
+    """
+    from engram.codegraph.impact import RankedFile
+
+    uses: dict[str, list[int]] = {}
+    for ref in report.symbol_references:
+        uses.setdefault(ref.file, []).append(ref.line)
+    before = {r.file: r for r in report.ranked_files}
+    top_other = max((r.score for r in report.ranked_files if r.file not in uses), default=0.0)
+    users: list[RankedFile] = []
+    for user, lines in uses.items():
+        prior = before.get(user)
+        evidence = 1.0 - 0.5 ** len(lines)
+        score = 1.0 - (1.0 - (prior.score if prior else 0.0)) * (1.0 - evidence)
+        where = ", ".join(str(n) for n in sorted(lines)[:5])
+        reason = f"uses {report.symbol} {len(lines)}x (line {where})"
+        users.append(RankedFile(user, score, [reason, *(prior.reasons if prior else [])]))
+    users.sort(key=lambda r: (-len(uses[r.file]), -r.score, r.file))
+    # keep the order visible in the scores: every user above every other file
+    floor = top_other
+    for index in range(len(users) - 1, -1, -1):
+        floor = max(users[index].score, round(floor + 1e-4, 6))
+        users[index] = RankedFile(
+            users[index].file, round(min(floor, 1.0), 6), users[index].reasons
+        )
+    others = [r for r in report.ranked_files if r.file not in uses]
+    return [*users, *others]
 
 
 class CoAccessAdapter:
@@ -67,4 +115,4 @@ def _coaccess_source(engine: Engine) -> CoAccessAdapter | None:
         return None
 
 
-__all__ = ["CoAccessAdapter", "impact"]
+__all__ = ["CoAccessAdapter", "impact", "rank_by_use"]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from engram.app.anchors import anchor_for
 from engram.app.inputs import parse_scope, parse_source, parse_type, validate_text
 from engram.errors import InvalidInput
 from engram.lifecycle import find_duplicate, merge_memories, redact_secrets
@@ -23,13 +24,11 @@ from engram.lifecycle.contradictions import Contradiction, find_contradictions
 from engram.lifecycle.trust import Actor
 from engram.model import (
     AuditEntry,
-    CodeAnchor,
     Memory,
     MemoryScope,
     MemorySource,
     MemoryType,
     Provenance,
-    content_hash,
 )
 
 if TYPE_CHECKING:
@@ -83,6 +82,7 @@ def remember(
     symbol: str | None = None,
     start_line: int | None = None,
     end_line: int | None = None,
+    allow_missing: bool = False,
     tags: Sequence[str] = (),
     related_files: Sequence[str] = (),
     scope: MemoryScope | str | None = None,
@@ -95,7 +95,8 @@ def remember(
 ) -> RememberResult:
     """Store one memory (redacted, merged into a near-duplicate when there is one).
 
-    Lines are 0-based and inclusive, as in LSP; the CLI converts from 1-based. ``actor``:
+    Lines are 0-based and inclusive, as in LSP; the CLI converts from 1-based. The anchor
+    is validated (``app.anchors``): a missing file only with ``allow_missing``. ``actor``:
     who stands behind it when the front end knows (an agent's LSP client), else read from
     ``source`` (docs/trust.md).
     """
@@ -113,7 +114,11 @@ def remember(
     if file is None and (symbol or start_line is not None):
         raise InvalidInput("a symbol or line range needs a file (--file)")
     text = validate_text(content, engine.config.safety.max_content_chars)
-    anchors = [anchor_for(engine, file, symbol, start_line, end_line)] if file else []
+    anchors = (
+        [anchor_for(engine, file, symbol, start_line, end_line, allow_missing=allow_missing)]
+        if file
+        else []
+    )
     now = engine.clock()
     memory = Memory(
         created_at=now,
@@ -339,58 +344,6 @@ def default_confidence(source: MemorySource) -> float:
 
 
 # --------------------------------------------------------------------------- internals
-
-
-def anchor_for(
-    engine: Engine, file: str, symbol: str | None, start_line: int | None, end_line: int | None
-) -> CodeAnchor:
-    """A code anchor with workspace-relative path and, when known, the lines' hash."""
-    rel = engine.relative(file)
-    if start_line is not None and start_line < 0:
-        raise InvalidInput("line numbers start at 1")
-    if end_line is not None and start_line is not None and end_line < start_line:
-        raise InvalidInput(f"line range {start_line + 1}-{end_line + 1} is backwards")
-    if end_line is None and start_line is not None:
-        end_line = start_line
-    if symbol and start_line is None:
-        start_line, end_line = _symbol_range(engine, rel, symbol)
-    anchored_hash: str | None = None
-    path = engine.workspace.root / rel
-    if start_line is not None and path.is_file():
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            lines = []
-        if lines:
-            last = min(end_line if end_line is not None else start_line, len(lines) - 1)
-            if start_line < len(lines):
-                anchored_hash = content_hash("\n".join(lines[start_line : last + 1]))
-    return CodeAnchor(
-        file=rel,
-        symbol=symbol or None,
-        start_line=start_line,
-        end_line=end_line,
-        content_hash=anchored_hash,
-    )
-
-
-def _symbol_range(engine: Engine, rel: str, symbol: str) -> tuple[int | None, int | None]:
-    """Symbol -> 0-based (start, end) lines from the code graph when it knows it.
-
-    The file is re-indexed first (cheap, incremental) so a symbol written a moment ago
-    is found; the graph's lines are 1-based, anchors are 0-based like LSP.
-    """
-    try:
-        graph = engine.codegraph
-        if (engine.workspace.root / rel).is_file() and not engine.read_only:
-            graph.reindex_file(rel)
-        found = graph.find_symbol(rel, symbol)
-    except Exception as exc:  # the graph is optional here; never fail remember over it
-        log.debug("symbol lookup failed for %s:%s: %s", rel, symbol, exc)
-        return None, None
-    if found is None:
-        return None, None
-    return int(found.start_line) - 1, int(found.end_line) - 1
 
 
 def _head_commit_quietly(engine: Engine) -> str | None:

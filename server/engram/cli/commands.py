@@ -137,6 +137,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
             symbol=args.symbol,
             start_line=start,
             end_line=end,
+            allow_missing=args.allow_missing,
             tags=args.tag,
             scope=args.scope,
             session_id=args.session,
@@ -266,7 +267,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
-    from engram.app.remember import anchor_for
+    from engram.app.anchors import anchor_for
     from engram.app.trust import edit
 
     text = _read_text_arg(args.text) if args.text is not None else None

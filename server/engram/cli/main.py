@@ -78,6 +78,11 @@ def build_parser() -> OneLineParser:
     p.add_argument("--file", "-f", metavar="PATH", help="anchor the memory to this file")
     p.add_argument("--symbol", "-s", metavar="NAME", help="anchor to this symbol in --file")
     p.add_argument("--line", "-l", metavar="A[-B]", help="anchor to lines A..B (1-based)")
+    p.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="anchor to a --file that does not exist yet (you are about to create it)",
+    )
     p.add_argument("--tag", metavar="X", action="append", default=[], help="a tag (repeatable)")
     p.add_argument("--source", metavar="S", default="user_taught", help=SOURCES_HELP)
     p.add_argument("--scope", metavar="S", help="global, module, work_unit or session")

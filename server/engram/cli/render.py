@@ -243,6 +243,14 @@ def print_impact(report: Any) -> None:
     target = data.get("target", "?") + (f"::{data['symbol']}" if data.get("symbol") else "")
     score = data.get("score")
     score_text = f" (impact score {float(score):.2f})" if isinstance(score, int | float) else ""
+    refs = data.get("symbol_references")
+    if data.get("symbol") and isinstance(refs, list):
+        # the symbol's own users lead (issue 12): where it is referenced, file:line
+        print(f"references to {data['symbol']} ({len(refs)}):")
+        if not refs:
+            print("  none resolved from other files")
+        for ref in refs:
+            print(f"  {ref.get('file')}:{ref.get('line')}  {ref.get('kind')}")
     print(f"impact of {target}{score_text}")
     items: list[Any] = next(
         (

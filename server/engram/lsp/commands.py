@@ -46,6 +46,8 @@ class RememberArgs(Args):
     symbol: str | None = None
     start_line: int | None = None
     end_line: int | None = None
+    #: anchor to a file that does not exist yet (docs/trust.md "Anchors")
+    allow_missing: bool = False
     tags: list[str] = attrs.field(factory=list)
     related_files: list[str] = attrs.field(factory=list)
     scope: str | None = None
@@ -220,6 +222,7 @@ async def remember(ctx: CommandContext, args: RememberArgs) -> dict[str, Any]:
             symbol=args.symbol,
             start_line=args.start_line,
             end_line=args.end_line,
+            allow_missing=args.allow_missing,
             tags=args.tags,
             related_files=args.related_files,
             scope=args.scope,

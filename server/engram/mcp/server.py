@@ -252,6 +252,9 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
         line: Annotated[int | None, Field(ge=1, description="1-based line it is about")] = None,
         tags: Annotated[list[str] | None, Field(description="Free tags")] = None,
         session_id: Annotated[str | None, Field(description="Your session id, if known")] = None,
+        allow_missing: Annotated[
+            bool, Field(description="The file does not exist yet: you are about to create it")
+        ] = False,
     ) -> dict[str, Any]:
         result = await call(
             lambda e: remember(
@@ -262,6 +265,7 @@ def build_server(workspace: str | None = None, overrides: dict[str, Any] | None 
                 file=file,
                 symbol=symbol,
                 start_line=(line - 1) if line else None,
+                allow_missing=allow_missing,
                 tags=tags or (),
                 session_id=session_id,
             )
