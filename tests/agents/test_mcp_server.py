@@ -151,6 +151,23 @@ async def test_bad_input_and_paths_outside_are_tool_errors(
         )
         assert outside.is_error
         assert "outside the workspace" in outside.content[0].text
+        # anchors are validated like the CLI's (issue 12: docs/trust.md "Anchors")
+        (tmp_workspace.root / "jobs.py").write_text("def run():\n    return 1\n")
+        nofile = await session.call_tool("engram_remember", {"text": "x", "file": "nosuch.go"})
+        assert nofile.is_error and "nosuch.go does not exist" in nofile.content[0].text
+        typo = await session.call_tool(
+            "engram_remember", {"text": "x", "file": "jobs.py", "symbol": "runn"}
+        )
+        assert typo.is_error
+        assert "no symbol 'runn' in jobs.py; closest: run (line 1)" in typo.content[0].text
+        far = await session.call_tool(
+            "engram_remember", {"text": "x", "file": "jobs.py", "line": 99999}
+        )
+        assert far.is_error and "line 99999 is outside jobs.py (2 lines)" in far.content[0].text
+        later = await session.call_tool(
+            "engram_remember", {"text": "y", "file": "nosuch.go", "allow_missing": True}
+        )
+        assert not later.is_error, later.content
         unknown = await session.call_tool("engram_flag", {"id": "m-0000000000", "kind": "outdated"})
         assert unknown.is_error
         bad_kind = await session.call_tool("engram_flag", {"id": "m-1", "kind": "meh"})

@@ -192,6 +192,21 @@ async def test_vscode_session(app_workspace: Workspace) -> None:
         with pytest.raises(JsonRpcException) as outside:
             await command(client, "engram.remember", {"text": "x", "file": "/etc/passwd"})
         assert "outside the workspace" in str(outside.value)
+        # anchors are validated like the CLI's (issue 12: docs/trust.md "Anchors")
+        with pytest.raises(JsonRpcException) as nofile:
+            await command(client, "engram.remember", {"text": "x", "file": "src/nosuch.py"})
+        assert "src/nosuch.py does not exist" in str(nofile.value)
+        with pytest.raises(JsonRpcException) as nosym:
+            await command(
+                client, "engram.remember", {"text": "x", "file": "src/app.py", "symbol": "NoSuch"}
+            )
+        assert "no symbol 'NoSuch' in src/app.py" in str(nosym.value)
+        later = await command(
+            client,
+            "engram.remember",
+            {"text": "the loader will live here", "file": "src/nosuch.py", "allowMissing": True},
+        )
+        assert later["memory"]["anchors"][0]["file"] == "src/nosuch.py"
         with pytest.raises(JsonRpcException) as unknown:
             await command(client, "engram.confirm", {"id": gotcha, "bogus": 1})
         assert "bogus" in str(unknown.value)

@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from engram.app.remember import ProgressCallback, RememberResult, prepare, remember_many
+from engram.app.trust import person, record
 from engram.errors import InvalidInput
 from engram.lifecycle import ParsedImport, export_memories, parse_import
-from engram.model import Memory
+from engram.lifecycle import trust as rules
+from engram.model import AuditEntry, Memory
 from engram.workspace import WorkspaceError
 
 if TYPE_CHECKING:
@@ -38,15 +40,19 @@ class ImportReport:
     skipped: list[str] = attrs.field(factory=list)
     redacted: int = 0
     ids: list[str] = attrs.field(factory=list)
+    #: audit entries the file carried, added to this store's trail (tagged imported)
+    imported_audit: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
 
 def export(engine: Engine, fmt: str = "json") -> str:
-    """Every memory (deprecated ones too) as JSON or Markdown; importable again."""
+    """Every memory (deprecated ones too) as JSON or Markdown, each with its audit trail
+    (docs/trust.md "The audit trail"); importable again."""
     memories = engine.store.list(engine.filter(include_deprecated=True))
-    return export_memories(memories, fmt, now=engine.clock())
+    trails = engine.audit.for_memories([m.id for m in memories])
+    return export_memories(memories, fmt, now=engine.clock(), audit=trails)
 
 
 def import_file(
@@ -90,30 +96,114 @@ def import_file(
         report.unchanged = len(known)
         report.ids += [m.id for m in known]
         known = []
+    stored_as: dict[str, str] = {}  # id in the file -> id in this store
     if known:  # re-importing our own export: update in place, never duplicate
         prepared = [prepare(engine, m) for m in known]
+        entries: list[AuditEntry] = []
         with engine.write_lock:
-            engine.store.update([m for m, _ in prepared])
-            engine.mirror([m for m, _ in prepared])
+            current = {m.id: m for m in engine.store.get_many([m.id for m, _ in prepared])}
+            updated = []
+            for memory, _ in prepared:
+                kept = _keep_trust(current[memory.id], memory)
+                updated.append(kept)
+                entry = _import_entry(engine, current[memory.id], kept, source.name)
+                if entry is not None:
+                    entries.append(entry)
+            engine.store.update(updated)
+            engine.mirror(updated)
+        record(engine, entries)
+        stored_as.update({m.id: m.id for m, _ in prepared})
         report.merged += len(known)
         report.ids += [m.id for m, _ in prepared]
         report.redacted += sum(1 for _, kinds in prepared if kinds)
     if fresh:
         try:
             results = remember_many(engine, fresh, progress)
+            stored_as.update({m.id: r.memory.id for m, r in zip(fresh, results, strict=True)})
         except InvalidInput:
             results = []
             for memory in fresh:  # fall back one by one so one bad record is skipped
                 try:
-                    results += remember_many(engine, [memory])
+                    one = remember_many(engine, [memory])
                 except InvalidInput as exc:
                     report.skipped.append(f"{memory.id}: {exc}")
+                    continue
+                results += one
+                stored_as[memory.id] = one[0].memory.id
+    report.imported_audit = _import_trails(engine, parsed, stored_as, source.name)
     for result in results:
         report.ids.append(result.memory.id)
         report.merged += int(result.merged)
         report.added += int(not result.merged)
         report.redacted += int(bool(result.redactions))
     return report
+
+
+#: The event of an audit entry brought by an export is prefixed so no reader takes it for
+#: something that happened in this store (docs/trust.md "The audit trail").
+IMPORTED = "imported "
+
+
+def _keep_trust(stored: Memory, imported: Memory) -> Memory:
+    """A record this store already has keeps its own state and trust: a file never
+    verifies, raises confidence, unflags or pins (docs/trust.md "What may move a memory")."""
+    extra = dict(imported.extra)
+    extra.pop(rules.LIFECYCLE_KEY, None)
+    if rules.LIFECYCLE_KEY in stored.extra:
+        extra[rules.LIFECYCLE_KEY] = stored.extra[rules.LIFECYCLE_KEY]
+    return attrs.evolve(
+        imported,
+        confidence=stored.confidence,
+        user_verified=stored.user_verified,
+        needs_review=stored.needs_review,
+        pinned=stored.pinned,
+        deprecated=stored.deprecated,
+        stale_at=stored.stale_at,
+        last_accessed_at=stored.last_accessed_at,
+        extra=extra,
+    )
+
+
+def _import_entry(engine: Engine, old: Memory, new: Memory, name: str) -> AuditEntry | None:
+    """The trail entry of an in-place re-import that changed text, tags or anchors."""
+    before, after = rules.snapshot(old), rules.snapshot(new)
+    changed = [k for k in before if before[k] != after[k]]
+    if not changed:
+        return None
+    return AuditEntry(
+        memory_id=new.id,
+        at=engine.clock(),
+        event="import",
+        actor=person(engine).label,
+        cause=f"engram import {name}",
+        before={k: before[k] for k in changed},
+        after={k: after[k] for k in changed},
+    )
+
+
+def _import_trails(
+    engine: Engine, parsed: ParsedImport, stored_as: dict[str, str], name: str
+) -> int:
+    """Append the trails an export carried, as history: each entry's event is tagged
+    ``imported …`` and noted with the file; entries this store already holds (our own
+    export read back) are skipped. History never moves a memory: nothing is applied."""
+    entries: list[AuditEntry] = []
+    for file_id, trail in parsed.audit.items():
+        target = stored_as.get(file_id)
+        if target is None or not trail:
+            continue
+        have = {
+            (e.at, e.event.removeprefix(IMPORTED), e.actor) for e in engine.audit.for_memory(target)
+        }
+        for entry in trail:
+            key = (entry.at, entry.event.removeprefix(IMPORTED), entry.actor)
+            if key in have:
+                continue
+            have.add(key)
+            event = entry.event if entry.event.startswith(IMPORTED) else IMPORTED + entry.event
+            entries.append(attrs.evolve(entry, memory_id=target, event=event, note=f"from {name}"))
+    record(engine, entries)
+    return len(entries)
 
 
 def _reanchor_import(engine: Engine, memory: Memory) -> Memory:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ import attrs
 
 from engram.errors import InvalidInput
 from engram.model import (
+    AuditEntry,
     Memory,
     MemoryScope,
     MemorySource,
@@ -46,10 +47,47 @@ class ParsedImport:
     kind: str  # "json" | "markdown" | "rules"
     memories: list[Memory]
     skipped: list[str] = attrs.field(factory=list)
+    #: memory id -> the audit trail the export carried for it (docs/trust.md)
+    audit: dict[str, list[AuditEntry]] = attrs.field(factory=dict)
 
 
-def export_memories(memories: Sequence[Memory], fmt: str, *, now: datetime | None = None) -> str:
-    """All ``memories`` as one JSON document or a Markdown page."""
+#: Each exported record carries its audit trail under this key (not a Memory field).
+AUDIT_KEY = "audit"
+Trails = Mapping[str, Sequence[AuditEntry]]
+
+
+def _record(memory: Memory, conv: Any, audit: Trails | None) -> dict[str, Any]:
+    data = memory_to_dict(memory, conv)
+    if audit is not None:
+        data[AUDIT_KEY] = [entry.to_dict() for entry in audit.get(memory.id, ())]
+    return data
+
+
+def _read_record(raw: dict[str, Any], conv: Any, out: ParsedImport) -> None:
+    """One exported record into ``out``: the memory, and its trail when it has one."""
+    raw = dict(raw)
+    trail = raw.pop(AUDIT_KEY, None)
+    memory = memory_from_dict(raw, conv)
+    out.memories.append(memory)
+    if isinstance(trail, list):
+        entries: list[AuditEntry] = []
+        for item in trail:
+            try:
+                entries.append(AuditEntry.from_dict(item))
+            except (KeyError, ValueError, TypeError, AttributeError):
+                out.skipped.append(f"{memory.id}: an audit entry could not be read")
+        out.audit[memory.id] = [e for e in entries if e.memory_id == memory.id]
+
+
+def export_memories(
+    memories: Sequence[Memory],
+    fmt: str,
+    *,
+    now: datetime | None = None,
+    audit: Trails | None = None,
+) -> str:
+    """All ``memories`` as one JSON document or a Markdown page; with ``audit``, each
+    record carries its trail (``"audit": [...]``, oldest first)."""
     now = now or utcnow()
     conv = make_converter()
     if fmt == "json":
@@ -57,15 +95,17 @@ def export_memories(memories: Sequence[Memory], fmt: str, *, now: datetime | Non
             "engram_export": EXPORT_FORMAT_VERSION,
             "exported_at": now.isoformat(),
             "count": len(memories),
-            "memories": [memory_to_dict(m, conv) for m in memories],
+            "memories": [_record(m, conv, audit) for m in memories],
         }
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     if fmt in ("md", "markdown"):
-        return _export_markdown(memories, now, conv)
+        return _export_markdown(memories, now, conv, audit)
     raise InvalidInput(f"unknown export format {fmt!r}; use one of: {', '.join(EXPORT_FORMATS)}")
 
 
-def _export_markdown(memories: Sequence[Memory], now: datetime, conv: Any) -> str:
+def _export_markdown(
+    memories: Sequence[Memory], now: datetime, conv: Any, audit: Trails | None
+) -> str:
     lines = [
         "# Engram memories",
         "",
@@ -95,7 +135,7 @@ def _export_markdown(memories: Sequence[Memory], now: datetime, conv: Any) -> st
             body = memory.content.replace("\n", "\n  ")
             lines.append(f"- **{memory.id}** {body}")
             lines.append(f"  _{' · '.join(badges)}{' · ' + where if where else ''}_")
-            record = json.dumps(memory_to_dict(memory, conv), ensure_ascii=False)
+            record = json.dumps(_record(memory, conv, audit), ensure_ascii=False)
             record = record.replace("-->", _ESCAPED_COMMENT_END)
             lines.append(f"  <!-- engram: {record} -->")
         lines.append("")
@@ -121,30 +161,30 @@ def _parse_json(text: str, path: Path) -> ParsedImport:
     if not isinstance(records, list):
         raise InvalidInput(f"{path.name} is not an Engram export (no 'memories' list)")
     conv = make_converter()
-    memories: list[Memory] = []
-    skipped: list[str] = []
+    out = ParsedImport("json", [])
     for index, raw in enumerate(records):
         if not isinstance(raw, dict):
-            skipped.append(f"record {index}: not an object")
+            out.skipped.append(f"record {index}: not an object")
             continue
         try:
-            memories.append(memory_from_dict(raw, conv))
+            _read_record(raw, conv, out)
         except (SchemaError, ValueError, TypeError) as exc:
-            skipped.append(f"record {index}: {exc}")
-    return ParsedImport("json", memories, skipped)
+            out.skipped.append(f"record {index}: {exc}")
+    return out
 
 
 def _parse_markdown_export(text: str) -> ParsedImport:
     conv = make_converter()
-    memories: list[Memory] = []
-    skipped: list[str] = []
+    out = ParsedImport("markdown", [])
     for index, match in enumerate(_MD_RECORD.finditer(text)):
         try:
             raw = json.loads(match.group(1).replace(_ESCAPED_COMMENT_END, "-->"))
-            memories.append(memory_from_dict(raw, conv))
+            if not isinstance(raw, dict):
+                raise ValueError("not an object")
+            _read_record(raw, conv, out)
         except (json.JSONDecodeError, SchemaError, ValueError, TypeError) as exc:
-            skipped.append(f"record {index}: {exc}")
-    return ParsedImport("markdown", memories, skipped)
+            out.skipped.append(f"record {index}: {exc}")
+    return out
 
 
 _BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")

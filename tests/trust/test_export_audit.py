@@ -1,0 +1,98 @@
+"""Export carries the audit trail; import keeps it as history and never raises trust.
+
+docs/trust.md said "`engram export` writes each memory's trail with it"; on the old main the
+export had no trail and a re-import replaced the stored record as the file said (a file
+could verify a memory, lift a flag or raise its confidence).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engram.app import Engine
+from engram.app.memories import confirm, flag, get
+from engram.app.portability import export, import_file
+from engram.app.remember import remember
+from engram.app.trust import audit_log, edit
+from engram.lifecycle import trust as rules
+from engram.workspace import Workspace
+
+NO_MODEL = {"embed": {"model": "none"}}
+
+
+def _workspace(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "jobs.py").write_text("TIMEOUT = 30\n\ndef run():\n    return 1\n")
+    return root
+
+
+@pytest.fixture
+def exported(tmp_workspace: Workspace, tmp_path: Path) -> tuple[str, dict[str, Path]]:
+    root = _workspace(tmp_workspace.root)
+    with Engine.open(root, NO_MODEL) as engine:
+        mid = remember(engine, "run() retries the job twice.", file="jobs.py").memory.id
+        edit(engine, mid, content="run() retries the job twice, then gives up.", cause="t")
+        confirm(engine, mid, cause="engram confirm")
+        files = {}
+        for fmt in ("json", "md"):
+            files[fmt] = tmp_path / f"export.{fmt}"
+            files[fmt].write_text(export(engine, fmt))
+    return mid, files
+
+
+def test_export_carries_each_memorys_trail(exported: tuple[str, dict[str, Path]]) -> None:
+    mid, files = exported
+    doc = json.loads(files["json"].read_text())
+    record = next(r for r in doc["memories"] if r["id"] == mid)
+    assert [e["event"] for e in record["audit"]] == ["create", "edit", "confirm"]
+    assert record["audit"][1]["before"]["content"] == "run() retries the job twice."
+    assert record["audit"][2]["after"]["state"] == "verified"
+    markdown = files["md"].read_text()
+    assert '"audit": [' in markdown and '"event": "confirm"' in markdown
+
+
+@pytest.mark.parametrize("fmt", ["json", "md"])
+def test_import_keeps_the_trail_as_history_and_never_raises_trust(
+    exported: tuple[str, dict[str, Path]], tmp_path: Path, fmt: str
+) -> None:
+    mid, files = exported
+    other = _workspace(tmp_path / "other")
+    with Engine.open(other, NO_MODEL) as engine:
+        report = import_file(engine, files[fmt])
+        assert report.added == 1 and report.imported_audit == 3
+        memory = get(engine, mid)
+        # verified in the export; here nobody confirmed it: a file is not a person
+        assert rules.state_of(memory) is not rules.TrustState.VERIFIED
+        assert not memory.user_verified and memory.confidence <= 0.9
+        trail = audit_log(engine, mid)
+        imported = [e for e in trail if e.event.startswith("imported ")]
+        assert [e.event for e in imported] == [
+            "imported create",
+            "imported edit",
+            "imported confirm",
+        ]
+        assert all(e.note == f"from {files[fmt].name}" for e in imported)
+        assert [e.event for e in trail if not e.event.startswith("imported ")] == ["create"]
+        # the same file again: nothing duplicated, nothing moved
+        again = import_file(engine, files[fmt])
+        assert again.imported_audit == 0
+        assert len(audit_log(engine, mid)) == len(trail)
+        after = get(engine, mid)
+        assert (after.confidence, after.user_verified) == (memory.confidence, memory.user_verified)
+
+
+def test_reimporting_your_own_export_keeps_a_later_flag(
+    exported: tuple[str, dict[str, Path]], tmp_workspace: Workspace
+) -> None:
+    mid, files = exported
+    with Engine.open(tmp_workspace.root, NO_MODEL) as engine:
+        flag(engine, mid, "outdated", cause="engram flag")
+        before = audit_log(engine, mid)
+        report = import_file(engine, files["json"])  # exported while it was verified
+        assert report.merged == 1 and report.imported_audit == 0
+        memory = get(engine, mid)
+        assert rules.state_of(memory) is rules.TrustState.FLAGGED
+        assert audit_log(engine, mid) == before  # same text: nothing to record
