@@ -41,9 +41,9 @@ def repo(tmp_workspace: Workspace) -> Path:
     return root
 
 
-def anchored(engine: Engine, file: str = "app.py") -> str:
+def anchored(engine: Engine, file: str = "app.py", end_line: int = 2) -> str:
     return remember(
-        engine, "parse needs an absolute path", file=file, start_line=0, end_line=2
+        engine, "parse needs an absolute path", file=file, start_line=0, end_line=end_line
     ).memory.id
 
 
@@ -125,7 +125,7 @@ def test_committed_change_under_an_anchor_asks_for_review(engine: Engine, repo: 
 
 def test_moved_lines_follow_and_deleted_files_go_stale(engine: Engine, repo: Path) -> None:
     memory_id = anchored(engine)
-    gone_id = anchored(engine, "other.py")
+    gone_id = anchored(engine, "other.py", end_line=0)  # other.py has one line
     (repo / "app.py").write_text("import os\n\n" + SOURCE)
     (repo / "other.py").unlink()
     commit_all(repo, "move parse down, delete other")

@@ -11,7 +11,8 @@ the same rules (issue 12 "Anchors validated"; docs/trust.md "Anchors"):
   when the others are ``typing.overload`` stubs, to the one holding the given line, and
   otherwise is an error listing the candidates with their lines.
 
-A file whose language has no grammar keeps the symbol as given: nothing can check it.
+A file whose language has no grammar keeps the symbol as given: nothing can check it (so
+does a code graph that cannot be read, with a warning in the log).
 """
 
 from __future__ import annotations
@@ -107,10 +108,14 @@ def resolve_symbol(
 
     if language_for(rel) is None:
         return None
-    graph = engine.codegraph
-    if not engine.read_only:
-        graph.reindex_file(rel)
-    symbols = graph.symbols_in(rel)
+    try:
+        graph = engine.codegraph
+        if not engine.read_only:
+            graph.reindex_file(rel)
+        symbols = graph.symbols_in(rel)
+    except Exception as exc:  # a damaged or locked graph must not stop remember or impact
+        log.warning("cannot check symbol %r in %s (code graph: %s); kept as given", name, rel, exc)
+        return None
     if lines is None:
         lines = _read_lines(engine, rel)
     named = [s for s in symbols if s.qualname == name] or [s for s in symbols if s.name == name]
