@@ -2,12 +2,50 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from engram.workspace import Workspace
+
+# Front ends work in-process in this suite unless a test turns the workspace engine on
+# (tests/daemon); engines any test starts live in this session's own runtime directory,
+# exit when idle for a short while, and are stopped when the session ends.
+_RUNTIME = tempfile.mkdtemp(prefix="engram-run-", dir="/tmp" if os.name == "posix" else None)
+os.environ["ENGRAM_ENGINE"] = "off"
+os.environ["ENGRAM_RUNTIME_DIR"] = _RUNTIME
+os.environ["ENGRAM_ENGINE_IDLE_SECONDS"] = "20"
+
+
+def stop_engines(runtime_dir: str | Path) -> list[int]:
+    """Kill every engine whose pid file is in ``runtime_dir``; the pids it found."""
+    import json
+
+    pids: list[int] = []
+    for pid_file in Path(runtime_dir).glob("*.pid"):
+        try:
+            pid = int(json.loads(pid_file.read_text(encoding="utf-8"))["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        pids.append(pid)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return pids
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_engine_left_behind() -> Iterator[None]:
+    yield
+    stop_engines(_RUNTIME)
+    import shutil
+
+    shutil.rmtree(_RUNTIME, ignore_errors=True)
 
 
 def git(cwd: Path, *args: str) -> str:

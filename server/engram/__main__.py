@@ -4,6 +4,6 @@ Editors start the server as ``python -m engram serve`` so that only a Python int
 (not a script on PATH) has to be found.
 """
 
-from engram.cli.main import main
+from engram.cli.entry import main
 
 raise SystemExit(main())

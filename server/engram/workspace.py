@@ -9,10 +9,11 @@ memories survive a clone to another directory or OS.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import attrs
+
+from engram.gitroot import find_workspace_root
 
 ENGRAM_DIR = ".engram"
 _GITIGNORE_TEXT = (
@@ -22,28 +23,6 @@ _GITIGNORE_TEXT = (
 
 class WorkspaceError(ValueError):
     """A path or workspace cannot be used; the message is one line for the user."""
-
-
-def find_workspace_root(start: Path) -> Path:
-    """The enclosing git root of ``start``, or ``start`` itself outside git."""
-    start = start.resolve()
-    probe = start if start.is_dir() else start.parent
-    for candidate in (probe, *probe.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(probe), "rev-parse", "--show-toplevel"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-        if out.returncode == 0 and out.stdout.strip():
-            return Path(out.stdout.strip()).resolve()
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    return probe
 
 
 @attrs.define(frozen=True)

@@ -13,6 +13,12 @@ import pytest
 
 from engram.workspace import Workspace
 
+
+def engine_var(name: str) -> bool:
+    """The suite's engine settings (tests/conftest.py) survive a clean environment."""
+    return name.startswith(("ENGRAM_ENGINE", "ENGRAM_RUNTIME_DIR"))
+
+
 ENGRAM = Path(sys.executable).with_name("engram")
 
 
@@ -46,7 +52,7 @@ def _run(args: list[str], cwd: Path, env: dict[str, str], stdin: bytes | str | N
 
 @pytest.fixture
 def cli_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_") or engine_var(k)}
     env["ENGRAM_EMBED__MODEL"] = "none"  # the real model is exercised by one marked test
     env["COLUMNS"] = "200"
     return env

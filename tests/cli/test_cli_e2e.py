@@ -15,7 +15,7 @@ import pytest
 
 from engram.workspace import Workspace
 
-from .conftest import Run, RunCli, needs_retrieval, needs_store
+from .conftest import Run, RunCli, engine_var, needs_retrieval, needs_store
 
 pytestmark = needs_store
 
@@ -29,7 +29,7 @@ def cli(
     The console script itself is exercised by test_cli_errors.py and the real-model test."""
     from engram.cli.main import main
 
-    for key in [k for k in os.environ if k.startswith("ENGRAM_")]:
+    for key in [k for k in os.environ if k.startswith("ENGRAM_") and not engine_var(k)]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("ENGRAM_EMBED__MODEL", cli_env["ENGRAM_EMBED__MODEL"])
 

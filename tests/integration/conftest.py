@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.cli.conftest import Run, RunCli
+from tests.cli.conftest import Run, RunCli, engine_var
 
 from engram.workspace import Workspace
 
@@ -19,7 +19,7 @@ def cli(tmp_workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> RunCli:
     """``engram`` through ``engram.cli.main.main`` in this process, keyword search only."""
     from engram.cli.main import main
 
-    for key in [k for k in os.environ if k.startswith("ENGRAM_")]:
+    for key in [k for k in os.environ if k.startswith("ENGRAM_") and not engine_var(k)]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("ENGRAM_EMBED__MODEL", "none")
 

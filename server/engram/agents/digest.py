@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS memories (
     active INTEGER NOT NULL,
     shown INTEGER NOT NULL,
     weight REAL NOT NULL,
-    brief TEXT NOT NULL
+    brief TEXT NOT NULL,
+    record TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS memory_files (
     file TEXT NOT NULL,
@@ -183,6 +184,7 @@ class Digest:
     @staticmethod
     def _put(conn: sqlite3.Connection, memory: Memory) -> None:
         from engram.lifecycle.trust import is_shown
+        from engram.model import memory_to_dict  # writers hold the model already
 
         # docs/trust.md: flagged, deprecated, retired and forgotten never reach an agent;
         # stale ones are not injected unasked, but still shown next to a conflict partner
@@ -190,8 +192,8 @@ class Digest:
         active = shown and memory.stale_at is None
         conn.execute("DELETE FROM memory_files WHERE id = ?", (memory.id,))
         conn.execute(
-            "INSERT OR REPLACE INTO memories(id, type, scope, active, shown, weight, brief)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO memories(id, type, scope, active, shown, weight, brief,"
+            " record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 memory.id,
                 memory.type.value,
@@ -200,6 +202,7 @@ class Digest:
                 int(shown),
                 _weight(memory),
                 json.dumps(attrs.asdict(Brief.of(memory))),
+                json.dumps(memory_to_dict(memory), ensure_ascii=False),
             ),
         )
         conn.executemany(
@@ -269,6 +272,28 @@ class Digest:
             " ORDER BY m.weight DESC LIMIT ?",
             [file, *types, limit],
         )
+
+    def records_for_file(self, file: str) -> list[dict[str, Any]]:
+        """Full records (``memory_to_dict``) of the memories anchored to or related to ``file``
+        an editor may be shown (docs/trust.md): what the language server shows before the
+        engine answers."""
+        conn = self._connect(create=False)
+        if conn is None:
+            return []
+        out: list[dict[str, Any]] = []
+        rows = conn.execute(
+            "SELECT m.record FROM memories m JOIN memory_files f ON f.id = m.id"
+            " WHERE f.file = ? AND m.shown = 1 AND m.record != ''",
+            (file,),
+        )
+        for (record,) in rows:
+            try:
+                value = json.loads(record)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                out.append(value)
+        return out
 
     def by_type(
         self, types: Sequence[str], scopes: Sequence[str] | None = None, limit: int = 20

@@ -404,7 +404,7 @@ def hook_main(agent: str, stdin_text: str, workspace_arg: str | None) -> int:
 
 
 def _git_root(start: str) -> Path:
-    from engram.workspace import find_workspace_root
+    from engram.gitroot import find_workspace_root
 
     return find_workspace_root(Path(start))
 

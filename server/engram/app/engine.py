@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +41,9 @@ log = logging.getLogger(__name__)
 
 #: Builds the store filter; tests inject a plain one next to an in-memory store.
 FilterFactory = Callable[..., "MemoryFilter"]
+#: Told after every store write: (memories written, ids deleted). The engine process
+#: (``engram.daemon``) uses it to tell every connected front end at once.
+WriteListener = Callable[[Sequence[Memory], Sequence[str]], None]
 
 
 class Engine:
@@ -87,6 +91,7 @@ class Engine:
         self._digest: Digest | None = None
         self._code_search: CodeSearch | None = None
         self._author: str | None = None
+        self.write_listeners: list[WriteListener] = []
 
     @classmethod
     def open(
@@ -387,6 +392,11 @@ class Engine:
                 self.digest.mark_version(store.seen_version)
         except Exception as exc:
             log.info("could not update the agent digest: %s", exc)
+        for listener in list(self.write_listeners):
+            try:
+                listener(list(upserts), list(deleted))
+            except Exception as exc:  # a listener is bookkeeping: never fail the write
+                log.warning("write listener failed: %s", exc)
 
     def close(self) -> None:
         with self.write_lock:
@@ -422,4 +432,10 @@ class Engine:
         self.close()
 
 
-__all__ = ["Engine", "FilterFactory"]
+#: The engine an engine process (``engram.daemon``) lends to a command it runs for a front
+#: end: set for that request only, so the command borrows the warm engine instead of
+#: opening (and closing) its own. ``None`` everywhere else.
+LENT_ENGINE: ContextVar[Engine | None] = ContextVar("engram_lent_engine", default=None)
+
+
+__all__ = ["LENT_ENGINE", "Engine", "FilterFactory", "WriteListener"]

@@ -14,7 +14,7 @@ import logging
 import re
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,9 +41,22 @@ def open_engine(
     *,
     read_only: bool = False,
     overrides: dict[str, object] | None = None,
-) -> Engine:
-    from engram.app import Engine
+) -> AbstractContextManager[Engine]:
+    """The engine a command runs on, for a ``with`` block.
 
+    Inside the engine process (``engram.daemon``) that is the warm engine it lends to the
+    command (never closed by it; ``overrides`` only keep a fresh process small, as
+    ``index --no-embed`` does, and the warm engine holds its model already); elsewhere a
+    fresh one, closed when the block ends.
+    """
+    from engram.app.engine import LENT_ENGINE, Engine
+
+    lent = LENT_ENGINE.get()
+    if lent is not None:
+        wanted = _workspace_arg(args)
+        if wanted is not None and Path(wanted).expanduser().resolve() != lent.workspace.root:
+            raise EngramError(f"this engine serves {lent.workspace.root}, not {wanted}")
+        return nullcontext(lent)
     return Engine.open(_workspace_arg(args), overrides, read_only=read_only)
 
 

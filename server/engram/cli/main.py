@@ -52,6 +52,13 @@ def _workspace_parent() -> OneLineParser:
         default=argparse.SUPPRESS,
         help="the workspace (default: the git root enclosing the current directory)",
     )
+    parent.add_argument(
+        "--verbose",
+        "-V",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="say where the command ran (the workspace's engine, or in-process and why)",
+    )
     return parent
 
 
@@ -66,6 +73,7 @@ def build_parser() -> OneLineParser:
         epilog="Run 'engram COMMAND --help' for a command's options. Docs: docs/cli.md",
     )
     parser.add_argument("--workspace", "-w", metavar="DIR", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--verbose", "-V", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
 
@@ -271,6 +279,13 @@ def build_parser() -> OneLineParser:
     p = add("prune", "apply the lifecycle rules: stale files, decay, expired sessions")
     p.add_argument("--dry-run", action="store_true", help="only say what would change")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = add("status", "the workspace's engine: pid, uptime, memory, connected front ends")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    add("stop", "stop the workspace's engine (front ends start a new one when needed)")
+    # the engine process itself, started by front ends (docs/engine.md); not for people
+    p = sub.add_parser("engine", parents=[ws])
+    p.add_argument("--key", help=argparse.SUPPRESS)
     return parser
 
 
@@ -312,8 +327,26 @@ def _fail(message: str, code: int = EXIT_ERROR) -> int:
     return code
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one ``engram`` command; returns (and, as a script, exits with) its status."""
+def main(argv: Sequence[str] | None = None, *, try_engine: bool = True) -> int:
+    """Run one ``engram`` command; returns (and, as a script, exits with) its status.
+
+    ``try_engine``: first offer the command to the workspace's engine (``engram.cli.entry``
+    already did, so it passes False).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        # the workspace's engine runs most commands warm (docs/engine.md); this imports
+        # only the standard library unless the command is forwarded
+        from engram.daemon.forward import forward
+
+        forwarded = forward(argv) if try_engine else None
+    except KeyboardInterrupt:
+        sys.stderr.write("engram: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    if forwarded is not None:
+        return forwarded
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
@@ -330,6 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return hook_main(args.agent, sys.stdin.read(), getattr(args, "workspace", None))
     try:
+        if args.command in ("engine", "status", "stop"):
+            from engram.cli.engine_commands import run_engine_command
+
+            return run_engine_command(args)
         if args.command == "serve":  # the editor is waiting for `initialize`: import little
             from engram.cli.serve import cmd_serve
 

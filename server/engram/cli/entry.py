@@ -1,0 +1,38 @@
+"""The ``engram`` console script (and ``python -m engram``): forward first, import later.
+
+A command the workspace's engine runs costs this process a few standard-library imports, a
+socket round trip and a print (docs/engine.md, "The CLI"): ``engram.cli.main`` (argparse,
+the use-case declarations) is imported only when the command runs here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        from engram.daemon.forward import forward
+
+        code = forward(args)
+    except KeyboardInterrupt:
+        sys.stderr.write("engram: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    if code is not None:
+        return code
+    from engram.cli.main import main as run_here
+
+    return run_here(args, try_engine=False)
+
+
+def entry() -> None:
+    raise SystemExit(main())
+
+
+__all__ = ["entry", "main"]

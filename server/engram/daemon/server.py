@@ -1,0 +1,699 @@
+"""``engram engine``: the one process that holds a workspace's engine (docs/engine.md).
+
+Start-up order keeps front ends waiting as little as possible: take the life lock
+(``<key>.lock``; a second engine for the same key exits at once), bind the socket (``0600``;
+loopback with a token where there are no Unix sockets), answer hellos, and only then open
+the :class:`~engram.app.Engine` and warm it (store, model) in a worker thread; requests that
+arrive meanwhile wait for it. Every request runs in a worker thread; the event loop only
+reads and writes frames, sends heartbeats for requests in flight and tells subscribed
+front ends when memories changed (the engine's write listener).
+
+It exits when told to (``stop``, SIGTERM), and when no front end has been connected for
+``idle_seconds`` (``ENGRAM_ENGINE_IDLE_SECONDS``, default 600). A repository's own settings
+apply only as far as the user approved them (``engram.config``); the engine re-reads them
+when a settings file or the user's approvals change, so ``engram trust`` takes effect
+without a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import faulthandler
+import hmac
+import logging
+import logging.handlers
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+
+from engram import __version__
+from engram.daemon import handlers, streams
+from engram.daemon.address import Address, peer_uid, write_private
+from engram.daemon.wire import (
+    BUILD,
+    DENIED,
+    HEARTBEAT_SECONDS,
+    INTERNAL,
+    MAX_FRAME,
+    PROTOCOL,
+    PROTOCOL_MISMATCH,
+    USER,
+    Json,
+    WireError,
+    decode,
+    encode,
+)
+from engram.errors import USER_ERRORS
+
+if TYPE_CHECKING:
+    from engram.app import Engine
+    from engram.model import Memory
+
+log = logging.getLogger(__name__)
+
+IDLE_ENV = "ENGRAM_ENGINE_IDLE_SECONDS"
+DEFAULT_IDLE_SECONDS = 600.0
+#: Worker threads for requests (writes serialise on the store's lock anyway).
+WORKERS = 8
+#: How long a stopping engine lets requests in flight finish.
+DRAIN_SECONDS = 10.0
+#: How often the engine looks for writes made by processes that worked in-process.
+FOREIGN_POLL_SECONDS = 2.0
+
+
+def idle_seconds_from_env() -> float:
+    raw = os.environ.get(IDLE_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_IDLE_SECONDS
+    except ValueError:
+        log.warning("%s=%r is not a number; using %g", IDLE_ENV, raw, DEFAULT_IDLE_SECONDS)
+        return DEFAULT_IDLE_SECONDS
+    return max(0.5, value)
+
+
+@attrs.define
+class ClientInfo:
+    """A connected front end, as ``engram status`` lists it."""
+
+    id: int
+    kind: str
+    pid: int
+    since: float
+    subscribe: bool
+    writer: asyncio.StreamWriter
+    in_flight: set[int] = attrs.field(factory=set)
+    requests: int = 0
+
+    def to_dict(self, now: float) -> Json:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "pid": self.pid,
+            "connected_seconds": round(now - self.since, 1),
+            "requests": self.requests,
+            "subscribed": self.subscribe,
+        }
+
+
+def memory_bytes() -> tuple[int | None, int | None]:
+    """(resident, peak resident) bytes of this process (Linux ``/proc``; else peak only)."""
+    rss = peak = None
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith("VmHWM:"):
+                    peak = int(line.split()[1]) * 1024
+    except OSError:
+        import resource
+
+        peak = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        if sys.platform != "darwin":
+            peak *= 1024
+    return rss, peak
+
+
+class _ConfigWatch:
+    """Stat fingerprints of every file the engine's settings come from."""
+
+    def __init__(self, root: Path) -> None:
+        config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+        user = Path(config_home) / "engram"
+        self.paths = [
+            root / "pyproject.toml",
+            root / ".engram" / "config.toml",
+            user / "config.toml",
+            user / "approvals.json",
+        ]
+        self.last = self.fingerprint()
+
+    def fingerprint(self) -> tuple[tuple[int, int] | None, ...]:
+        out: list[tuple[int, int] | None] = []
+        for path in self.paths:
+            try:
+                info = path.stat()
+                out.append((info.st_mtime_ns, info.st_size))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def changed(self) -> bool:
+        now = self.fingerprint()
+        if now == self.last:
+            return False
+        self.last = now
+        return True
+
+
+class EngineSlot:
+    """The current engine, swapped when settings change; the old one closes when unused."""
+
+    def __init__(self, opener: Callable[[], Engine]) -> None:
+        self._opener = opener
+        self._lock = threading.Lock()
+        self._engine: Engine | None = None
+        self._users: dict[int, int] = {}
+        self._retired: list[Engine] = []
+        self.ready = threading.Event()
+        self.error: str | None = None
+        self.listeners: list[Callable[[Sequence[Memory], Sequence[str]], None]] = []
+
+    def open(self) -> Engine:
+        engine = self._opener()
+        engine.write_listeners.extend(self.listeners)
+        return engine
+
+    def start(self) -> None:
+        """Open the engine (in a worker thread, at start-up)."""
+        try:
+            engine = self.open()
+        except Exception as exc:
+            self.error = (
+                f"{type(exc).__name__}: {exc}" if not isinstance(exc, USER_ERRORS) else str(exc)
+            )
+            log.error("the engine could not open: %s", self.error)
+            self.ready.set()
+            return
+        with self._lock:
+            self._engine = engine
+        self.ready.set()
+
+    def replace(self) -> None:
+        """Settings changed: new requests get a fresh engine, this one retires."""
+        fresh = self.open()
+        with self._lock:
+            old, self._engine = self._engine, fresh
+            if old is not None:
+                self._retired.append(old)
+        self._close_retired()
+
+    @contextmanager
+    def borrow(self, wait: float = 300.0) -> Iterator[Engine]:
+        if not self.ready.wait(wait):
+            raise WireError("the engine is still opening")
+        with self._lock:
+            engine = self._engine
+            if engine is None:
+                from engram.errors import EngramError
+
+                raise EngramError(self.error or "the engine is not open")
+            self._users[id(engine)] = self._users.get(id(engine), 0) + 1
+        try:
+            yield engine
+        finally:
+            with self._lock:
+                self._users[id(engine)] -= 1
+            self._close_retired()
+
+    def _close_retired(self) -> None:
+        with self._lock:
+            idle = [e for e in self._retired if self._users.get(id(e), 0) == 0]
+            self._retired = [e for e in self._retired if e not in idle]
+        for engine in idle:
+            with contextlib.suppress(Exception):
+                engine.close()
+
+    def warm(self) -> None:
+        """Open the store and load the model, so the first request is a warm one."""
+        try:
+            with self.borrow() as engine:
+                _ = engine.store
+                if engine.digest.is_stale():  # front ends read it before the engine answers
+                    from engram.app.indexing import rebuild_digest
+
+                    rebuild_digest(engine)
+                _ = engine.embedder
+                _ = engine.retriever
+        except Exception as exc:  # a request will report it properly
+            log.warning("warming the engine failed: %s", exc)
+
+    def current(self) -> Engine | None:
+        return self._engine
+
+    def close(self) -> None:
+        with self._lock:
+            engines = [e for e in (self._engine, *self._retired) if e is not None]
+            self._engine = None
+            self._retired = []
+        for engine in engines:
+            with contextlib.suppress(Exception):
+                engine.close()
+
+
+class EngineServer:
+    """The engine process for one workspace (see the module docstring)."""
+
+    def __init__(self, root: Path, address: Address, idle_seconds: float) -> None:
+        self.root = root
+        self.address = address
+        self.idle_seconds = idle_seconds
+        self.started = time.time()
+        self.started_mono = time.monotonic()
+        self.last_activity = time.monotonic()
+        self.clients: dict[int, ClientInfo] = {}
+        self.requests = 0
+        self.in_flight = 0
+        self._next_client = 1
+        self._token = secrets.token_hex(32) if not address.unix else None
+        self._stopping: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._executor = ThreadPoolExecutor(WORKERS, thread_name_prefix="engram-engine")
+        self.slot = EngineSlot(self._open_engine)
+        self.slot.listeners.append(self._on_write)
+        self.config_watch = _ConfigWatch(root)
+        self.stop_reason = ""
+        self._digest_marker = ""
+        self._tasks: set[asyncio.Future[None]] = set()
+
+    # ------------------------------------------------------------------ engine
+
+    def _open_engine(self) -> Engine:
+        from engram.app import Engine
+
+        return Engine.open(self.root)
+
+    def _on_write(self, upserts: Sequence[Memory], deleted: Sequence[str]) -> None:
+        """A store write (any worker thread): tell every subscribed front end."""
+        files = sorted({f for m in upserts for f in m.files})
+        ids = [m.id for m in upserts] + list(deleted)
+        event: Json = {"event": "changed", "files": files, "ids": ids, "all": False}
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._broadcast, event)
+
+    def _broadcast(self, event: Json) -> None:
+        data = encode(event)
+        for client in list(self.clients.values()):
+            if client.subscribe and not client.writer.is_closing():
+                client.writer.write(data)
+
+    # ------------------------------------------------------------------ serving
+
+    async def serve(self) -> str:
+        """Listen until stopped; returns why it stopped."""
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                self._loop.add_signal_handler(sig, self.request_stop, f"signal {sig.name}")
+        server = await self._listen()
+        log.info(
+            "engine %s for %s listening (pid %d, idle exit after %gs)",
+            BUILD,
+            self.root,
+            os.getpid(),
+            self.idle_seconds,
+        )
+        opening = self._loop.run_in_executor(self._executor, self._open_and_warm)
+        watchdog = asyncio.ensure_future(self._watchdog())
+        try:
+            await self._stopping.wait()
+        finally:
+            watchdog.cancel()
+            server.close()
+            for client in list(self.clients.values()):
+                client.writer.close()
+            await self._drain()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(opening), timeout=DRAIN_SECONDS)
+            await self._loop.run_in_executor(self._executor, self.slot.close)
+            self._remove_address()
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        log.info("engine stopped: %s", self.stop_reason)
+        return self.stop_reason
+
+    def _open_and_warm(self) -> None:
+        self.slot.start()
+        self.slot.warm()
+        self._digest_marker = self._marker()
+
+    async def _listen(self) -> asyncio.AbstractServer:
+        if self.address.unix:
+            path = self.address.socket_path
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()  # we hold the life lock: whatever is there is stale
+            old_umask = os.umask(0o177)
+            try:
+                server = await asyncio.start_unix_server(
+                    self._connection, path=str(path), limit=MAX_FRAME
+                )
+            finally:
+                os.umask(old_umask)
+            os.chmod(path, 0o600)
+            return server
+        server = await asyncio.start_server(
+            self._connection, host="127.0.0.1", port=0, limit=MAX_FRAME
+        )
+        port = server.sockets[0].getsockname()[1]
+        import json
+
+        write_private(
+            self.address.port_file,
+            json.dumps({"port": port, "token": self._token, "pid": os.getpid()}),
+        )
+        return server
+
+    def _remove_address(self) -> None:
+        for path in (self.address.socket_path, self.address.port_file, self.address.pid_file):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def request_stop(self, reason: str) -> None:
+        if self._stopping is not None and not self._stopping.is_set():
+            self.stop_reason = reason
+            self._stopping.set()
+
+    async def _drain(self) -> None:
+        deadline = time.monotonic() + DRAIN_SECONDS
+        while self.in_flight and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+
+    async def _watchdog(self) -> None:
+        """Idle exit; heartbeats; writes made by processes that worked in-process."""
+        last_poll = time.monotonic()
+        while True:
+            await asyncio.sleep(min(HEARTBEAT_SECONDS, self.idle_seconds / 4))
+            now = time.monotonic()
+            for client in list(self.clients.values()):
+                if client.in_flight and not client.writer.is_closing():
+                    client.writer.write(encode({"beat": sorted(client.in_flight)}))
+            if not self.clients and not self.in_flight:
+                if now - self.last_activity >= self.idle_seconds:
+                    self.request_stop(f"idle for {self.idle_seconds:g}s")
+                    return
+            else:
+                self.last_activity = now
+            if now - last_poll >= FOREIGN_POLL_SECONDS and self.slot.ready.is_set():
+                last_poll = now
+                await self._check_outside_changes()
+
+    def _marker(self) -> str:
+        from engram.agents.digest import lance_manifest_marker
+        from engram.workspace import Workspace
+
+        return lance_manifest_marker(Workspace(self.root))
+
+    async def _check_outside_changes(self) -> None:
+        """Settings changed (``engram trust``) or another process wrote the store."""
+        assert self._loop is not None
+        if self.config_watch.changed():
+            log.info("settings changed: reopening the engine")
+            try:
+                await self._loop.run_in_executor(self._executor, self.slot.replace)
+            except Exception as exc:
+                log.error("could not reopen the engine with the new settings: %s", exc)
+        if not any(c.subscribe for c in self.clients.values()):
+            return
+        marker = await self._loop.run_in_executor(self._executor, self._marker)
+        if marker != self._digest_marker:
+            self._digest_marker = marker
+            # our own writes moved it too; front ends compare what they show, so an
+            # extra "maybe everything" costs them one cheap refresh
+            self._broadcast({"event": "changed", "files": [], "ids": [], "all": True})
+
+    # ------------------------------------------------------------------ connections
+
+    def _peer_allowed(self, writer: asyncio.StreamWriter) -> bool:
+        sock = writer.get_extra_info("socket")
+        if sock is None or not self.address.unix:
+            return True
+        uid = peer_uid(sock)
+        getuid = getattr(os, "getuid", None)
+        return uid is None or getuid is None or uid == getuid()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.last_activity = time.monotonic()
+        client: ClientInfo | None = None
+        try:
+            if not self._peer_allowed(writer):
+                log.warning("refused a connection from another user")
+                return
+            first = await self._read(reader, timeout=10.0)
+            if first is None:
+                return
+            if not self._token_ok(first):
+                writer.write(encode(_error(first.get("id"), DENIED, "bad or missing token")))
+                return
+            if first.get("op") == "stop":
+                writer.write(
+                    encode({"id": first.get("id"), "ok": True, "result": self._stop_reply()})
+                )
+                await writer.drain()
+                self.request_stop(str(first.get("reason") or "asked to stop"))
+                return
+            client = self._hello(first, writer)
+            if client is None:
+                return
+            while True:
+                message = await self._read(reader, timeout=None)
+                if message is None:
+                    return
+                self.last_activity = time.monotonic()
+                task = asyncio.ensure_future(self._request(client, message))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        except (ConnectionError, asyncio.IncompleteReadError, WireError) as exc:
+            log.debug("connection closed: %s", exc)
+        finally:
+            if client is not None:
+                self.clients.pop(client.id, None)
+            self.last_activity = time.monotonic()
+            with contextlib.suppress(Exception):
+                await writer.drain()
+            writer.close()
+
+    async def _read(self, reader: asyncio.StreamReader, timeout: float | None) -> Json | None:
+        try:
+            line = await asyncio.wait_for(reader.readline(), timeout)
+        except (TimeoutError, ValueError) as exc:  # ValueError: over the frame limit
+            raise WireError(str(exc)) from exc
+        if not line:
+            return None
+        return decode(line)
+
+    def _token_ok(self, first: Json) -> bool:
+        if self._token is None:
+            return True
+        given = first.get("token")
+        return isinstance(given, str) and hmac.compare_digest(given, self._token)
+
+    def _hello(self, first: Json, writer: asyncio.StreamWriter) -> ClientInfo | None:
+        if first.get("op") != "hello":
+            writer.write(encode(_error(first.get("id"), USER, "say hello first")))
+            return None
+        protocol, version = first.get("protocol"), first.get("version")
+        if protocol != PROTOCOL or version != __version__:
+            writer.write(
+                encode(
+                    {
+                        "id": first.get("id"),
+                        "ok": False,
+                        "error": {
+                            "kind": PROTOCOL_MISMATCH,
+                            "message": (
+                                f"this engine is {BUILD}, the front end {protocol}/{version}"
+                            ),
+                            "protocol": PROTOCOL,
+                            "version": __version__,
+                        },
+                    }
+                )
+            )
+            return None
+        raw_client = first.get("client")
+        info = raw_client if isinstance(raw_client, dict) else {}
+        pid = info.get("pid")
+        client = ClientInfo(
+            id=self._next_client,
+            kind=str(info.get("kind") or "unknown")[:40],
+            pid=pid if isinstance(pid, int) else 0,
+            since=time.monotonic(),
+            subscribe=bool(first.get("subscribe")),
+            writer=writer,
+        )
+        self._next_client += 1
+        self.clients[client.id] = client
+        writer.write(
+            encode(
+                {
+                    "id": first.get("id"),
+                    "ok": True,
+                    "result": {
+                        "protocol": PROTOCOL,
+                        "version": __version__,
+                        "pid": os.getpid(),
+                        "workspace": str(self.root),
+                        "client_id": client.id,
+                    },
+                }
+            )
+        )
+        return client
+
+    async def _request(self, client: ClientInfo, message: Json) -> None:
+        request_id = message.get("id")
+        op = message.get("op")
+        rid = request_id if isinstance(request_id, int) else -1
+        client.in_flight.add(rid)
+        client.requests += 1
+        self.requests += 1
+        self.in_flight += 1
+        try:
+            reply = await self._answer(op, message, request_id)
+        finally:
+            client.in_flight.discard(rid)
+            self.in_flight -= 1
+            self.last_activity = time.monotonic()
+        if not client.writer.is_closing():
+            client.writer.write(encode(reply))
+            with contextlib.suppress(ConnectionError):
+                await client.writer.drain()
+
+    async def _answer(self, op: object, message: Json, request_id: object) -> Json:
+        assert self._loop is not None
+        try:
+            if op == "status":
+                return {"id": request_id, "ok": True, "result": self.status()}
+            if op == "stop":
+                self.request_stop(str(message.get("reason") or "asked to stop"))
+                return {"id": request_id, "ok": True, "result": self._stop_reply()}
+            if op == "ping":
+                return {"id": request_id, "ok": True, "result": {"pid": os.getpid()}}
+            if op == "cli":
+                handler = handlers.run_cli
+            elif op == "call":
+                handler = handlers.run_call
+            elif op == "lsp":
+                handler = handlers.run_lsp
+            else:
+                return _error(request_id, USER, f"unknown request {op!r}")
+            result = await self._loop.run_in_executor(self._executor, self._run, handler, message)
+            return {"id": request_id, "ok": True, "result": result}
+        except USER_ERRORS as exc:
+            return _error(request_id, USER, str(exc))
+        except Exception as exc:
+            log.exception("request %s failed", op)
+            return _error(request_id, INTERNAL, f"{type(exc).__name__}: {exc}")
+
+    def _run(self, handler: Callable[[Engine, Json], dict[str, object]], message: Json) -> object:
+        with self.slot.borrow() as engine:
+            return handler(engine, message)
+
+    def _stop_reply(self) -> Json:
+        return {"pid": os.getpid(), "workspace": str(self.root)}
+
+    def status(self) -> Json:
+        now = time.monotonic()
+        rss, peak = memory_bytes()
+        engine = self.slot.current()
+        state = "ready" if engine is not None else ("failed" if self.slot.error else "opening")
+        return {
+            "pid": os.getpid(),
+            "workspace": str(self.root),
+            "protocol": PROTOCOL,
+            "version": __version__,
+            "started_at": datetime.fromtimestamp(self.started, UTC).isoformat(timespec="seconds"),
+            "uptime_seconds": round(now - self.started_mono, 1),
+            "rss_bytes": rss,
+            "peak_rss_bytes": peak,
+            "clients": [c.to_dict(now) for c in self.clients.values()],
+            "requests": self.requests,
+            "in_flight": self.in_flight,
+            "idle_seconds": self.idle_seconds,
+            "state": state,
+            "error": self.slot.error,
+            "model": engine.loaded_model_id if engine is not None else None,
+            "log": str(log_path(self.root)),
+            "socket": str(
+                self.address.socket_path if self.address.unix else self.address.port_file
+            ),
+        }
+
+
+def _error(request_id: object, kind: str, message: str) -> Json:
+    return {"id": request_id, "ok": False, "error": {"kind": kind, "message": message}}
+
+
+def log_path(root: Path) -> Path:
+    return root / ".engram" / "logs" / "engine.log"
+
+
+def _setup_logging(root: Path) -> None:
+    """The engine's log: ``.engram/logs/engine.log`` (rotated), stderr and faults too."""
+    from engram.workspace import Workspace
+
+    Workspace(root).ensure_engram_dir()
+    path = log_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.handlers.RotatingFileHandler(
+        path, maxBytes=5 * 1024 * 1024, backupCount=2, encoding="utf-8"
+    )
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+    )
+    root_logger = logging.getLogger()
+    root_logger.addHandler(handler)
+    root_logger.setLevel(logging.DEBUG if os.environ.get("ENGRAM_DEBUG") else logging.INFO)
+    for name in ("lancedb", "pylance", "fastembed", "onnxruntime", "httpx", "urllib3"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    # stray writes to fd 2 (native libraries) and a fatal error's traceback go to the log
+    fault = path.open("a", encoding="utf-8")
+    with contextlib.suppress(OSError):
+        os.dup2(fault.fileno(), 2)
+    faulthandler.enable(file=fault)
+    root_logger.addHandler(streams.CapturedLogHandler())
+
+
+def run_engine(workspace: str, key: str | None = None) -> int:
+    """The body of ``engram engine``: serve one workspace until stopped or idle."""
+    from filelock import FileLock, Timeout
+
+    from engram.daemon.address import runtime_dir
+
+    root = Path(workspace).expanduser().resolve()
+    if not root.is_dir():
+        sys.stderr.write(f"engram: error: workspace {root} is not a directory\n")
+        return 1
+    address = Address.for_workspace(root)
+    if key:
+        address = Address(runtime_dir(), key, address.unix)
+    # commands run here never forward to an engine (this one, or another)
+    from engram.daemon.client import INSIDE_ENGINE, POLICY_ENV
+
+    os.environ[POLICY_ENV] = INSIDE_ENGINE
+    _setup_logging(root)
+    life = FileLock(str(address.directory / f"{address.key}.lock"), mode=0o600)
+    try:
+        life.acquire(timeout=0)
+    except Timeout:
+        log.info("another engine already serves %s; exiting", root)
+        return 0
+    try:
+        import json
+
+        write_private(
+            address.pid_file,
+            json.dumps({"pid": os.getpid(), "workspace": str(root), "build": BUILD}),
+        )
+        streams.install()
+        server = EngineServer(root, address, idle_seconds_from_env())
+        asyncio.run(server.serve())
+        return 0
+    finally:
+        life.release()
+
+
+__all__ = ["EngineServer", "idle_seconds_from_env", "log_path", "memory_bytes", "run_engine"]

@@ -1,0 +1,122 @@
+"""Pieces of the engine machinery that need no process: argv rewriting, the dispatcher."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+import pytest
+
+from engram.daemon import handlers
+from engram.daemon.address import engine_key
+from engram.daemon.forward import _rewrite, split_command
+from engram.daemon.wire import newer
+from engram.errors import InvalidInput
+
+
+def test_split_command_skips_the_workspace_option() -> None:
+    assert split_command(["-w", "/x", "search", "q"]) == (2, "search", "/x")
+    assert split_command(["search", "--workspace=/y", "q"]) == (0, "search", "/y")
+    assert split_command(["--", "search"]) == (-1, None, None)
+
+
+def test_rewrite_makes_the_workspace_and_caller_files_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _rewrite(["-w", "ws", "search", "--k", "3", "q"], "search", "/root") == [
+        "search",
+        "--workspace",
+        "/root",
+        "--k",
+        "3",
+        "q",
+    ]
+    out = _rewrite(["export", "--format", "md", "notes.md"], "export", "/root")
+    assert out == ["export", "--workspace", "/root", "--format", "md", str(tmp_path / "notes.md")]
+    # memory text that looks like a path is never touched; '--' ends the options
+    assert _rewrite(["remember", "--", "-w x"], "remember", "/r") == [
+        "remember",
+        "--workspace",
+        "/r",
+        "--",
+        "-w x",
+    ]
+
+
+def test_engine_key_depends_on_workspace_and_settings(tmp_path: Path) -> None:
+    a = engine_key(tmp_path, {})
+    assert a == engine_key(tmp_path, {"ENGRAM_ENGINE": "auto", "HOME": "/x"})
+    assert a != engine_key(tmp_path, {"ENGRAM_EMBED__MODEL": "none"})
+    assert a != engine_key(tmp_path / "other", {})
+
+
+def test_newer_compares_protocol_then_version() -> None:
+    assert newer(2, "0.1.0", 1, "9.9.9")
+    assert newer(1, "0.10.0", 1, "0.9.1")
+    assert not newer(1, "0.1.0", 1, "0.1.0")
+
+
+class _Surface(enum.StrEnum):
+    LSP = "lsp"
+
+
+@attrs.define
+class _Args:
+    text: str
+
+
+class _Echo:
+    """A declaration shaped like engram.api's UseCase."""
+
+    name = "echo"
+
+    def parse(self, raw: Mapping[str, object], surface: object) -> _Args:
+        if not isinstance(raw.get("text"), str):
+            raise InvalidInput("text: expected a string")
+        return _Args(str(raw["text"]))
+
+    def execute(self, engine: object, args: _Args, surface: object) -> str:
+        return args.text.upper()
+
+    def to_json(self, result: str) -> dict[str, object]:
+        return {"said": result}
+
+    def to_text(self, result: str) -> str:
+        return result
+
+    def notes(self, result: str) -> list[str]:
+        return ["echoed"]
+
+    def exit_code(self, result: str) -> int:
+        return 0
+
+    touched = None
+
+
+def test_call_runs_a_declared_use_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    def by_name(name: str) -> _Echo:
+        if name != "echo":
+            raise KeyError(name)
+        return _Echo()
+
+    monkeypatch.setattr(handlers, "_declarations", lambda: (by_name, _Surface))
+    reply = handlers.run_call(
+        None,  # type: ignore[arg-type]
+        {"usecase": "echo", "surface": "lsp", "args": {"text": "hi"}},
+    )
+    assert reply == {
+        "json": {"said": "HI"},
+        "text": "HI",
+        "notes": ["echoed"],
+        "exit": 0,
+        "touched": None,
+    }
+    with pytest.raises(InvalidInput, match="unknown use case"):
+        handlers.run_call(None, {"usecase": "nope", "surface": "lsp", "args": {}})  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="text: expected a string"):
+        handlers.run_call(None, {"usecase": "echo", "surface": "lsp", "args": {"text": 1}})  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="JSON object"):
+        handlers.run_call(None, {"usecase": "echo", "surface": "lsp", "args": []})  # type: ignore[arg-type]
