@@ -156,6 +156,17 @@ def run_lsp(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
         report = index(engine, embed_chunks=False, history=bool(request.get("history")))
         data = to_jsonable(report)
         return {"report": data if isinstance(data, dict) else {}}
+    if what == "reindex":
+        files = request.get("files")
+        done = []
+        for rel in files if isinstance(files, list) else []:
+            if isinstance(rel, str):
+                try:
+                    engine.codegraph.reindex_file(rel)
+                    done.append(rel)
+                except Exception as exc:  # one file must not stop the others
+                    log.debug("reindex of %s failed: %s", rel, exc)
+        return {"files": done}
     if what == "anchored":
         by_file = lsp_folder.anchored_files_blocking(engine)
         return {"files": {f: [memory_to_dict(m) for m in ms] for f, ms in by_file.items()}}

@@ -26,6 +26,7 @@ from engram.workspace import Workspace
 if TYPE_CHECKING:
     from engram.app import Engine
     from engram.config import EngramConfig
+    from engram.lsp.remote import EngineLink
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,11 @@ class Folder:
         self.root = root
         self.name = name or root.name
         self.workspace = Workspace(root)
+        #: the in-process engine: only when the workspace engine cannot be reached, or a
+        #: command needs one (docs/engine.md, "Front ends")
         self.engine: Engine | None = None
+        #: the connection to the workspace engine (engram.daemon), when there is one
+        self.link: EngineLink | None = None
         self.config: EngramConfig | None = None
         self.policy: DiagnosticPolicy = DiagnosticPolicy()
         self.overrides: dict[str, Any] = {}
@@ -151,6 +156,17 @@ def open_engine_blocking(root: Path, overrides: dict[str, Any]) -> Engine:
     except ConfigError as exc:
         log.warning("%s; editor settings ignored", exc)
         return Engine.open(Workspace(root), {})
+
+
+def load_config_blocking(root: Path, overrides: dict[str, Any]) -> EngramConfig:
+    """The folder's settings without an engine; a bad editor setting falls back as above."""
+    from engram.config import ConfigError, load_config
+
+    try:
+        return load_config(Workspace(root), overrides)
+    except ConfigError as exc:
+        log.warning("%s; editor settings ignored", exc)
+        return load_config(Workspace(root), {})
 
 
 def warm_blocking(engine: Engine) -> None:

@@ -136,6 +136,19 @@ class EditorEventFeed:
 
     def _deliver(self, folder: Folder, event: dict[str, Any]) -> None:
         engine = folder.engine
+        link = folder.link
+        if engine is None and link is not None:  # the workspace engine observes
+            if folder.config is not None and not folder.config.observer.enabled:
+                return
+            try:
+                link.observe([event])
+            except Exception as exc:
+                self.dropped += 1
+                log.debug("the engine refused an editor event: %s", exc)
+                return
+            self.delivered += 1
+            self._observed.setdefault(folder.uri, folder)
+            return
         if engine is None:
             if folder.error is None and len(self._waiting) < MAX_WAITING:
                 self._waiting.append((folder, event))  # the engine is still opening
@@ -173,6 +186,13 @@ class EditorEventFeed:
 
         for folder in list(self._observed.values()):
             engine = folder.engine
+            link = folder.link
+            if engine is None and link is not None:
+                try:
+                    link.observe([{"kind": "session_end", "session_id": self.session_id}])
+                except Exception as exc:
+                    log.debug("could not end the editor session: %s", exc)
+                continue
             if engine is None:
                 continue
             try:

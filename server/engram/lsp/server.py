@@ -44,6 +44,7 @@ from engram.lsp.folder import (
     Folder,
     SymbolInfo,
     impact_blocking,
+    load_config_blocking,
     locate_spans,
     memory_key,
     open_engine_blocking,
@@ -57,6 +58,9 @@ from engram.model import Memory, utcnow
 
 if TYPE_CHECKING:
     from engram.app import Engine
+    from engram.config import EngramConfig
+    from engram.daemon.wire import Json
+    from engram.lsp.remote import EngineLink
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +135,8 @@ class EngramLanguageServer(LanguageServer):
         self._orphan_session = SessionLedger()
         #: editor events to the observer, one session per server process
         self.editor_events = EditorEventFeed()
+        self.shutting_down = False
+        self._local_locks: dict[str, asyncio.Lock] = {}
 
     # ------------------------------------------------------------------ plumbing
 
@@ -235,6 +241,8 @@ class EngramLanguageServer(LanguageServer):
     # ------------------------------------------------------------------ CommandContext
 
     async def engine_of(self, folder: Folder, timeout: float = 120.0) -> Engine:
+        if folder.engine is None and folder.link is not None:
+            await self.open_local_engine(folder)
         deadline = time.monotonic() + timeout
         while folder.engine is None:
             if folder.error:
@@ -291,7 +299,7 @@ class EngramLanguageServer(LanguageServer):
             report: Any = await asyncio.to_thread(run)
         else:
             report = await self.index_folder(folder, engine, "Engram: re-indexing")
-            self.maybe_embed_in_child(folder, engine)
+            self.maybe_embed_in_child(folder, engine.config)
         folder.impact.clear()
         folder.symbols.clear()
         await self.refresh_folder(folder)
@@ -315,6 +323,86 @@ class EngramLanguageServer(LanguageServer):
             )
         )
         return bool(result and result.success)
+
+    async def open_local_engine(self, folder: Folder) -> Engine:
+        """An in-process engine for this folder (commands, until the engine serves them).
+
+        Writes it makes take the store's file lock and reach other windows through the
+        engine's watch for outside writes (docs/engine.md).
+        """
+        lock = self._local_locks.setdefault(folder.uri, asyncio.Lock())
+        async with lock:
+            if folder.engine is None:
+                log.info("opening an in-process engine for %s", folder.root)
+                engine = await asyncio.to_thread(
+                    open_engine_blocking, folder.root, folder.overrides
+                )
+                await asyncio.to_thread(warm_blocking, engine)
+                folder.engine = engine
+            return folder.engine
+
+    # ------------------------------------------------------------------ the workspace engine
+
+    async def connect_engine(self, folder: Folder) -> EngineLink | None:
+        """Connect the folder to the workspace engine (starting it); None when it cannot."""
+        from engram.daemon.client import EngineUnavailable, engine_enabled
+        from engram.lsp.remote import EngineLink
+
+        if not engine_enabled():
+            return None
+
+        def on_event(event: Json) -> None:
+            self.threadsafe(self.engine_event, folder, event)
+
+        def on_close() -> None:
+            self.threadsafe(self.engine_lost, folder)
+
+        try:
+            link = await asyncio.to_thread(EngineLink.open, folder.root, on_event, on_close)
+        except EngineUnavailable as exc:
+            log.info("no workspace engine for %s (%s): working in-process", folder.root, exc)
+            return None
+        folder.link = link
+        log.info("Engram for %s served by the workspace engine (pid %d)", folder.root, link.pid)
+        return link
+
+    def engine_event(self, folder: Folder, event: Json) -> None:
+        """Memories changed (any front end's write): refresh what shows them, here and now."""
+        raw_files, raw_ids = event.get("files"), event.get("ids")
+        files = (
+            {f for f in raw_files if isinstance(f, str)} if isinstance(raw_files, list) else set()
+        )
+        ids = {i for i in raw_ids if isinstance(i, str)} if isinstance(raw_ids, list) else set()
+        everything = bool(event.get("all"))
+        docs = [
+            d
+            for d in self.docs.values()
+            if d.folder is folder
+            and (everything or d.rel in files or any(m.id in ids for m in d.memories))
+        ]
+        if docs:
+            self.spawn(self._refresh_docs(docs), "refresh after a write")
+        self.request_pull_refresh()
+
+    async def _refresh_docs(self, docs: Sequence[DocumentState]) -> None:
+        for doc in docs:
+            if await self.refresh_document(doc) or doc.published_id is None:
+                self.publish(doc)
+
+    def engine_lost(self, folder: Folder) -> None:
+        """The connection broke (the engine crashed, was killed or stopped): reconnect once,
+        which starts a new engine, else work in-process."""
+        if folder.link is None or self.shutting_down:
+            return
+        folder.link = None
+        log.warning("lost the workspace engine for %s; reconnecting", folder.root)
+        self.spawn(self._reconnect(folder), f"reconnect of {folder.root}")
+
+    async def _reconnect(self, folder: Folder) -> None:
+        if await self.connect_engine(folder) is None:
+            log.warning("working in-process for %s", folder.root)
+            await self.open_local_engine(folder)
+        await self.refresh_folder(folder)
 
     # ------------------------------------------------------------------ start-up
 
@@ -396,12 +484,17 @@ class EngramLanguageServer(LanguageServer):
         return merged
 
     async def start_folder(self, folder: Folder) -> None:
-        """Open the engine and warm it, then index when a graph exists; with progress."""
+        """Reach the workspace engine (or open one in-process), then index; with progress."""
         progress = await self.begin_progress(f"Engram: opening {folder.name}")
         try:
             folder.overrides = await self.fetch_overrides(folder)
+            config = await asyncio.to_thread(load_config_blocking, folder.root, folder.overrides)
+            self.configure_folder(folder, config)
+            if await self.connect_engine(folder) is not None:
+                await self.start_remote(folder, config, progress)
+                return
             engine = await asyncio.to_thread(open_engine_blocking, folder.root, folder.overrides)
-            self.configure_folder(folder, engine)
+            self.configure_folder(folder, engine.config)
             folder.engine = engine
             self.report_progress(progress, "loading memories")
             await asyncio.to_thread(warm_blocking, engine)
@@ -414,21 +507,46 @@ class EngramLanguageServer(LanguageServer):
                 await self.index_folder(folder, engine, None, progress)
                 folder.symbols.clear()
                 await self.refresh_folder(folder)
-                self.maybe_embed_in_child(folder, engine)
+                self.maybe_embed_in_child(folder, engine.config)
         except Exception as exc:
             folder.error = f"Engram could not start for {folder.root}: {_first_line(exc)}"
             log.error("%s", folder.error, exc_info=not isinstance(exc, EngramError))
         finally:
             self.end_progress(progress, folder.error or "ready")
 
-    @staticmethod
-    def child_will_index(engine: Engine) -> bool:
-        """Whether a child ``engram index`` follows this server's own index."""
-        return engine.config.index.embed_in_background
+    async def start_remote(
+        self, folder: Folder, config: EngramConfig, progress: str | None
+    ) -> None:
+        """The folder is served by the workspace engine: show, then index there."""
+        link = folder.link
+        assert link is not None
+        folder.ready = True
+        self.report_progress(progress, "loading memories")
+        await self.refresh_folder(folder)
+        self.request_pull_refresh()
+        if folder.has_graph and config.index.index_on_start:
+            folder.indexing = "indexing"
+            self.report_progress(progress, "indexing")
+            try:
+                await asyncio.to_thread(link.index, not config.index.embed_in_background)
+            finally:
+                folder.indexing = None
+            folder.symbols.clear()
+            await self.refresh_folder(folder)
+            self.maybe_embed_in_child(folder, config)
 
-    def maybe_embed_in_child(self, folder: Folder, engine: Engine) -> None:
-        """After a keyword-only index: embeddings in a child, unless off or one runs."""
-        if not self.child_will_index(engine):
+    @staticmethod
+    def child_will_index(config: EngramConfig) -> bool:
+        """Whether a child ``engram index`` follows this server's own index."""
+        return config.index.embed_in_background
+
+    def maybe_embed_in_child(self, folder: Folder, config: EngramConfig) -> None:
+        """After a keyword-only index: embeddings in a child, unless off or one runs.
+
+        With the workspace engine, the child is a thin ``engram index`` that the engine
+        runs; the memory it needs is the engine's, never this server's.
+        """
+        if not self.child_will_index(config):
             return
         if folder.children:
             return  # the running child embeds whatever this index added, too
@@ -446,14 +564,14 @@ class EngramLanguageServer(LanguageServer):
         import subprocess
         import sys
 
-        delay = folder.engine.config.index.background_delay_seconds if folder.engine else 0.0
+        delay = folder.config.index.background_delay_seconds if folder.config else 0.0
         if delay > 0:
             await asyncio.sleep(delay)  # cancelled at shutdown: no child is started then
         logs = folder.workspace.engram_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         # the child reads the workspace's config files itself; the editor's embedding
         # settings travel as environment overrides so both use the same model
-        embed = folder.engine.config.embed if folder.engine is not None else None
+        embed = folder.config.embed if folder.config is not None else None
         env = dict(os.environ)
         if embed is not None:
             env["ENGRAM_EMBED__MODEL"] = embed.model
@@ -483,8 +601,7 @@ class EngramLanguageServer(LanguageServer):
             return
         await self.refresh_folder(folder)
 
-    def configure_folder(self, folder: Folder, engine: Engine) -> None:
-        config = engine.config
+    def configure_folder(self, folder: Folder, config: EngramConfig) -> None:
         folder.apply_config(config, self.client_kind_is_agent(config.diagnostics.client_kind))
         self.agent = self.client_kind_is_agent(config.diagnostics.client_kind)
         self.decide_diagnostic_mode(config.diagnostics.mode)
@@ -517,7 +634,7 @@ class EngramLanguageServer(LanguageServer):
 
         # keyword-only chunks here; embeddings (and, when that child runs, git history
         # mining) happen in a child process, see maybe_embed_in_child
-        history_here = not self.child_will_index(engine)
+        history_here = not self.child_will_index(engine.config)
 
         from engram.app.indexing import index
 
@@ -605,13 +722,28 @@ class EngramLanguageServer(LanguageServer):
         Returns True when what the document shows may have changed.
         """
         folder = doc.folder
-        engine = folder.engine
-        if engine is None or not folder.ready:
-            return False
+        engine, link = folder.engine, folder.link
         lines = self.document_lines(doc.uri)
-        snap: FileSnapshot = await asyncio.to_thread(
-            snapshot_blocking, engine, doc.rel, lines, folder.has_graph, reindex
-        )
+        if link is not None and folder.ready:
+            from engram.daemon.client import EngineError
+            from engram.daemon.wire import WireError
+
+            try:
+                memories, symbols = await asyncio.to_thread(
+                    link.snapshot, doc.rel, folder.has_graph, reindex
+                )
+            except (WireError, EngineError) as exc:
+                log.info("the engine did not answer for %s: %s", doc.rel, exc)
+                return False
+            snap = FileSnapshot(memories, locate_spans(memories, doc.rel, lines, symbols), symbols)
+        elif engine is not None and folder.ready:
+            snap = await asyncio.to_thread(
+                snapshot_blocking, engine, doc.rel, lines, folder.has_graph, reindex
+            )
+        elif doc.loaded:
+            return False
+        else:
+            snap = await self.digest_snapshot(doc, lines)
         if self.docs.get(doc.uri) is not doc:
             return False  # closed meanwhile
         key = memory_key(snap.memories)
@@ -624,16 +756,45 @@ class EngramLanguageServer(LanguageServer):
         else:  # keep the edit-tracked spans, add any new ones
             for mid, span in snap.spans.items():
                 doc.spans.setdefault(mid, span)
-        folder.symbols[doc.rel] = snap.symbols
+        if snap.symbols or folder.ready:
+            folder.symbols[doc.rel] = snap.symbols
         doc.loaded = True
-        if doc.rel not in folder.impact:
+        if folder.ready and doc.rel not in folder.impact:
             folder.impact[doc.rel] = None
             self.spawn(self.compute_impact(folder, doc.rel), f"impact of {doc.rel}")
         return changed
 
+    async def digest_snapshot(self, doc: DocumentState, lines: list[str]) -> FileSnapshot:
+        """What the SQLite digest knows of the file: shown before the engine answers."""
+        from engram.lsp.remote import digest_memories
+
+        memories = await asyncio.to_thread(digest_memories, doc.folder.root, doc.rel)
+        return FileSnapshot(memories, locate_spans(memories, doc.rel, lines, ()), ())
+
+    async def show_digest(self, doc: DocumentState) -> None:
+        """A just-opened document's memories from the digest, published at once."""
+        if doc.loaded:
+            return
+        snap = await self.digest_snapshot(doc, self.document_lines(doc.uri))
+        if doc.loaded or self.docs.get(doc.uri) is not doc:
+            return  # the engine was faster
+        doc.memories, doc.memory_key = snap.memories, memory_key(snap.memories)
+        doc.spans = snap.spans
+        doc.loaded = True
+        if snap.memories:
+            self.publish(doc)
+
     async def compute_impact(self, folder: Folder, rel: str) -> None:
-        engine = folder.engine
-        if engine is None or not folder.has_graph:
+        if not folder.has_graph:
+            return
+        link, engine = folder.link, folder.engine
+        if link is not None:
+            try:
+                folder.impact[rel] = await asyncio.to_thread(link.impact, rel)
+            except Exception as exc:  # no summary rather than no hover
+                log.debug("impact of %s unavailable: %s", rel, exc)
+            return
+        if engine is None:
             return
         folder.impact[rel] = await asyncio.to_thread(impact_blocking, engine, rel)
 
@@ -730,8 +891,8 @@ class EngramLanguageServer(LanguageServer):
         while True:
             await asyncio.sleep(self.poll_seconds)
             for folder in list(self.folders.values()):
-                if not folder.ready:
-                    continue
+                if not folder.ready or folder.link is not None:
+                    continue  # the engine tells a linked folder about every write
                 for doc in [d for d in self.docs.values() if d.folder is folder]:
                     try:
                         if await self.refresh_document(doc):

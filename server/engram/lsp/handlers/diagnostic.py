@@ -53,7 +53,7 @@ def register(server: EngramLanguageServer) -> None:
         previous = {p.uri: p.value for p in params.previous_result_ids}
         reports: list[Any] = []
         for folder in list(ls.folders.values()):
-            if folder.engine is None or not folder.ready:
+            if (folder.engine is None and folder.link is None) or not folder.ready:
                 continue
             reports += await _folder_reports(ls, folder, previous)
         return types.WorkspaceDiagnosticReport(items=reports)
@@ -62,13 +62,18 @@ def register(server: EngramLanguageServer) -> None:
 async def _folder_reports(
     ls: EngramLanguageServer, folder: Folder, previous: dict[str, str]
 ) -> list[Any]:
-    engine = folder.engine
-    assert engine is not None
-    by_file = await asyncio.to_thread(anchored_files_blocking, engine)
-    from engram.app.memories import conflict_partners
+    engine, link = folder.engine, folder.link
+    partners: dict[str, list[tuple[str, str]]]
+    if engine is None and link is not None:
+        by_file = await asyncio.to_thread(link.anchored)
+        partners = {}
+    else:
+        assert engine is not None
+        by_file = await asyncio.to_thread(anchored_files_blocking, engine)
+        from engram.app.memories import conflict_partners
 
-    everyone = list({m.id: m for ms in by_file.values() for m in ms}.values())
-    partners = await asyncio.to_thread(conflict_partners, engine, everyone)
+        everyone = list({m.id: m for ms in by_file.values() for m in ms}.values())
+        partners = await asyncio.to_thread(conflict_partners, engine, everyone)
     now = ls.clock()
     reports: list[Any] = []
     for rel, memories in by_file.items():
@@ -79,7 +84,11 @@ async def _folder_reports(
             version = None
         else:
             lines = await asyncio.to_thread(read_lines_blocking, folder.root, rel)
-            symbols = await asyncio.to_thread(symbols_blocking, engine, rel, folder.has_graph)
+            if engine is None and link is not None:
+                _memories, symbols = await asyncio.to_thread(link.snapshot, rel, folder.has_graph)
+            else:
+                assert engine is not None
+                symbols = await asyncio.to_thread(symbols_blocking, engine, rel, folder.has_graph)
             spans = locate_spans(memories, rel, lines, symbols)
             items = build_diagnostics(
                 memories,

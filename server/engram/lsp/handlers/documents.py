@@ -17,6 +17,7 @@ def register(server: EngramLanguageServer) -> None:
         if doc is None:
             return
         ls.observe_editor(doc, "open")
+        await ls.show_digest(doc)  # what the digest knows, in milliseconds
         await ls.refresh_document(doc)
         ls.publish(doc)  # first diagnostics right away, not debounced
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from engram.lsp.folder import open_engine_blocking
+from engram.lsp.folder import load_config_blocking, open_engine_blocking
 
 if TYPE_CHECKING:
     from engram.lsp.server import EngramLanguageServer
@@ -35,6 +35,8 @@ def register(server: EngramLanguageServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: EngramLanguageServer, _params: None) -> None:
+        ls.shutting_down = True
+        dump_modules()
         for task in list(ls._tasks):
             task.cancel()
         try:  # the last editor events, then session_end so the observer finalises it
@@ -52,6 +54,9 @@ def register(server: EngramLanguageServer) -> None:
                     child.terminate()
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(child.wait(), timeout=5)
+            if folder.link is not None:  # the engine stays for other front ends
+                folder.link.close()
+                folder.link = None
             if folder.engine is not None:
                 try:
                     await asyncio.to_thread(folder.engine.close)
@@ -74,12 +79,32 @@ def register(server: EngramLanguageServer) -> None:
             if folder is not None:
                 for uri in [u for u, d in ls.docs.items() if d.folder is folder]:
                     ls.docs.pop(uri, None)
+                if folder.link is not None:
+                    folder.link.close()
+                    folder.link = None
                 if folder.engine is not None:
                     await asyncio.to_thread(folder.engine.close)
         for added in params.event.added:
             folder = ls.add_folder(added.uri, added.name)
             if folder is not None:
                 ls.spawn(ls.start_folder(folder), f"start-up of {folder.root}")
+
+
+#: Where ``shutdown`` writes the names of the modules this server imported (a check that
+#: it stayed thin: no LanceDB, no model; docs/engine.md).
+MODULES_FILE_ENV = "ENGRAM_LSP_MODULES_FILE"
+
+
+def dump_modules() -> None:
+    import json
+    import os
+    import sys
+
+    target = os.environ.get(MODULES_FILE_ENV)
+    if target:
+        with contextlib.suppress(OSError):
+            with open(target, "w", encoding="utf-8") as fh:
+                json.dump(sorted(sys.modules), fh)
 
 
 async def register_watchers(ls: EngramLanguageServer) -> None:
@@ -107,7 +132,17 @@ async def register_watchers(ls: EngramLanguageServer) -> None:
 async def reload_settings(ls: EngramLanguageServer, folder_uri: str) -> None:
     """Re-read settings; reopen the engine only when more than diagnostics changed."""
     folder = ls.folders.get(folder_uri)
-    if folder is None or folder.engine is None:
+    if folder is None:
+        return
+    if folder.engine is None:  # served by the workspace engine: this window's view only
+        if folder.link is None:
+            return
+        folder.overrides = await ls.fetch_overrides(folder)
+        config = await asyncio.to_thread(load_config_blocking, folder.root, folder.overrides)
+        ls.configure_folder(folder, config)
+        for doc in [d for d in ls.docs.values() if d.folder is folder]:
+            ls.publish(doc)
+        ls.request_pull_refresh()
         return
     overrides = await ls.fetch_overrides(folder)
     old = folder.engine
@@ -116,9 +151,9 @@ async def reload_settings(ls: EngramLanguageServer, folder_uri: str) -> None:
     same_core = _without_diagnostics(fresh.config) == _without_diagnostics(old.config)
     if same_core:
         old.config = fresh.config  # diagnostics-only change: keep the open store
-        ls.configure_folder(folder, old)
+        ls.configure_folder(folder, old.config)
     else:
-        ls.configure_folder(folder, fresh)
+        ls.configure_folder(folder, fresh.config)
         folder.engine = fresh
         folder.impact.clear()
         await asyncio.to_thread(old.close)

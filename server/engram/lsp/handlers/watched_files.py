@@ -59,12 +59,20 @@ def register(server: EngramLanguageServer) -> None:
 
 def team_dir(folder: Folder) -> str:
     """The folder's team directory (``team.dir``), workspace-relative, no slashes around."""
-    engine = folder.engine
-    return (engine.config.team if engine is not None else TeamConfig()).folder
+    return (folder.config.team if folder.config is not None else TeamConfig()).folder
 
 
 async def sync_team(ls: EngramLanguageServer, folder: Folder) -> None:
     """Read the team folder into the store (after a pull or checkout), then refresh."""
+    link = folder.link
+    if link is not None and folder.engine is None:
+        if folder.ready and folder.config is not None and folder.config.team.auto_sync:
+            try:
+                await asyncio.to_thread(link.run_cli, "sync")
+            except Exception as exc:
+                log.warning("team sync in %s failed: %s", folder.root, exc)
+            await ls.refresh_folder(folder)
+        return
     engine = folder.engine
     if engine is None or not folder.ready or not engine.config.team.auto_sync:
         return
@@ -81,6 +89,18 @@ async def sync_team(ls: EngramLanguageServer, folder: Folder) -> None:
 
 
 async def reindex_files(ls: EngramLanguageServer, folder: Folder, rels: Sequence[str]) -> None:
+    link = folder.link
+    if link is not None and folder.engine is None:
+        if folder.ready and folder.has_graph:
+            try:
+                await asyncio.to_thread(link.request, "reindex", files=list(rels))
+            except Exception as exc:
+                log.debug("reindex in the engine failed: %s", exc)
+        for rel in rels:
+            folder.impact.pop(rel, None)
+            folder.symbols.pop(rel, None)
+        await ls.refresh_folder(folder)
+        return
     engine = folder.engine
     if engine is None or not folder.ready:
         return

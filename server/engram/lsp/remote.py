@@ -1,0 +1,145 @@
+"""A folder's link to the workspace engine: what keeps ``engram serve`` small and quick.
+
+The language server does not open LanceDB or the model (docs/engine.md, "Front ends"): it
+connects to the workspace's engine (starting it when no front end has), subscribes to its
+write events, and reads what hover and diagnostics need through ``lsp`` requests
+(``engram.daemon.handlers.run_lsp``). Before the engine answers, a document shows the
+memories the SQLite digest mirrors (``engram.agents.digest``), read in milliseconds.
+
+Every method here blocks: call them from a worker thread. A lost connection raises
+:class:`~engram.daemon.wire.WireError`; the server then reconnects once (which restarts a
+killed engine) and otherwise falls back to an in-process engine.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engram.daemon.client import Connection, connect
+from engram.lsp.anchors import LineSpan
+
+if TYPE_CHECKING:
+    from engram.daemon.wire import Json
+    from engram.lsp.folder import SymbolInfo
+    from engram.model import Memory
+
+log = logging.getLogger(__name__)
+
+
+def _memories(raw: object) -> tuple[Memory, ...]:
+    from engram.model import memory_from_dict
+
+    out: list[Memory] = []
+    for item in raw if isinstance(raw, list) else []:
+        if isinstance(item, dict):
+            try:
+                out.append(memory_from_dict(item))
+            except Exception as exc:  # one bad record must not blank the file
+                log.debug("skipping a memory record: %s", exc)
+    return tuple(out)
+
+
+def digest_memories(root: Path, rel: str) -> tuple[Memory, ...]:
+    """The file's memories as the digest mirrors them (no engine, no LanceDB)."""
+    from engram.agents.digest import Digest
+    from engram.workspace import Workspace
+
+    digest = Digest(Workspace(root))
+    try:
+        return _memories(digest.records_for_file(rel))
+    except Exception as exc:  # no digest yet, or an older one: the engine will answer
+        log.debug("digest unavailable for %s: %s", rel, exc)
+        return ()
+    finally:
+        digest.close()
+
+
+class EngineLink:
+    """One folder's connection to the engine (see the module docstring)."""
+
+    def __init__(self, connection: Connection, root: Path) -> None:
+        self.connection = connection
+        self.root = root
+
+    @classmethod
+    def open(
+        cls,
+        root: Path,
+        on_event: Callable[[Json], None],
+        on_close: Callable[[], None],
+    ) -> EngineLink:
+        """Connect (starting the engine if needed); raises ``EngineUnavailable``."""
+        connection = connect(root, "lsp", subscribe=True)
+        connection.on_close = on_close
+        connection.listen(on_event)
+        return cls(connection, root)
+
+    @property
+    def alive(self) -> bool:
+        return not self.connection.closed
+
+    @property
+    def pid(self) -> int:
+        return self.connection.pid
+
+    def request(self, what: str, **params: object) -> dict[str, object]:
+        """One ``lsp`` request (see ``engram.daemon.handlers.run_lsp``)."""
+        return self._lsp(what, **params)
+
+    def _lsp(self, what: str, **params: object) -> dict[str, object]:
+        result = self.connection.call("lsp", {"what": what, **params})
+        return result if isinstance(result, dict) else {}
+
+    def snapshot(
+        self, rel: str, has_graph: bool, reindex: bool = False
+    ) -> tuple[tuple[Memory, ...], tuple[SymbolInfo, ...]]:
+        from engram.lsp.folder import SymbolInfo
+
+        result = self._lsp("snapshot", file=rel, has_graph=has_graph, reindex=reindex)
+        symbols: list[SymbolInfo] = []
+        raw_symbols = result.get("symbols")
+        for item in raw_symbols if isinstance(raw_symbols, list) else []:
+            if isinstance(item, list) and len(item) == 4:
+                name, qualname, start, end = item
+                symbols.append(SymbolInfo(str(name), str(qualname), LineSpan(int(start), int(end))))
+        return _memories(result.get("memories")), tuple(symbols)
+
+    def impact(self, rel: str) -> str | None:
+        summary = self._lsp("impact", file=rel).get("summary")
+        return summary if isinstance(summary, str) else None
+
+    def index(self, history: bool) -> dict[str, object]:
+        return self._lsp("index", history=history)
+
+    def anchored(self) -> dict[str, list[Memory]]:
+        files = self._lsp("anchored").get("files")
+        if not isinstance(files, dict):
+            return {}
+        return {str(f): list(_memories(ms)) for f, ms in files.items()}
+
+    def observe(self, events: Sequence[dict[str, object]]) -> None:
+        """Editor events to the engine's observer (the ``observe`` command, JSON lines)."""
+        data = "\n".join(json.dumps(e) for e in events).encode("utf-8")
+        self.connection.call(
+            "cli",
+            {
+                "argv": ["observe", "--workspace", str(self.root)],
+                "stdin": base64.b64encode(data).decode("ascii"),
+            },
+        )
+
+    def run_cli(self, *argv: str) -> dict[str, object]:
+        result = self.connection.call("cli", {"argv": [*argv, "--workspace", str(self.root)]})
+        return result if isinstance(result, dict) else {}
+
+    def close(self) -> None:
+        self.connection.on_close = None
+        self.connection.close()
+
+
+__all__ = ["EngineLink", "digest_memories"]

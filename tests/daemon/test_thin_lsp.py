@@ -1,0 +1,170 @@
+"""``engram serve`` with the workspace engine: thin, quick, and every window current."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from tests.conftest import git
+
+from .conftest import EngineEnv
+
+SOURCE = (
+    "def charge(amount):\n    return round(amount * 100)\n\n\n"
+    "def refund(amount):\n    return -amount\n"
+)
+HEAVY = ("lancedb", "pyarrow", "numpy", "onnxruntime", "fastembed", "tree_sitter")
+
+
+@contextlib.asynccontextmanager
+async def window(
+    engine_env: EngineEnv, extra_env: dict[str, str] | None = None
+) -> AsyncIterator[LanguageClient]:
+    """A real ``engram serve`` (a VS Code-like client) on the test's workspace."""
+    env = {**engine_env.env, **(extra_env or {})}
+    config = ClientServerConfig(
+        server_command=[sys.executable, "-m", "engram", "serve"], server_env=env
+    )
+    client = await config.start()
+    assert isinstance(client, LanguageClient)
+    root = engine_env.root
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            root_uri=root.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+            initialization_options={"diagnostics": {"debounceMs": 50}},
+            client_info=types.ClientInfo(name="visual-studio-code"),
+        )
+    )
+    try:
+        yield client
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(client.shutdown_session(), 15)
+        await client.stop()
+
+
+def open_doc(client: LanguageClient, path: Path) -> str:
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=path.read_text()
+            )
+        )
+    )
+    return uri
+
+
+async def wait_for(predicate: Any, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        await asyncio.sleep(0.05)
+
+
+def messages(client: LanguageClient, uri: str) -> list[str]:
+    return [d.message for d in client.diagnostics.get(uri, [])]
+
+
+@pytest.fixture
+def billing(engine_env: EngineEnv) -> Path:
+    src = engine_env.root / "billing.py"
+    src.write_text(SOURCE)
+    git(engine_env.root, "add", ".")
+    git(engine_env.root, "commit", "-q", "-m", "init")
+    return src
+
+
+@pytest.mark.timeout(300)
+async def test_serve_stays_thin_and_windows_see_each_others_writes(
+    engine_env: EngineEnv, billing: Path, tmp_path: Path
+) -> None:
+    first = engine_env.run(
+        "remember", "--file", "billing.py", "--line", "1", "charge() takes euros, not cents"
+    )
+    assert first.code == 0, first.err
+    modules_a = tmp_path / "modules-a.json"
+    async with (
+        window(engine_env, {"ENGRAM_LSP_MODULES_FILE": str(modules_a)}) as a,
+        window(engine_env) as b,
+    ):
+        uri_a = open_doc(a, billing)
+        uri_b = open_doc(b, billing)
+        await wait_for(lambda: any("euros" in m for m in messages(a, uri_a)))
+        await wait_for(lambda: any("euros" in m for m in messages(b, uri_b)))
+
+        hover = await a.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=uri_a),
+                position=types.Position(line=0, character=5),
+            )
+        )
+        assert hover is not None and "euros" in str(hover.contents)
+
+        # a CLI write shows up in both windows without a poll
+        second = engine_env.run(
+            "remember", "--file", "billing.py", "--line", "5", "refund() must stay negative"
+        )
+        assert second.code == 0, second.err
+        await wait_for(lambda: any("negative" in m for m in messages(a, uri_a)), 20)
+        await wait_for(lambda: any("negative" in m for m in messages(b, uri_b)), 20)
+
+        status = json.loads(engine_env.run("status", "--json").out)
+        kinds = sorted(c["kind"] for c in status["clients"])
+        assert kinds == ["lsp", "lsp"]
+        for pid in (p for p in _server_pids(status)):
+            maps = Path(f"/proc/{pid}/maps").read_text()
+            assert not any(h in maps for h in ("lancedb", "pyarrow", "onnxruntime")), pid
+    loaded = set(json.loads(modules_a.read_text()))
+    assert not [m for m in loaded if m.split(".")[0] in HEAVY]
+    assert "engram.store" not in loaded and "engram.embed" not in loaded
+
+
+def _server_pids(status: dict[str, Any]) -> list[int]:
+    return [int(c["pid"]) for c in status["clients"] if c["kind"] == "lsp" and c["pid"]]
+
+
+@pytest.mark.timeout(300)
+async def test_first_diagnostics_come_from_the_digest_before_the_engine(
+    engine_env: EngineEnv, billing: Path
+) -> None:
+    assert engine_env.run("remember", "--file", "billing.py", "--line", "1", "cents!").code == 0
+    assert engine_env.run("stop").code == 0  # a cold start: no engine runs
+    async with window(engine_env) as client:
+        started = time.monotonic()
+        uri = open_doc(client, billing)
+        await wait_for(lambda: any("cents!" in m for m in messages(client, uri)), 60)
+        first = time.monotonic() - started
+    # the digest answers while the engine is still importing LanceDB (seconds here)
+    assert first < 5.0, first
+
+
+@pytest.mark.timeout(300)
+async def test_a_killed_engine_is_replaced_and_the_window_goes_on(
+    engine_env: EngineEnv, billing: Path
+) -> None:
+    assert engine_env.run("remember", "--file", "billing.py", "--line", "1", "before").code == 0
+    async with window(engine_env) as client:
+        uri = open_doc(client, billing)
+        await wait_for(lambda: any("before" in m for m in messages(client, uri)))
+        (pid,) = engine_env.engine_pids()
+        os.kill(pid, 9)
+        await asyncio.sleep(1.0)
+        # the window reconnects (starting a new engine); a new write reaches it
+        run = engine_env.run("remember", "--file", "billing.py", "--line", "5", "after")
+        assert run.code == 0, run.err
+        await wait_for(lambda: any("after" in m for m in messages(client, uri)), 60)
+        assert engine_env.engine_pids() != [pid]
