@@ -132,7 +132,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="engram-hookbench-") as tmp:
         ws = make_workspace(Path(tmp) / "ws", args.memories, args.files, rng)
         files = sorted({m.file for m in Digest(ws).by_type(["gotcha"], limit=1000) if m.file})
-        base_env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+        # settings from the caller's environment stay out; the engine's own switches
+        # (ENGRAM_ENGINE, its runtime directory) stay in, so a test run keeps its rules
+        base_env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("ENGRAM_") or k.startswith(("ENGRAM_ENGINE", "ENGRAM_RUNTIME_DIR"))
+        }
         base_env["PYTHONPATH"] = str(ROOT / "server")
 
         def payload(
@@ -192,6 +198,13 @@ def main() -> None:
             per_call.append(_tokens(out))
         run_hook(ws, payload("Stop", session), env)
         wait_for_background(ws)
+        # the Stop hook's drain ran in the workspace engine (docs/engine.md): end it
+        subprocess.run(
+            [sys.executable, "-m", "engram", "stop", "--workspace", str(ws.root)],
+            env=base_env,
+            capture_output=True,
+            check=False,
+        )
 
     result = {
         "benchmark": "agent_hooks",
