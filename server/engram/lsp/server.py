@@ -241,10 +241,10 @@ class EngramLanguageServer(LanguageServer):
     # ------------------------------------------------------------------ CommandContext
 
     async def engine_of(self, folder: Folder, timeout: float = 120.0) -> Engine:
-        if folder.engine is None and folder.link is not None:
-            await self.open_local_engine(folder)
         deadline = time.monotonic() + timeout
         while folder.engine is None:
+            if folder.link is not None and folder.ready:  # served by the workspace engine
+                return await self.open_local_engine(folder)
             if folder.error:
                 raise EngramError(folder.error)
             if time.monotonic() > deadline:
