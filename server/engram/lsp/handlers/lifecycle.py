@@ -102,9 +102,8 @@ def dump_modules() -> None:
 
     target = os.environ.get(MODULES_FILE_ENV)
     if target:
-        with contextlib.suppress(OSError):
-            with open(target, "w", encoding="utf-8") as fh:
-                json.dump(sorted(sys.modules), fh)
+        with contextlib.suppress(OSError), open(target, "w", encoding="utf-8") as fh:
+            json.dump(sorted(sys.modules), fh)
 
 
 async def register_watchers(ls: EngramLanguageServer) -> None:
