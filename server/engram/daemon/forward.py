@@ -172,17 +172,17 @@ def forward(
         if verbose:
             err.write(f"engram: {message}\n")
 
+    command_at, command, workspace = split_command(argv)
+    if command is None or command not in FORWARDED:
+        return None  # serve, hook, --help …: nothing more imported on their way
+    if "-h" in flags or "--help" in flags:
+        return None
     from engram.daemon.client import INSIDE_ENGINE, POLICY_ENV, engine_enabled
 
     if os.environ.get(POLICY_ENV) == INSIDE_ENGINE:
         return None  # this is the engine running a forwarded command
     if not engine_enabled():
         why("in-process: ENGRAM_ENGINE=off")
-        return None
-    command_at, command, workspace = split_command(argv)
-    if command is None or command not in FORWARDED:
-        return None
-    if "-h" in flags or "--help" in flags:
         return None
     if workspace is not None and not os.path.isdir(os.path.expanduser(workspace)):
         return None  # the in-process command says what is wrong with it

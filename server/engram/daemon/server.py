@@ -237,6 +237,9 @@ class EngineSlot:
                     rebuild_digest(engine)
                 _ = engine.embedder
                 _ = engine.retriever
+            # the code every forwarded command runs, imported once now, not on the first call
+            import engram.cli.commands
+            import engram.cli.main  # noqa: F401
         except Exception as exc:  # a request will report it properly
             log.warning("warming the engine failed: %s", exc)
 
