@@ -8,12 +8,21 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import git
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.timeout(600)
-def test_frontends_bench_prints_one_json_object() -> None:
+@pytest.mark.timeout(900)
+def test_frontends_bench_prints_one_json_object(tmp_path: Path) -> None:
+    repo = tmp_path / "tiny"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "app.py").write_text(
+        "def make_str(x):\n    return str(x)\n\n\nclass LazyFile:\n    pass\n"
+    )
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "init")
     out = subprocess.run(
         [
             sys.executable,
@@ -26,11 +35,21 @@ def test_frontends_bench_prints_one_json_object() -> None:
             "1",
             "--model",
             "none",
+            "--repo",
+            str(repo),
+            "--file",
+            "src/app.py",
+            "--lsp-memories",
+            "10",
+            "--hovers",
+            "3",
+            "--init-runs",
+            "1",
         ],
         capture_output=True,
         text=True,
         check=True,
-        timeout=580,
+        timeout=880,
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     cli = result["cli"]
@@ -39,3 +58,7 @@ def test_frontends_bench_prints_one_json_object() -> None:
     # the thin CLI imports nothing heavy before forwarding
     assert result["thin_cli_imports"]["heavy_imported"] == []
     assert result["engine"]["rss_mb"] > 0
+    lsp = result["lsp"]
+    assert lsp["engine_cold_window"]["did_open_to_first_memory_diagnostic_ms"] is not None
+    assert lsp["together"]["engine_clients"] == ["lsp", "lsp"]
+    assert set(lsp["initialize_median_s"]) == {"engram", "bare_pygls"}
