@@ -75,7 +75,8 @@ def prepare(repo: Path, rel: str, memories: int) -> Path:
     """Copy REPO, seed memories, index the code graph; returns the copy's root."""
     work = Path(tempfile.mkdtemp(prefix="engram-lsp-bench-")) / repo.name
     shutil.copytree(repo, work, ignore=shutil.ignore_patterns(".engram"), symlinks=True)
-    env = {**os.environ, "ENGRAM_EMBED__MODEL": "none"}
+    # prepared in-process: no workspace engine outlives the preparation (docs/engine.md)
+    env = {**os.environ, "ENGRAM_EMBED__MODEL": "none", "ENGRAM_ENGINE": "off"}
     subprocess.run(
         [sys.executable, "-m", "engram", "index", "--workspace", str(work)],
         check=True,
@@ -400,6 +401,12 @@ def main(argv: list[str] | None = None) -> int:
                 )
         print(json.dumps(results))
     finally:
+        # the servers measured here may have started the workspace engine: end it
+        subprocess.run(
+            [sys.executable, "-m", "engram", "stop", "--workspace", str(root)],
+            capture_output=True,
+            check=False,
+        )
         shutil.rmtree(root.parent, ignore_errors=True)
     return 0
 
