@@ -33,12 +33,14 @@ log = logging.getLogger(__name__)
 
 def _memories(raw: object) -> tuple[Memory, ...]:
     from engram.model import memory_from_dict
+    from engram.model.codec import make_converter
 
+    converter = make_converter()  # one for the batch: building one costs more than a record
     out: list[Memory] = []
     for item in raw if isinstance(raw, list) else []:
         if isinstance(item, dict):
             try:
-                out.append(memory_from_dict(item))
+                out.append(memory_from_dict(item, converter))
             except Exception as exc:  # one bad record must not blank the file
                 log.debug("skipping a memory record: %s", exc)
     return tuple(out)
@@ -57,6 +59,12 @@ def digest_memories(root: Path, rel: str) -> tuple[Memory, ...]:
         return ()
     finally:
         digest.close()
+
+
+def preload() -> None:
+    """Import what the first didOpen reads (digest, record codec) before it comes."""
+    _memories([])
+    import engram.agents.digest  # noqa: F401
 
 
 class EngineLink:

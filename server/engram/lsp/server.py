@@ -485,11 +485,16 @@ class EngramLanguageServer(LanguageServer):
 
     async def start_folder(self, folder: Folder) -> None:
         """Reach the workspace engine (or open one in-process), then index; with progress."""
+        from engram.lsp.remote import preload
+
+        # what a digest-first didOpen reads is imported while the editor still talks to us
+        preloading = asyncio.ensure_future(asyncio.to_thread(preload))
         progress = await self.begin_progress(f"Engram: opening {folder.name}")
         try:
             folder.overrides = await self.fetch_overrides(folder)
             config = await asyncio.to_thread(load_config_blocking, folder.root, folder.overrides)
             self.configure_folder(folder, config)
+            await preloading
             if await self.connect_engine(folder) is not None:
                 await self.start_remote(folder, config, progress)
                 return
