@@ -92,6 +92,11 @@ class Engine:
         self._code_search: CodeSearch | None = None
         self._author: str | None = None
         self.write_listeners: list[WriteListener] = []
+        #: where reads hand the ids of the memories they returned, to be counted as used
+        #: (``app.recall.record_access``). ``None``: counted at once, in the read's own
+        #: write. The engine process (``engram.daemon``) batches them off the request
+        #: path, so a search answers without a store write.
+        self.access_sink: Callable[[Sequence[str]], None] | None = None
 
     @classmethod
     def open(

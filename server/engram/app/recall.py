@@ -156,6 +156,10 @@ def credit_session(engine: Engine, ids: Sequence[str], session_id: str) -> int:
 
 
 def _record_access_quietly(engine: Engine, ids: Sequence[str]) -> None:
+    sink = engine.access_sink
+    if sink is not None:  # a long-lived engine counts uses in the background
+        sink(ids)
+        return
     try:
         record_access(engine, ids)
     except Exception as exc:  # bookkeeping must never fail a read

@@ -141,10 +141,12 @@ def run_lsp(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
         snap = lsp_folder.snapshot_blocking(
             engine, file, [], has_graph, bool(request.get("reindex"))
         )
-        return {
-            "memories": [memory_to_dict(m) for m in snap.memories],
-            "symbols": [[s.name, s.qualname, s.span.start, s.span.end] for s in snap.symbols],
-        }
+        symbols = [[s.name, s.qualname, s.span.start, s.span.end] for s in snap.symbols]
+        known = request.get("known")
+        key = [list(k) for k in lsp_folder.memory_key(snap.memories)]
+        if isinstance(known, list) and known == key:
+            return {"unchanged": True, "symbols": symbols}  # nothing to decode over there
+        return {"memories": [memory_to_dict(m) for m in snap.memories], "symbols": symbols}
     if what == "impact":
         if not isinstance(file, str):
             raise InvalidInput("impact needs a file")

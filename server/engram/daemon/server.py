@@ -158,6 +158,54 @@ class _ConfigWatch:
         return True
 
 
+class AccessBatcher:
+    """Uses of memories (reads hand out ids) counted in one write every few seconds.
+
+    ``app.recall`` counts each memory a search or context pack returned; a CLI process
+    writes that at once, inside the read. The engine takes it off the request path: ids
+    collect here and a background thread writes them with ``record_access``. Counts still
+    waiting when the engine is killed are lost: they are bookkeeping, never a memory.
+    """
+
+    def __init__(self, flush: Callable[[list[str]], None], seconds: float = 2.0) -> None:
+        self._flush = flush
+        self._seconds = seconds
+        self._ids: list[str] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="engram-access", daemon=True)
+        self._thread.start()
+
+    def add(self, ids: Sequence[str]) -> None:
+        with self._lock:
+            self._ids.extend(ids)
+
+    def _take(self) -> list[str]:
+        with self._lock:
+            ids, self._ids = self._ids, []
+        return ids
+
+    def _run(self) -> None:
+        while not self._stop:
+            self._wake.wait(self._seconds)
+            self._write()
+
+    def _write(self) -> None:
+        ids = self._take()
+        if ids:
+            try:
+                self._flush(ids)
+            except Exception as exc:  # bookkeeping: never fatal
+                log.info("could not record access: %s", exc)
+
+    def close(self) -> None:
+        self._stop = True
+        self._wake.set()
+        self._thread.join(timeout=DRAIN_SECONDS)
+        self._write()
+
+
 class EngineSlot:
     """The current engine, swapped when settings change; the old one closes when unused."""
 
@@ -170,11 +218,19 @@ class EngineSlot:
         self.ready = threading.Event()
         self.error: str | None = None
         self.listeners: list[Callable[[Sequence[Memory], Sequence[str]], None]] = []
+        self.access = AccessBatcher(self._record_access)
 
     def open(self) -> Engine:
         engine = self._opener()
         engine.write_listeners.extend(self.listeners)
+        engine.access_sink = self.access.add
         return engine
+
+    def _record_access(self, ids: list[str]) -> None:
+        from engram.app.recall import record_access
+
+        with self.borrow() as engine:
+            record_access(engine, ids)
 
     def start(self) -> None:
         """Open the engine (in a worker thread, at start-up)."""
@@ -247,6 +303,7 @@ class EngineSlot:
         return self._engine
 
     def close(self) -> None:
+        self.access.close()  # the last counts, while the engine is still open
         with self._lock:
             engines = [e for e in (self._engine, *self._retired) if e is not None]
             self._engine = None
@@ -292,6 +349,8 @@ class EngineServer:
         """A store write (any worker thread): tell every subscribed front end."""
         files = sorted({f for m in upserts for f in m.files})
         ids = [m.id for m in upserts] + list(deleted)
+        with contextlib.suppress(Exception):
+            self._digest_marker = self._marker()  # our own write: not an outside one
         event: Json = {"event": "changed", "files": files, "ids": ids, "all": False}
         loop = self._loop
         if loop is not None and not loop.is_closed():

@@ -104,17 +104,27 @@ class EngineLink:
         return result if isinstance(result, dict) else {}
 
     def snapshot(
-        self, rel: str, has_graph: bool, reindex: bool = False
-    ) -> tuple[tuple[Memory, ...], tuple[SymbolInfo, ...]]:
-        from engram.lsp.folder import SymbolInfo
+        self,
+        rel: str,
+        has_graph: bool,
+        reindex: bool = False,
+        known: Sequence[Memory] | None = None,
+    ) -> tuple[tuple[Memory, ...] | None, tuple[SymbolInfo, ...]]:
+        """The file's memories (``None``: the same as ``known``) and its symbols."""
+        from engram.lsp.folder import SymbolInfo, memory_key
 
-        result = self._lsp("snapshot", file=rel, has_graph=has_graph, reindex=reindex)
+        params: dict[str, object] = {"file": rel, "has_graph": has_graph, "reindex": reindex}
+        if known is not None:
+            params["known"] = [list(k) for k in memory_key(known)]
+        result = self._lsp("snapshot", **params)
         symbols: list[SymbolInfo] = []
         raw_symbols = result.get("symbols")
         for item in raw_symbols if isinstance(raw_symbols, list) else []:
             if isinstance(item, list) and len(item) == 4:
                 name, qualname, start, end = item
                 symbols.append(SymbolInfo(str(name), str(qualname), LineSpan(int(start), int(end))))
+        if result.get("unchanged"):
+            return None, tuple(symbols)
         return _memories(result.get("memories")), tuple(symbols)
 
     def impact(self, rel: str) -> str | None:

@@ -733,13 +733,15 @@ class EngramLanguageServer(LanguageServer):
             from engram.daemon.client import EngineError
             from engram.daemon.wire import WireError
 
+            known = doc.memories if doc.loaded and not reindex else None
             try:
-                memories, symbols = await asyncio.to_thread(
-                    link.snapshot, doc.rel, folder.has_graph, reindex
+                found, symbols = await asyncio.to_thread(
+                    link.snapshot, doc.rel, folder.has_graph, reindex, known
                 )
             except (WireError, EngineError) as exc:
                 log.info("the engine did not answer for %s: %s", doc.rel, exc)
                 return False
+            memories = doc.memories if found is None else found
             snap = FileSnapshot(memories, locate_spans(memories, doc.rel, lines, symbols), symbols)
         elif engine is not None and folder.ready:
             snap = await asyncio.to_thread(

@@ -85,7 +85,7 @@ async def _folder_reports(
         else:
             lines = await asyncio.to_thread(read_lines_blocking, folder.root, rel)
             if engine is None and link is not None:
-                _memories, symbols = await asyncio.to_thread(link.snapshot, rel, folder.has_graph)
+                _found, symbols = await asyncio.to_thread(link.snapshot, rel, folder.has_graph)
             else:
                 assert engine is not None
                 symbols = await asyncio.to_thread(symbols_blocking, engine, rel, folder.has_graph)
