@@ -292,3 +292,19 @@ def test_loopback_transport_needs_the_token(engine_env: EngineEnv) -> None:
         reply = json.loads(sock.makefile().readline())
     assert reply["ok"] is False and reply["error"]["kind"] == "denied"
     subprocess.run([str(ENGRAM), "stop"], cwd=engine_env.root, env=env, timeout=60, check=False)
+
+
+def test_the_engine_rereads_settings_when_a_settings_file_changes(engine_env: EngineEnv) -> None:
+    """An approval (``engram trust``) or a settings edit applies without a restart."""
+    long_text = "a memory that is much longer than thirty characters in all"
+    assert engine_env.run("remember", long_text).code == 0
+    pid = engine_env.engine_pids()[0]
+    (engine_env.root / ".engram" / "config.toml").write_text("[safety]\nmax_content_chars = 30\n")
+    deadline = time.monotonic() + 30
+    while True:
+        run = engine_env.run("remember", "-V", long_text + " again")
+        if run.code != 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert run.code == 1 and "30" in run.err, run.err
+    assert _ran_in_engine(run.err) == pid  # the same engine, with the new settings

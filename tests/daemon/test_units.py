@@ -120,3 +120,22 @@ def test_call_runs_a_declared_use_case(monkeypatch: pytest.MonkeyPatch) -> None:
         handlers.run_call(None, {"usecase": "echo", "surface": "lsp", "args": {"text": 1}})  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="JSON object"):
         handlers.run_call(None, {"usecase": "echo", "surface": "lsp", "args": []})  # type: ignore[arg-type]
+
+
+def test_peer_uid_names_the_other_end() -> None:
+    import os
+    import socket
+    import sys
+
+    from engram.daemon.address import peer_uid
+
+    left, right = socket.socketpair(socket.AF_UNIX)
+    try:
+        uid = peer_uid(left)
+    finally:
+        left.close()
+        right.close()
+    if sys.platform.startswith("linux"):
+        assert uid == os.getuid()
+    else:
+        assert uid is None
