@@ -11,7 +11,7 @@ import pytest
 
 from engram.daemon import handlers
 from engram.daemon.address import engine_key
-from engram.daemon.forward import _rewrite, split_command
+from engram.daemon.forward import FORWARDED, _reads_stdin, _rewrite, forward, split_command
 from engram.daemon.wire import newer
 from engram.errors import InvalidInput
 
@@ -44,6 +44,28 @@ def test_rewrite_makes_the_workspace_and_caller_files_absolute(
         "--",
         "-w x",
     ]
+
+
+def test_every_command_that_reads_or_writes_the_store_is_forwarded() -> None:
+    # restore, edit, log and report came with the trust rules and the report
+    assert {"restore", "edit", "log", "report"} <= FORWARDED
+    assert not {"serve", "mcp-serve", "hook", "engine", "status", "stop"} & FORWARDED
+
+
+def test_report_file_is_the_callers_and_edit_text_may_come_from_stdin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = _rewrite(["report", "--module", "a.py", "r.html"], "report", "/root")
+    assert out == ["report", "--workspace", "/root", "--module", "a.py", str(tmp_path / "r.html")]
+    assert _reads_stdin("edit", ["edit", "m-1", "--text", "-"], 0)
+    assert _reads_stdin("edit", ["edit", "m-1", "--text=-"], 0)
+    assert not _reads_stdin("edit", ["edit", "m-1", "--text", "new"], 0)
+
+
+def test_report_open_stays_in_the_callers_process() -> None:
+    # the browser to open is this terminal's, not the engine's
+    assert forward(["report", "--open"]) is None
 
 
 def test_engine_key_depends_on_workspace_and_settings(tmp_path: Path) -> None:

@@ -36,6 +36,9 @@ FORWARDED = frozenset(
         "list",
         "show",
         "forget",
+        "restore",
+        "edit",
+        "log",
         "confirm",
         "flag",
         "pin",
@@ -47,6 +50,7 @@ FORWARDED = frozenset(
         "stats",
         "export",
         "import",
+        "report",
         "digest",
         "share",
         "sync",
@@ -60,7 +64,7 @@ FORWARDED = frozenset(
     }
 )
 #: Commands whose positional FILE is read or written relative to the caller's directory.
-CWD_FILE_COMMANDS = frozenset({"export", "import"})
+CWD_FILE_COMMANDS = frozenset({"export", "import", "report"})
 VERBOSE_FLAGS = frozenset({"--verbose", "-V"})
 
 
@@ -106,7 +110,7 @@ def _root(workspace: str | None) -> str:
 
 
 #: Options of the forwarded commands that take a value (so the value is not FILE).
-_VALUE_OPTIONS = frozenset({"--format"})
+_VALUE_OPTIONS = frozenset({"--format", "--module", "-m"})
 
 
 def _rewrite(argv: Sequence[str], command: str, root: str) -> list[str]:
@@ -152,7 +156,12 @@ def _rewrite(argv: Sequence[str], command: str, root: str) -> list[str]:
 def _reads_stdin(command: str, argv: Sequence[str], command_at: int) -> bool:
     if command == "observe":
         return True
-    return command == "remember" and "-" in list(argv)[command_at + 1 :]
+    rest = list(argv)[command_at + 1 :]
+    if command == "edit":  # edit ID --text -
+        from itertools import pairwise
+
+        return "--text=-" in rest or any(p == ("--text", "-") for p in pairwise(rest))
+    return command == "remember" and "-" in rest
 
 
 def forward(
@@ -176,6 +185,9 @@ def forward(
     if command is None or command not in FORWARDED:
         return None  # serve, hook, --help …: nothing more imported on their way
     if "-h" in flags or "--help" in flags:
+        return None
+    if command == "report" and "--open" in flags:
+        why("in-process: report --open opens this terminal's browser")
         return None
     from engram.daemon.client import INSIDE_ENGINE, POLICY_ENV, engine_enabled
 

@@ -126,6 +126,8 @@ class EngramLanguageServer(LanguageServer):
         self.client_name = ""
         self.init_options: dict[str, Any] = {}
         self.agent = False
+        #: the client said it is an agent (name, clientKind, agentSeverity) at initialize
+        self.agent_client = False
         self.push = True
         self.pull = False
         self.clock: Callable[[], Any] = utcnow
@@ -268,7 +270,11 @@ class EngramLanguageServer(LanguageServer):
         self.request_pull_refresh()
 
     def actor(self) -> Actor | None:
-        if self.agent:  # an agent's LSP client (client_kind, or its name): never a person
+        # an agent's LSP client (client_kind, or its name): never a person. Decided from
+        # what the client itself said at initialize (a command may arrive before the
+        # folder's settings are read), and a repository's settings cannot make it a person
+        # (docs/trust.md "Agents are not people")
+        if self.agent or self.agent_client:
             return Actor.agent(f"lsp:{self.client_name or 'client'}")
         return None
 
@@ -412,6 +418,8 @@ class EngramLanguageServer(LanguageServer):
         self.client_name = info.name if info is not None else ""
         raw = params.initialization_options
         self.init_options = dict(raw) if isinstance(raw, dict) else {}
+        kind = self.init_options.get("clientKind") or self.init_options.get("client_kind")
+        self.agent_client = self.client_kind_is_agent(kind if isinstance(kind, str) else "auto")
         if not self.folders:
             for folder in params.workspace_folders or []:
                 self.add_folder(folder.uri, folder.name)
