@@ -17,6 +17,8 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from tests.conftest import git
 
+from engram.workspace import Workspace
+
 from .conftest import EngineEnv
 
 SOURCE = (
@@ -168,3 +170,44 @@ async def test_a_killed_engine_is_replaced_and_the_window_goes_on(
         assert run.code == 0, run.err
         await wait_for(lambda: any("after" in m for m in messages(client, uri)), 60)
         assert engine_env.engine_pids() != [pid]
+
+
+@pytest.mark.timeout(300)
+async def test_a_conflict_is_marked_in_a_thin_window(engine_env: EngineEnv, billing: Path) -> None:
+    """Issue 12's markers on the thin path: the engine sends each memory's conflict partners
+    with the file's memories (they were dropped on the way)."""
+    a = engine_env.run("remember", "--file", "billing.py", "--line", "1", "The job timeout is 30s.")
+    assert a.code == 0, a.err
+    async with window(engine_env) as client:
+        uri = open_doc(client, billing)
+        await wait_for(lambda: any("30s" in m for m in messages(client, uri)))
+        b = engine_env.run(
+            "remember", "--file", "billing.py", "--line", "1", "The job timeout is 90s."
+        )
+        assert b.code == 0, b.err
+        await wait_for(lambda: sum("CONFLICT with" in m for m in messages(client, uri)) == 2, 30)
+        hover = await client.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=types.Position(line=0, character=5),
+            )
+        )
+        assert hover is not None and "CONFLICT" in str(hover.contents).upper()
+
+
+def test_the_digest_gives_conflict_partners_too(tmp_workspace: Workspace) -> None:
+    from engram.app import Engine
+    from engram.app.remember import remember
+    from engram.config import EmbedConfig, EngramConfig
+    from engram.lsp.remote import digest_memories
+
+    (tmp_workspace.root / "jobs.py").write_text("TIMEOUT = 30\n")
+    engine = Engine(tmp_workspace, EngramConfig(embed=EmbedConfig(model="none")))
+    try:
+        a = remember(engine, "The job timeout is 30s.", file="jobs.py", scope="global").memory
+        b = remember(engine, "The job timeout is 90s.", file="jobs.py", scope="global").memory
+    finally:
+        engine.close()
+    memories, partners = digest_memories(tmp_workspace.root, "jobs.py")
+    assert {m.id for m in memories} == {a.id, b.id}
+    assert partners[a.id] == [(b.id, b.content)] and partners[b.id] == [(a.id, a.content)]

@@ -130,6 +130,7 @@ def run_lsp(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
     ``anchored``: files with diagnostic-type memories (pull diagnostics, workspace-wide).
     """
     from engram.lsp import folder as lsp_folder
+    from engram.lsp.remote import partners_json
     from engram.model import memory_to_dict
 
     what = request.get("what")
@@ -144,9 +145,14 @@ def run_lsp(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
         symbols = [[s.name, s.qualname, s.span.start, s.span.end] for s in snap.symbols]
         known = request.get("known")
         key = [list(k) for k in lsp_folder.memory_key(snap.memories)]
-        if isinstance(known, list) and known == key:
-            return {"unchanged": True, "symbols": symbols}  # nothing to decode over there
-        return {"memories": [memory_to_dict(m) for m in snap.memories], "symbols": symbols}
+        partners = partners_json(snap.partners)  # a partner may change on its own
+        if isinstance(known, list) and known == key:  # nothing to decode over there
+            return {"unchanged": True, "symbols": symbols, "partners": partners}
+        return {
+            "memories": [memory_to_dict(m) for m in snap.memories],
+            "symbols": symbols,
+            "partners": partners,
+        }
     if what == "impact":
         if not isinstance(file, str):
             raise InvalidInput("impact needs a file")
@@ -170,8 +176,14 @@ def run_lsp(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
                     log.debug("reindex of %s failed: %s", rel, exc)
         return {"files": done}
     if what == "anchored":
+        from engram.app.memories import conflict_partners
+
         by_file = lsp_folder.anchored_files_blocking(engine)
-        return {"files": {f: [memory_to_dict(m) for m in ms] for f, ms in by_file.items()}}
+        everyone = list({m.id: m for ms in by_file.values() for m in ms}.values())
+        return {
+            "files": {f: [memory_to_dict(m) for m in ms] for f, ms in by_file.items()},
+            "partners": partners_json(conflict_partners(engine, everyone)),
+        }
     raise InvalidInput(f"unknown language-server request {what!r}")
 
 

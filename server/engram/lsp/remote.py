@@ -46,17 +46,47 @@ def _memories(raw: object) -> tuple[Memory, ...]:
     return tuple(out)
 
 
-def digest_memories(root: Path, rel: str) -> tuple[Memory, ...]:
-    """The file's memories as the digest mirrors them (no engine, no LanceDB)."""
+#: memory id -> ``(id, text)`` of the shown memories it conflicts with (docs/trust.md
+#: "Conflicts"; ``engram.app.memories.conflict_partners``)
+Partners = dict[str, list[tuple[str, str]]]
+
+
+def _partners(raw: object) -> Partners:
+    out: Partners = {}
+    for key, items in raw.items() if isinstance(raw, dict) else ():
+        pairs = [
+            (str(item[0]), str(item[1]))
+            for item in items if isinstance(items, list)
+            if isinstance(item, list) and len(item) == 2
+        ]  # fmt: skip
+        if pairs:
+            out[str(key)] = pairs
+    return out
+
+
+def partners_json(partners: Partners) -> dict[str, list[list[str]]]:
+    return {k: [[oid, text] for oid, text in v] for k, v in partners.items()}
+
+
+def digest_memories(root: Path, rel: str) -> tuple[tuple[Memory, ...], Partners]:
+    """The file's memories as the digest mirrors them, with their shown conflict partners
+    (no engine, no LanceDB)."""
     from engram.agents.digest import Digest
+    from engram.lifecycle.trust import conflict_ids
     from engram.workspace import Workspace
 
     digest = Digest(Workspace(root))
     try:
-        return _memories(digest.records_for_file(rel))
+        memories = _memories(digest.records_for_file(rel))
+        partners: Partners = {}
+        for memory in memories:
+            others = [b for b in digest.shown(conflict_ids(memory)) if b.id != memory.id]
+            if others:
+                partners[memory.id] = [(b.id, b.content) for b in others]
+        return memories, partners
     except Exception as exc:  # no digest yet, or an older one: the engine will answer
         log.debug("digest unavailable for %s: %s", rel, exc)
-        return ()
+        return (), {}
     finally:
         digest.close()
 
@@ -109,8 +139,9 @@ class EngineLink:
         has_graph: bool,
         reindex: bool = False,
         known: Sequence[Memory] | None = None,
-    ) -> tuple[tuple[Memory, ...] | None, tuple[SymbolInfo, ...]]:
-        """The file's memories (``None``: the same as ``known``) and its symbols."""
+    ) -> tuple[tuple[Memory, ...] | None, tuple[SymbolInfo, ...], Partners]:
+        """The file's memories (``None``: the same as ``known``), its symbols and the
+        memories' conflict partners."""
         from engram.lsp.folder import SymbolInfo, memory_key
 
         params: dict[str, object] = {"file": rel, "has_graph": has_graph, "reindex": reindex}
@@ -123,9 +154,10 @@ class EngineLink:
             if isinstance(item, list) and len(item) == 4:
                 name, qualname, start, end = item
                 symbols.append(SymbolInfo(str(name), str(qualname), LineSpan(int(start), int(end))))
+        partners = _partners(result.get("partners"))
         if result.get("unchanged"):
-            return None, tuple(symbols)
-        return _memories(result.get("memories")), tuple(symbols)
+            return None, tuple(symbols), partners
+        return _memories(result.get("memories")), tuple(symbols), partners
 
     def impact(self, rel: str) -> str | None:
         summary = self._lsp("impact", file=rel).get("summary")
@@ -134,11 +166,14 @@ class EngineLink:
     def index(self, history: bool) -> dict[str, object]:
         return self._lsp("index", history=history)
 
-    def anchored(self) -> dict[str, list[Memory]]:
-        files = self._lsp("anchored").get("files")
+    def anchored(self) -> tuple[dict[str, list[Memory]], Partners]:
+        """Files with diagnostic-type memories, and those memories' conflict partners."""
+        result = self._lsp("anchored")
+        files = result.get("files")
         if not isinstance(files, dict):
-            return {}
-        return {str(f): list(_memories(ms)) for f, ms in files.items()}
+            return {}, {}
+        by_file = {str(f): list(_memories(ms)) for f, ms in files.items()}
+        return by_file, _partners(result.get("partners"))
 
     def observe(self, events: Sequence[dict[str, object]]) -> None:
         """Editor events to the engine's observer (the ``observe`` command, JSON lines)."""
@@ -160,4 +195,4 @@ class EngineLink:
         self.connection.close()
 
 
-__all__ = ["EngineLink", "digest_memories"]
+__all__ = ["EngineLink", "Partners", "digest_memories", "partners_json"]

@@ -743,14 +743,15 @@ class EngramLanguageServer(LanguageServer):
 
             known = doc.memories if doc.loaded and not reindex else None
             try:
-                found, symbols = await asyncio.to_thread(
+                found, symbols, partners = await asyncio.to_thread(
                     link.snapshot, doc.rel, folder.has_graph, reindex, known
                 )
             except (WireError, EngineError) as exc:
                 log.info("the engine did not answer for %s: %s", doc.rel, exc)
                 return False
             memories = doc.memories if found is None else found
-            snap = FileSnapshot(memories, locate_spans(memories, doc.rel, lines, symbols), symbols)
+            spans = locate_spans(memories, doc.rel, lines, symbols)
+            snap = FileSnapshot(memories, spans, symbols, partners)
         elif engine is not None and folder.ready:
             snap = await asyncio.to_thread(
                 snapshot_blocking, engine, doc.rel, lines, folder.has_graph, reindex
@@ -783,8 +784,8 @@ class EngramLanguageServer(LanguageServer):
         """What the SQLite digest knows of the file: shown before the engine answers."""
         from engram.lsp.remote import digest_memories
 
-        memories = await asyncio.to_thread(digest_memories, doc.folder.root, doc.rel)
-        return FileSnapshot(memories, locate_spans(memories, doc.rel, lines, ()), ())
+        memories, partners = await asyncio.to_thread(digest_memories, doc.folder.root, doc.rel)
+        return FileSnapshot(memories, locate_spans(memories, doc.rel, lines, ()), (), partners)
 
     async def show_digest(self, doc: DocumentState) -> None:
         """A just-opened document's memories from the digest, published at once."""
@@ -794,7 +795,7 @@ class EngramLanguageServer(LanguageServer):
         if doc.loaded or self.docs.get(doc.uri) is not doc:
             return  # the engine was faster
         doc.memories, doc.memory_key = snap.memories, memory_key(snap.memories)
-        doc.spans = snap.spans
+        doc.spans, doc.partners = snap.spans, snap.partners
         doc.loaded = True
         if snap.memories:
             self.publish(doc)

@@ -65,8 +65,7 @@ async def _folder_reports(
     engine, link = folder.engine, folder.link
     partners: dict[str, list[tuple[str, str]]]
     if engine is None and link is not None:
-        by_file = await asyncio.to_thread(link.anchored)
-        partners = {}
+        by_file, partners = await asyncio.to_thread(link.anchored)
     else:
         assert engine is not None
         by_file = await asyncio.to_thread(anchored_files_blocking, engine)
@@ -85,7 +84,9 @@ async def _folder_reports(
         else:
             lines = await asyncio.to_thread(read_lines_blocking, folder.root, rel)
             if engine is None and link is not None:
-                _found, symbols = await asyncio.to_thread(link.snapshot, rel, folder.has_graph)
+                _found, symbols, _partners = await asyncio.to_thread(
+                    link.snapshot, rel, folder.has_graph
+                )
             else:
                 assert engine is not None
                 symbols = await asyncio.to_thread(symbols_blocking, engine, rel, folder.has_graph)
