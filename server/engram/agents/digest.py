@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 DIGEST_FILE = "digest.sqlite"
 #: Bump when the tables change: an older digest is dropped and rebuilt (it is only a cache).
-DIGEST_SCHEMA = 4
+DIGEST_SCHEMA = 5
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
     id TEXT PRIMARY KEY,
