@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -258,7 +257,6 @@ def test_real_default_model_end_to_end(
     env = dict(cli_env)
     env.pop("ENGRAM_EMBED__MODEL")
     root = tmp_workspace.root
-    started = time.perf_counter()
     first = _run(
         ["remember", "Use exponential backoff when the GitHub API rate-limits us"], root, env, None
     )
@@ -271,7 +269,6 @@ def test_real_default_model_end_to_end(
     doctor = json.loads(_run(["doctor", "--json"], root, env, None).out)
     model = {c["name"]: c for c in doctor["checks"]}["embedding model"]
     assert model["ok"], model
-    assert time.perf_counter() - started < 120
 
 
 def test_observe_engram_events_and_claude_code_payloads(
