@@ -65,6 +65,8 @@ FEATURES = (
     "partner_rate",
     "structure",
     "no_history",
+    "partner_recent_rate",
+    "name_match",
 )
 #: Half-life of ``short_confidence``, in commits.
 SHORT_HALF_LIFE = 200.0
@@ -79,7 +81,7 @@ SESSION_SPAN = 20
 #: Added before taking logs of shares and strengths (a pair never seen together is not -inf).
 FLOOR = 0.01
 #: L2 penalty of the logistic regression (on standardised features).
-L2 = 1.0
+L2 = 3.0
 #: Self-training: the most recent eligible commits used as labelled queries ...
 TRAIN_COMMITS = 300
 #: ... in this many consecutive time splits (the newest first) ...
