@@ -380,3 +380,35 @@ def test_a_search_that_matches_nothing_returns_nothing() -> None:
     low = r.config.min_cosine - 0.05
     store.vector_search = lambda v, k, flt=None: [(f"m-{i}", low) for i in range(8)]  # type: ignore[method-assign]
     assert r.search(SearchRequest("xylophone quartz", k=10)) == []
+
+
+def test_a_question_ranks_below_its_reply_for_a_question_query() -> None:
+    """Issue 17 (LoCoMo misses): "Which team does Tim support?" matched the earlier
+    question "Who's your favourite basketball team?" best; the reply after it answers."""
+    from engram.embed.text import link_episode
+
+    asked = mem("Cool! Who's your favourite basketball team? [shared an image]", id="m-ask")
+    reply = mem("The Wolves are solid, I support the basketball team since school", id="m-re")
+    after = mem("Nice, I should watch a game with you sometime", id="m-after")
+    link_episode([asked, reply, after], same_episode=lambda a, b: True)
+    noise = [mem(f"basketball practice schedule {i}", id=f"m-n{i}") for i in range(12)]
+    r, _ = retriever([asked, reply, after, *noise])
+    hits = r.search(SearchRequest("Which basketball team does Tim support?", k=10))
+    order = ids(hits)
+    assert order.index("m-re") < order.index("m-ask")
+    question = next(h for h in hits if h.memory.id == "m-ask")
+    assert "a question itself: ranked below answers" in question.reasons
+    # a query that is not a question leaves question memories as they were
+    hits = r.search(SearchRequest("favourite basketball team", k=10))
+    assert all("a question itself" not in " ".join(h.reasons) for h in hits)
+
+
+def test_question_shapes() -> None:
+    from engram.retrieval.scoring import is_question, is_question_query
+
+    assert is_question("Who is it? [shared an image: a dog]")
+    assert not is_question("Nice. (see photo)")
+    assert is_question_query("When did the build break")
+    assert is_question_query("the build broke?")
+    assert not is_question_query("is_valid function")
+    assert not is_question_query("payment cents")

@@ -41,12 +41,16 @@ from engram.retrieval.scoring import (
     DENSE,
     FUSION_WEIGHTS,
     GRAPH,
+    QUESTION_PENALTY,
+    REPLY_SHARE,
     TIME,
     TIME_MATCH_BOOST,
     TIME_WEIGHT,
     detect_query_type,
     graph_neighbourhood_boost,
     graph_scale,
+    is_question,
+    is_question_query,
     memory_weight,
     weighted_rrf,
     weighted_score_fusion,
@@ -316,7 +320,7 @@ class Retriever:
             for name, hits in paths.items()
         }
         ranked = self._boost(ranked, notes, path_ranks)
-        ranked = self._episode_spread(ranked, path_ranks, matching)
+        ranked = self._episode_spread(ranked, path_ranks, matching, is_question_query(query))
         return ranked, notes, path_ranks
 
     def _matching(
@@ -472,6 +476,7 @@ class Retriever:
         ranked: list[tuple[str, float]],
         path_ranks: dict[str, dict[str, int]],
         matching: set[str],
+        asked: bool = False,
     ) -> list[tuple[str, float]]:
         """Lift the memories recorded right before/after the top results (same episode).
 
@@ -481,7 +486,12 @@ class Retriever:
         question, the fix after the matching error), so each of the top
         :data:`EPISODE_SEEDS` results passes :data:`EPISODE_SHARE` of its score to its
         neighbours: the episode counterpart of the code graph's neighbourhood boost.
+        When the query is a question (``asked``) and a seed is a question too, the memory
+        recorded right after the seed (its reply: the one whose ``episode_before`` is the
+        seed's excerpt) gets :data:`REPLY_SHARE` of the seed's score more.
         """
+        from engram.embed.text import EPISODE_BEFORE_KEY, episode_excerpt
+
         seeds = ranked[:EPISODE_SEEDS]
         if not seeds:
             return ranked
@@ -496,8 +506,23 @@ class Retriever:
                 if other != mid:
                     bonus[other] = max(bonus.get(other, 0.0), EPISODE_SHARE * score)
                     first_ring.setdefault(other, (mid, score))
+        ring_memories = self.store.get_many(list(first_ring))
+        if asked and REPLY_SHARE > 0:
+            seed_scores = dict(seeds)
+            excerpts = {
+                mid: episode_excerpt(m.content)
+                for mid, m in memories.items()
+                if is_question(m.content)
+            }
+            for ring in ring_memories:
+                for question_id, excerpt in excerpts.items():
+                    if question_id in adjacent_ids(ring) and (
+                        ring.extra.get(EPISODE_BEFORE_KEY) == excerpt
+                    ):
+                        extra = REPLY_SHARE * seed_scores.get(question_id, 0.0)
+                        bonus[ring.id] = bonus.get(ring.id, 0.0) + extra
         if EPISODE_SECOND_SHARE > 0:
-            for ring in self.store.get_many(list(first_ring)):
+            for ring in ring_memories:
                 seed, score = first_ring[ring.id]
                 for other in adjacent_ids(ring):
                     if other != seed and other != ring.id:
@@ -533,6 +558,7 @@ class Retriever:
         memories = {m.id: m for m in self.store.get_many([mid for mid, _ in window])}
         types = set(request.types) if request.types else None
         query_words = set(_WORDS.findall(request.query.lower()))
+        asked = is_question_query(request.query)
         hits: list[SearchHit] = []
         for mid, relevance in window:
             memory = memories.get(mid)
@@ -546,6 +572,9 @@ class Retriever:
             tag_match = bool(query_words) and tags_named(memory, query_words)
             if mid in path_ranks.get(TIME, {}):  # recorded when the query says
                 relevance *= TIME_MATCH_BOOST
+            questioned = asked and is_question(memory.content)
+            if questioned:  # a question does not answer one: its reply does
+                relevance *= QUESTION_PENALTY
             weight = memory_weight(
                 memory,
                 now=now,
@@ -564,6 +593,8 @@ class Retriever:
                 reasons.append("next to a top result in its episode")
             if tag_match:
                 reasons.append("tag named in the query")
+            if questioned:
+                reasons.append("a question itself: ranked below answers")
             reasons.extend(notes)
             if weight.phase != 1.0 and request.phase is not None:
                 reasons.append(f"phase {request.phase.value} x{weight.phase:g}")

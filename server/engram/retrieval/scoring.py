@@ -277,6 +277,39 @@ class WeightBreakdown:
         )
 
 
+#: Multiplier for a memory that is itself a question when the query is one: "Who's your
+#: favourite team?" resembles "Which team does Tim support?" in words and meaning but never
+#: answers it; the reply after it does (docs/retrieval.md "Questions and their replies";
+#: 0.2 chosen by cross-validation over LoCoMo dev conversations).
+QUESTION_PENALTY = 0.8
+#: Extra share of a question's score passed to the memory recorded right after it in its
+#: episode (its reply), on top of ``EPISODE_SHARE`` (same cross-validation).
+REPLY_SHARE = 0.1
+
+_TRAILING_ASIDE = re.compile(r"\s*[\[(][^\[\]()]*[\])]\s*$")
+_QUESTION_START = re.compile(
+    r"^\s*(?:who|whom|whose|what|when|where|which|why|how|is|are|was|were|do|does|did|"
+    r"can|could|should|would|will|has|have|had)\b",
+    re.IGNORECASE,
+)
+
+
+def is_question(text: str) -> bool:
+    """Whether ``text`` ends by asking something (a trailing "[...]"/"(...)" aside ignored)."""
+    stripped = text.strip()
+    while True:
+        shorter = _TRAILING_ASIDE.sub("", stripped)
+        if shorter == stripped:
+            break
+        stripped = shorter
+    return stripped.endswith("?")
+
+
+def is_question_query(query: str) -> bool:
+    """A query asked as a question: a question mark, or a question word first."""
+    return query.strip().endswith("?") or _QUESTION_START.match(query) is not None
+
+
 #: Multiplier for a stale memory on explicit search (V3: "returned with a confidence penalty").
 STALE_PENALTY = 0.5
 #: Multiplier when the query names one of the memory's tags (a person, a module, a topic).
