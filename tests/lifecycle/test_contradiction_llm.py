@@ -49,8 +49,8 @@ def endpoint() -> Iterator[str]:
         server.server_close()
 
 
-OLD = Memory("`Response.history` is a tuple of the redirects", type=MemoryType.GOTCHA)
-NEW = Memory("`Response.history` is now always a list of the redirects", type=MemoryType.GOTCHA)
+OLD = Memory("`Response.history` retains the redirects", type=MemoryType.GOTCHA)
+NEW = Memory("`Response.history` now discards the redirects", type=MemoryType.GOTCHA)
 
 
 def test_a_pair_the_rules_leave_open_is_judged_by_the_configured_endpoint(endpoint: str) -> None:
@@ -62,7 +62,7 @@ def test_a_pair_the_rules_leave_open_is_judged_by_the_configured_endpoint(endpoi
     (request,) = _Fake.requests
     assert request["path"] == "/v1/chat/completions"
     sent = json.dumps(request["body"])
-    assert "tuple of the redirects" in sent and "always a list" in sent
+    assert "retains the redirects" in sent and "now discards" in sent
 
 
 @pytest.mark.parametrize("answer", ["[false]", "not json", "[true, true]", '["yes"]'])

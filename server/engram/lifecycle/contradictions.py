@@ -137,6 +137,8 @@ class _Reading:
     negated: frozenset[str]
     asserted: frozenset[str]
     values: frozenset[str]
+    #: how many negations the note has ("not", "no", "never", "instead of" …)
+    negations: int = 0
 
 
 @functools.lru_cache(maxsize=4096)
@@ -148,6 +150,7 @@ def _read(text: str) -> _Reading:
     negated: set[str] = set()
     asserted: set[str] = set()
     values: set[str] = set()
+    negations = 0
     for clause in _CLAUSE_END.split(lowered):
         if not clause or not clause.strip():
             continue
@@ -157,6 +160,7 @@ def _read(text: str) -> _Reading:
             bare = token.rstrip(".")
             if bare in _NEGATION_WORDS or bare.endswith("n't"):
                 scope = NEGATION_SCOPE
+                negations += 1
                 continue
             if bare in _STOP:
                 continue
@@ -171,7 +175,9 @@ def _read(text: str) -> _Reading:
                 scope -= 1
             else:
                 asserted.add(bare)
-    return _Reading(frozenset(words), frozenset(negated), frozenset(asserted), frozenset(values))
+    return _Reading(
+        frozenset(words), frozenset(negated), frozenset(asserted), frozenset(values), negations
+    )
 
 
 def _stem(word: str) -> str:
@@ -261,6 +267,8 @@ def find_contradictions(
         kind = "flip"
         if flip is None:
             flip, kind = _value_change(other.content, new.content), "value"
+        if flip is None and not planned:
+            kind, flip = _change(other.content, new.content) or (kind, None)
         if flip is not None and (same_symbol or overlap >= MIN_OVERLAP_FOR_JUDGES or close):
             found[other.id] = Contradiction(other, kind, flip, round(overlap, 3))
             continue
@@ -269,7 +277,13 @@ def find_contradictions(
             or bool(_identifiers(other.content) & _identifiers(new.content))
             or (cosine is not None and cosine >= SUBJECT_COSINE)
         )
-        if subject and overlap >= MIN_OVERLAP_FOR_JUDGES and _flip_cue(other.content, new.content):
+        # a plan and today's state are no contradiction for the judges either
+        if (
+            subject
+            and not planned
+            and overlap >= MIN_OVERLAP_FOR_JUDGES
+            and _flip_cue(other.content, new.content)
+        ):
             open_pairs.append((other, overlap))
     if judges is not None and open_pairs:
         for other, overlap, kind, reason in _ask_judges(new, open_pairs, judges):
@@ -316,7 +330,8 @@ def _symbols(memory: Memory) -> set[tuple[str, str]]:
 # thing is on/off, enabled/disabled, on or not on by default.
 _IDENT = re.compile(
     r"`{1,2}([^`\n]{1,40})`{1,2}|\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[a-z]+_[a-z0-9_]+|"
-    r"[A-Z][a-z0-9]+[A-Z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+|--?[a-z][\w-]+)(?:\(\))?"
+    r"[A-Z][a-z0-9]+[A-Z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+|--?[a-z][\w-]+|[A-Za-z]{2,}/\d+(?:\.\d+)?)"
+    r"(?:\(\))?"
 )
 _ASSIGN = re.compile(
     r"([A-Za-z_][\w.-]*)\s*[=:]\s*`{0,2}(true|false|on|off|yes|no|none|enabled|disabled)\b",
@@ -324,7 +339,7 @@ _ASSIGN = re.compile(
 )
 _TRUTH = {"true": True, "on": True, "yes": True, "enabled": True,
           "false": False, "off": False, "no": False, "none": False, "disabled": False}  # fmt: skip
-_ON = re.compile(r"\b(?:enabled?|on by default|turned on|always|true|activated?)\b", re.I)
+_ON = re.compile(r"\b(?:enabled?|enables|on by default|turned on|always|true|activated?)\b", re.I)
 _OFF = re.compile(
     r"\b(?:disabled?|off|turned off|never|false|not|no longer|don't|doesn't|isn't|won't|"
     r"deactivated?|without)\b|n't\b",
@@ -413,8 +428,8 @@ _DEFAULT_VALUES = [
     re.compile(r"\b([\w.-]{3,40}) (?:now )?defaults to " + _VALUE, re.I),
     re.compile(r"\bdefaults? ([\w.-]{3,40}) to " + _VALUE, re.I),
     re.compile(
-        r"\bchanged? (?:the )?default (?:for |of )?(--?\w[\w-]*|[\w.-]{3,40}) (?:from \S+ )?to "
-        + _VALUE,
+        r"\bchanged? (?:the )?default (?:for |of )?(--?\w[\w-]*|[\w.-]{3,40}) "
+        r"(?:from \S+ )?to (?:be )?" + _VALUE,
         re.I,
     ),
 ]
@@ -509,7 +524,9 @@ def _judge(a: _Reading, b: _Reading) -> tuple[str, str] | None:
         | (b.negated - b.asserted) & (a.asserted - a.negated))
         - _GENERIC_VERBS
     )  # fmt: skip
-    if flipped:
+    # "a request context has not been pushed" / "no request context has been pushed": the
+    # same negation placed elsewhere moves its scope, not the claim
+    if flipped and a.negations != b.negations:
         return "polarity", f"one says not/never about: {', '.join(flipped[:3])}"
     # values: the same words around different numbers or versions
     if a.values and b.values and a.values != b.values:
@@ -519,4 +536,132 @@ def _judge(a: _Reading, b: _Reading) -> tuple[str, str] | None:
             right = ", ".join(sorted(b.values - a.values)[:2])
             if left and right:
                 return "value", f"{left} vs {right}"
+    return None
+
+
+# -- change statements ---------------------------------------------------------------------
+# A changelog entry says what changed, and often what it replaced: "changed the default
+# cookie serialization from pickle to JSON", "is now always an error instead of a warning",
+# "is now always relative. Previously it was sometimes absolute", "Revert the change that
+# exposed fileno()". Against a note that states the replaced thing ("the session cookie is
+# serialized with pickle by default") the pair cannot both hold, though each carries many
+# words the other lacks (docs/lifecycle.md, "Change statements").
+_REPLACED = [
+    # "from pickle to JSON": replaced pickle, by JSON
+    re.compile(r"\bfrom\s+(?P<old>[^,;:()]{1,40}?)\s+to\s+(?P<new>[^\s,;:()]{1,40})", re.I),
+    # "an error instead of a warning": replaced a warning, by an error
+    re.compile(
+        r"(?P<new>[\w.-]+)\s+(?:instead\s+of|rather\s+than)\s+(?P<old>[^,;:()]{1,40}?)"
+        r"(?=[,;:()]|\.(?:\s|$)|$)",
+        re.I,
+    ),
+    # "Previously it was sometimes absolute": replaced "absolute"
+    re.compile(
+        r"\bpreviously,?\s+(?:it\s+|they\s+)?(?:was\s+|were\s+|had\s+been\s+)?"
+        r"(?P<old>[^,;:()]{1,40}?)(?=[,;:()]|\.(?:\s|$)|$)",
+        re.I,
+    ),
+]
+#: how often a thing held is no part of what held: "Previously it was sometimes absolute"
+_FREQUENCY = frozenset(
+    {"sometimes", "always", "usually", "often", "occasionally", "silently", "simply", "now"}
+)
+_REVERT = re.compile(r"\brevert(?:s|ed|ing)?\b|\broll(?:s|ed)? back\b", re.I)
+#: "Config.InvocationParams.args is now always a tuple" / "… is a list": a subject, "is"
+_COPULA_NOW = re.compile(
+    r"^(?P<subject>.+?)\s+(?:is|are)\s+now\s+(?:always\s+)?(?P<value>.+)$", re.I
+)
+_COPULA = re.compile(r"^(?P<subject>.+?)\s+(?:is|are)\s+(?:only\s+)?(?P<value>.+)$", re.I)
+#: the replaced thing's words that must be stated in the other note
+SUPERSEDED_COVERAGE = 0.6
+#: how much of the shorter subject's words the other subject must hold
+SAME_SUBJECT = 0.6
+
+
+def _content(text: str) -> frozenset[str]:
+    return (
+        frozenset(
+            _stem(t.rstrip(".")) for t in _TOKEN.findall(text.lower()) if t.rstrip(".") not in _STOP
+        )
+        - _FREQUENCY
+    )
+
+
+def _replaced(text: str) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """(what a change replaced, what replaced it: possibly empty), per change phrase."""
+    found = []
+    for pattern in _REPLACED:
+        for match in pattern.finditer(text):
+            old = _content(match.group("old"))
+            new = _content(match.groupdict().get("new") or "")
+            if old and len(old) <= 6:
+                found.append((old, new))
+    return found
+
+
+def _superseded(stated: str, change: str) -> str | None:
+    """``change`` replaced something ``stated`` asserts (and ``stated`` does not already
+    say what replaced it)."""
+    reading = _read(stated)
+    for old, new in _replaced(change):
+        kept = reading.asserted - reading.negated
+        if len(old & kept) / len(old) >= SUPERSEDED_COVERAGE and not (new & reading.words):
+            return f"replaced: {' '.join(sorted(old & kept)[:3])}"
+    return None
+
+
+def _copula_change(stated: str, change: str) -> str | None:
+    """ "X is now Y" against "X is Z": one subject, another head word of what it is."""
+    for sentence in _CLAUSES.split(change):
+        now = _COPULA_NOW.match(sentence.strip())
+        if now is None:
+            continue
+        subject, value = _content(now.group("subject")), _content_head(now.group("value"))
+        for other in _CLAUSES.split(stated):
+            was = _COPULA.match(other.strip())
+            if was is None or value is None:
+                continue
+            their_subject = _content(was.group("subject"))
+            their_value = _content_head(was.group("value"))
+            if their_value is None or their_value == value:
+                continue
+            if _overlap(subject, their_subject) >= SAME_SUBJECT and not (
+                {value} & _content(was.group("value")) or {their_value} & _content(sentence)
+            ):
+                return f"{' '.join(sorted(subject & their_subject)[:3])}: {their_value} vs {value}"
+    return None
+
+
+def _content_head(text: str) -> str | None:
+    for token in _TOKEN.findall(text.lower()):
+        bare = token.rstrip(".")
+        if bare not in _STOP and bare not in _FREQUENCY:
+            return _stem(bare)
+    return None
+
+
+def _default_changed(stated: str, change: str) -> str | None:
+    """ "Changed the default X to Y" against a note on X's default that does not say Y."""
+    if not re.search(r"\bchang", change, re.I) or not _DEFAULT.search(stated):
+        return None
+    lowered = stated.lower()
+    for name, value in _values(change).items():
+        if name in lowered and value not in lowered and name not in _values(stated):
+            return f"{name}: default changed to {value}"
+    return None
+
+
+def _change(old: str, new: str) -> tuple[str, str] | None:
+    """A change statement in either note that the other note's claim cannot survive."""
+    for stated, change in ((old, new), (new, old)):
+        if _REVERT.search(change) and not _REVERT.search(stated):
+            return "revert", "one note reverts what the other states"
+        for kind, reader in (
+            ("superseded", _superseded),
+            ("value", _copula_change),
+            ("value", _default_changed),
+        ):
+            reason = reader(stated, change)
+            if reason is not None:
+                return kind, reason
     return None
