@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from engram.model import CodeAnchor, Memory, MemoryRelation, MemoryType, RelationType
 from engram.report import ImpactInput, build_report, render_html
-from engram.report.data import cochange_matrix, module_of, pick_module
+from engram.report.data import MemoryColumns, cochange_matrix, module_of, pick_module
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -25,6 +28,10 @@ def memory(text: str, days_ago: float, **kw: object) -> Memory:
     )
 
 
+def cols(*memories: Memory) -> MemoryColumns:
+    return MemoryColumns.from_memories(memories)
+
+
 def test_module_of_groups_by_two_folder_levels() -> None:
     assert module_of("server/engram/store/x.py") == "server/engram"
     assert module_of("src/a.py") == "src"
@@ -38,7 +45,7 @@ def test_counts_by_type_module_state_and_backlog() -> None:
                needs_review=True)  # fmt: skip
     c = memory("c", 5, type=MemoryType.GOTCHA, stale_at=NOW)
     d = memory("d", 1, type=MemoryType.GOTCHA, deprecated=True)
-    data = build_report(workspace="/ws", memories=[a, b, c, d], cochange_pairs=[], impact=None,
+    data = build_report(workspace="/ws", memories=cols(a, b, c, d), cochange_pairs=[], impact=None,
                         now=NOW)  # fmt: skip
     assert data.totals == {
         "memories": 4, "active": 1, "in_review": 1, "stale": 1, "deprecated": 1,
@@ -66,7 +73,7 @@ def test_open_contradictions_pair_once_and_skip_retired_ones() -> None:
     gone = memory("retired", 2, deprecated=True)
     z = memory("z", 1)
     z.relations.append(MemoryRelation(RelationType.CONFLICTS_WITH, target_memory_id=gone.id))
-    data = build_report(workspace="/ws", memories=[x, y, gone, z], cochange_pairs=[],
+    data = build_report(workspace="/ws", memories=cols(x, y, gone, z), cochange_pairs=[],
                         impact=None, now=NOW)  # fmt: skip
     assert data.contradictions_total == 1
     pair = data.contradictions[0]
@@ -91,7 +98,9 @@ def test_impact_graph_layers_and_the_default_module() -> None:
         cochange=[("docs.md", 0.6), ("api.py", 0.5)],
     )  # fmt: skip
     m = memory("core gotcha", 1, anchors=[CodeAnchor("core.py")])
-    data = build_report(workspace="/ws", memories=[m], cochange_pairs=[], impact=impact, now=NOW)
+    data = build_report(
+        workspace="/ws", memories=cols(m), cochange_pairs=[], impact=impact, now=NOW
+    )
     depth = {n.file: n.depth for n in data.impact.nodes}
     assert depth == {"core.py": 0, "util.py": -1, "api.py": 1, "web.py": 2, "docs.md": None}
     edges = {(e.source, e.target, e.kind) for e in data.impact.edges}
@@ -106,7 +115,7 @@ def test_impact_graph_layers_and_the_default_module() -> None:
 def test_page_is_self_contained_and_escapes_memory_text() -> None:
     hostile = "</script><script>alert(1)</script><img src=https://evil.invalid/x>"
     m = memory(hostile, 1, needs_review=True)
-    page = render_html(build_report(workspace="/ws <b>", memories=[m], cochange_pairs=[],
+    page = render_html(build_report(workspace="/ws <b>", memories=cols(m), cochange_pairs=[],
                                     impact=None, now=NOW))  # fmt: skip
     assert "<script>alert(1)" not in page
     assert "<img src=https://evil" not in page
@@ -144,3 +153,57 @@ def test_lsp_report_command_writes_the_page(tmp_path: Path) -> None:
         assert "Plotly.newPlot" in page.read_text(encoding="utf-8")
     finally:
         engine.close()
+
+
+def _python_bucket(moment: datetime, unit: str) -> str:
+    day = moment.astimezone(UTC).date()
+    if unit == "week":
+        day -= timedelta(days=day.weekday())
+    elif unit == "month":
+        day = day.replace(day=1)
+    return day.isoformat()
+
+
+@pytest.mark.parametrize(("span_days", "unit"), [(30, "day"), (200, "week"), (900, "month")])
+def test_column_counts_match_counting_memory_by_memory(span_days: int, unit: str) -> None:
+    """The vectorised buckets and bins give what a loop over ``Memory`` objects gives."""
+    rng = random.Random(span_days)
+    types = list(MemoryType)
+    memories = []
+    for i in range(400):
+        m = memory(f"m{i}", rng.uniform(0, span_days), type=types[i % len(types)],
+                   confidence=rng.uniform(0, 1), pinned=i % 13 == 0, needs_review=i % 7 == 0,
+                   deprecated=i % 11 == 0, stale_at=NOW if i % 5 == 0 else None)  # fmt: skip
+        m.last_accessed_at = m.created_at + timedelta(days=rng.uniform(0, 20))
+        m.updated_at = m.created_at + timedelta(days=rng.uniform(0, 400))
+        memories.append(m)
+    data = build_report(workspace="/ws", memories=cols(*memories), cochange_pairs=[],
+                        impact=None, now=NOW)  # fmt: skip
+    assert data.by_type.unit == unit
+    got = {
+        (s.name, p): v
+        for s in data.by_type.series
+        for p, v in zip(data.by_type.periods, s.values, strict=True)
+        if v
+    }
+    assert got == Counter((m.type.value, _python_bucket(m.created_at, unit)) for m in memories)
+
+    def state(m: Memory) -> str:
+        if m.deprecated:
+            return "deprecated"
+        return "stale" if m.is_stale else "in review" if m.needs_review else "active"
+
+    confidence = {(s.name, i): v for s in data.confidence.series for i, v in enumerate(s.values)}
+    expected = Counter((state(m), min(19, int(m.current_confidence(NOW) * 20))) for m in memories)
+    assert {k: v for k, v in confidence.items() if v} == expected
+    edges = (7, 30, 90, 180, 365)
+
+    def age(m: Memory) -> int:
+        days = max(0.0, (NOW - m.updated_at).total_seconds() / 86400)
+        return next((i for i, e in enumerate(edges) if days < e), len(edges))
+
+    staleness = {(s.name, i): v for s in data.staleness.series for i, v in enumerate(s.values)}
+    assert {k: v for k, v in staleness.items() if v} == Counter(
+        (state(m), age(m)) for m in memories
+    )
+    assert data.review_total == sum(1 for m in memories if m.needs_review and not m.deprecated)

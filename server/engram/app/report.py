@@ -1,10 +1,10 @@
 """The report: what the memory holds and how the code hangs together, as one HTML page.
 
-``report`` gathers the inputs (every memory, the most frequent co-change pairs, one
-module's impact) and hands them to ``engram.report`` for aggregation; ``write_report``
-renders the page to a file, for the CLI (``engram report``) and the language server's
-``engram.report`` (VS Code's webview, Neovim's ``:EngramReport``). Reading only: no memory
-moves (docs/trust.md). See docs/report.md.
+``report`` gathers the inputs (the memories as columns, ``MemoryStore.frame()``, the most
+frequent co-change pairs, one module's impact) and hands them to ``engram.report`` for
+aggregation; ``write_report`` renders the page to a file, for the CLI (``engram report``)
+and the language server's ``engram.report`` (VS Code's webview, Neovim's
+``:EngramReport``). Reading only: no memory moves (docs/trust.md). See docs/report.md.
 """
 
 from __future__ import annotations
@@ -30,9 +30,11 @@ def report(engine: Engine, module: str | None = None) -> ReportData:
     impact graph, by default the indexed source file with the most memories."""
     from engram.app.impact import impact as impact_of
     from engram.report import ImpactInput, build_report, pick_module
-    from engram.report.data import memories_per_file
+    from engram.report.data import MemoryColumns, memories_per_file
 
-    memories = engine.store.list(engine.filter(include_deprecated=True))
+    # columns, not Memory objects: see engram.report.data.MemoryColumns
+    memories = MemoryColumns.of(engine.store.frame())
+    counts = memories_per_file(memories)
     pairs: list[tuple[str, str, int, float]] = []
     try:
         pairs = engine.history.top_pairs(PAIRS)
@@ -44,7 +46,6 @@ def report(engine: Engine, module: str | None = None) -> ReportData:
         target = engine.relative(module) if module else None
         if target is None:
             files = [row[0] for row in graph.files() if row[1]]  # source files only
-            counts = memories_per_file(memories)
             fan_in = graph.fan_in([f for f in files if f in counts] or files)
             target = pick_module(counts, files, fan_in)
         if target is not None:
@@ -63,7 +64,7 @@ def report(engine: Engine, module: str | None = None) -> ReportData:
             )
     return build_report(
         workspace=str(engine.workspace.root), memories=memories, cochange_pairs=pairs,
-        impact=centre,
+        impact=centre, per_file=counts,
     )  # fmt: skip
 
 

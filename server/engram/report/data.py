@@ -1,10 +1,11 @@
 """What the report shows, computed from the store's memories, git history and the code graph.
 
-Everything here is aggregation in Python: the browser gets a few hundred numbers per chart,
-never one point per memory, so a 100k-memory store makes a report as light as a 100-memory
-one (docs/report.md: the render time budget). Inputs are plain values (memories, co-change
-pairs, an impact report's dependents), so the module has no store or engine dependency and
-its tests need no LanceDB.
+Everything here is aggregation over columns (NumPy and Arrow, see :class:`MemoryColumns`):
+the browser gets a few hundred numbers per chart, never one point per memory, and building
+them costs no Python object per memory, so a 100k-memory store makes a report nearly as fast
+and exactly as light as a 100-memory one (docs/report.md). Inputs are plain values (an Arrow
+frame of the memories, co-change pairs, an impact report's dependents), so the module has no
+engine dependency and its tests need no LanceDB.
 """
 
 from __future__ import annotations
@@ -13,11 +14,17 @@ import itertools
 import posixpath
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import attrs
+import numpy as np
+import numpy.typing as npt
 
-from engram.model import Memory, RelationType, shared_by_text
+from engram.model import Memory
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Modules shown by name in "memories by module"; the rest are summed as "other".
 TOP_MODULES = 8
@@ -130,60 +137,170 @@ class ReportData:
     impact: ImpactGraph
 
 
+# ---------------------------------------------------------------------------- the memories
+
+
+@attrs.frozen
+class MemoryColumns:
+    """The memories a report counts, as columns (``MemoryStore.frame()``'s layout).
+
+    Why columns: a report counts every memory of the store, and at 100k memories one
+    Python object per memory (decoding, attribute access, a ``Counter`` update) is what
+    made building it take minutes; NumPy/Arrow over columns takes well under a second.
+    Only the few rows a table lists by name (the review backlog's oldest, contradictions)
+    become Python values.
+    """
+
+    #: ``engram.store.frame.frame_schema`` rows
+    table: pa.Table
+    types: npt.NDArray[np.int64]
+    type_names: list[str]
+    modules: npt.NDArray[np.int64]
+    module_names: list[str]
+    needs_review: npt.NDArray[np.bool_]
+    deprecated: npt.NDArray[np.bool_]
+    stale: npt.NDArray[np.bool_]
+    pinned: npt.NDArray[np.bool_]
+    shared: npt.NDArray[np.bool_]
+    confidence: npt.NDArray[np.float64]
+    #: NaN: never decays
+    half_life_days: npt.NDArray[np.float64]
+    #: microseconds since the epoch, UTC
+    created_us: npt.NDArray[np.int64]
+    updated_us: npt.NDArray[np.int64]
+    accessed_us: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    @classmethod
+    def of(cls, table: pa.Table) -> MemoryColumns:
+        """Columns of a frame (``MemoryStore.frame()``)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = table.combine_chunks()
+
+        def np_of(name: str, dtype: Any) -> npt.NDArray[Any]:
+            column = table.column(name)
+            if pa.types.is_timestamp(column.type):
+                column = column.cast(pa.int64())
+            return np.asarray(column.to_numpy(zero_copy_only=False), dtype=dtype)
+
+        types = pc.dictionary_encode(table.column("type")).combine_chunks()
+        # a memory's module is the folder of its first file: one ``module_of`` per file,
+        # not per memory
+        files = table.column("files").combine_chunks()
+        n = table.num_rows
+        offsets = np.asarray(files.offsets.to_numpy(), np.int64)[: n + 1]
+        has_file = offsets[1:] > offsets[:-1]
+        firsts = files.values.take(pa.array(offsets[:-1][has_file]))
+        encoded = pc.dictionary_encode(firsts)
+        file_modules = [module_of(f) for f in encoded.dictionary.to_pylist()]
+        module_names = sorted({*file_modules, *([NO_FILE] if not has_file.all() else [])})
+        code_of = {name: i for i, name in enumerate(module_names)}
+        modules = np.full(n, code_of.get(NO_FILE, -1), np.int64)
+        per_file = np.asarray([code_of[m] for m in file_modules], np.int64)
+        modules[has_file] = per_file[np.asarray(encoded.indices.to_numpy(), np.int64)]
+        return cls(
+            table=table,
+            types=np.asarray(types.indices.to_numpy(), np.int64),
+            type_names=[str(t) for t in types.dictionary.to_pylist()],
+            modules=modules,
+            module_names=module_names,
+            needs_review=np_of("needs_review", np.bool_),
+            deprecated=np_of("deprecated", np.bool_),
+            stale=np_of("stale", np.bool_),
+            pinned=np_of("pinned", np.bool_),
+            shared=np.asarray(table.column("shared_by").is_valid().to_numpy(), np.bool_),
+            confidence=np_of("confidence", np.float64),
+            half_life_days=np_of("half_life_days", np.float64),
+            created_us=np_of("created_at", np.int64),
+            updated_us=np_of("updated_at", np.int64),
+            accessed_us=np_of("last_accessed_at", np.int64),
+        )
+
+    @classmethod
+    def from_memories(cls, memories: Sequence[Memory]) -> MemoryColumns:
+        """Columns of decoded memories (tests, small inputs)."""
+        from engram.store.frame import frame_from_memories
+
+        return cls.of(frame_from_memories(memories))
+
+    def rows(self, rows: Sequence[int], *names: str) -> list[dict[str, Any]]:
+        """A few rows as Python values (for the tables that list memories by name)."""
+        import pyarrow as pa
+
+        picked = self.table.select(list(names)).take(pa.array(list(rows), pa.int64()))
+        out: list[dict[str, Any]] = picked.to_pylist()
+        return out
+
+
 # ---------------------------------------------------------------------------- time buckets
 
+_US_PER_DAY = 86_400 * 1_000_000
 
-def _bucket_unit(start: datetime, end: datetime) -> str:
-    span = end - start
-    if span <= timedelta(days=45):
+
+def _bucket_unit(span_days: float) -> str:
+    if span_days <= 45:
         return "day"
-    if span <= timedelta(days=400):
+    if span_days <= 400:
         return "week"
     return "month"
 
 
-def _bucket(moment: datetime, unit: str) -> str:
-    day = moment.astimezone(UTC).date()
+def _buckets(created_us: npt.NDArray[np.int64], unit: str) -> npt.NDArray[Any]:
+    """The start of each moment's bucket (UTC day, Monday of its week, first of its month)."""
+    days = (created_us // _US_PER_DAY).astype("datetime64[D]")
     if unit == "day":
-        return day.isoformat()
+        return days
     if unit == "week":
-        return (day - timedelta(days=day.weekday())).isoformat()
-    return day.replace(day=1).isoformat()
+        # 1970-01-01 was a Thursday: weekday (Monday 0) is (days + 3) mod 7
+        monday: npt.NDArray[Any] = days - ((days.astype(np.int64) + 3) % 7).astype("m8[D]")
+        return monday
+    first_of_month: npt.NDArray[Any] = days.astype("datetime64[M]").astype("datetime64[D]")
+    return first_of_month
 
 
-def _periods(first: datetime, last: datetime, unit: str) -> list[str]:
+def _periods(first: np.datetime64, last: np.datetime64, unit: str) -> npt.NDArray[Any]:
     """Every bucket from ``first`` to ``last`` (so gaps show as zero, not as a jump)."""
-    out: list[str] = []
-    day = datetime.fromisoformat(_bucket(first, unit)).date()
-    end = datetime.fromisoformat(_bucket(last, unit)).date()
-    while day <= end:
-        out.append(day.isoformat())
-        if unit == "day":
-            day += timedelta(days=1)
-        elif unit == "week":
-            day += timedelta(days=7)
-        else:
-            day = (day.replace(day=28) + timedelta(days=4)).replace(day=1)
-    return out
+    if unit == "day":
+        return np.arange(first, last + np.timedelta64(1, "D"), dtype="datetime64[D]")
+    if unit == "week":
+        return np.arange(first, last + np.timedelta64(1, "D"), 7, dtype="datetime64[D]")
+    months = np.arange(
+        first.astype("datetime64[M]"), last.astype("datetime64[M]") + 1, dtype="datetime64[M]"
+    )
+    return months.astype("datetime64[D]")
 
 
 def _time_series(
-    stamped: Sequence[tuple[datetime, str]], now: datetime, order: Sequence[str] | None = None
+    created_us: npt.NDArray[np.int64],
+    groups: npt.NDArray[np.int64],
+    names: Sequence[str],
+    now: datetime,
+    order: Sequence[int] | None = None,
 ) -> TimeSeries:
-    """Counts of ``(moment, group)`` pairs per period and group (cumulative is left to the eye)."""
-    if not stamped:
-        return TimeSeries("day", [_bucket(now, "day")], [])
-    first = min(m for m, _ in stamped)
-    last = max(max(m for m, _ in stamped), first)
-    unit = _bucket_unit(first, last)
-    periods = _periods(first, last, unit)
-    index = {p: i for i, p in enumerate(periods)}
-    counts: dict[str, list[int]] = {}
-    for moment, group in stamped:
-        row = counts.setdefault(group, [0] * len(periods))
-        row[index[_bucket(moment, unit)]] += 1
-    names = list(order) if order is not None else sorted(counts, key=lambda g: -sum(counts[g]))
-    return TimeSeries(unit, periods, [Series(g, counts[g]) for g in names if g in counts])
+    """Counts per period and group (``groups`` index ``names``); groups by size unless
+    ``order`` names them (cumulative is left to the eye)."""
+    if not len(created_us):
+        return TimeSeries("day", [now.astimezone(UTC).date().isoformat()], [])
+    first_us, last_us = int(created_us.min()), int(created_us.max())
+    unit = _bucket_unit((last_us - first_us) / _US_PER_DAY)
+    buckets = _buckets(created_us, unit)
+    periods = _periods(buckets.min(), buckets.max(), unit)
+    column = np.searchsorted(periods, buckets)
+    width = len(periods)
+    counts = np.bincount(groups * width + column, minlength=len(names) * width)
+    counts = counts.reshape(len(names), width)
+    totals = counts.sum(axis=1)
+    if order is None:
+        order = sorted(np.flatnonzero(totals).tolist(), key=lambda g: (-totals[g], names[g]))
+    return TimeSeries(
+        unit,
+        [str(p) for p in periods],
+        [Series(names[g], counts[g].tolist()) for g in order if totals[g]],
+    )
 
 
 # ---------------------------------------------------------------------------- modules
@@ -202,35 +319,51 @@ def module_of(path: str | None, depth: int = 2) -> str:
     return "/".join(folder.split("/")[:depth])
 
 
-def _state(memory: Memory) -> str:
-    if memory.deprecated:
-        return "deprecated"
-    if memory.is_stale:
-        return "stale"
-    if memory.needs_review:
-        return "in review"
-    return "active"
-
-
 STATES = ("active", "in review", "stale", "deprecated")
 
 
-def _histogram(labels: list[str], rows: Iterable[tuple[int, str]]) -> Histogram:
-    counts = {s: [0] * len(labels) for s in STATES}
-    for index, state in rows:
-        counts[state][index] += 1
-    return Histogram(labels, [Series(s, counts[s]) for s in STATES if any(counts[s])])
+def _states(cols: MemoryColumns) -> npt.NDArray[np.int64]:
+    """Each memory's state as an index into :data:`STATES` (deprecated over stale over in
+    review)."""
+    state = np.zeros(len(cols), np.int64)
+    state[cols.needs_review] = 1
+    state[cols.stale] = 2
+    state[cols.deprecated] = 3
+    return state
 
 
-def _confidence(memories: Sequence[Memory], now: datetime) -> Histogram:
+def _histogram(
+    labels: list[str], bins: npt.NDArray[np.int64], states: npt.NDArray[np.int64]
+) -> Histogram:
+    width = len(labels)
+    counts = np.bincount(states * width + bins, minlength=len(STATES) * width)
+    counts = counts.reshape(len(STATES), width)
+    return Histogram(
+        labels, [Series(s, counts[i].tolist()) for i, s in enumerate(STATES) if counts[i].any()]
+    )
+
+
+def current_confidence(cols: MemoryColumns, now: datetime) -> npt.NDArray[np.float64]:
+    """``Memory.current_confidence`` of every memory at once: decayed by half-life since
+    last access; pinned memories and those without a half-life keep their confidence."""
+    now_us = int(now.timestamp() * 1_000_000)
+    days = np.maximum(0.0, (now_us - cols.accessed_us) / _US_PER_DAY)
+    decays = ~cols.pinned & (cols.half_life_days > 0)
+    out = cols.confidence.copy()
+    out[decays] = cols.confidence[decays] * np.power(
+        0.5, days[decays] / cols.half_life_days[decays]
+    )
+    return out
+
+
+def _confidence(cols: MemoryColumns, states: npt.NDArray[np.int64], now: datetime) -> Histogram:
     labels = [
         f"{i / CONFIDENCE_BINS:.2f}–{(i + 1) / CONFIDENCE_BINS:.2f}" for i in range(CONFIDENCE_BINS)
     ]
-    rows = (
-        (min(CONFIDENCE_BINS - 1, int(m.current_confidence(now) * CONFIDENCE_BINS)), _state(m))
-        for m in memories
+    bins = np.minimum(
+        CONFIDENCE_BINS - 1, (current_confidence(cols, now) * CONFIDENCE_BINS).astype(np.int64)
     )
-    return _histogram(labels, rows)
+    return _histogram(labels, bins, states)
 
 
 def _age_labels() -> list[str]:
@@ -239,17 +372,12 @@ def _age_labels() -> list[str]:
     return [*labels, f"over {edges[-1]} days"]
 
 
-def _staleness(memories: Sequence[Memory], now: datetime) -> Histogram:
-    labels = _age_labels()
-
-    def bucket(memory: Memory) -> int:
-        days = max(0.0, (now - memory.updated_at).total_seconds() / 86400.0)
-        for i, edge in enumerate(AGE_EDGES_DAYS[1:]):
-            if days < edge:
-                return i
-        return len(labels) - 1
-
-    return _histogram(labels, ((bucket(m), _state(m)) for m in memories))
+def _staleness(cols: MemoryColumns, states: npt.NDArray[np.int64], now: datetime) -> Histogram:
+    now_us = int(now.timestamp() * 1_000_000)
+    days = np.maximum(0.0, (now_us - cols.updated_us) / _US_PER_DAY)
+    # the first edge a memory's age is below; past the last edge, the last bucket
+    bins = np.searchsorted(np.asarray(AGE_EDGES_DAYS[1:], np.float64), days, side="right")
+    return _histogram(_age_labels(), bins.astype(np.int64), states)
 
 
 def _one_line(text: str, limit: int = 120) -> str:
@@ -257,36 +385,44 @@ def _one_line(text: str, limit: int = 120) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _contradictions(
-    memories: Sequence[Memory], by_id: dict[str, Memory]
-) -> tuple[list[Contradiction], int]:
-    """Open conflicts: ``conflicts_with`` links whose two ends are both still shown."""
-    seen: set[tuple[str, str]] = set()
-    out: list[Contradiction] = []
-    for memory in memories:
-        if memory.deprecated:
-            continue
-        for rel in memory.relations:
-            if rel.relation_type is not RelationType.CONFLICTS_WITH or not rel.target_memory_id:
-                continue
-            other = by_id.get(rel.target_memory_id)
-            if other is None or other.deprecated:
-                continue
-            key = tuple(sorted((memory.id, other.id)))
-            if key in seen:
-                continue
-            seen.add((key[0], key[1]))
-            out.append(
-                Contradiction(
-                    memory.id,
-                    _one_line(memory.content),
-                    other.id,
-                    _one_line(other.content),
-                    shared_by_text(memory) or shared_by_text(other) or "",
-                )
-            )
-    out.sort(key=lambda c: (c.first_id, c.second_id))
-    return out[:TABLE_ROWS], len(out)
+def _contradictions(cols: MemoryColumns) -> tuple[list[Contradiction], int]:
+    """Open conflicts: ``conflicts_with`` links whose two ends are both still shown, each
+    pair once (its smaller id first)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    links = cols.table.column("conflicts_with").combine_chunks()
+    owners = np.asarray(pc.list_parent_indices(links).to_numpy(), np.int64)
+    if not len(owners):
+        return [], 0
+    ids = cols.table.column("id")
+    targets = pc.index_in(links.values, value_set=ids.combine_chunks())
+    target = np.asarray(targets.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
+    shown = ~cols.deprecated
+    keep = (target >= 0) & shown[owners] & shown[np.maximum(target, 0)] & (owners != target)
+    if not keep.any():
+        return [], 0
+    id_list = ids.take(pa.array(np.concatenate([owners[keep], target[keep]])))
+    names = np.asarray(id_list.to_pylist(), dtype=object).reshape(2, -1)
+    rows = np.stack([owners[keep], target[keep]])
+    swap = names[0] > names[1]
+    names[:, swap] = names[::-1, swap]
+    rows[:, swap] = rows[::-1, swap]
+    pairs = sorted({(a, b, int(ra), int(rb)) for a, b, ra, rb in zip(*names, *rows, strict=True)})
+    listed = pairs[:TABLE_ROWS]
+    needed = sorted({r for _, _, ra, rb in listed for r in (ra, rb)})
+    detail = dict(zip(needed, cols.rows(needed, "content", "shared_by"), strict=True))
+    out = [
+        Contradiction(
+            a,
+            _one_line(detail[ra]["content"]),
+            b,
+            _one_line(detail[rb]["content"]),
+            detail[ra]["shared_by"] or detail[rb]["shared_by"] or "",
+        )
+        for a, b, ra, rb in listed
+    ]
+    return out, len(pairs)
 
 
 def cochange_matrix(
@@ -371,73 +507,98 @@ def pick_module(
     return ranked[0][0] if ranked else sorted(known)[0]
 
 
-def memories_per_file(memories: Sequence[Memory]) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for memory in memories:
-        if not memory.deprecated:
-            counts.update(memory.files)
-    return counts
+def memories_per_file(cols: MemoryColumns) -> Counter[str]:
+    """Memories still shown on each file (anchor or related), counted by Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    files = cols.table.column("files").filter(pa.array(~cols.deprecated))
+    counted = pc.value_counts(pc.list_flatten(files))
+    return Counter(
+        dict(
+            zip(
+                counted.field("values").to_pylist(),
+                counted.field("counts").to_pylist(),
+                strict=True,
+            )
+        )
+    )
 
 
 def build_report(
     *,
     workspace: str,
-    memories: Sequence[Memory],
+    memories: MemoryColumns,
     #: ``(file_a, file_b, commits together, jaccard)`` (``GitHistory.top_pairs``)
     cochange_pairs: Sequence[tuple[str, str, int, float]],
     impact: ImpactInput | None,
     now: datetime | None = None,
+    per_file: Counter[str] | None = None,
 ) -> ReportData:
-    """Aggregate everything a report draws (see the module docstring)."""
+    """Aggregate everything a report draws (see the module docstring); ``per_file`` is
+    :func:`memories_per_file` when the caller has it already."""
     now = now or datetime.now(UTC)
-    by_id = {m.id: m for m in memories}
-    shown = [m for m in memories if not m.deprecated]
+    cols = memories
+    shown = ~cols.deprecated
+    states = _states(cols)
 
-    type_stamps = [(m.created_at, m.type.value) for m in memories]
-    module_counts = Counter(module_of(m.files[0] if m.files else None) for m in memories)
-    top = [name for name, _ in module_counts.most_common(TOP_MODULES)]
-    module_stamps = [
-        (m.created_at, mod if mod in top else "other")
-        for m in memories
-        for mod in [module_of(m.files[0] if m.files else None)]
-    ]
-    order = [*top, "other"] if len(module_counts) > len(top) else top
+    module_totals = np.bincount(cols.modules, minlength=len(cols.module_names))
+    ranked = sorted(
+        np.flatnonzero(module_totals).tolist(),
+        key=lambda m: (-module_totals[m], cols.module_names[m]),
+    )
+    top = ranked[:TOP_MODULES]
+    module_names = [*(cols.module_names[m] for m in top), "other"]
+    module_group = np.full(len(cols.module_names), len(top), np.int64)
+    module_group[top] = np.arange(len(top))
+    order = list(range(len(module_names) if len(ranked) > len(top) else len(top)))
 
-    backlog = [m for m in shown if m.needs_review]
-    backlog.sort(key=lambda m: (m.created_at, m.id))
+    backlog = np.flatnonzero(shown & cols.needs_review)
+    candidates = backlog
+    if len(backlog) > TABLE_ROWS:  # the oldest by creation; ties at the cut kept, by id below
+        cut = np.partition(cols.created_us[backlog], TABLE_ROWS - 1)[TABLE_ROWS - 1]
+        candidates = backlog[cols.created_us[backlog] <= cut]
+    oldest = sorted(
+        cols.rows(candidates.tolist(), "id", "type", "created_at", "files", "content"),
+        key=lambda row: (row["created_at"], row["id"]),
+    )[:TABLE_ROWS]
     review_items = [
         ReviewItem(
-            m.id,
-            m.type.value,
-            m.created_at.astimezone(UTC).date().isoformat(),
-            m.files[0] if m.files else "",
-            _one_line(m.content),
+            row["id"],
+            row["type"],
+            row["created_at"].astimezone(UTC).date().isoformat(),
+            row["files"][0] if row["files"] else "",
+            _one_line(row["content"]),
         )
-        for m in backlog[:TABLE_ROWS]
+        for row in oldest
     ]
-    contradictions, contradictions_total = _contradictions(shown, by_id)
+    contradictions, contradictions_total = _contradictions(cols)
     totals = {
-        "memories": len(memories),
-        "active": sum(1 for m in shown if not m.needs_review and not m.is_stale),
+        "memories": len(cols),
+        "active": int(np.count_nonzero(shown & ~cols.needs_review & ~cols.stale)),
         "in_review": len(backlog),
-        "stale": sum(1 for m in shown if m.is_stale),
-        "deprecated": len(memories) - len(shown),
+        "stale": int(np.count_nonzero(shown & cols.stale)),
+        "deprecated": int(np.count_nonzero(cols.deprecated)),
         "contradictions": contradictions_total,
-        "shared": sum(1 for m in shown if shared_by_text(m)),
+        "shared": int(np.count_nonzero(shown & cols.shared)),
     }
     return ReportData(
         workspace=workspace,
         generated_at=now.astimezone(UTC).isoformat(timespec="seconds"),
         totals=totals,
-        by_type=_time_series(type_stamps, now),
-        by_module=_time_series(module_stamps, now, order),
-        confidence=_confidence(memories, now),
-        staleness=_staleness(memories, now),
-        review_backlog=_time_series([(m.created_at, m.type.value) for m in backlog], now),
+        by_type=_time_series(cols.created_us, cols.types, cols.type_names, now),
+        by_module=_time_series(
+            cols.created_us, module_group[cols.modules], module_names, now, order
+        ),
+        confidence=_confidence(cols, states, now),
+        staleness=_staleness(cols, states, now),
+        review_backlog=_time_series(
+            cols.created_us[backlog], cols.types[backlog], cols.type_names, now
+        ),
         review_items=review_items,
         review_total=len(backlog),
         contradictions=contradictions,
         contradictions_total=contradictions_total,
         cochange=cochange_matrix(cochange_pairs),
-        impact=impact_graph(impact, memories_per_file(memories)),
+        impact=impact_graph(impact, per_file if per_file is not None else memories_per_file(cols)),
     )

@@ -926,6 +926,70 @@ class MemoryStore:
                 "versions_kept": self._table.version_count(),
             }
 
+    def frame(self) -> pa.Table:
+        """Every readable memory as Arrow columns (``engram.store.frame.frame_schema``):
+        what an aggregate over the whole store reads instead of :meth:`list`, in row order.
+
+        The snapshot's columns give type, flags, ``updated_at`` and files; the JSON records
+        give the rest through Arrow's JSON reader; only rows it cannot take are decoded
+        (see ``engram.store.frame``).
+        """
+        import pyarrow as pa
+
+        from engram.store.frame import (
+            default_half_lives,
+            frame_from_memories,
+            frame_schema,
+            parse_records,
+        )
+
+        with self._mutex:
+            self.refresh()
+            snap = self._snap
+            n = len(snap.ids)
+            alive = snap.alive.view().copy()
+            type_code = snap.type_code.view().copy()
+            parsed, ok = parse_records(snap.records.arrow())
+            ok &= alive & (type_code >= 0)
+            types = np.array([t.value for t in _TYPES], dtype=object)[np.maximum(type_code, 0)]
+            updated = (snap.updated.view() * 1e6).round().astype("int64")
+            fast = pa.table(
+                {
+                    "id": pa.array(snap.ids, pa.string()),
+                    "type": pa.array(types, pa.string()),
+                    "content": parsed.column("content"),
+                    "files": pa.array(snap.files, pa.list_(pa.string())),
+                    "needs_review": pa.array(snap.needs_review.view()),
+                    "deprecated": pa.array(snap.deprecated.view()),
+                    "stale": pa.array(snap.stale.view()),
+                    "pinned": parsed.column("pinned"),
+                    "confidence": parsed.column("confidence"),
+                    "half_life_days": parsed.column("half_life_days"),
+                    "created_at": parsed.column("created_at"),
+                    "updated_at": pa.array(updated).cast(pa.timestamp("us", tz="UTC")),
+                    "last_accessed_at": parsed.column("last_accessed_at"),
+                    "conflicts_with": parsed.column("conflicts_with"),
+                    "shared_by": parsed.column("shared_by"),
+                }
+            )
+            slow_rows = np.flatnonzero(alive & ~ok).tolist()
+            slow = [m for m in (self._memory_at(int(r)) for r in slow_rows) if m is not None]
+        half_life = np.array(
+            fast.column("half_life_days").to_numpy(zero_copy_only=False), np.float64
+        )
+        default_half_lives(types, half_life)
+        half_life[half_life <= 0] = np.nan
+        fast = fast.set_column(
+            fast.schema.get_field_index("half_life_days"),
+            "half_life_days",
+            pa.array(half_life, from_pandas=True),
+        )
+        fast = fast.filter(pa.array(ok[:n])).cast(frame_schema())
+        if slow:
+            log.info("%d memory records decoded one by one for a frame", len(slow))
+            fast = pa.concat_tables([fast, frame_from_memories(slow)])
+        return fast
+
     def close(self) -> None:
         with self._mutex:
             self._table.close()

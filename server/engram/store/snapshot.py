@@ -260,6 +260,21 @@ class RecordColumn:
         for row in range(self._size):
             yield self[row]
 
+    def arrow(self) -> Any:
+        """Every row as one Arrow string array (null for a dropped row): the loaded column
+        with the rows written since patched in by one ``take``, no ``str`` per loaded row."""
+        import pyarrow as pa
+
+        base = self._base if self._base is not None else pa.array([], pa.string())
+        if not self._over:
+            return base
+        rows = sorted(self._over)
+        extra = pa.array([self._over[r] for r in rows], pa.string()).cast(base.type)
+        index = np.arange(self._size, dtype=np.int64)
+        index[len(base) :] = -1  # every row past the loaded ones was written since
+        index[rows] = len(base) + np.arange(len(rows), dtype=np.int64)
+        return pa.concat_arrays([base, extra]).take(pa.array(index))
+
     def extract(self, pattern: str) -> list[str | None]:
         """The first group of ``pattern`` in every row (None where absent).
 
