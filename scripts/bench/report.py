@@ -8,7 +8,9 @@ neighbouring modules change together (so the heat map has pairs), ``engram index
 two years of creation dates, every type, some in review, stale, deprecated and in
 conflict. It then times, in the same run:
 
-* ``collect_s``: ``Engine.report()`` (reading every memory, aggregation, impact);
+* ``collect``: ``app.report.report`` (the store's columns, aggregation, co-change, impact),
+  wall and CPU seconds; with ``--legacy`` also ``legacy_collect``: decoding every memory
+  with ``MemoryStore.list`` and counting over the objects, as the report did before;
 * ``html_s``: rendering the page (plotly's schema check, plotly.js inlined);
 * ``render``: headless Chromium (Debian's, driven by Playwright) from navigation until
   every chart is drawn (the page sets ``data-rendered``), median of ``--runs`` fresh tabs,
@@ -17,10 +19,14 @@ conflict. It then times, in the same run:
   which does not grow when other jobs take the CPU;
 * ``plotly_only``: the same for a page that holds nothing but plotly.js: the floor any
   plotly report pays to parse the library (4.8 MB), so a slow shared machine shows as a
-  slow floor, not as a slow report.
+  slow floor, not as a slow report; ``blank``: the same for an empty page (the browser's
+  own floor); every row also gives ``cpu_s``, the CPU seconds of Chromium's processes;
+* with ``--plotly-js FILE``, ``other_bundle``: the same page and library-only page with
+  another plotly.js bundle inlined (plotly.js's cartesian dist has every trace type the
+  report uses), to weigh a partial bundle in the same run.
 
 Usage: scripts/bench/report.py [--memories 100000] [--modules 200] [--runs 3]
-       [--browser /usr/bin/chromium] [--keep DIR]
+       [--browser /usr/bin/chromium] [--keep DIR | --reuse DIR] [--legacy]
 Last stdout line: one JSON object.
 """
 
@@ -29,18 +35,21 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 BATCH = 5000
 FOLDERS = ("core", "api", "storage", "web", "jobs")
 RENDER_GOAL_S = 3.0
+T = TypeVar("T")
 
 
 def git(root: Path, *args: str) -> None:
@@ -143,6 +152,7 @@ def render_times(browser: str, page: Path, runs: int) -> dict[str, Any]:
     walls: list[float] = []
     inner: list[float] = []
     busy: list[float] = []
+    cpu: list[float] = []
     errors: list[str] = []
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=browser, args=["--no-sandbox"])
@@ -153,10 +163,13 @@ def render_times(browser: str, page: Path, runs: int) -> dict[str, Any]:
                 tab.on("pageerror", lambda e: errors.append(str(e)))
                 cdp = tab.context.new_cdp_session(tab)
                 cdp.send("Performance.enable")
+                before = browser_cpu_s()
                 started = time.perf_counter()
                 tab.goto(page.as_uri())
                 tab.wait_for_selector("body[data-rendered]", state="attached", timeout=120_000)
                 walls.append(time.perf_counter() - started)
+                after = browser_cpu_s()
+                cpu.append(sum(t - before.get(pid, 0.0) for pid, t in after.items()))
                 inner.append(float(tab.get_attribute("body", "data-render-ms") or "nan") / 1000)
                 metrics = {
                     m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]
@@ -170,24 +183,74 @@ def render_times(browser: str, page: Path, runs: int) -> dict[str, Any]:
         "in_page_s": round(statistics.median(inner), 3),
         # the renderer's main thread busy time: what the page costs, however busy the machine
         "main_thread_s": round(statistics.median(busy), 3),
+        # CPU seconds of every Chromium process while the tab loaded and drew (renderer,
+        # GPU and browser processes): the page's cost, whatever else the machine runs
+        "cpu_s": round(statistics.median(cpu), 3),
         "runs": runs,
         "console_errors": errors,
     }
 
 
-def plotly_only_page(folder: Path) -> Path:
-    from plotly.offline import get_plotlyjs
+def browser_cpu_s() -> dict[int, float]:
+    """User+system CPU seconds of each live process descended from this one (Chromium's)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
+    out: dict[int, float] = {}
+    todo = list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        out[pid] = cpu.get(pid, 0.0)
+        todo.extend(children.get(pid, []))
+    return out
 
-    page = folder / "plotly-only.html"
+
+def library_page(folder: Path, name: str, js: str) -> Path:
+    """A page holding nothing but ``js`` (a plotly.js bundle, or nothing: the blank floor)."""
+    page = folder / f"{name}.html"
     page.write_text(
         "<!DOCTYPE html><html><head><meta charset='utf-8'><script>"
-        + get_plotlyjs()
+        + js
         + "</script></head><body><script>document.body.setAttribute('data-render-ms',"
         "String(Math.round(performance.now())));document.body.setAttribute('data-rendered','0');"
         "</script></body></html>",
         encoding="utf-8",
     )
     return page
+
+
+def timed(work: Callable[[], T]) -> tuple[T, dict[str, float]]:
+    """``work()`` and its wall and CPU seconds (this process; CPU does not grow when other
+    jobs take the machine's cores, wall does)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = work()
+    return out, {
+        "wall_s": round(time.perf_counter() - wall, 3),
+        "cpu_s": round(time.process_time() - cpu, 3),
+    }
+
+
+def legacy_collect(engine: Any) -> int:
+    """What building the report cost before the store gave columns: decoding every memory
+    (``MemoryStore.list``) and counting over the objects; the same aggregation after it."""
+    from engram.report.data import MemoryColumns, build_report
+
+    memories = engine.store.list(engine.filter(include_deprecated=True))
+    data = build_report(
+        workspace="", memories=MemoryColumns.from_memories(memories), cochange_pairs=[],
+        impact=None,
+    )  # fmt: skip
+    return data.totals["memories"]
 
 
 def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
@@ -198,26 +261,48 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
 
     result: dict[str, Any] = {"memories": args.memories, "modules": args.modules}
     started = time.perf_counter()
-    make_workspace(root, args.modules, args.commits)
-    with Engine.open(root, overrides={"embed": {"model": "none"}}) as engine:
-        index(engine, chunks=False, history=True)
-    fill_memories(root, args.memories, args.modules, args.seed)
+    if not args.reuse:
+        make_workspace(root, args.modules, args.commits)
+        with Engine.open(root, overrides={"embed": {"model": "none"}}) as engine:
+            index(engine, chunks=False, history=True)
+        fill_memories(root, args.memories, args.modules, args.seed)
     result["setup_s"] = round(time.perf_counter() - started, 1)
 
+    if args.legacy:
+        with Engine.open(root, overrides={"embed": {"model": "none"}}) as engine:
+            engine.store.count()  # the snapshot loads outside the timing, as for collect_s
+            result["legacy_collect"] = timed(lambda: legacy_collect(engine))[1]
     with Engine.open(root, overrides={"embed": {"model": "none"}}) as engine:
-        t0 = time.perf_counter()
-        data = report(engine)
-        result["collect_s"] = round(time.perf_counter() - t0, 3)
-        t0 = time.perf_counter()
-        page = render_html(data)
-        result["html_s"] = round(time.perf_counter() - t0, 3)
-    report = root / ".engram" / "report.html"
-    report.write_text(page, encoding="utf-8")
+        engine.store.count()  # the snapshot loads outside the timing, as for legacy_collect
+        data, result["collect"] = timed(lambda: report(engine))
+        result["collect_s"] = result["collect"]["wall_s"]
+        page, result["html"] = timed(lambda: render_html(data))
+        result["html_s"] = result["html"]["wall_s"]
+    page_path = root / ".engram" / "report.html"
+    page_path.write_text(page, encoding="utf-8")
     result["html_bytes"] = len(page.encode("utf-8"))
     result["impact_module"] = data.impact.module
     result["totals"] = data.totals
-    result["render"] = render_times(args.browser, report, args.runs)
-    result["plotly_only"] = render_times(args.browser, plotly_only_page(root), args.runs)
+    result["render"] = render_times(args.browser, page_path, args.runs)
+    from plotly.offline import get_plotlyjs
+
+    full = get_plotlyjs()
+    result["blank"] = render_times(args.browser, library_page(root, "blank", ""), args.runs)
+    result["plotly_only"] = render_times(
+        args.browser, library_page(root, "plotly-only", full), args.runs
+    )
+    if args.plotly_js:  # another plotly.js bundle (a partial one), same page, same run
+        other = Path(args.plotly_js).read_text(encoding="utf-8")
+        swapped = root / ".engram" / "report-other-bundle.html"
+        swapped.write_text(page.replace(full, other), encoding="utf-8")
+        result["other_bundle"] = {
+            "path": args.plotly_js,
+            "bytes": len(other.encode("utf-8")),
+            "render": render_times(args.browser, swapped, args.runs),
+            "library_only": render_times(
+                args.browser, library_page(root, "other-only", other), args.runs
+            ),
+        }
     floor = result["plotly_only"]["in_page_s"]
     result["render_minus_plotly_s"] = round(result["render"]["in_page_s"] - floor, 3)
     result["render_goal_s"] = RENDER_GOAL_S
@@ -235,6 +320,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--browser", default="/usr/bin/chromium")
     parser.add_argument("--keep", metavar="DIR", help="build the workspace here and keep it")
+    parser.add_argument(
+        "--plotly-js",
+        metavar="FILE",
+        help="also draw the page with this plotly.js bundle (e.g. the cartesian dist)",
+    )
+    parser.add_argument(
+        "--reuse", metavar="DIR", help="time a workspace an earlier --keep built (no setup)"
+    )
+    parser.add_argument(
+        "--legacy",
+        action="store_true",
+        help="also time decoding every memory (how the report was built before columns)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     if not Path(args.browser).exists():
@@ -242,7 +340,9 @@ def main(argv: list[str] | None = None) -> int:
             f"report bench: no browser at {args.browser} (scripts/setup-browser)", file=sys.stderr
         )
         return 2
-    if args.keep:
+    if args.reuse:
+        result = run(args, Path(args.reuse))
+    elif args.keep:
         root = Path(args.keep)
         root.mkdir(parents=True, exist_ok=False)
         result = run(args, root)
