@@ -1,13 +1,18 @@
 """One typed configuration, merged from every place a user may set it.
 
-Precedence, lowest first: built-in defaults, ``[tool.engram]`` in ``pyproject.toml``,
-``.engram/config.toml``, environment variables ``ENGRAM_<SECTION>__<KEY>`` (for example
-``ENGRAM_EMBED__MODEL=none``; values are parsed as TOML when they parse, else taken as
-strings), then overrides from the editor (LSP ``initializationOptions`` and
+Precedence, lowest first: built-in defaults, the user's own ``config.toml`` in
+``$XDG_CONFIG_HOME/engram`` (default ``~/.config/engram``), ``[tool.engram]`` in
+``pyproject.toml``, ``.engram/config.toml``, environment variables ``ENGRAM_<SECTION>__<KEY>``
+(for example ``ENGRAM_EMBED__MODEL=none``; values are parsed as TOML when they parse, else
+taken as strings), then overrides from the editor (LSP ``initializationOptions`` and
 ``workspace/configuration`` section ``engram``) or the command line. Keys may be written in
 snake_case, kebab-case or camelCase (VS Code settings are camelCase). Each capability owns
 one section class here; unknown keys are reported as warnings, never fatal, so an editor
 with a newer settings schema does not break an older server.
+
+The two workspace files come with the repository, so the settings in them that could run
+code or send data apply only once the user approved them (:mod:`engram.workspace_trust`,
+``engram trust``); :func:`load_settings` says which were held back.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from typing import Any
 import attrs
 import cattrs
 
-from engram.workspace import Workspace
+from engram.approvals import ApprovalStore, user_config_dir
+from engram.workspace import Workspace, WorkspaceError
+from engram.workspace_trust import SettingsTrust, assess, split_workspace_settings
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +131,8 @@ class LlmConfig:
 
     base_url: str | None = None
     model: str | None = None
+    #: which environment variable holds the key (default ``ENGRAM_LLM_API_KEY``); taken from
+    #: the user's own settings only, never from a workspace (docs/security.md)
     api_key_env: str | None = None
 
 
@@ -225,6 +234,16 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return {}
 
 
+def _read_workspace_toml(workspace: Workspace, rel: str) -> dict[str, Any]:
+    """A settings file of the workspace, confined (a link pointing outside is not read)."""
+    try:
+        path = workspace.resolve(rel)
+    except WorkspaceError as exc:
+        log.warning("ignoring %s: %s", rel, exc)
+        return {}
+    return _read_toml(path)
+
+
 def _converter() -> cattrs.Converter:
     return cattrs.Converter(forbid_extra_keys=False)
 
@@ -310,25 +329,80 @@ def _without_connections(layer: dict[str, Any], where: str) -> dict[str, Any]:
     return {**layer, "store": {k: v for k, v in store.items() if k not in _CONNECTION_KEYS}}
 
 
+@attrs.frozen
+class LoadedConfig:
+    """The merged configuration, and what the workspace's own settings were allowed to do."""
+
+    config: EngramConfig
+    trust: SettingsTrust
+
+
+def read_workspace_settings(workspace: Workspace) -> tuple[dict[str, Any], list[str]]:
+    """The settings the repository carries (normalised, merged) and the files they came from."""
+    pyproject = _read_workspace_toml(workspace, "pyproject.toml").get("tool", {}).get("engram", {})
+    pyproject = _without_connections(
+        pyproject if isinstance(pyproject, dict) else {}, "pyproject.toml"
+    )
+    local = _without_connections(
+        _read_workspace_toml(workspace, ".engram/config.toml"), ".engram/config.toml"
+    )
+    sources = [
+        name
+        for name, layer in (
+            ("pyproject.toml [tool.engram]", pyproject),
+            (".engram/config.toml", local),
+        )
+        if layer
+    ]
+    return merge_settings(pyproject if isinstance(pyproject, dict) else {}, local), sources
+
+
+def workspace_settings_trust(
+    workspace: Workspace,
+    environ: Mapping[str, str] | None = None,
+    approvals: ApprovalStore | None = None,
+) -> SettingsTrust:
+    """Whether the workspace's gated settings are approved (``engram trust``, ``doctor``)."""
+    layer, sources = read_workspace_settings(workspace)
+    _safe, gated, ignored = split_workspace_settings(layer)
+    store = approvals or ApprovalStore(user_config_dir(environ))
+    return assess(workspace.root, gated, ignored, sources, store)
+
+
+def load_settings(
+    workspace: Workspace,
+    overrides: dict[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    approvals: ApprovalStore | None = None,
+) -> LoadedConfig:
+    """Merge every layer; the workspace's gated settings only when the user approved them."""
+    layer, sources = read_workspace_settings(workspace)
+    safe, gated, ignored = split_workspace_settings(layer)
+    store = approvals or ApprovalStore(user_config_dir(environ))
+    trust = assess(workspace.root, gated, ignored, sources, store)
+    if ignored:
+        log.warning(
+            "ignoring %s from the workspace: the LLM key is read from $ENGRAM_LLM_API_KEY "
+            "or your own settings only",
+            ", ".join(ignored),
+        )
+    if trust.needs_approval:
+        log.warning("%s", trust.summary())
+    workspace_layer = merge_settings(safe, gated) if trust.applies else safe
+    user_layer = _read_toml(user_config_dir(environ) / "config.toml")
+    config = config_from_dict(
+        merge_settings(user_layer, workspace_layer, env_overrides(environ), overrides or {})
+    )
+    return LoadedConfig(config, trust)
+
+
 def load_config(
     workspace: Workspace,
     overrides: dict[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> EngramConfig:
-    """Merge pyproject ``[tool.engram]``, ``.engram/config.toml``, env and ``overrides``."""
-    pyproject = _read_toml(workspace.root / "pyproject.toml")
-    return config_from_dict(
-        merge_settings(
-            _without_connections(
-                pyproject.get("tool", {}).get("engram", {}) or {}, "pyproject.toml"
-            ),
-            _without_connections(
-                _read_toml(workspace.engram_dir / "config.toml"), ".engram/config.toml"
-            ),
-            env_overrides(environ),
-            overrides or {},
-        )
-    )
+    """The merged configuration (see :func:`load_settings` for what was held back)."""
+    return load_settings(workspace, overrides, environ).config
 
 
 def _normalise_tree(raw: dict[str, Any]) -> dict[str, Any]:

@@ -1,9 +1,12 @@
 """The workspace: the project Engram serves, and its private ``.engram/`` folder.
 
-Every path that crosses a boundary (CLI argument, LSP command argument, MCP tool argument)
-goes through :meth:`Workspace.resolve` so that nothing outside the workspace is ever read
-or written, and every path Engram stores is POSIX and relative to the root, so that
-memories survive a clone to another directory or OS.
+Confinement lives here, in one function (:func:`confine`): every path that crosses a boundary
+(CLI argument, LSP command argument, MCP tool argument, a team file's anchor) and every file
+Engram reads for indexing, chunking, project facts or anchors goes through it (through
+:meth:`Workspace.resolve` / :meth:`Workspace.read_bytes`, or the file listing of
+:mod:`engram.codegraph.walk`), so nothing outside the workspace is ever read or written, even
+through a symlink the repository carries (docs/security.md). Every path Engram stores is
+POSIX and relative to the root, so that memories survive a clone to another directory or OS.
 """
 
 from __future__ import annotations
@@ -23,6 +26,39 @@ _GITIGNORE_TEXT = (
 
 class WorkspaceError(ValueError):
     """A path or workspace cannot be used; the message is one line for the user."""
+
+
+#: longer paths are refused before touching the file system (PATH_MAX on Linux)
+MAX_PATH_CHARS = 4096
+
+
+def _shown(path: object) -> str:
+    """A path for an error line: never the whole of a hostile 10 MB argument."""
+    text = str(path)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def confine(root: Path, path: str | os.PathLike[str]) -> Path:
+    """``path`` (relative to ``root``, or absolute) as a real path inside ``root``.
+
+    The one confinement check: symlinks are resolved first, so a link that points outside
+    (``src/settings.py -> ~/.aws/credentials``) is refused like ``../../x``. Raises
+    :class:`WorkspaceError` with one short line. ``root`` must already be resolved.
+    """
+    text = os.fspath(path)
+    if "\0" in text:
+        raise WorkspaceError("a path contains a NUL byte")
+    if len(text) > MAX_PATH_CHARS:
+        raise WorkspaceError(f"a path is too long ({len(text)} characters)")
+    raw = Path(text).expanduser()
+    candidate = raw if raw.is_absolute() else root / raw
+    try:
+        resolved = candidate.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
+        raise WorkspaceError(f"{_shown(path)} cannot be resolved: {exc}") from exc
+    if resolved != root and root not in resolved.parents:
+        raise WorkspaceError(f"{_shown(path)} is outside the workspace {root}")
+    return resolved
 
 
 @attrs.define(frozen=True)
@@ -68,12 +104,18 @@ class Workspace:
         Relative paths are taken from the root. Symlinks are resolved before the check,
         so a link that points outside is refused too.
         """
-        raw = Path(path).expanduser()
-        candidate = raw if raw.is_absolute() else self.root / raw
-        resolved = candidate.resolve()
-        if resolved != self.root and self.root not in resolved.parents:
-            raise WorkspaceError(f"{path} is outside the workspace {self.root}")
-        return resolved
+        return confine(self.root, path)
+
+    def read_bytes(self, path: str | os.PathLike[str]) -> bytes:
+        """The bytes of a file inside the workspace; a link pointing out is refused.
+
+        Raises :class:`WorkspaceError` for a path outside, ``OSError`` when unreadable.
+        """
+        return self.resolve(path).read_bytes()
+
+    def read_text(self, path: str | os.PathLike[str]) -> str:
+        """:meth:`read_bytes` decoded as UTF-8 (undecodable bytes replaced)."""
+        return self.read_bytes(path).decode("utf-8", errors="replace")
 
     def relative(self, path: str | os.PathLike[str]) -> str:
         """The POSIX path relative to the root, as memories and the graph store it."""

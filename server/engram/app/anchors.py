@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from engram.errors import InvalidInput
 from engram.model import CodeAnchor, content_hash
+from engram.workspace import WorkspaceError
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
@@ -175,8 +176,10 @@ def _check_range(rel: str, start: int, end: int, count: int) -> None:
 
 
 def _read_lines(engine: Engine, rel: str) -> list[str]:
-    try:
-        text = (engine.workspace.root / rel).read_text(encoding="utf-8", errors="replace")
+    try:  # through the one confinement check (docs/security.md)
+        text = engine.workspace.read_text(rel)
+    except WorkspaceError as exc:
+        raise InvalidInput(str(exc)) from exc
     except OSError as exc:
         raise InvalidInput(f"{rel} cannot be read: {exc.strerror or exc}") from exc
     return text.splitlines()

@@ -130,7 +130,35 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
         )
     )
     checks.append(_team_check(engine))
+    checks.append(_settings_trust_check(engine))
+    checks.append(_confinement_check(engine))
     return checks
+
+
+def _settings_trust_check(engine: Engine) -> DoctorCheck:
+    """Whether the workspace's settings that run code or send data are approved."""
+    trust = engine.settings_trust
+    if trust.needs_approval:
+        return DoctorCheck("workspace trust", False, trust.summary(), "warning")
+    return DoctorCheck("workspace trust", True, trust.summary(), "info")
+
+
+def _confinement_check(engine: Engine) -> DoctorCheck:
+    """Links in the workspace that point outside it: never read, named here."""
+    from engram.codegraph.walk import iter_workspace_files
+
+    outside: list[str] = []
+    for _ in iter_workspace_files(engine.workspace.root, engine.config.index.exclude, outside):
+        pass
+    if not outside:
+        return DoctorCheck("confinement", True, "no link points outside the workspace")
+    shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
+    return DoctorCheck(
+        "confinement",
+        True,
+        f"{len(outside)} links point outside the workspace and are never read: {shown}",
+        "warning",
+    )
 
 
 def _team_check(engine: Engine) -> DoctorCheck:

@@ -22,10 +22,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engram.config import EngramConfig, load_config
+from engram.config import EngramConfig, load_settings
 from engram.errors import EngramError, InvalidInput
 from engram.model import Memory, MemorySource, MemoryType, utcnow
 from engram.workspace import Workspace, WorkspaceError
+from engram.workspace_trust import SettingsTrust
 
 if TYPE_CHECKING:
     from engram.agents.digest import Digest
@@ -62,9 +63,12 @@ class Engine:
         embedder: Embedder | None = None,
         clock: Callable[[], datetime] = utcnow,
         filter_factory: FilterFactory | None = None,
+        settings_trust: SettingsTrust | None = None,
     ) -> None:
         self.workspace = workspace
         self.config = config
+        #: what the workspace's own settings asked for, and whether it was approved
+        self.settings_trust = settings_trust or SettingsTrust("none")
         self.read_only = read_only
         self.clock = clock
         self._filter_factory = filter_factory
@@ -112,8 +116,8 @@ class Engine:
             raise WorkspaceError(
                 f"{ws.engram_dir} is a file, not Engram's data directory; move it aside"
             )
-        config = load_config(ws, overrides)
-        return cls(ws, config, read_only=read_only)
+        loaded = load_settings(ws, overrides)
+        return cls(ws, loaded.config, read_only=read_only, settings_trust=loaded.trust)
 
     # ------------------------------------------------------------------ components
 

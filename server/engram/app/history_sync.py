@@ -28,6 +28,7 @@ from engram.app.state import EngineState
 from engram.errors import EngramError, one_line
 from engram.lifecycle import trust as rules
 from engram.model import AuditEntry, CodeAnchor, CorrectionKind, Memory, content_hash
+from engram.workspace import WorkspaceError, confine
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
@@ -314,9 +315,10 @@ class AnchorFinder:
     def lines(self, rel: str) -> list[str] | None:
         if rel not in self._lines:
             try:
-                text = (self.root / rel).read_text(encoding="utf-8", errors="replace")
+                # anchors come from stored and team memories: confined like every read
+                text = confine(self.root, rel).read_text(encoding="utf-8", errors="replace")
                 self._lines[rel] = text.splitlines()
-            except OSError:
+            except (OSError, WorkspaceError):
                 self._lines[rel] = None
         return self._lines[rel]
 

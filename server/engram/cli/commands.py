@@ -426,6 +426,12 @@ def cmd_index(args: argparse.Namespace) -> int:
             summary["_report"] = report
             if not args.json:
                 note(f"code graph: {_graph_summary(report)}")
+                outside = list(getattr(report, "outside_workspace", []) or [])
+                if outside:
+                    note(
+                        f"skipped {len(outside)} links to files outside the workspace "
+                        f"(never read): {', '.join(outside[:5])}"
+                    )
             with progress_bar("chunking and embedding code") as update:
                 chunk_report = indexing.index_chunks(
                     engine,
@@ -750,6 +756,95 @@ def cmd_mcp_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- workspace trust
+
+_WORKSPACE_MCP_FILES = (".engram/mcp.json", ".mcp.json", ".vscode/mcp.json", ".cursor/mcp.json")
+
+
+def cmd_trust(args: argparse.Namespace) -> int:
+    """``engram trust``: show what the workspace's settings would run or send; approve it by
+    its hash (docs/security.md). No engine: nothing the settings ask for is started here."""
+    from engram.approvals import ApprovalStore, user_config_dir
+    from engram.config import workspace_settings_trust
+    from engram.workspace import Workspace
+    from engram.workspace_trust import approve, revoke
+
+    workspace = Workspace.open(_workspace_arg(args))
+    approvals = ApprovalStore(user_config_dir())
+    trust = workspace_settings_trust(workspace, approvals=approvals)
+    mcp_files = [f for f in _WORKSPACE_MCP_FILES if (workspace.root / f).is_file()]
+    if args.revoke:
+        removed = revoke(workspace.root, approvals)
+        if args.json:
+            emit_json({"workspace": str(workspace.root), "revoked": removed})
+        else:
+            print("approval withdrawn" if removed else "nothing was approved for this workspace")
+        return 0
+    approved = False
+    if trust.needs_approval:
+        if args.hash is not None:
+            if len(args.hash) < 8 or not trust.content_hash.startswith(args.hash.lower()):
+                raise InvalidInput(
+                    f"the settings' hash is now {trust.content_hash[:12]}, not {args.hash}: "
+                    "they changed since you looked; run `engram trust` again"
+                )
+            approved = True
+        elif args.yes:
+            approved = True
+        elif not args.json and sys.stdin.isatty():
+            _print_trust(workspace.root, trust, mcp_files)
+            answer = input(f"Trust these settings for {workspace.root}? [y/N] ")
+            approved = answer.strip().lower() in ("y", "yes")
+            if not approved:
+                print("not approved")
+                return 0
+        if approved:
+            approve(workspace.root, trust, approvals)
+    if args.json:
+        doc = {"workspace": str(workspace.root), **trust.to_dict(), "approved_now": approved}
+        if approved:
+            doc.update(state="trusted", applies=True)
+        doc["mcp_files"] = mcp_files
+        emit_json(doc)
+        return 0
+    if approved:
+        print(f"approved {trust.content_hash[:12]} for {workspace.root}:")
+        for setting in trust.settings:
+            print(f"  {setting.key}: {setting.effect}")
+        print("restart the editor's language server for it to take effect")
+    elif not (sys.stdin.isatty() and trust.needs_approval):
+        _print_trust(workspace.root, trust, mcp_files)
+        if trust.needs_approval:
+            note(
+                "not approved: check the settings above, then run `engram trust --yes` "
+                f"(or `engram trust --hash {trust.content_hash[:12]}`)"
+            )
+    return 0
+
+
+def _print_trust(root: Path, trust: Any, mcp_files: list[str]) -> None:
+    if trust.state == "none":
+        print(f"{root}: {trust.summary()}; nothing to trust")
+    else:
+        state = {
+            "trusted": "approved",
+            "untrusted": "NOT approved",
+            "changed": "CHANGED since you approved it",
+        }[trust.state]
+        print(f"{root}: settings from {', '.join(trust.sources)} ({state})")
+        for setting in trust.settings:
+            print(f"  {setting.key} = {json.dumps(setting.value, default=str)}")
+            print(f"      would {setting.effect}")
+        print(f"  content hash {trust.content_hash}")
+    for key in trust.ignored:
+        print(f"  {key} is ignored: a workspace never names where the LLM key comes from")
+    if mcp_files:
+        print(
+            f"MCP servers defined in {', '.join(mcp_files)} are approved one by one: "
+            "`engram mcp status`, then `engram mcp trust NAME`"
+        )
+
+
 # --------------------------------------------------------------------------- status, files
 
 
@@ -999,6 +1094,7 @@ COMMANDS: dict[str, Handler] = {
     "serve": cmd_serve,
     "mcp-serve": cmd_mcp_serve,
     "doctor": cmd_doctor,
+    "trust": cmd_trust,
     "stats": cmd_stats,
     "export": cmd_export,
     "import": cmd_import,

@@ -241,6 +241,15 @@ def build_parser() -> OneLineParser:
 
     add("mcp-serve", "run Engram as an MCP server on stdio (for agents)")
 
+    p = add(
+        "trust",
+        "show, approve or revoke the workspace settings that run code or send data",
+    )
+    p.add_argument("--yes", "-y", action="store_true", help="approve what is shown, no prompt")
+    p.add_argument("--hash", metavar="H", help="approve only if the content's hash starts with H")
+    p.add_argument("--revoke", action="store_true", help="withdraw this workspace's approval")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
     p = add("doctor", "check the installation, store, model, grammars and git")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 

@@ -43,7 +43,7 @@ from engram.codegraph.project import ProjectFact, detect_project
 from engram.codegraph.resolve import ImportResolver, read_go_modules, read_js_packages
 from engram.codegraph.walk import iter_workspace_files
 from engram.config import EngramConfig, IndexConfig
-from engram.workspace import Workspace
+from engram.workspace import Workspace, WorkspaceError
 
 if TYPE_CHECKING:
     from tree_sitter import Parser, Tree
@@ -181,6 +181,8 @@ class IndexReport:
     removed_files: list[str] = attrs.field(factory=list)
     #: one line per file that was skipped or only partly understood
     notes: list[str] = attrs.field(factory=list)
+    #: listed paths (symlinks) whose real location is outside the workspace: never read
+    outside_workspace: list[str] = attrs.field(factory=list)
     project_facts: list[ProjectFact] = attrs.field(factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -302,7 +304,11 @@ class CodeGraph:
         report = IndexReport()
         with self._lock:
             conn = self._db()
-            listed, _ = self._list_files()
+            listed, _ = self._list_files(report.outside_workspace)
+            report.notes.extend(
+                f"{rel}: skipped: a link to a file outside the workspace"
+                for rel in report.outside_workspace
+            )
             report.files_seen = len(listed)
             known = {
                 row[0]: (row[1], row[2], row[3], row[4])
@@ -337,10 +343,10 @@ class CodeGraph:
         report.cpu_seconds = time.process_time() - cpu_started
         return report
 
-    def _list_files(self) -> tuple[list[str], list[str]]:
+    def _list_files(self, outside: list[str] | None = None) -> tuple[list[str], list[str]]:
         listed: list[str] = []
         manifests: list[str] = []
-        for rel in iter_workspace_files(self.workspace.root, self.config.exclude):
+        for rel in iter_workspace_files(self.workspace.root, self.config.exclude, outside):
             if posixpath.basename(rel) in _RESOLVER_MANIFESTS:
                 manifests.append(rel)
             if is_indexable(rel):
@@ -414,7 +420,6 @@ class CodeGraph:
         ``keep_tree`` keeps the syntax tree for an incremental re-parse of the next edit.
         """
         conn = self._db()
-        absolute = self.workspace.root / rel
         if size > self.config.max_file_bytes:
             digest = f"size:{size}:{mtime_ns}"
             if previous is not None and previous[0] == digest:
@@ -425,7 +430,11 @@ class CodeGraph:
             self._write_file(rel, digest, size, mtime_ns, "skipped", note, None)
             return "skipped", note
         try:
-            data = absolute.read_bytes()
+            data = self.workspace.read_bytes(rel)
+        except WorkspaceError as exc:
+            note = f"skipped: {exc}"
+            self._write_file(rel, None, size, mtime_ns, "error", note, None)
+            return "error", note
         except OSError as exc:
             note = f"unreadable: {exc.strerror or exc}"
             self._write_file(rel, None, size, mtime_ns, "error", note, None)
@@ -682,8 +691,8 @@ class CodeGraph:
             contents: dict[str, bytes] = {}
             for rel in self._manifest_paths:
                 try:
-                    contents[rel] = (self.workspace.root / rel).read_bytes()
-                except OSError:
+                    contents[rel] = self.workspace.read_bytes(rel)
+                except (OSError, WorkspaceError):
                     continue
             go_mods = {p: c for p, c in contents.items() if p.endswith("go.mod")}
             packages = {p: c for p, c in contents.items() if p.endswith("package.json")}

@@ -16,6 +16,8 @@ from typing import Any
 
 import attrs
 
+from engram.workspace import WorkspaceError, confine
+
 log = logging.getLogger(__name__)
 
 _PY_FRAMEWORKS = {
@@ -58,6 +60,16 @@ class ProjectFact:
         return attrs.asdict(self)
 
 
+def _read(root: Path, path: Path) -> str:
+    """A manifest's text, confined to the workspace ("" for a link that points outside)."""
+    try:
+        real = confine(root.resolve(), path)
+    except WorkspaceError as exc:
+        log.info("project facts: %s", exc)
+        return ""
+    return real.read_text(encoding="utf-8", errors="replace")
+
+
 def _dep_name(requirement: str) -> str:
     return re.split(r"[\s<>=!~;\[(@]", requirement.strip(), maxsplit=1)[0].lower()
 
@@ -75,7 +87,7 @@ def _python(root: Path) -> list[ProjectFact]:
     name = ""
     if "pyproject.toml" in manifests:
         try:
-            data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+            data = tomllib.loads(_read(root, root / "pyproject.toml"))
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             log.debug("pyproject unreadable: %s", exc)
             data = {}
@@ -92,7 +104,7 @@ def _python(root: Path) -> list[ProjectFact]:
     for req_file in ("requirements.txt", "requirements-dev.txt", "setup.cfg", "setup.py"):
         path = root / req_file
         if path.is_file():
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = _read(root, path)
             deps.update(_dep_name(line) for line in text.splitlines() if line.strip())
             deps.update(m.lower() for m in re.findall(r"['\"]([A-Za-z0-9_.\-]+)", text))
     facts = [
@@ -121,7 +133,7 @@ def _node(root: Path) -> list[ProjectFact]:
     if not path.is_file():
         return []
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read(root, path))
     except (OSError, ValueError) as exc:
         log.debug("package.json unreadable: %s", exc)
         data = {}
@@ -155,7 +167,7 @@ def _go(root: Path) -> list[ProjectFact]:
     path = root / "go.mod"
     if not path.is_file():
         return []
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = _read(root, path)
     module = re.search(r"^\s*module\s+(\S+)", text, re.MULTILINE)
     version = re.search(r"^\s*go\s+(\S+)", text, re.MULTILINE)
     facts = [ProjectFact("project.language.go",
@@ -175,7 +187,7 @@ def _rust(root: Path) -> list[ProjectFact]:
     if not path.is_file():
         return []
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read(root, path))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         data = {}
     package = data.get("package", {}) if isinstance(data.get("package"), dict) else {}
@@ -200,7 +212,7 @@ def _java(root: Path) -> list[ProjectFact]:
                            ("build.gradle.kts", "Gradle")):  # fmt: skip
         path = root / manifest
         if path.is_file():
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = _read(root, path)
             facts = [ProjectFact("project.language.java", f"Java project built with {tool}.",
                                  "module_insight", manifest)]  # fmt: skip
             frameworks = sorted({lbl for key, lbl in _JAVA_FRAMEWORKS.items() if key in text})

@@ -32,7 +32,7 @@ import attrs
 
 from engram.codegraph.chunking import CodeChunk, chunk_file, split_identifier
 from engram.codegraph.graph import CodeGraph
-from engram.workspace import Workspace
+from engram.workspace import Workspace, WorkspaceError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -425,8 +425,8 @@ class CodeSearch:
 
     def _chunks_for(self, file: str, language: str | None) -> list[CodeChunk]:
         try:
-            data = (self.workspace.root / file).read_bytes()
-        except OSError as exc:
+            data = self.workspace.read_bytes(file)
+        except (OSError, WorkspaceError) as exc:
             log.info("cannot read %s for chunking: %s", file, exc)
             return []
         text = data.decode("utf-8", errors="replace")

@@ -3,6 +3,11 @@
 Inside git, ``git ls-files`` is the authority (tracked plus untracked-but-not-ignored files);
 elsewhere the tree is walked with every ``.gitignore`` applied through ``pathspec``. Both
 stream paths, so a large tree never sits in memory as parsed objects.
+
+Every listed path is confined (:func:`engram.workspace.confine`): a symlink the repository
+carries that points outside the root (``src/settings.py -> ~/.aws/credentials``, a linked
+folder) is never listed, so nothing downstream (graph, chunks, project facts) reads it; it is
+reported to the caller instead (docs/security.md).
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import os
 import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+from engram.workspace import WorkspaceError, confine
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +84,9 @@ def _walk_files(root: Path) -> Iterator[str]:
             rel = f"{rel_dir}/{name}" if rel_dir else name
             if name in UNTRACKED_SKIPPED_DIRS or ignored(rel, True):
                 continue
+            if os.path.islink(os.path.join(dirpath, name)):
+                yield rel  # never walked into; the confinement check reports it if it points out
+                continue
             kept.append(name)
         dirnames[:] = kept
         for name in sorted(filenames):
@@ -85,20 +95,65 @@ def _walk_files(root: Path) -> Iterator[str]:
                 yield rel
 
 
-def iter_workspace_files(root: Path, exclude: Sequence[str] = ()) -> Iterator[str]:
+class _Confinement:
+    """Which listed paths stay inside the root once symlinks are resolved.
+
+    A folder's verdict is cached, so a file costs one ``lstat`` unless it (or a folder above
+    it) is a link; links go through :func:`engram.workspace.confine`.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self._dirs: dict[str, bool] = {"": True}
+
+    def _dir_inside(self, rel_dir: str) -> bool:
+        known = self._dirs.get(rel_dir)
+        if known is None:
+            parent = rel_dir.rpartition("/")[0]
+            known = self._dir_inside(parent) and (
+                not os.path.islink(self.root / rel_dir) or self._confined(rel_dir)
+            )
+            self._dirs[rel_dir] = known
+        return known
+
+    def _confined(self, rel: str) -> bool:
+        try:
+            confine(self.root, rel)
+        except WorkspaceError:
+            return False
+        return True
+
+    def inside(self, rel: str) -> bool:
+        if not self._dir_inside(rel.rpartition("/")[0]):
+            return False
+        return not os.path.islink(self.root / rel) or self._confined(rel)
+
+
+def iter_workspace_files(
+    root: Path, exclude: Sequence[str] = (), outside: list[str] | None = None
+) -> Iterator[str]:
     """Workspace-relative POSIX paths of every file not ignored, sorted within folders.
 
     The caller decides which of them to parse (manifests such as ``go.mod`` matter too).
+    Paths whose real location is outside the root (through a symlink) are left out and
+    appended to ``outside`` when given.
     """
     import pathspec
 
     user_excludes = pathspec.GitIgnoreSpec.from_lines(list(exclude)) if exclude else None
     listed = _git_files(root) if (root / ".git").exists() else None
     paths: Iterator[str] = iter(sorted(listed)) if listed is not None else _walk_files(root)
+    confinement = _Confinement(root)
     for rel in paths:
         parts = rel.split("/")
         if any(part in ALWAYS_SKIPPED_DIRS for part in parts[:-1]):
             continue
         if user_excludes is not None and user_excludes.match_file(rel):
             continue
+        if not confinement.inside(rel):
+            if outside is not None:
+                outside.append(rel)
+            continue
+        if listed is None and os.path.isdir(root / rel):
+            continue  # a folder link that stays inside: its files are listed under their real path
         yield rel

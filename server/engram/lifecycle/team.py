@@ -174,6 +174,9 @@ def read_team_folder(folder: Path, *, label: str) -> TeamFolder:
     converter = make_converter()
     for path in sorted(folder.glob("*.json")):
         name = f"{label}/{path.name}"
+        if path.is_symlink():  # a link could read any file of the user's (docs/security.md)
+            out.skipped.append(f"{name}: a symbolic link; team files must be regular files")
+            continue
         try:
             if path.stat().st_size > MAX_TEAM_FILE_BYTES:
                 out.skipped.append(f"{name}: larger than {MAX_TEAM_FILE_BYTES} bytes")

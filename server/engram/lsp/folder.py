@@ -222,10 +222,11 @@ def impact_blocking(engine: Engine, rel: str) -> str | None:
 
 def read_lines_blocking(root: Path, rel: str) -> list[str]:
     from engram.lsp.anchors import split_lines
+    from engram.workspace import WorkspaceError, confine
 
     try:
-        return split_lines((root / rel).read_text(encoding="utf-8", errors="replace"))
-    except OSError:
+        return split_lines(confine(root, rel).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, WorkspaceError):
         return []
 
 

@@ -32,7 +32,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path
 
 from engram import __version__
-from engram.config import merge_settings
+from engram.config import merge_settings, workspace_settings_trust
 from engram.errors import EngramError
 from engram.lifecycle.trust import Actor
 from engram.lsp import anchors as anchor_ops
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from engram.config import EngramConfig
     from engram.daemon.wire import Json
     from engram.lsp.remote import EngineLink
+    from engram.workspace_trust import SettingsTrust
 
 log = logging.getLogger(__name__)
 
@@ -311,6 +312,20 @@ class EngramLanguageServer(LanguageServer):
         await self.refresh_folder(folder)
         return report
 
+    def warn_untrusted_settings(self, folder: Folder, trust: SettingsTrust) -> None:
+        """Say, never silently skip, when the workspace asks to run code or send data.
+
+        The gated settings are already off (:mod:`engram.workspace_trust`); the user is told
+        what they would do and how to approve them (docs/security.md).
+        """
+        if not trust.needs_approval:
+            return
+        message = f"Engram ({folder.name}): {trust.summary()}, then reload the window."
+        log.warning("%s", message)
+        self.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+        )
+
     async def show_message(self, text: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=text))
 
@@ -502,6 +517,9 @@ class EngramLanguageServer(LanguageServer):
             folder.overrides = await self.fetch_overrides(folder)
             config = await asyncio.to_thread(load_config_blocking, folder.root, folder.overrides)
             self.configure_folder(folder, config)
+            # before any engine (local or the workspace engine): say what was held back
+            trust = await asyncio.to_thread(workspace_settings_trust, folder.workspace)
+            self.warn_untrusted_settings(folder, trust)
             await preloading
             if await self.connect_engine(folder) is not None:
                 await self.start_remote(folder, config, progress)

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engram.approvals import user_config_dir
 from engram.config import EngramConfig, McpConfig
 from engram.mcp.errors import (
     ConfigChanged,
@@ -42,7 +43,7 @@ from engram.mcp.registry import (
 )
 from engram.mcp.results import ObservationSink, classify_result
 from engram.mcp.search import Embedder, SearchContext, ToolMemoryHook, ToolSearch, tool_text
-from engram.mcp.sources import UnresolvedVariable, user_config_dir
+from engram.mcp.sources import UnresolvedVariable
 from engram.mcp.transport import SessionOpener, sdk_opener
 from engram.mcp.trust import ApprovalStore
 from engram.mcp.usage import UsageStore, module_of

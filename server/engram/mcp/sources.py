@@ -31,6 +31,8 @@ from typing import Any, Literal
 
 import attrs
 
+from engram.approvals import user_config_dir
+
 log = logging.getLogger(__name__)
 
 Transport = Literal["stdio", "http", "sse"]
@@ -139,14 +141,6 @@ class ConfigFile:
     key: str | None = None
     #: ``~/.claude.json`` keeps project-local servers under ``projects[<root>].mcpServers``
     claude_code_user: bool = False
-
-
-def user_config_dir(environ: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
-    """``$XDG_CONFIG_HOME/engram`` (default ``~/.config/engram``)."""
-    environ = os.environ if environ is None else environ
-    home = home or Path(environ.get("HOME") or Path.home())
-    base = environ.get("XDG_CONFIG_HOME")
-    return (Path(base) if base else home / ".config") / "engram"
 
 
 def config_files(

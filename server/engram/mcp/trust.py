@@ -11,35 +11,13 @@ back. The digest key is a random secret created next to the approvals (mode 0600
 
 from __future__ import annotations
 
-import json
-import logging
-import os
-import secrets
-import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 import attrs
 
+from engram.approvals import MCP_SERVERS, atomic_write_text
+from engram.approvals import ApprovalStore as _Approvals
 from engram.mcp.sources import ServerSpec, values_digest
-
-log = logging.getLogger(__name__)
-
-
-def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
-    """Write via a temporary file and rename, so a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @attrs.frozen
@@ -49,70 +27,37 @@ class TrustDecision:
     reason: str
 
 
-class ApprovalStore:
-    """Reads and writes ``approvals.json`` in the user's Engram config directory."""
-
-    def __init__(self, config_dir: Path) -> None:
-        self.config_dir = config_dir
-        self.path = config_dir / "approvals.json"
-        self._key_path = config_dir / "approvals.key"
-
-    def _key(self, create: bool) -> bytes | None:
-        try:
-            return bytes.fromhex(self._key_path.read_text(encoding="ascii").strip())
-        except (FileNotFoundError, ValueError):
-            if not create:
-                return None
-        key = secrets.token_bytes(32)
-        atomic_write_text(self._key_path, key.hex(), mode=0o600)
-        return key
-
-    def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, json.JSONDecodeError) as exc:
-            log.warning("ignoring unreadable %s: %s", self.path, exc)
-            return {}
-        return data if isinstance(data, dict) else {}
+class ApprovalStore(_Approvals):
+    """MCP server approvals in the user's ``approvals.json`` (:mod:`engram.approvals`)."""
 
     def decide(self, workspace_root: Path, spec: ServerSpec) -> TrustDecision:
         """Whether ``spec`` may be started, and why (never touches the workspace)."""
         if spec.trusted_by_origin:
             return TrustDecision(True, "user config")
-        entry = self._load().get("workspaces", {}).get(str(workspace_root), {}).get(spec.name)
-        if not isinstance(entry, dict):
+        entry = self.entry(MCP_SERVERS, workspace_root, spec.name)
+        if entry is None:
             return TrustDecision(False, "workspace server never approved")
         if entry.get("config_hash") != spec.config_hash:
             return TrustDecision(False, "config changed since approval")
-        key = self._key(create=False)
+        key = self.key(create=False)
         if key is None or entry.get("values_digest") != values_digest(spec, key):
             return TrustDecision(False, "env or header values changed since approval")
         return TrustDecision(True, "approved")
 
     def approve(self, workspace_root: Path, spec: ServerSpec, now: float | None = None) -> None:
         """Record the user's approval of ``spec``'s current configuration."""
-        key = self._key(create=True)
+        key = self.key(create=True)
         assert key is not None
-        data = self._load()
-        workspaces = data.setdefault("workspaces", {})
-        servers = workspaces.setdefault(str(workspace_root), {})
-        servers[spec.name] = {
+        entry = {
             "config_hash": spec.config_hash,
             "values_digest": values_digest(spec, key),
             "origin": spec.origin,
             "launch": spec.describe(),
-            "approved_at": time.time() if now is None else now,
         }
-        data["version"] = 1
-        atomic_write_text(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n", 0o600)
+        self.record(MCP_SERVERS, workspace_root, spec.name, entry, now)
 
     def revoke(self, workspace_root: Path, name: str) -> bool:
-        data = self._load()
-        servers = data.get("workspaces", {}).get(str(workspace_root), {})
-        if name not in servers:
-            return False
-        del servers[name]
-        atomic_write_text(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n", 0o600)
-        return True
+        return self.remove(MCP_SERVERS, workspace_root, name)
+
+
+__all__ = ["ApprovalStore", "TrustDecision", "atomic_write_text"]

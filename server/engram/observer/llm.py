@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engram.config import LlmConfig
+from engram.workspace_trust import LLM_KEY_ENV
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,11 @@ def rewrite_contents(
         return None
     url = str(config.base_url).rstrip("/") + "/chat/completions"
     headers = {"Content-Type": "application/json"}
-    if config.api_key_env and os.environ.get(config.api_key_env):
-        headers["Authorization"] = f"Bearer {os.environ[config.api_key_env]}"
+    # the key's variable is fixed or named by the user's own settings, never by a workspace,
+    # and base_url got here only from the user or an approved workspace (docs/security.md)
+    key = os.environ.get(config.api_key_env or LLM_KEY_ENV)
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
     numbered = "\n".join(f"{i + 1}. {text}" for i, text in enumerate(contents))
     payload = {
         "model": config.model,

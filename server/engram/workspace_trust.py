@@ -1,0 +1,264 @@
+"""Workspace trust: settings a repository carries that could run code or send data.
+
+Settings written inside the workspace (``[tool.engram]`` in ``pyproject.toml``,
+``.engram/config.toml``) arrive with ``git clone``: a stranger wrote them. Most are harmless
+tuning (budgets, thresholds, excludes). A few are not, and those are *gated*:
+
+* ``observer.plugins``: imports and runs Python code;
+* the ``llm`` section: sends session notes to an HTTP endpoint;
+* ``embed.model`` other than ``default``/``none``: loads a model file or downloads one.
+
+A gated setting takes effect only after the user approved that exact content with
+``engram trust`` (like direnv's ``allow`` or mise's ``trust``; MCP servers defined in the
+workspace have the same rule through ``engram mcp trust``). The approval is a SHA-256 of the
+gated settings *and of every plugin file they name*, stored in the user's config directory
+(:mod:`engram.approvals`), so editing a plugin after approval asks again. One setting is never
+taken from a workspace at all: ``llm.api_key_env`` (which environment variable holds the key)
+would let a repository send any of the user's secrets to its endpoint; the key comes from
+``$ENGRAM_LLM_API_KEY`` or from the user's own settings only.
+
+User-level settings (the user's config file, environment variables, the editor's settings and
+command-line overrides) are the user's own and always apply. docs/security.md has the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+
+from engram.approvals import WORKSPACE_SETTINGS, ApprovalStore
+
+#: the fixed environment variable an LLM key is read from (unless the user's own settings
+#: name another); never named by a repository
+LLM_KEY_ENV = "ENGRAM_LLM_API_KEY"
+
+#: sections whose every key is gated
+_GATED_SECTIONS = frozenset({"llm"})
+#: (section, key) pairs that are gated, unless the value is one of the safe ones listed
+_GATED_KEYS: dict[tuple[str, str], frozenset[str]] = {
+    ("observer", "plugins"): frozenset(),
+    ("embed", "model"): frozenset({"default", "none"}),
+}
+#: (section, key) pairs never taken from a workspace, trusted or not
+_NEVER_FROM_WORKSPACE = frozenset({("llm", "api_key_env"), ("llm", "api_key")})
+
+TrustState = Literal["none", "trusted", "untrusted", "changed"]
+
+
+@attrs.frozen
+class GatedSetting:
+    """One setting from the workspace that needs the user's approval, and what it would do."""
+
+    key: str  # dotted: "observer.plugins"
+    value: Any
+    effect: str
+
+
+@attrs.frozen
+class SettingsTrust:
+    """What the workspace's own settings ask for, and whether the user approved it.
+
+    ``state``: ``none`` (nothing gated), ``trusted`` (approved, unchanged), ``untrusted``
+    (never approved) or ``changed`` (approved once, different now).
+    """
+
+    state: TrustState
+    settings: tuple[GatedSetting, ...] = ()
+    content_hash: str = ""
+    #: workspace keys dropped whatever the approval (``llm.api_key_env``)
+    ignored: tuple[str, ...] = ()
+    #: the files the settings were read from, workspace-relative
+    sources: tuple[str, ...] = ()
+
+    @property
+    def applies(self) -> bool:
+        """Whether the gated settings are in effect."""
+        return self.state in ("none", "trusted")
+
+    @property
+    def needs_approval(self) -> bool:
+        return self.state in ("untrusted", "changed")
+
+    def summary(self) -> str:
+        """One line for a terminal, an editor message or ``engram doctor``."""
+        if self.state == "none":
+            return "the workspace's settings ask for nothing that runs code or sends data"
+        asks = "; ".join(f"{s.key}: {s.effect}" for s in self.settings)
+        if self.state == "trusted":
+            return f"approved ({self.content_hash[:12]}): {asks}"
+        why = "changed since you approved it" if self.state == "changed" else "not approved"
+        where = ", ".join(self.sources) or "the workspace"
+        return (
+            f"{where} asks to {asks} — {why}, so it is off; "
+            "check it, then run `engram trust` in this workspace"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "applies": self.applies,
+            "hash": self.content_hash,
+            "settings": [
+                {"key": s.key, "value": s.value, "effect": s.effect} for s in self.settings
+            ],
+            "ignored": list(self.ignored),
+            "sources": list(self.sources),
+        }
+
+
+def split_workspace_settings(
+    layer: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """``(safe, gated, ignored)`` of a workspace's normalised settings tree.
+
+    ``safe`` applies at once; ``gated`` only after approval; ``ignored`` keys never apply.
+    """
+    safe: dict[str, Any] = {}
+    gated: dict[str, Any] = {}
+    ignored: list[str] = []
+    for section, body in layer.items():
+        if not isinstance(body, Mapping):
+            if section in _GATED_SECTIONS:
+                gated[section] = body
+            else:
+                safe[section] = body
+            continue
+        for key, value in body.items():
+            if (section, key) in _NEVER_FROM_WORKSPACE:
+                ignored.append(f"{section}.{key}")
+                continue
+            allowed = _GATED_KEYS.get((section, key))
+            is_gated = section in _GATED_SECTIONS or (
+                allowed is not None
+                and not (isinstance(value, str) and value.strip().lower() in allowed)
+                and value not in (None, [], "")
+            )
+            target = gated if is_gated else safe
+            target.setdefault(section, {})[key] = value
+    return safe, gated, ignored
+
+
+def _plugin_file(spec: Any, root: Path) -> Path | None:
+    target = str(spec).rpartition(":")[0]
+    if not target.endswith(".py"):
+        return None
+    path = Path(target)
+    return path if path.is_absolute() else root / path
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+
+
+def content_hash(root: Path, gated: Mapping[str, Any]) -> str:
+    """SHA-256 of the gated settings and of the contents of every plugin file they name."""
+    files: dict[str, str] = {}
+    for spec in _as_list(gated.get("observer", {}).get("plugins")):
+        path = _plugin_file(spec, root)
+        if path is not None:
+            files[str(spec)] = _file_digest(path)
+    blob = json.dumps(
+        {"settings": gated, "files": files}, sort_keys=True, separators=(",", ":"), default=str
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _effects(root: Path, gated: Mapping[str, Any]) -> list[GatedSetting]:
+    out: list[GatedSetting] = []
+    for spec in _as_list(gated.get("observer", {}).get("plugins")):
+        path = _plugin_file(spec, root)
+        if path is None:
+            effect = f"import and run the Python module {str(spec).rpartition(':')[0]}"
+        else:
+            try:
+                shown = path.resolve().relative_to(root).as_posix()
+            except ValueError:
+                shown = f"{path} (outside the workspace)"
+            effect = f"run the Python code in {shown}"
+        out.append(GatedSetting("observer.plugins", spec, effect))
+    llm = gated.get("llm", {})
+    if isinstance(llm, Mapping):
+        for key, value in llm.items():
+            if key == "base_url":
+                effect = f"send session notes to {value}"
+            else:
+                effect = f"set the LLM endpoint's {key} to {value!r}"
+            out.append(GatedSetting(f"llm.{key}", value, effect))
+    elif llm:
+        out.append(GatedSetting("llm", llm, "configure an LLM endpoint"))
+    model = gated.get("embed", {}).get("model")
+    if model is not None:
+        out.append(
+            GatedSetting(
+                "embed.model",
+                model,
+                f"load the embedding model {model!r} (a model directory, or a download)",
+            )
+        )
+    return out
+
+
+def assess(
+    root: Path,
+    gated: Mapping[str, Any],
+    ignored: list[str],
+    sources: list[str],
+    approvals: ApprovalStore,
+) -> SettingsTrust:
+    """Whether the user approved exactly these gated settings for this workspace."""
+    if not gated:
+        return SettingsTrust("none", ignored=tuple(ignored), sources=tuple(sources))
+    digest = content_hash(root, gated)
+    entry = approvals.entry(WORKSPACE_SETTINGS, root, "settings")
+    if entry is None:
+        state: TrustState = "untrusted"
+    elif entry.get("hash") == digest:
+        state = "trusted"
+    else:
+        state = "changed"
+    return SettingsTrust(
+        state, tuple(_effects(root, gated)), digest, tuple(ignored), tuple(sources)
+    )
+
+
+def approve(root: Path, trust: SettingsTrust, approvals: ApprovalStore) -> None:
+    """Record the user's approval of exactly what ``trust`` showed them."""
+    entry = {
+        "hash": trust.content_hash,
+        "settings": [{"key": s.key, "value": s.value} for s in trust.settings],
+        "sources": list(trust.sources),
+    }
+    approvals.record(
+        WORKSPACE_SETTINGS, root, "settings", json.loads(json.dumps(entry, default=str))
+    )
+
+
+def revoke(root: Path, approvals: ApprovalStore) -> bool:
+    """Withdraw the approval of this workspace's settings; ``False`` if there was none."""
+    return approvals.remove(WORKSPACE_SETTINGS, root, "settings")
+
+
+__all__ = [
+    "LLM_KEY_ENV",
+    "GatedSetting",
+    "SettingsTrust",
+    "approve",
+    "assess",
+    "content_hash",
+    "revoke",
+    "split_workspace_settings",
+]

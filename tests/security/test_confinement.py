@@ -1,0 +1,80 @@
+"""Issue 13, confinement: nothing outside the workspace root is read, whatever the repository's
+symlinks say; links that point out are skipped and reported (docs/security.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from tests.conftest import git
+from tests.security.conftest import engram
+
+from engram.workspace import Workspace, WorkspaceError
+
+CREDENTIALS = (
+    "[default]\n"
+    "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+)
+
+
+@pytest.fixture
+def linked_repo(tmp_workspace: Workspace, tmp_path: Path) -> Workspace:
+    """`ln -s ~/.aws/credentials src/settings.py` (and a folder linked out) in a cloned repo."""
+    outside = tmp_path / "home"
+    (outside / "lib").mkdir(parents=True)
+    (outside / "credentials").write_text(CREDENTIALS)
+    (outside / "lib" / "secret_helpers.py").write_text(
+        "def aws_secret_access_key():\n    return 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'\n"
+    )
+    root = tmp_workspace.root
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text("def handler(event):\n    return event\n")
+    os.symlink(outside / "credentials", root / "src" / "settings.py")
+    os.symlink(outside / "lib", root / "vendor")
+    os.symlink(root / "src" / "app.py", root / "src" / "alias.py")  # inside: harmless
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "links")
+    return tmp_workspace
+
+
+def test_code_search_never_returns_a_linked_out_file(linked_repo: Workspace) -> None:
+    indexed = engram(linked_repo, "index", "--no-embed", "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    report = json.loads(indexed.stdout)
+    assert "src/settings.py" in json.dumps(report["code"]["outside_workspace"])
+    found = engram(linked_repo, "search", "--code", "--json", "aws_secret_access_key")
+    assert found.returncode == 0, found.stderr
+    assert "wJalrXUtnFEMI" not in found.stdout
+    assert "src/settings.py" not in found.stdout and "vendor/" not in found.stdout
+    handler = engram(linked_repo, "search", "--code", "--json", "handler event")
+    assert "src/app.py" in handler.stdout  # the real code is still indexed
+
+
+def test_index_and_doctor_name_the_links_that_point_out(linked_repo: Workspace) -> None:
+    indexed = engram(linked_repo, "index", "--no-embed")
+    assert "src/settings.py" in indexed.stderr and "outside the workspace" in indexed.stderr
+    doctor = engram(linked_repo, "doctor", "--json")
+    check = next(c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "confinement")
+    assert "src/settings.py" in check["detail"] and check["level"] == "warning"
+
+
+def test_impact_and_context_refuse_the_link(linked_repo: Workspace) -> None:
+    for args in (("impact", "src/settings.py"), ("context", "src/settings.py")):
+        done = engram(linked_repo, *args)
+        assert done.returncode == 1, (args, done.stdout)
+        assert "outside the workspace" in done.stderr
+        assert "wJalrXUtnFEMI" not in done.stdout + done.stderr
+
+
+def test_one_confinement_function(linked_repo: Workspace) -> None:
+    ws = linked_repo
+    assert ws.read_bytes("src/app.py").startswith(b"def handler")
+    with pytest.raises(WorkspaceError, match="outside the workspace"):
+        ws.read_bytes("src/settings.py")
+    with pytest.raises(WorkspaceError):
+        ws.read_bytes("vendor/secret_helpers.py")
+    with pytest.raises(WorkspaceError):
+        ws.resolve("../home/credentials")
