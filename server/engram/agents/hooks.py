@@ -28,6 +28,7 @@ import attrs
 
 from engram.agents.digest import Brief, Digest, prompt_terms
 from engram.marks import conflict_markers, together
+from engram.redaction import redact_secrets, redact_value
 from engram.tokens import estimate_tokens
 from engram.workspace import Workspace, WorkspaceError
 
@@ -254,12 +255,16 @@ def _spawn_background(workspace: Workspace, args: list[str], stdin_text: str) ->
 
 
 def _queue_observation(workspace: Workspace, payload: dict[str, Any]) -> None:
-    """Append the raw hook payload to the session's observer inbox (one line, flushed)."""
+    """Append the hook payload, secrets redacted, to the session's observer inbox.
+
+    Tool output is whatever the agent saw (a ``cat .env``, a failing ``curl`` with its
+    token): nothing of it reaches the disk unredacted (docs/security.md).
+    """
     session = safe_session(str(payload.get("session_id") or "default"))
     inbox = workspace.engram_dir / "agents" / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
     with (inbox / f"{session}.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(payload, default=str) + "\n")
+        fh.write(json.dumps(redact_value(payload), default=str) + "\n")
 
 
 def run_claude_code_hook(
@@ -416,6 +421,7 @@ def _log_failure(workspace_arg: str | None, exc: Exception) -> None:
         if log_dir.parent.exists():
             log_dir.mkdir(exist_ok=True)
             with (log_dir / "hooks.log").open("a", encoding="utf-8") as fh:
-                fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook failed: {exc!r}\n")
+                detail = redact_secrets(repr(exc)[:500]).text
+                fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook failed: {detail}\n")
     except OSError:
         pass

@@ -1116,6 +1116,16 @@ def run_command(args: argparse.Namespace) -> int:
     return handler(args)
 
 
+class RedactingFormatter(logging.Formatter):
+    """Log lines with secrets redacted: a background child's stderr is a file under
+    ``.engram/logs/`` (docs/security.md), and a log line may quote tool output."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from engram.redaction import redact_secrets
+
+        return redact_secrets(super().format(record)).text
+
+
 def _quiet_logging() -> None:
     """Library chatter stays out of the way; our own warnings are one line each."""
     import os
@@ -1126,6 +1136,8 @@ def _quiet_logging() -> None:
         format="engram: %(levelname)s: %(message)s",
         stream=sys.stderr,
     )
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(RedactingFormatter("engram: %(levelname)s: %(message)s"))
     if not debug:
         for name in ("lancedb", "pylance", "fastembed", "onnxruntime", "httpx", "urllib3"):
             logging.getLogger(name).setLevel(logging.ERROR)

@@ -35,7 +35,6 @@ from typing import Any
 
 import attrs
 
-from engram.lifecycle.redaction import redact_secrets
 from engram.model import (
     Memory,
     MemoryScope,
@@ -45,6 +44,7 @@ from engram.model import (
 )
 from engram.model.codec import make_converter, memory_to_dict
 from engram.model.memory import TEAM_KEY
+from engram.redaction import redact_secrets
 
 __all__ = [
     "DEFAULT_TEAM_DIR",
@@ -93,6 +93,22 @@ _LOCAL_FIELDS = (
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
+def secret_kinds(memory: Memory) -> list[str]:
+    """Kinds of secret the scanner finds in any text a shared file would carry.
+
+    Run again at share time, after the redaction at remember time: a memory stored before
+    a rule existed, or edited in the store, must not reach the repository (security.md).
+    """
+    texts = [memory.content, memory.citation_text, *memory.tags]
+    texts += [a.symbol or "" for a in memory.anchors]
+    kinds: list[str] = []
+    for text in texts:
+        for kind in redact_secrets(text).kinds:
+            if kind not in kinds:
+                kinds.append(kind)
+    return kinds
+
+
 def share_refusal(memory: Memory, *, explicit: bool = False) -> str | None:
     """Why ``memory`` may not be shared, or None when it may."""
     if memory.deprecated:
@@ -105,8 +121,9 @@ def share_refusal(memory: Memory, *, explicit: bool = False) -> str | None:
         return "it is tagged private"
     if memory.scope not in SHARED_SCOPES:
         return f"its scope is {memory.scope.value} (only global and module memories are shared)"
-    if redact_secrets(memory.content).redacted:
-        return "its text contains what looks like a secret"
+    found = secret_kinds(memory)
+    if found:
+        return f"its text contains what looks like a secret ({', '.join(found)})"
     if explicit:
         return None
     if memory.type in PERSONAL_TYPES:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engram.config import LlmConfig
+from engram.redaction import redact_secrets
 from engram.workspace_trust import LLM_KEY_ENV
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,8 @@ def rewrite_contents(
     key = os.environ.get(config.api_key_env or LLM_KEY_ENV)
     if key:
         headers["Authorization"] = f"Bearer {key}"
-    numbered = "\n".join(f"{i + 1}. {text}" for i, text in enumerate(contents))
+    # nothing leaves the machine unredacted, even text that was stored before a rule existed
+    numbered = "\n".join(f"{i + 1}. {redact_secrets(text).text}" for i, text in enumerate(contents))
     payload = {
         "model": config.model,
         "temperature": 0,

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from engram.redaction import redact_value
+
 log = logging.getLogger(__name__)
 
 #: Finished scratchpads kept in ``done/`` (they are handy traces for observer_replay.py).
@@ -37,7 +39,8 @@ class ScratchpadStore:
     def append(self, session_id: str, record: dict[str, Any]) -> None:
         """Append one record and flush it (a process kill after this loses nothing)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+        # events carry commands and tool output: secrets never reach the disk (security.md)
+        line = json.dumps(redact_value(record), separators=(",", ":"), ensure_ascii=False)
         with self.path(session_id).open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
             fh.flush()
