@@ -122,14 +122,16 @@ def test_remember_export_share_carry_no_secret(tmp_workspace: Workspace, user_co
 
 
 def test_share_scans_again_and_refuses(tmp_workspace: Workspace, user_config: Path) -> None:
-    from engram.engine import Engine
+    from engram.app import Engine
+    from engram.app.remember import remember
+    from engram.app.team import share
 
     with Engine.open(ws := tmp_workspace, {"embed": {"model": "none"}}) as eng:
-        memory = eng.remember("the staging database lives on db-2", type="gotcha").memory
+        memory = remember(eng, "the staging database lives on db-2", type="gotcha").memory
         # a memory stored before a redaction rule existed, or edited in the store directly
         raw = attrs.evolve(memory, content=f"db-2 password is {SECRETS['cli_password']}!")
         eng.store.update([raw])
-        report = eng.share([memory.id])
+        report = share(eng, [memory.id])
     assert report.written == []
     assert [r for r in report.refused if memory.id in r and "secret" in r]
     team = ws.root / ".engram-team"
