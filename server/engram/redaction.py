@@ -288,6 +288,8 @@ def looks_random(value: str, *, near_keyword: bool = False, hex_ok: bool = False
         return False  # code or a query string: terminal_width=60
     if "/" in core and re.search(r"\.[A-Za-z]{1,5}$", core):
         return False  # a file path
+    if _reads_as_identifier(core):
+        return False  # TCP4ServerEndpoint, getHTTP2Client: words, not noise
     entropy = shannon_entropy(core)
     # the most a string of n distinct characters can reach is log2(n): demand most of it
     bar = min(3.0, 0.8 * math.log2(n))
@@ -297,6 +299,22 @@ def looks_random(value: str, *, near_keyword: bool = False, hex_ok: bool = False
     return (digits >= 2 or (digits == 1 and n >= 16)) and digits < n - 2
 
 
+def _reads_as_identifier(core: str) -> bool:
+    """CamelCase or snake_case made of real-length words, with at most two digits."""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", core) or sum(c.isdigit() for c in core) > 2:
+        return False
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", core)
+    if not words or len(words) > 8 or sum(len(w) for w in words) / len(words) < 4:
+        return False
+
+    def wordlike(word: str) -> bool:  # an acronym, or letters a person could pronounce
+        if word.isupper():
+            return len(word) <= 5
+        return sum(c in "aeiouy" for c in word.lower()) / len(word) >= 0.25
+
+    return all(wordlike(w) for w in words)
+
+
 #: names whose long hex or UUID values are hashes and ids, not credentials
 _HASH_NAME = re.compile(
     r"(?i)(?:sha\d*|hash|digest|checksum|md5|etag|integrity|commit|rev|revision|uuid|guid"
@@ -304,7 +322,7 @@ _HASH_NAME = re.compile(
 )
 #: a value after an assignment-like separator, to any name (gitleaks' keyword-rule shape)
 _ANY_ASSIGNMENT = re.compile(
-    r"(?P<pre>[ \t\\\"'`\]]{0,16}(?::{1,3}=|=>|\?=|\|\||[:=>,])[`'\"\s=:>|,?\\]{0,16})"
+    r"(?P<pre>[ \t\\\"'`\]]{0,16}(?::{1,3}=|=>|\?=|\|\||[:=>,])[`'\" \t=:>|,?\\]{0,16})"
     r"(?P<val>[A-Za-z0-9+/_\-.~%]{14,}(?:={1,3}(?!\w))?)"
 )
 _LAST_NAME = re.compile(r"([A-Za-z_][\w.\-]*)[^\w]*$")

@@ -45,7 +45,7 @@ _GATED_KEYS: dict[tuple[str, str], frozenset[str]] = {
     ("embed", "model"): frozenset({"default", "none"}),
 }
 #: (section, key) pairs never taken from a workspace, trusted or not
-_NEVER_FROM_WORKSPACE = frozenset({("llm", "api_key_env"), ("llm", "api_key")})
+_NEVER_FROM_WORKSPACE = frozenset({("llm", "api_key_env"), ("llm", "api_key"), ("team", "trusted")})
 
 TrustState = Literal["none", "trusted", "untrusted", "changed"]
 

@@ -290,4 +290,4 @@ async def test_vscode_session(app_workspace: Workspace) -> None:
             what="memory shared through the team folder",
         )
         shared = next(d for d in engram_diags(client, doc_uri) if d.data["id"] == teammates.id)
-        assert "shared by Ana" in shared.message
+        assert 'shared by "Ana"' in shared.message

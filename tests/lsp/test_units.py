@@ -223,7 +223,7 @@ def test_hover_lists_memories_with_citation_and_impact() -> None:
     # the other side is quoted and marked (docs/trust.md "Conflicts")
     text = hover_markdown([disputed], None, NOW, partners={disputed.id: [("m-other", "90s")]})
     assert text is not None
-    assert '[CONFLICT with m-other: "90s"' in text and "shared by Ana" in text
+    assert '[CONFLICT with m-other: "90s"' in text and 'shared by "Ana"' in text
 
 
 def test_impact_summary_from_report() -> None:

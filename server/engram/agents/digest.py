@@ -75,12 +75,18 @@ class Brief:
     needs_review: bool = False
     #: ids of the memories this one is linked to as a conflict (shown with it, marked)
     conflicts: list[str] = attrs.field(factory=list)
+    #: a teammate's memory: who shared it and from which team file (shown as quoted data)
+    shared_by: str | None = None
+    team_file: str | None = None
+    reviewed: bool = False
 
     @classmethod
     def of(cls, memory: Memory) -> Brief:
         from engram.lifecycle.trust import conflict_ids
 
         anchor = memory.anchors[0] if memory.anchors else None
+        origin = memory.extra.get("team")  # engram.model.TEAM_KEY; the hook path stays light
+        team = origin if isinstance(origin, dict) else None
         return cls(
             id=memory.id,
             type=memory.type.value,
@@ -89,7 +95,14 @@ class Brief:
             line=anchor.start_line if anchor else None,
             needs_review=memory.needs_review,
             conflicts=conflict_ids(memory),
+            shared_by=str(team.get("by") or "the team") if team else None,
+            team_file=str(team.get("file") or "") or None if team else None,
+            reviewed=bool(team) and memory.user_verified,
         )
+
+    @property
+    def from_team(self) -> bool:
+        return self.shared_by is not None
 
 
 def _weight(memory: Memory) -> float:

@@ -28,6 +28,7 @@ import attrs
 
 from engram.agents.digest import Brief, Digest, prompt_terms
 from engram.marks import conflict_markers, together
+from engram.quoting import quote_shared
 from engram.redaction import redact_secrets, redact_value
 from engram.tokens import estimate_tokens
 from engram.workspace import Workspace, WorkspaceError
@@ -133,9 +134,14 @@ def render_memory(memory: Brief, others: Sequence[Brief] = ()) -> str:
     """One line an agent reads: type, text and the citation it can confirm or flag by;
     ``others``: the shown memories it conflicts with, marked (``engram.marks``)."""
     where = f" ({memory.file}:{memory.line + 1})" if memory.file and memory.line is not None else ""
-    review = " [unverified]" if memory.needs_review else ""
     marks = conflict_markers([(o.id, o.content) for o in others])
     mark = f" {marks}" if marks else ""
+    if memory.from_team:  # a teammate's words: quoted data with its origin (security.md)
+        text = quote_shared(
+            memory.content, memory.shared_by, memory.team_file, reviewed=memory.reviewed
+        )
+        return f"- {memory.type.upper()}{where}{mark}: {text} [{memory.id}]"
+    review = " [unverified]" if memory.needs_review else ""
     return f"- {memory.type.upper()}{where}{review}{mark}: {memory.content.strip()} [{memory.id}]"
 
 
@@ -287,7 +293,8 @@ def run_claude_code_hook(
         _queue_observation(workspace, payload)
         ledger = SessionLedger.load(workspace, session_id)
         if event == "SessionStart":
-            work = digest.by_type(["work_state"], limit=3)
+            # where *this* user's last session stopped: never a teammate's work state
+            work = [b for b in digest.by_type(["work_state"], limit=6) if not b.from_team][:3]
             rest = digest.by_type(
                 [t for t in SESSION_TYPES if t != "work_state"],
                 # module knowledge comes when the agent touches the module's files

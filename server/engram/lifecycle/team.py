@@ -44,6 +44,7 @@ from engram.model import (
 )
 from engram.model.codec import make_converter, memory_to_dict
 from engram.model.memory import TEAM_KEY
+from engram.quoting import clean_name
 from engram.redaction import redact_secrets
 
 __all__ = [
@@ -214,7 +215,29 @@ def read_team_folder(folder: Path, *, label: str) -> TeamFolder:
     return out
 
 
+def _anchor_problem(memory: Memory) -> str | None:
+    """A shared anchor must name a workspace-relative file (no ``..``, no absolute path)."""
+    for anchor in memory.anchors:
+        path = anchor.file
+        if (
+            not path
+            or "\0" in path
+            or len(path) > 1024
+            or path.startswith(("/", "\\"))
+            or re.match(r"^[A-Za-z]:", path) is not None
+            or ".." in path.replace("\\", "/").split("/")
+        ):
+            shown = path if len(path) <= 80 else path[:77] + "..."
+            return f"its anchor {shown!r} is outside the workspace; not imported"
+    return None
+
+
 def _entry(raw: Any, name: str, text: str, stem: str, converter: Any) -> TeamEntry | str:
+    """One shared file as the memory it states, or why it is skipped (named, never fatal).
+
+    Personal types are not imported (a teammate's work state is not where *your* last
+    session stopped) and an anchor outside the workspace skips the file (docs/security.md).
+    """
     if not isinstance(raw, dict):
         return "not a memory (expected a JSON object)"
     shared = raw.pop("shared", None)
@@ -226,8 +249,16 @@ def _entry(raw: Any, name: str, text: str, stem: str, converter: Any) -> TeamEnt
         return f"not a memory ({str(exc).splitlines()[0][:120]})"
     if memory.id != stem:
         return f"its id {memory.id!r} does not match the file name"
+    if memory.type in PERSONAL_TYPES:
+        return f"{memory.type.value} memories are personal; a teammate's is not imported"
+    problem = _anchor_problem(memory)
+    if problem:
+        return problem
     if redact_secrets(memory.content).redacted:
         return "its text contains what looks like a secret; not imported"
+    # the name is a claim too: one short line, shown quoted (engram.quoting)
+    shared_by = clean_name(shared_by) if shared_by else None
+    shared_at = shared_at if isinstance(shared_at, str) else None
     extra = {TEAM_KEY: {"file": name, "by": shared_by, "at": shared_at}}
     # the memory as the file states it; what it may be trusted with here is the trust
     # model's to say (lifecycle.trust.admit_team / TeamShare, docs/trust.md), never the file's

@@ -25,7 +25,8 @@ from pydantic import Field
 from engram.errors import EngramError
 from engram.lifecycle.trust import Actor
 from engram.marks import conflict_markers
-from engram.model import Memory, to_jsonable
+from engram.model import Memory, shared_by_text, team_origin, to_jsonable
+from engram.quoting import quote_shared
 from engram.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -70,10 +71,18 @@ INSTRUCTIONS = (
 def _memory_brief(memory: Memory) -> dict[str, Any]:
     """What a model needs of a memory: no embedding internals, no bookkeeping."""
     anchor = memory.anchors[0] if memory.anchors else None
+    origin = team_origin(memory)
+    content = memory.content
+    if origin is not None:  # a teammate's words reach the model as quoted data (security.md)
+        content = quote_shared(
+            memory.content, origin.get("by") or "the team", origin.get("file"),
+            reviewed=memory.user_verified,
+        )  # fmt: skip
     return {
         "id": memory.id,
         "type": memory.type.value,
-        "content": memory.content,
+        "content": content,
+        "shared_by": shared_by_text(memory),
         "confidence": round(memory.current_confidence(), 3),
         "source": memory.source.value,
         "file": anchor.file

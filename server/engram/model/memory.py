@@ -257,7 +257,14 @@ class Memory:
         return self.confidence * math.pow(0.5, days / self.decay_half_life_days)
 
     def citation(self) -> str:
-        """The chip agents and editors show: ``[Memory m-3f2a9c1e7b: JWT 24h expiry]``."""
+        """The chip agents and editors show: ``[Memory m-3f2a9c1e7b: JWT 24h expiry]``.
+
+        A teammate's memory quotes its label (derived from its content, never from the
+        file's own ``citation_text``), so not even the chip carries unquoted shared text."""
+        if isinstance(self.extra.get(TEAM_KEY), dict):
+            from engram.quoting import quoted
+
+            return f"[Memory {self.id}, shared: {quoted(self.citation_text)}]"
         return f"[Memory {self.id}: {self.citation_text}]"
 
 
@@ -282,9 +289,16 @@ def team_origin(memory: Memory) -> dict[str, Any] | None:
 
 
 def shared_by_text(memory: Memory) -> str | None:
-    """``"shared by Ana"`` for a team memory (hover, diagnostics, ``show``), else None."""
+    """``shared by "Ana" (from .engram-team/m-x.json), unreviewed`` for a team memory
+    (hover, diagnostics, ``show``), else None: whose claim it is stays visible."""
     origin = team_origin(memory)
     if origin is None:
         return None
-    who = origin.get("by")
-    return f"shared by {who}" if isinstance(who, str) and who else "shared by the team"
+    from engram.quoting import shared_label
+
+    file = origin.get("file")
+    return shared_label(
+        origin.get("by") or "the team",
+        file if isinstance(file, str) else None,
+        reviewed=memory.user_verified,
+    )

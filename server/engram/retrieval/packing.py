@@ -26,7 +26,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from engram.model import Memory, MemoryType
+from engram.model import Memory, MemoryType, team_origin
+from engram.quoting import quote_shared
 from engram.retrieval.types import ContextItem, ContextPack, Level, SearchHit, Surface, Tier
 from engram.tokens import estimate_tokens
 
@@ -81,6 +82,13 @@ def render_item(memory: Memory, level: Level, stale: bool = False, mark: str = "
     warn = " [STALE: may be outdated]" if stale else ""
     if mark:
         warn += f" {mark}"
+    origin = team_origin(memory)
+    if origin is not None:  # a teammate's words: quoted data with its origin (security.md)
+        text = memory.content if level is Level.FULL else first_sentence(memory.content)
+        fenced = quote_shared(
+            text, origin.get("by") or "the team", origin.get("file"), reviewed=memory.user_verified
+        )
+        return f"- {label}{_where(memory)}{warn}: {fenced} {memory.citation()}"
     if level is Level.FULL:
         body = memory.content.strip().replace("\n", "\n  ")
         return f"- {label}{_where(memory)}{warn}: {body} {memory.citation()}"
