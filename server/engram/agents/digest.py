@@ -4,9 +4,11 @@ Why: a Claude Code hook is a fresh process per tool call. Opening LanceDB costs 
 imports alone, far over the hook budget (≤ 1.5 s cold, ≤ 150 ms warm). The engine writes
 every change to this digest as well (standard-library ``sqlite3``, WAL), so the hook path
 reads anchored gotchas and session-start context without importing LanceDB, NumPy or the
-model. The digest records the LanceDB manifest it mirrors; when another process wrote the
-store without updating the digest, :meth:`Digest.is_stale` says so and the hook schedules
-a rebuild in the background instead of blocking the agent.
+model. The digest records the store version it mirrors and advances only along the chain
+of writes it was handed; when a write never reached it (another process, or one killed
+between its commit and its mirror), :meth:`Digest.is_stale` says so from the store's change
+log (a version check, not a timestamp), SessionStart rebuilds it before answering and other
+hooks schedule a rebuild in the background instead of blocking the agent (docs/agents.md).
 """
 
 from __future__ import annotations
@@ -112,14 +114,54 @@ def _weight(memory: Memory) -> float:
     )
 
 
-def lance_manifest_marker(workspace: Workspace) -> str:
-    """The newest LanceDB manifest of the memory table, read from the file system only."""
+#: LanceDB creates the (empty) memory table at this version.
+_FIRST_VERSION = 1
+_INVERTED = 2**63  # LanceDB names manifests u64::MAX - version (newest sorts first)
+
+
+def lance_table_version(workspace: Workspace) -> int | None:
+    """The newest version of the memory table, read from its manifest names only."""
     versions = workspace.engram_dir / "memories.lance" / "_versions"
+    found: list[int] = []
     try:
-        names = [p.name for p in versions.iterdir() if p.suffix == ".manifest"]
+        for path in versions.iterdir():
+            if path.suffix != ".manifest" or not path.stem.isdigit():
+                continue
+            number = int(path.stem)
+            found.append(2**64 - 1 - number if number >= _INVERTED else number)
     except OSError:
-        return ""
-    return max(names, default="", key=lambda n: (len(n), n))
+        return None
+    return max(found, default=None)
+
+
+def _touched_between(workspace: Workspace, start: int, target: int) -> set[str] | None:
+    """Ids the store's change log says versions ``start`` -> ``target`` touched, or None
+    when the chain breaks (read with sqlite3 directly: the hook never imports the store).
+    The log's format is :class:`engram.store.changelog.ChangeLog`'s."""
+    path = workspace.engram_dir / "memories.changes.sqlite"
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
+    except sqlite3.Error:
+        return None
+    try:
+        touched: set[str] = set()
+        current = start
+        while current < target:
+            row = conn.execute(
+                "SELECT version, ids FROM changes WHERE prev = ? ORDER BY version DESC LIMIT 1",
+                (current,),
+            ).fetchone()
+            if row is None or int(row[0]) <= current:
+                return None
+            current = int(row[0])
+            touched.update(json.loads(row[1]))
+        return touched
+    except (sqlite3.Error, ValueError):
+        return None
+    finally:
+        conn.close()
 
 
 @attrs.define
@@ -161,8 +203,20 @@ class Digest:
 
     # ----------------------------------------------------------------- writing
 
-    def apply(self, upserts: Iterable[Memory] = (), deleted_ids: Sequence[str] = ()) -> None:
-        """Mirror a store write: insert or replace ``upserts``, drop ``deleted_ids``."""
+    def apply(
+        self,
+        upserts: Iterable[Memory] = (),
+        deleted_ids: Sequence[str] = (),
+        *,
+        writes: Sequence[tuple[int, int]] | None = None,
+    ) -> None:
+        """Mirror a store write: insert or replace ``upserts``, drop ``deleted_ids``.
+
+        ``writes`` are the store versions (prev, version) this change committed. The digest's
+        version advances only along that chain: if a write in between was never mirrored (a
+        process killed after its commit), the version stays behind and :meth:`is_stale`
+        says so until a rebuild, whatever later writes do (a version check, not a time).
+        """
         conn = self._connect(create=True)
         assert conn is not None
         with conn:
@@ -171,13 +225,29 @@ class Digest:
                 conn.execute("DELETE FROM memory_text WHERE id = ?", (memory_id,))
             for memory in upserts:
                 self._put(conn, memory)
-            conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES ('manifest', ?)",
-                (lance_manifest_marker(self.workspace),),
-            )
+            current = self._version(conn)
+            for prev, version in sorted(writes or ()):
+                if current is None:
+                    # a digest that never mirrored anything may adopt only a chain that
+                    # starts at the empty table; otherwise it waits for a rebuild
+                    if prev <= _FIRST_VERSION:
+                        current = version
+                elif current == prev or (
+                    current < prev and _touched_between(self.workspace, current, prev) == set()
+                ):
+                    current = version  # only compactions happened in between
+            if current is not None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('version', ?)",
+                    (str(current),),
+                )
 
-    def rebuild(self, memories: Iterable[Memory]) -> int:
-        """Replace the whole mirror (after an import, or when it was found stale)."""
+    def rebuild(self, memories: Iterable[Memory], version: int | None = None) -> int:
+        """Replace the whole mirror (after an import, or when it was found stale).
+
+        ``version``: the store version ``memories`` were read at (default: the newest table
+        version on disk, which a concurrent writer may already have moved past).
+        """
         conn = self._connect(create=True)
         assert conn is not None
         count = 0
@@ -188,11 +258,23 @@ class Digest:
             for memory in memories:
                 self._put(conn, memory)
                 count += 1
-            conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES ('manifest', ?)",
-                (lance_manifest_marker(self.workspace),),
-            )
+            if version is None:
+                version = lance_table_version(self.workspace)
+            conn.execute("DELETE FROM meta WHERE key = 'version'")
+            if version is not None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('version', ?)",
+                    (str(version),),
+                )
         return count
+
+    @staticmethod
+    def _version(conn: sqlite3.Connection) -> int | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+        try:
+            return int(row[0]) if row else None
+        except ValueError:
+            return None
 
     @staticmethod
     def _put(conn: sqlite3.Connection, memory: Memory) -> None:
@@ -254,13 +336,32 @@ class Digest:
     # ----------------------------------------------------------------- reading
 
     def is_stale(self) -> bool:
-        """True when the LanceDB table moved on since the digest was last written."""
+        """True when the store holds a change the digest has not mirrored.
+
+        The digest knows the table version it mirrors; every version after it must have
+        touched no memory (a compaction) according to the store's change log, else the
+        digest lacks something: a write by a process killed before it mirrored, or one
+        whose change log entry is missing.
+        """
+        table = lance_table_version(self.workspace)
         conn = self._connect(create=False)
-        marker = lance_manifest_marker(self.workspace)
         if conn is None:
-            return bool(marker)
-        row = conn.execute("SELECT value FROM meta WHERE key = 'manifest'").fetchone()
-        return (row[0] if row else "") != marker
+            return table is not None
+        mirrored = self._version(conn)
+        if table is None:
+            return False
+        if mirrored is None:
+            return True
+        if mirrored >= table:
+            return False
+        touched = _touched_between(self.workspace, mirrored, table)
+        return touched is None or bool(touched)
+
+    def lag(self) -> tuple[int | None, int | None]:
+        """(mirrored version, table version), for ``engram doctor``."""
+        conn = self._connect(create=False)
+        mirrored = self._version(conn) if conn is not None else None
+        return mirrored, lance_table_version(self.workspace)
 
     def _rows(self, sql: str, params: Sequence[Any]) -> list[Brief]:
         conn = self._connect(create=False)

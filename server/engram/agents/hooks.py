@@ -260,6 +260,41 @@ def _spawn_background(workspace: Workspace, args: list[str], stdin_text: str) ->
     return True
 
 
+#: How long SessionStart waits for a digest rebuild before answering from what it has.
+SESSION_REBUILD_TIMEOUT_S = 40.0
+
+
+def _rebuild_now(workspace: Workspace) -> bool:
+    """Rebuild the digest in a child ``engram`` process and wait (SessionStart only).
+
+    The digest lacks memories the store has (a writer killed before it mirrored, see
+    docs/agents.md); the session brief must not silently leave them out. Returns False when
+    the rebuild failed or took too long; the caller then starts a background one.
+    """
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "engram",
+                "digest",
+                "--rebuild",
+                "--workspace",
+                str(workspace.root),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=workspace.root,
+            timeout=SESSION_REBUILD_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("digest rebuild for SessionStart did not finish: %s", exc)
+        return False
+    return done.returncode == 0
+
+
 def _queue_observation(workspace: Workspace, payload: dict[str, Any]) -> None:
     """Append the hook payload, secrets redacted, to the session's observer inbox.
 
@@ -288,7 +323,10 @@ def run_claude_code_hook(
         return None  # Engram was never used here: stay silent and cheap
     digest = Digest(workspace)
     try:
-        if background and digest.is_stale():
+        # SessionStart briefs the whole session, so it waits for a rebuild (bounded); other
+        # events answer at once and let a background rebuild catch up
+        stale = background and digest.is_stale()
+        if stale and not (event == "SessionStart" and _rebuild_now(workspace)):
             _spawn_background(workspace, ["digest", "--rebuild"], "")
         _queue_observation(workspace, payload)
         ledger = SessionLedger.load(workspace, session_id)

@@ -130,9 +130,27 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
         )
     )
     checks.append(_team_check(engine))
+    checks.append(_digest_check(engine))
     checks.append(_settings_trust_check(engine))
     checks.append(_confinement_check(engine))
     return checks
+
+
+def _digest_check(engine: Engine) -> DoctorCheck:
+    """Whether the agents' digest mirrors every store version (docs/agents.md)."""
+    digest = engine.digest
+    mirrored, table = digest.lag()
+    if table is None:
+        return DoctorCheck("agent digest", True, "no memories stored yet", "info")
+    if digest.is_stale():
+        return DoctorCheck(
+            "agent digest",
+            False,
+            f"behind the store (mirrors version {mirrored}, the store is at {table}): "
+            "hooks would miss memories; run `engram digest --rebuild` (a hook also starts it)",
+            "warning",
+        )
+    return DoctorCheck("agent digest", True, f"mirrors store version {table}", "info")
 
 
 def _settings_trust_check(engine: Engine) -> DoctorCheck:

@@ -394,8 +394,9 @@ class Engine:
         The digest (``engram.agents``) lets hook processes answer without LanceDB; it is a
         cache, so failing to update it is logged, never raised (the hook rebuilds it).
         """
+        writes = self._store.take_writes() if self._store is not None else []
         try:
-            self.digest.apply(list(upserts), list(deleted))
+            self.digest.apply(list(upserts), list(deleted), writes=writes)
             store = self._store
             if store is not None and store.remote:
                 self.digest.mark_version(store.seen_version)

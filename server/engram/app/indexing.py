@@ -155,7 +155,11 @@ def embed_missing(engine: Engine, progress: ProgressCallback | None = None) -> d
 def rebuild_digest(engine: Engine) -> int:
     """Rewrite the agents' digest from the store (it was stale or missing)."""
     with engine.write_lock:
-        return int(engine.digest.rebuild(engine.store.list(engine.filter(include_deprecated=True))))
+        store = engine.store
+        memories = store.list(engine.filter(include_deprecated=True))
+        # the version those memories were read at, not whatever a concurrent writer made since
+        version = None if store.remote else store.seen_version
+        return int(engine.digest.rebuild(memories, version))
 
 
 __all__ = [

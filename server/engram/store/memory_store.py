@@ -282,6 +282,9 @@ class MemoryStore:
             else ChangeLog(directory / CHANGES_FILE, read_only=read_only)
         )
         self._listeners: list[ChangeListener] = []
+        #: (prev, version) of each write since :meth:`take_writes`: the agents' digest
+        #: follows this chain so a write it never saw cannot hide (docs/storage.md)
+        self._writes: list[tuple[int, int]] = []
         self._converter = make_converter()
         self._mutex = threading.RLock()
         self._snap = _Snapshot()
@@ -334,10 +337,17 @@ class MemoryStore:
         serialised), the commit's own version on a shared one (see ``SharedChangeLog``)."""
         if not self.location.remote:
             self._changes.record(result.prev, result.end, ids)
+            self._writes.append((result.prev, result.end))
             return
         self._changes.record(result.commit - 1, result.commit, ids)
         if result.end > result.commit:
             self._changes.record(result.commit, result.end, [])
+
+    def take_writes(self) -> list[tuple[int, int]]:
+        """The (prev, version) pairs of this store's local writes since the last call."""
+        with self._mutex:
+            writes, self._writes = self._writes, []
+        return writes
 
     # ------------------------------------------------------------------ snapshot
 
