@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from engram.app.inputs import validate_symbol
+
 if TYPE_CHECKING:
     from engram.app.engine import Engine
     from engram.codegraph import ImpactReport
@@ -30,6 +32,7 @@ def impact(engine: Engine, file: str, symbol: str | None = None) -> ImpactReport
     from engram.codegraph import ImpactAnalyzer
 
     rel = engine.relative(file)
+    symbol = validate_symbol(symbol or None)
     if symbol:
         found = resolve_symbol(engine, rel, symbol)
         if found is not None:

@@ -89,3 +89,24 @@ __all__ = [
     "parse_type",
     "validate_text",
 ]
+
+
+#: A symbol name (``Class.method``) is one identifier path, never a document.
+MAX_SYMBOL_CHARS = 512
+
+
+def validate_symbol(symbol: str | None) -> str | None:
+    """A symbol name, or :class:`InvalidInput` saying why it is not one (too long, NUL)."""
+    if symbol is None:
+        return None
+    if not isinstance(symbol, str):
+        raise InvalidInput("symbol must be a string")
+    if "\x00" in symbol:
+        raise InvalidInput("symbol contains a NUL byte")
+    if len(symbol) > MAX_SYMBOL_CHARS:
+        raise InvalidInput(
+            f"symbol is {len(symbol)} characters, over the limit of {MAX_SYMBOL_CHARS}"
+        )
+    if not symbol.strip():
+        raise InvalidInput("symbol name is empty")
+    return symbol.strip()

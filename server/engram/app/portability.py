@@ -7,6 +7,7 @@ records in place and sends new ones through the remember pipeline (docs/lifecycl
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,10 +64,15 @@ def import_file(
     try:
         if source.is_dir():
             raise InvalidInput(f"{source} is a directory, not a file")
-        size = source.stat().st_size
-        if size > MAX_IMPORT_BYTES:
-            raise InvalidInput(f"{source} is {size} bytes, too large to import")
-        raw = source.read_bytes()
+        # a device or a pipe (/dev/zero, /dev/stdin) has no size to check and may never end
+        if not stat.S_ISREG(source.stat().st_mode):
+            raise InvalidInput(
+                f"{source} is not a regular file; import reads a JSON or Markdown file"
+            )
+        with source.open("rb") as fh:  # read at most the limit: the file may grow meanwhile
+            raw = fh.read(MAX_IMPORT_BYTES + 1)
+        if len(raw) > MAX_IMPORT_BYTES:
+            raise InvalidInput(f"{source} is over {MAX_IMPORT_BYTES} bytes, too large to import")
     except FileNotFoundError as exc:
         raise InvalidInput(f"{source} does not exist") from exc
     except PermissionError as exc:

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from engram.app.anchors import anchor_for
-from engram.app.inputs import parse_scope, parse_source, parse_type, validate_text
+from engram.app.inputs import (
+    parse_scope,
+    parse_source,
+    parse_type,
+    validate_symbol,
+    validate_text,
+)
 from engram.errors import InvalidInput
 from engram.lifecycle import find_duplicate, merge_memories, redact_secrets
 from engram.lifecycle import trust as rules
@@ -29,6 +35,7 @@ from engram.model import (
     MemorySource,
     MemoryType,
     Provenance,
+    check_memory_id,
 )
 
 if TYPE_CHECKING:
@@ -109,8 +116,7 @@ def remember(
     )
     if confidence is not None and not (0.0 <= confidence <= 1.0):
         raise InvalidInput(f"confidence must be between 0 and 1, got {confidence}")
-    if symbol is not None and not symbol.strip():
-        raise InvalidInput("symbol name is empty")
+    symbol = validate_symbol(symbol)
     if file is None and (symbol or start_line is not None):
         raise InvalidInput("a symbol or line range needs a file (--file)")
     text = validate_text(content, engine.config.safety.max_content_chars)
@@ -223,6 +229,10 @@ def remember_many(
 
 def prepare(engine: Engine, memory: Memory) -> tuple[Memory, list[str]]:
     """Validate, redact and normalise one memory before it is stored."""
+    try:
+        check_memory_id(memory.id)  # every path in ends here (docs/security.md)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
     text = validate_text(memory.content, engine.config.safety.max_content_chars)
     redaction = redact_secrets(text)
     updates: dict[str, Any] = {}

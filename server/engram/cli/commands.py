@@ -465,6 +465,8 @@ def cmd_index(args: argparse.Namespace) -> int:
                     f"{team.retired} retired"
                     + (f", {len(team.skipped)} files skipped" if team.skipped else "")
                 )
+                for reason in team.skipped[:5]:  # named, so one bad file is found and fixed
+                    note(f"skipped {reason}")
         try:
             summary["memories"] = (
                 {"count": int(engine.store.count()), "embedded": 0, "model": None}

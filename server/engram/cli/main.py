@@ -343,6 +343,11 @@ def main(argv: Sequence[str] | None = None, *, try_engine: bool = True) -> int:
     already did, so it passes False).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    for position, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:  # Python hands undecodable bytes over as surrogates
+            return _fail(f"argument {position} is not valid UTF-8", EXIT_USAGE)
     try:
         # the workspace's engine runs most commands warm (docs/engine.md); this imports
         # only the standard library unless the command is forwarded

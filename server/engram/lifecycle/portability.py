@@ -26,6 +26,7 @@ from engram.model import (
     MemorySource,
     MemoryType,
     SchemaError,
+    check_memory_id,
     memory_from_dict,
     memory_to_dict,
     utcnow,
@@ -167,6 +168,7 @@ def _parse_json(text: str, path: Path) -> ParsedImport:
             out.skipped.append(f"record {index}: not an object")
             continue
         try:
+            check_memory_id(raw.get("id", "m-new"))  # an id names a team file: no paths
             _read_record(raw, conv, out)
         except (SchemaError, ValueError, TypeError) as exc:
             out.skipped.append(f"record {index}: {exc}")
@@ -181,6 +183,7 @@ def _parse_markdown_export(text: str) -> ParsedImport:
             raw = json.loads(match.group(1).replace(_ESCAPED_COMMENT_END, "-->"))
             if not isinstance(raw, dict):
                 raise ValueError("not an object")
+            check_memory_id(raw.get("id", "m-new"))  # an id names a team file: no paths
             _read_record(raw, conv, out)
         except (json.JSONDecodeError, SchemaError, ValueError, TypeError) as exc:
             out.skipped.append(f"record {index}: {exc}")

@@ -36,6 +36,7 @@ from typing import Any
 import attrs
 
 from engram.model import (
+    MEMORY_ID,
     Memory,
     MemoryScope,
     MemorySource,
@@ -91,7 +92,7 @@ _LOCAL_FIELDS = (
     "work_unit",
     "updated_at",
 )
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_ID = MEMORY_ID  # one rule for ids on every path in (engram.model)
 
 
 def secret_kinds(memory: Memory) -> list[str]:

@@ -135,10 +135,58 @@ def _strict(kind: type[Any], name: str) -> Callable[[Any, Any], Any]:
     return structure
 
 
+#: The size limits every command argument gets (docs/security.md "Robust inputs"): a
+#: client is a local process, but it may be an agent relaying a repository's text, and one
+#: oversized field must neither be stored nor make the server spin. Memory text has its own,
+#: smaller limit (``safety.max_content_chars``) checked by the use case.
+MAX_STRING_CHARS = 100_000
+MAX_LIST_ITEMS = 10_000
+#: At most this much of an error message goes back to the client (never the whole input).
+MAX_MESSAGE_CHARS = 300
+
+
+def _text(value: Any, _type: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type(value).__name__}")
+    if len(value) > MAX_STRING_CHARS:
+        raise ValueError(f"{len(value)} characters, over the limit of {MAX_STRING_CHARS}")
+    if "\x00" in value:
+        raise ValueError("contains a NUL byte")
+    return value
+
+
+def _is_list_of(hint: Any) -> bool:
+    import typing
+
+    return typing.get_origin(hint) in (list, Sequence) and len(typing.get_args(hint)) == 1
+
+
+def _list_hook(conv: cattrs.Converter) -> Callable[[Any], Callable[[Any, Any], Any]]:
+    """``list[X]`` that refuses a string (cattrs would split it into characters) and caps
+    the number of items."""
+    import typing
+
+    def factory(hint: Any) -> Callable[[Any, Any], Any]:
+        (item,) = typing.get_args(hint)
+
+        def structure(value: Any, _type: Any) -> list[Any]:
+            if not isinstance(value, list | tuple):
+                raise ValueError(f"expected a list, got {type(value).__name__}")
+            if len(value) > MAX_LIST_ITEMS:
+                raise ValueError(f"{len(value)} items, over the limit of {MAX_LIST_ITEMS}")
+            return [conv.structure(v, item) for v in value]
+
+        return structure
+
+    return factory
+
+
 def make_converter() -> cattrs.Converter:
-    """cattrs that refuses unknown keys and does not coerce ``5`` into ``"5"``."""
+    """cattrs that refuses unknown keys, does not coerce ``5`` into ``"5"`` nor a string
+    into a list of characters, and holds every string and list to a size limit."""
     conv = cattrs.Converter(forbid_extra_keys=True)
-    conv.register_structure_hook(str, _strict(str, "a string"))
+    conv.register_structure_hook(str, _text)
+    conv.register_structure_hook_factory(_is_list_of, _list_hook(conv))
     conv.register_structure_hook(int, _strict(int, "an integer"))
     conv.register_structure_hook(float, _strict(float, "a number"))
     conv.register_structure_hook(bool, _strict(bool, "true or false"))
@@ -153,7 +201,9 @@ def _fail(message: str) -> Any:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    """One line of at most :data:`MAX_MESSAGE_CHARS`: an error quotes an excerpt only."""
+    line = " ".join(str(text)[: MAX_MESSAGE_CHARS * 4].split())
+    return line if len(line) <= MAX_MESSAGE_CHARS else line[: MAX_MESSAGE_CHARS - 1] + "…"
 
 
 class CommandRegistry:

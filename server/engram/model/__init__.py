@@ -11,6 +11,7 @@ from engram.model.codec import (
 from engram.model.memory import (
     ANCHORED_DIAGNOSTIC_TYPES,
     DEFAULT_HALF_LIVES,
+    MEMORY_ID,
     SCHEMA_VERSION,
     CodeAnchor,
     CorrectionKind,
@@ -23,6 +24,7 @@ from engram.model.memory import (
     RelationType,
     UniversalPhase,
     WorkUnitRef,
+    check_memory_id,
     content_hash,
     make_citation_text,
     new_memory_id,
@@ -35,6 +37,7 @@ from engram.model.timewindow import TimeWindow
 __all__ = [
     "ANCHORED_DIAGNOSTIC_TYPES",
     "DEFAULT_HALF_LIVES",
+    "MEMORY_ID",
     "SCHEMA_VERSION",
     "AuditEntry",
     "CodeAnchor",
@@ -50,6 +53,7 @@ __all__ = [
     "TimeWindow",
     "UniversalPhase",
     "WorkUnitRef",
+    "check_memory_id",
     "content_hash",
     "make_citation_text",
     "memory_from_dict",

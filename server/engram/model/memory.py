@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import math
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -123,6 +124,22 @@ SCHEMA_VERSION = 1
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+#: What a memory id may be: it names a file in the team folder (``<id>.json``) and appears
+#: in citations, so no path separators, no leading dot, one short token (docs/security.md).
+MEMORY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def check_memory_id(value: object) -> str:
+    """``value`` if it is a valid memory id, else ``ValueError`` quoting a short excerpt."""
+    if isinstance(value, str) and MEMORY_ID.match(value):
+        return value
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    raise ValueError(
+        f"not a valid memory id {shown}: use letters, digits, '.', '_' and '-' (128 at most)"
+    )
 
 
 def new_memory_id() -> str:

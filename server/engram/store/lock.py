@@ -3,9 +3,14 @@
 LanceDB tolerates concurrent writers on a local directory only through optimistic
 commits that can fail or, with compaction, drop another writer's fresh version. So every
 write in Engram runs under one exclusive ``flock``: two editor windows, the CLI and the
-language server can share a workspace and none of them loses data. A waiter polls with a
-timeout and then raises :class:`StoreLocked` with a message naming the lock file, instead
-of hanging an editor forever.
+language server can share a workspace and none of them loses data.
+
+Waiters queue: each holder writes a fresh token into the lock file when it takes the lock,
+and a waiter's deadline restarts whenever that token changes, so many writers (8 processes
+x 25 writes) all get their turn however long the queue is. Only when one holder keeps the
+lock past the timeout does a waiter give up with :class:`StoreLocked`, a message naming the
+lock file, instead of hanging an editor forever. Polls back off (20 ms up to 200 ms, with
+jitter) so waiters do not crowd the holder.
 
 The lock is re-entrant within a process (a thread lock guards the flock), so a write that
 triggers compaction does not deadlock on itself.
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +31,8 @@ from engram.store.errors import StoreError, StoreLocked
 
 DEFAULT_LOCK_TIMEOUT_S = 15.0
 _POLL_S = 0.02
+_MAX_POLL_S = 0.2
+_TOKEN_BYTES = 64
 
 
 class WriteLock:
@@ -72,16 +80,25 @@ class WriteLock:
                 f"cannot open the write lock {self.path}: {exc.strerror or exc}; "
                 "check that the workspace is writable"
             ) from exc
+        seen = _read_token(fd)
+        poll = _POLL_S
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if self._clock() >= deadline:
+                token = _read_token(fd)
+                if token != seen:  # the lock changed hands: the queue moves, keep waiting
+                    seen = token
+                    deadline = self._clock() + self.timeout_s
+                    poll = _POLL_S
+                elif self._clock() >= deadline:
                     os.close(fd)
                     raise StoreLocked(self._locked_message()) from None
-                self._sleep(_POLL_S)
+                self._sleep(poll * (0.5 + random.random()))
+                poll = min(poll * 1.5, _MAX_POLL_S)
         self._fd = fd
+        _write_token(fd)
 
     def _release_file(self) -> None:
         if self._fd is not None:
@@ -96,3 +113,20 @@ class WriteLock:
             f"another Engram process has held the store lock {self.path} for more than "
             f"{self.timeout_s:g}s; close it or retry"
         )
+
+
+def _read_token(fd: int) -> bytes:
+    try:
+        return os.pread(fd, _TOKEN_BYTES, 0)
+    except OSError:
+        return b""
+
+
+def _write_token(fd: int) -> None:
+    """Mark a new hold, so waiters see the queue move (never fails the write)."""
+    token = f"{os.getpid()} {time.time_ns()} {random.getrandbits(32)}\n".encode()
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, token[:_TOKEN_BYTES], 0)
+    except OSError:
+        pass

@@ -1,0 +1,165 @@
+"""Issue 13, robust inputs: the robustness defects the hostile test found, each driven where
+users meet it (real ``engram`` processes, a real language server over pytest-lsp).
+
+A team file anchored outside the workspace never blocks sync or index; ``engram import``
+refuses path-like ids and reads at most its size limit (``/dev/zero`` included); argv that
+is not UTF-8 gets one usage line; over LSP a string is never a list, every string has a
+size limit, a NUL byte is refused, and error messages quote a short excerpt only.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from tests.conftest import git
+from tests.security.conftest import engram
+from tests.security.test_team_origin import team_file
+
+from engram.workspace import Workspace
+
+
+def test_team_file_anchored_outside_never_blocks_sync_or_index(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    ws = tmp_workspace
+    (ws.root / "app.py").write_text("def main():\n    return 0\n")
+    team_file(
+        ws.root, "m-00000000c1", "a file out of reach", anchors=[{"file": "../../outside/x.py"}]
+    )
+    team_file(ws.root, "m-00000000c2", "retries go through the shared backoff helper")
+    git(ws.root, "add", ".")
+    git(ws.root, "commit", "-qm", "a teammate's files")
+
+    indexed = engram(ws, "index", "--no-embed")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "m-00000000c1.json" in indexed.stderr  # named, not silently dropped
+    synced = engram(ws, "sync", "--json")
+    assert synced.returncode == 0, synced.stderr
+    listed = json.loads(engram(ws, "list", "--json").stdout)["memories"]
+    assert [m["id"] for m in listed] == ["m-00000000c2"]  # the rest still arrived
+
+
+def test_import_refuses_path_like_ids_and_share_still_works(
+    tmp_workspace: Workspace, user_config: Path, tmp_path: Path
+) -> None:
+    ws = tmp_workspace
+    export = tmp_path / "export.json"
+    records = [
+        {"id": "../../pwn_escape", "content": "escape the team folder", "type": "gotcha",
+         "scope": "global", "source": "user_taught"},
+        {"id": "m-00000000d1", "content": "the cache key includes the tenant id",
+         "type": "gotcha", "scope": "global", "source": "user_taught"},
+    ]  # fmt: skip
+    export.write_text(json.dumps({"memories": records}))
+    done = engram(ws, "import", "--json", str(export))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ids"] == ["m-00000000d1"]
+    assert any("pwn_escape" in reason and "id" in reason for reason in report["skipped"])
+    listed = json.loads(engram(ws, "list", "--json").stdout)["memories"]
+    assert [m["id"] for m in listed] == ["m-00000000d1"]
+
+    shared = engram(ws, "share")
+    assert shared.returncode == 0, shared.stderr
+    assert not (ws.root.parent / "pwn_escape.json").exists()
+    assert sorted(p.name for p in (ws.root / ".engram-team").iterdir()) == ["m-00000000d1.json"]
+
+
+def test_import_of_an_endless_file_is_refused_at_once(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    started = time.monotonic()
+    done = engram(tmp_workspace, "import", "/dev/zero", timeout=90)
+    assert done.returncode == 1
+    assert "not a regular file" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert time.monotonic() - started < 60
+
+
+def test_argv_that_is_not_utf8_gets_one_usage_line(tmp_workspace: Workspace) -> None:
+    done = subprocess.run(
+        [sys.executable.encode(), b"-m", b"engram", b"search", b"caf\xe9\xff",
+         b"--workspace", str(tmp_workspace.root).encode()],
+        capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    err = done.stderr.decode("utf-8", "replace").strip()
+    assert "not valid UTF-8" in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1
+
+
+BIG = "x" * 10_000_000
+
+
+async def _lsp(root: Path) -> LanguageClient:
+    config = ClientServerConfig(server_command=[sys.executable, "-m", "engram", "serve"])
+    client = await config.start()
+    assert isinstance(client, LanguageClient)
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            root_uri=root.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+            initialization_options={
+                "embed": {"model": "none"},
+                "index": {"embedInBackground": False},
+            },
+        )
+    )
+    return client
+
+
+async def _refused(client: LanguageClient, name: str, args: dict[str, Any]) -> str:
+    started = time.monotonic()
+    with pytest.raises(JsonRpcException) as err:
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=name, arguments=[args])
+        )
+    assert time.monotonic() - started < 30, f"{name} took too long to refuse"
+    assert err.value.code == types.ErrorCodes.InvalidParams, (name, err.value)
+    message = str(err.value)
+    assert len(message) < 600, f"{name} echoed its input"
+    return message
+
+
+async def test_language_server_refuses_bad_typed_and_oversized_params(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    root = tmp_workspace.root
+    (root / "app.py").write_text("def main():\n    return 0\n")
+    client = await _lsp(root)
+    try:
+        # a string where a list is expected is refused, never split into characters
+        msg = await _refused(client, "engram.reindex", {"files": BIG})
+        assert "files" in msg and "list" in msg
+        msg = await _refused(client, "engram.reindex", {"files": "app.py"})
+        assert "list" in msg
+        # every string has a size limit; the error names the field, not its content
+        msg = await _refused(client, "engram.remember", {"text": "a rule", "symbol": BIG})
+        assert "symbol" in msg and "characters" in msg
+        msg = await _refused(client, "engram.impact", {"file": "app.py", "symbol": BIG})
+        assert "symbol" in msg
+        # a NUL byte in a path: one clear line, not an internal error
+        msg = await _refused(client, "engram.impact", {"file": "app\x00.py"})
+        assert "NUL" in msg
+        msg = await _refused(client, "engram.list", {"limit": 10**9})
+        assert "limit" in msg
+        # the server still answers
+        stats = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="engram.stats", arguments=[])
+        )
+        assert "total" in stats
+        await client.shutdown_session()
+    finally:
+        await client.stop()
+    listed = json.loads(engram(tmp_workspace, "list", "--json").stdout)["memories"]
+    assert listed == []  # nothing oversized was stored
