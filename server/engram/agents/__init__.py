@@ -1,7 +1,7 @@
 """How coding agents meet Engram: hook answers from a fast SQLite digest, the Claude Code
 adapter, and (in :mod:`engram.mcp.server`) the MCP tools."""
 
-from engram.agents.digest import Brief, Digest, lance_table_version
+from engram.agents.digest import Brief, Digest, lance_manifest_marker, lance_table_version
 from engram.agents.hooks import (
     HookBudget,
     SessionLedger,
@@ -17,6 +17,7 @@ __all__ = [
     "HookBudget",
     "SessionLedger",
     "hook_main",
+    "lance_manifest_marker",
     "lance_table_version",
     "pack",
     "render_memory",

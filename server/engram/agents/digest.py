@@ -119,6 +119,13 @@ _FIRST_VERSION = 1
 _INVERTED = 2**63  # LanceDB names manifests u64::MAX - version (newest sorts first)
 
 
+def lance_manifest_marker(workspace: Workspace) -> str:
+    """The newest manifest of the memory table as a string, "" when there is none: a cheap
+    "did the store move" marker (the workspace engine polls it, docs/engine.md)."""
+    version = lance_table_version(workspace)
+    return "" if version is None else str(version)
+
+
 def lance_table_version(workspace: Workspace) -> int | None:
     """The newest version of the memory table, read from its manifest names only."""
     versions = workspace.engram_dir / "memories.lance" / "_versions"
