@@ -105,6 +105,10 @@ class FakeStore:
         ]
         return sorted(scored, key=lambda x: -x[1])[:k]
 
+    def take_writes(self) -> list[tuple[int, int]]:
+        """No table versions here: the digest's version chain is MemoryStore's."""
+        return []
+
     def count(self) -> int:
         return len(self.memories)
 
