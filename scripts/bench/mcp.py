@@ -179,7 +179,7 @@ def write_synthetic(
     workspace_root: Path, home: Path, servers: int, tools: int, seed: int = 7
 ) -> None:
     """A user config with ``servers`` servers and a registry cache with ``tools`` tools."""
-    from engram.mcp.sources import parse_server
+    from engram.mcphub.sources import parse_server
 
     rng = random.Random(seed)
     config: dict[str, Any] = {}
@@ -232,8 +232,8 @@ def new_workspace(base: Path, name: str) -> tuple[Path, Path]:
 
 async def eager_start(specs: Sequence[Any]) -> dict[str, Any]:
     """Connect every server at once and list its tools (what a hub-less client does)."""
-    from engram.mcp.pool import Connection
-    from engram.mcp.transport import sdk_opener
+    from engram.mcphub.pool import Connection
+    from engram.mcphub.transport import sdk_opener
 
     opener = sdk_opener(workspace_root=Path.cwd(), home=Path.home(), environ=os.environ)
     start = time.perf_counter()
@@ -259,7 +259,7 @@ async def lazy_start(
     arguments: dict[str, Any],
 ) -> dict[str, Any]:
     from engram.config import McpConfig
-    from engram.mcp import McpHub
+    from engram.mcphub import McpHub
     from engram.workspace import Workspace
 
     start = time.perf_counter()
@@ -298,11 +298,11 @@ def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from engram.config import McpConfig
-    from engram.mcp import McpHub, Registry
-    from engram.mcp.registry import RegistryCache
-    from engram.mcp.search import ToolSearch
-    from engram.mcp.sources import parse_server
-    from engram.mcp.trust import ApprovalStore
+    from engram.mcphub import McpHub, Registry
+    from engram.mcphub.registry import RegistryCache
+    from engram.mcphub.search import ToolSearch
+    from engram.mcphub.sources import parse_server
+    from engram.mcphub.trust import ApprovalStore
     from engram.workspace import Workspace
 
     k = McpConfig().search_limit

@@ -8,7 +8,7 @@ directory (``$XDG_CONFIG_HOME/engram``, default ``~/.config/engram``), keyed by 
 so a repository can neither pre-approve itself nor change an approved setting behind the
 user's back: what is approved is a hash of the content, and any change asks again.
 
-This module is the one store both kinds of approval use (:mod:`engram.mcp.trust` for MCP
+This module is the one store both kinds of approval use (:mod:`engram.mcphub.trust` for MCP
 servers, :mod:`engram.workspace_trust` for workspace settings). Standard library only.
 """
 

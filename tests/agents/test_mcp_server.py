@@ -62,6 +62,7 @@ async def test_tools_are_listed_with_schemas(tmp_workspace: Workspace) -> None:
         "engram_flag",
         "engram_observe",
         "engram_session_summary",
+        "engram_show",
         "engram_log",
         "engram_find_tools",
         "engram_call_tool",
@@ -89,11 +90,16 @@ async def test_remember_search_flag_round_trip(tmp_workspace: Workspace) -> None
         )
         memory_id = made["id"]
         found = _payload(await session.call_tool("engram_search", {"query": "payment cents"}))
-        assert [r["id"] for r in found["results"]][:1] == [memory_id]
-        assert found["results"][0]["file"] == "billing.py"
+        # the one JSON rendering of a search, as the CLI's --json and engram.search give it
+        assert [r["id"] for r in found["hits"]][:1] == [memory_id]
+        assert found["hits"][0]["anchors"][0] == {
+            **found["hits"][0]["anchors"][0],
+            "file": "billing.py",
+            "start_line": 0,
+        }
         # relevance first (issue 12 #5): a question nothing matches gets no results
         none = _payload(await session.call_tool("engram_search", {"query": "xylophone quartz"}))
-        assert none["results"] == []
+        assert none["hits"] == []
         flagged = _payload(
             await session.call_tool("engram_flag", {"id": memory_id, "kind": "incorrect"})
         )
@@ -222,15 +228,15 @@ async def test_an_agent_is_not_a_person_and_conflicts_come_marked(
             )
         )["id"]
         confirmed = _payload(await session.call_tool("engram_confirm", {"id": first}))
-        assert confirmed["needs_review"] is True and "not verified" in confirmed["note"]
+        assert confirmed["memory"]["needs_review"] is True and "not verified" in confirmed["note"]
         trail = _payload(await session.call_tool("engram_log", {"id": first}))["entries"]
         assert [e["actor"] for e in trail][-1] == "agent:mcp"
         assert trail[-1]["after"] == {}  # an endorsement changes nothing
         found = _payload(await session.call_tool("engram_search", {"query": "job timeout"}))
-        ids = [r["id"] for r in found["results"]]
+        ids = [r["id"] for r in found["hits"]]
         assert {first, second} <= set(ids)
         assert abs(ids.index(first) - ids.index(second)) == 1  # shown together
-        for result in found["results"]:
+        for result in found["hits"]:
             if result["id"] in (first, second):
                 assert "CONFLICT with" in result["conflict"]
         pack = _text(await session.call_tool("engram_context", {"file": "jobs.py"}))

@@ -10,6 +10,7 @@ import attrs
 import pytest
 from lsprotocol import types
 
+from engram.api.render import impact_summary
 from engram.app.remember import remember
 from engram.errors import EngramError
 from engram.lsp.actions import build_code_actions, selection_text
@@ -23,7 +24,7 @@ from engram.lsp.diagnostics import (
     severity_for,
 )
 from engram.lsp.folder import SymbolInfo, locate_spans, symbol_at
-from engram.lsp.hover import hover_markdown, impact_summary, memories_at
+from engram.lsp.hover import hover_markdown, memories_at
 from engram.lsp.registry import (
     INTERNAL_ERROR,
     INVALID_PARAMS,

@@ -80,7 +80,7 @@ def test_cli_errors_are_one_line(
 
 def test_importing_the_cli_module_stays_light() -> None:
     code = (
-        "import sys, engram.mcp.cli; "
+        "import sys, engram.cli.mcp; "
         "heavy = ('mcp', 'anyio', 'rapidfuzz', 'numpy', 'lancedb'); "
         "heavy = [m for m in heavy if m in sys.modules]; "
         "print(heavy)"

@@ -11,8 +11,8 @@ import pytest
 from mcp_helpers import WriteConfig, fake_server
 
 from engram.config import EngramConfig
+from engram.lsp.mcp_commands import register_commands
 from engram.lsp.registry import CommandError, CommandRegistry
-from engram.mcp.lsp_commands import register_commands
 from engram.workspace import Workspace
 
 T = TypeVar("T")
@@ -107,7 +107,7 @@ async def test_commands_list_search_call_status_refresh_suggest(
 
 
 def test_selection_arguments_fill_only_what_the_selection_can() -> None:
-    from engram.mcp.lsp_commands import selection_arguments, tool_action_specs
+    from engram.lsp.mcp_commands import selection_arguments, tool_action_specs
 
     one_string = {"properties": {"text": {"type": "string"}}, "required": ["text"]}
     assert selection_arguments(one_string, "hello") == {"text": "hello"}

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from engram.mcp.errors import CallTimeout, PoolExhausted, ServerUnavailable, ToolCallFailed
-from engram.mcp.pool import ConnectionPool, PoolSettings
-from engram.mcp.sources import ServerSpec, parse_server
+from engram.mcphub.errors import CallTimeout, PoolExhausted, ServerUnavailable, ToolCallFailed
+from engram.mcphub.pool import ConnectionPool, PoolSettings
+from engram.mcphub.sources import ServerSpec, parse_server
 
 
 class FakeClock:

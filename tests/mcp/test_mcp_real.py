@@ -14,7 +14,7 @@ import pytest
 from mcp_helpers import VENV_BIN, WriteConfig, alive, fake_server, pids_in
 
 from engram.config import McpConfig
-from engram.mcp import (
+from engram.mcphub import (
     CallTimeout,
     ConfigChanged,
     McpHub,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from engram.mcp.registry import ToolInfo
-from engram.mcp.search import SearchContext, ToolSearch, tokenize
+from engram.mcphub.registry import ToolInfo
+from engram.mcphub.search import SearchContext, ToolSearch, tokenize
 
 
 def catalogue() -> list[ToolInfo]:

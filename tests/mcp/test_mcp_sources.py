@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from mcp_helpers import WriteConfig
 
-from engram.mcp.registry import CachedServer, Registry, RegistryCache, ToolInfo
-from engram.mcp.sources import (
+from engram.mcphub.registry import CachedServer, Registry, RegistryCache, ToolInfo
+from engram.mcphub.sources import (
     UnresolvedVariable,
     config_hash,
     expand,
@@ -18,7 +18,7 @@ from engram.mcp.sources import (
     resolve_launch,
     scan_sources,
 )
-from engram.mcp.trust import ApprovalStore
+from engram.mcphub.trust import ApprovalStore
 from engram.workspace import Workspace
 
 

@@ -1,5 +1,5 @@
 """How coding agents meet Engram: hook answers from a fast SQLite digest, the Claude Code
-adapter, and (in :mod:`engram.mcp.server`) the MCP tools."""
+adapter, and (in :mod:`engram.mcp_server`) the MCP tools."""
 
 from engram.agents.digest import Brief, Digest, lance_manifest_marker, lance_table_version
 from engram.agents.hooks import (

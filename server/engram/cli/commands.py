@@ -18,10 +18,10 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engram.cli import render
+from engram.api import render
 from engram.cli.serve import cmd_serve
 from engram.errors import EngramError, InvalidInput, NotAvailable
-from engram.model import memory_json, to_jsonable
+from engram.model import to_jsonable
 
 if TYPE_CHECKING:  # the use cases cost ~70 ms to import: imported when a command runs
     from engram.app import Engine
@@ -99,306 +99,6 @@ def progress_bar(label: str) -> Iterator[Callable[..., None]]:
 
     with progress:
         yield update
-
-
-# --------------------------------------------------------------------------- memories
-
-
-def _read_text_arg(text: str) -> str:
-    if text != "-":
-        return text
-    data = sys.stdin.buffer.read()
-    if b"\x00" in data:
-        raise InvalidInput("memory text looks binary (it contains NUL bytes)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidInput("memory text on stdin is not UTF-8 text") from exc
-
-
-_LINE_RANGE = re.compile(r"^\s*(\d+)\s*(?:[-:]\s*(\d+)\s*)?$")
-
-
-def parse_line_range(value: str | None) -> tuple[int | None, int | None]:
-    """``12`` or ``12-20`` (1-based, inclusive) -> 0-based (start, end)."""
-    if value is None:
-        return None, None
-    match = _LINE_RANGE.match(value)
-    if not match:
-        raise InvalidInput(f"--line must be A or A-B with line numbers from 1, got {value!r}")
-    start = int(match.group(1))
-    end = int(match.group(2)) if match.group(2) else start
-    if start < 1 or end < 1:
-        raise InvalidInput("line numbers start at 1")
-    if end < start:
-        raise InvalidInput(f"line range {value} is backwards")
-    return start - 1, end - 1
-
-
-def cmd_remember(args: argparse.Namespace) -> int:
-    text = _read_text_arg(args.text)
-    start, end = parse_line_range(args.line)
-    from engram.app.remember import remember
-
-    with open_engine(args) as engine:
-        result = remember(
-            engine,
-            text,
-            type=args.type,
-            source=args.source,
-            file=args.file,
-            symbol=args.symbol,
-            start_line=start,
-            end_line=end,
-            allow_missing=args.allow_missing,
-            tags=args.tag,
-            scope=args.scope,
-            session_id=args.session,
-        )
-    if result.redactions:
-        note(
-            "redacted before storing: "
-            + ", ".join(k.replace("_", " ") for k in result.redactions)
-            + " (rotate any real secret)"
-        )
-    if result.merged:
-        note(
-            f"merged into existing memory {result.memory.id} ({result.duplicate_reason}); "
-            f"confidence now {result.memory.confidence:.2f}"
-        )
-    for conflict in result.conflicts:
-        note(
-            f"contradicts {conflict}; both kept and linked, this one is marked for review "
-            "(engram confirm the one that holds, engram flag the other)"
-        )
-    if args.json:
-        emit_json(result.to_dict())
-    else:
-        print(result.memory.id)
-    return 0
-
-
-def _types(values: list[str] | None) -> list[str] | None:
-    if not values:
-        return None
-    return [v for value in values for v in value.split(",") if v.strip()]
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    from engram.app import recall
-
-    with open_engine(args) as engine:
-        if args.code:
-            code_hits = recall.search_code(engine, args.query, k=args.k)
-            if args.json:
-                emit_json({"query": args.query, "hits": [to_jsonable(h) for h in code_hits]})
-            else:
-                render.print_code_hits(code_hits)
-            return 0
-        hits = recall.search(
-            engine, args.query, k=args.k, phase=args.phase, file=args.file, types=_types(args.type)
-        )
-    if args.json:
-        emit_json({"query": args.query, "hits": [render.hit_to_dict(h) for h in hits]})
-    else:
-        render.print_hits(hits)
-    return 0
-
-
-def cmd_list(args: argparse.Namespace) -> int:
-    from engram.app.memories import list_memories
-
-    session: dict[str, Any] | None = None
-    with open_engine(args) as engine:
-        memories = list_memories(
-            engine,
-            type=_types(args.type),
-            source=_types(args.source),
-            file=args.file,
-            needs_review=True if args.review else None,
-            include_deprecated=args.all,
-            limit=args.limit,
-        )
-        if args.review:
-            session = _last_session_summary(engine)
-    if args.json:
-        document: dict[str, Any] = {
-            "count": len(memories),
-            "memories": [memory_json(m) for m in memories],
-        }
-        if args.review:
-            document["session"] = session
-        emit_json(document)
-    else:
-        if session is not None and session.get("text"):
-            print(f"Last session ({session.get('session_id')}): {session['text']}")
-        render.print_memory_table(memories)
-    return 0
-
-
-def _last_session_summary(engine: Engine) -> dict[str, Any] | None:
-    """The last finished observer session's card for ``list --review`` (V5 §13), if any."""
-    from engram.app.observe import session_summary
-
-    try:
-        summary = session_summary(engine)
-    except EngramError as exc:
-        note(f"no session summary: {exc}")
-        return None
-    return summary if summary.get("found") else None
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    from engram.app.memories import get
-
-    with open_engine(args) as engine:
-        memory = get(engine, args.id)
-    if args.json:
-        emit_json(memory_json(memory))
-    else:
-        print(render.memory_card(memory))
-    return 0
-
-
-def cmd_forget(args: argparse.Namespace) -> int:
-    from engram.app.memories import forget
-
-    with open_engine(args) as engine:
-        memory = forget(engine, args.id, cause="engram forget")
-    print(f"forgot {memory.id}: {memory.citation_text}")
-    note(f"undo within 30 days: engram restore {memory.id}")
-    return 0
-
-
-def cmd_restore(args: argparse.Namespace) -> int:
-    from engram.app.memories import restore
-
-    with open_engine(args) as engine:
-        memory = restore(engine, args.id, cause="engram restore")
-    print(f"restored {memory.id}: {memory.citation_text}")
-    return 0
-
-
-def cmd_edit(args: argparse.Namespace) -> int:
-    from engram.app.anchors import anchor_for
-    from engram.app.trust import edit
-
-    text = _read_text_arg(args.text) if args.text is not None else None
-    start, end = parse_line_range(args.line)
-    with open_engine(args) as engine:
-        anchors = None
-        if args.file is not None:
-            anchors = [anchor_for(engine, args.file, args.symbol, start, end)]
-        elif args.symbol is not None or start is not None:
-            raise InvalidInput("a symbol or line range needs a file (--file)")
-        memory = edit(
-            engine,
-            args.id,
-            content=text,
-            type=args.type,
-            anchors=anchors,
-            tags=args.tag,
-            cause="engram edit",
-        )
-    if args.json:
-        emit_json(memory_json(memory))
-    else:
-        print(f"edited {memory.id}: {memory.citation_text}")
-    return 0
-
-
-def cmd_log(args: argparse.Namespace) -> int:
-    from engram.app.trust import audit_log
-
-    with open_engine(args, read_only=True) as engine:
-        entries = audit_log(engine, args.id, limit=args.limit)
-    if args.json:
-        emit_json({"id": args.id, "entries": [e.to_dict() for e in entries]})
-    else:
-        render.print_log(entries, with_id=args.id is None)
-    return 0
-
-
-def cmd_confirm(args: argparse.Namespace) -> int:
-    from engram.app.memories import confirm
-
-    with open_engine(args) as engine:
-        memory = confirm(engine, args.id, cause="engram confirm")
-    print(f"confirmed {memory.id} (confidence {memory.confidence:.2f}, verified)")
-    return 0
-
-
-def cmd_flag(args: argparse.Namespace) -> int:
-    from engram.app.memories import flag
-
-    with open_engine(args) as engine:
-        memory = flag(engine, args.id, args.kind, args.note, cause="engram flag")
-    state = []
-    if memory.deprecated:
-        state.append("deprecated")
-    if memory.is_stale:
-        state.append("stale")
-    if memory.needs_review:
-        state.append("needs review")
-    state.append(f"confidence {memory.confidence:.2f}")
-    print(f"flagged {memory.id} as {args.kind.strip().lower()}: {', '.join(state)}")
-    return 0
-
-
-def cmd_pin(args: argparse.Namespace) -> int:
-    from engram.app.memories import pin
-
-    with open_engine(args) as engine:
-        memory = pin(engine, args.id, not args.unpin, cause="engram pin")
-    print(f"{'pinned' if memory.pinned else 'unpinned'} {memory.id}")
-    return 0
-
-
-def _parse_budget(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        budget = int(value.strip())
-    except ValueError as exc:
-        raise InvalidInput(f"--budget must be a whole number of tokens, got {value!r}") from exc
-    if budget <= 0:
-        raise InvalidInput(f"--budget must be positive, got {budget}")
-    if budget > 1_000_000:
-        raise InvalidInput(f"--budget {budget} is unreasonably large (max 1000000)")
-    return budget
-
-
-def cmd_context(args: argparse.Namespace) -> int:
-    if not args.file and not args.query:
-        raise InvalidInput("give a FILE or --query TEXT")
-    from engram.app.recall import context
-
-    budget = _parse_budget(args.budget)
-    with open_engine(args) as engine:
-        if args.file:
-            path = engine.workspace.resolve(args.file)
-            if not path.exists():
-                raise InvalidInput(f"{args.file} does not exist in {engine.workspace.root}")
-        pack = context(
-            engine,
-            file=args.file,
-            symbol=args.symbol,
-            query=args.query,
-            phase=args.phase,
-            budget_tokens=budget,
-        )
-    if args.json:
-        emit_json(to_jsonable(pack))
-    else:
-        if pack.text.strip():
-            sys.stdout.write(pack.text)  # exactly the text the budget was counted on
-        else:
-            target = args.file or args.query
-            note(
-                f"no memories yet for {target}; teach one with "
-                f"'engram remember --file {args.file or 'PATH'} \"...\"'"
-            )
-    return 0
 
 
 # --------------------------------------------------------------------------- code, observer
@@ -545,43 +245,6 @@ def _backfill_embeddings(engine: Engine, quiet: bool) -> dict[str, Any]:
     return result
 
 
-def _split_target(target: str, root: Path) -> tuple[str, str | None]:
-    """``path/to/file.py:Symbol`` -> (file, symbol); a path that exists as-is wins."""
-    if (root / target).exists() or Path(target).exists() or ":" not in target:
-        return target, None
-    file, symbol = target.rsplit(":", 1)
-    if not file or not symbol.strip():
-        raise InvalidInput(f"expected FILE or FILE:SYMBOL, got {target!r}")
-    return file, symbol.strip()
-
-
-def _index_if_empty(engine: Engine) -> None:
-    """Impact on a never-indexed workspace would say nothing: index it first, once."""
-    from engram.app.indexing import index
-
-    stats = engine.codegraph.stats()
-    if int(stats.get("files", 0)) == 0:
-        note("the code graph is empty: indexing the workspace first")
-        with progress_bar("indexing code") as update:
-            index(engine, progress=lambda done, total, path: update(str(path or ""), done, total))
-
-
-def cmd_impact(args: argparse.Namespace) -> int:
-    from engram.app.impact import impact
-
-    with open_engine(args) as engine:
-        file, symbol = _split_target(args.target, engine.workspace.root)
-        if not engine.workspace.resolve(file).exists():
-            raise InvalidInput(f"{file} does not exist in {engine.workspace.root}")
-        _index_if_empty(engine)
-        report = impact(engine, file, symbol)
-    if args.json:
-        emit_json(to_jsonable(report))
-    else:
-        render.print_impact(report)
-    return 0
-
-
 def _read_events(raw: str) -> list[Any]:
     text = raw.strip()
     if not text:
@@ -708,12 +371,7 @@ def cmd_observe(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    import importlib
-
-    try:
-        mcp_cli = importlib.import_module("engram.mcp.cli")
-    except ModuleNotFoundError as exc:
-        raise NotAvailable("the MCP hub is not available yet (engram.mcp.cli)") from exc
+    from engram.cli import mcp as mcp_cli
     from engram.cli.main import OneLineParser
 
     parser = OneLineParser(prog="engram mcp", description="The lazy MCP hub.")
@@ -745,15 +403,8 @@ def _pop_workspace(argv: list[str]) -> tuple[list[str], str | None]:
 
 
 def cmd_mcp_serve(args: argparse.Namespace) -> int:
-    import importlib
+    from engram.mcp_server import run_stdio
 
-    try:
-        server = importlib.import_module("engram.mcp.server")
-    except ModuleNotFoundError as exc:
-        raise NotAvailable("the Engram MCP server is not available yet") from exc
-    run_stdio = getattr(server, "run_stdio", None)
-    if not callable(run_stdio):
-        raise NotAvailable("the Engram MCP server is not available yet (run_stdio)")
     run_stdio(_workspace_arg(args))
     return 0
 
@@ -847,40 +498,6 @@ def _print_trust(root: Path, trust: Any, mcp_files: list[str]) -> None:
         )
 
 
-# --------------------------------------------------------------------------- status, files
-
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    from engram.app.doctor import doctor
-
-    with open_engine(args) as engine:
-        checks = doctor(engine)
-    if args.json:
-        emit_json(
-            {
-                "ok": all(c.ok or c.level != "error" for c in checks),
-                "checks": [c.to_dict() for c in checks],
-            }
-        )
-    else:
-        for check in checks:
-            mark = "ok  " if check.ok else ("FAIL" if check.level == "error" else "warn")
-            print(f"{mark}  {check.name:<16} {check.detail}")
-    return 0 if all(c.ok or c.level != "error" for c in checks) else 1
-
-
-def cmd_stats(args: argparse.Namespace) -> int:
-    from engram.app.doctor import stats as store_stats
-
-    with open_engine(args) as engine:
-        stats = store_stats(engine)
-    if args.json:
-        emit_json(stats)
-    else:
-        print(render.stats_text(stats))
-    return 0
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     fmt = args.format
     if fmt is None:
@@ -905,27 +522,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    from engram.app.report import write_report
-    from engram.report import CHART_IDS
-
-    with open_engine(args) as engine:
-        target, data = write_report(engine, args.file, args.module)
-    if args.json:
-        emit_json(
-            {"path": str(target), "charts": list(CHART_IDS), "module": data.impact.module,
-             "totals": data.totals}
-        )  # fmt: skip
-    else:
-        print(target)
-    if args.open:
-        import webbrowser
-
-        if not webbrowser.open(target.as_uri()):
-            note(f"no browser found; open {target.as_uri()}")
-    return 0
-
-
 def cmd_import(args: argparse.Namespace) -> int:
     path = Path(args.file).expanduser()
     if not path.exists():
@@ -945,89 +541,6 @@ def cmd_import(args: argparse.Namespace) -> int:
         note(f"redacted secrets in {report.redacted} memories before storing them")
     for reason in report.skipped[:5]:
         note(f"skipped {reason}")
-    return 0
-
-
-def cmd_consolidate(args: argparse.Namespace) -> int:
-    from engram.app.maintenance import consolidate
-
-    with open_engine(args) as engine, progress_bar("consolidating memories") as update:
-        report = consolidate(engine, dry_run=args.dry_run, progress=update)
-    if args.json:
-        emit_json(report.to_dict())
-        return 0
-    would = "would merge" if args.dry_run else "merged"
-    link = "would link" if args.dry_run else "linked"
-    print(
-        f"{report.scanned} memories: {would} {len(report.merged)} near-duplicates, "
-        f"{link} {len(report.conflicts)} contradictions for review"
-    )
-    for line in [*report.merged, *report.conflicts][:10]:
-        note(line)
-    if report.conflicts and not args.dry_run:
-        note("review them: engram list --review (confirm the one that holds, flag the other)")
-    return 0
-
-
-def cmd_share(args: argparse.Namespace) -> int:
-    from engram.app.team import share
-
-    with open_engine(args) as engine:
-        report = share(engine, args.ids, commit=args.commit)
-    if args.json:
-        emit_json(report.to_dict())
-        return 0
-    if report.written:
-        print(f"shared {len(report.written)} memories in {report.folder}/")
-        for path in report.written[:10]:
-            note(f"wrote {path}")
-        if report.committed:
-            note(f"committed as {report.committed[:10]}; push it with your code")
-        else:
-            note(f"commit {report.folder}/ and push it (or use --commit)")
-    elif report.unchanged:
-        print(f"nothing new to share: {len(report.unchanged)} memories already in {report.folder}/")
-    else:
-        print("nothing to share: confirm a memory first (engram confirm ID), or share it by id")
-    for reason in report.refused:
-        note(f"not shared {reason}")
-    return 1 if report.refused and not (report.written or report.unchanged) else 0
-
-
-def cmd_sync(args: argparse.Namespace) -> int:
-    from engram.app.team import sync_team
-
-    with open_engine(args) as engine:
-        report = sync_team(engine)
-    if args.json:
-        emit_json(report.to_dict())
-        return 0
-    print(
-        f"team memories from {report.folder}/: {report.added} added, {report.updated} updated, "
-        f"{report.retired} retired, {report.unchanged} unchanged"
-    )
-    for reason in report.skipped[:10]:
-        note(f"skipped {reason}")
-    for conflict in report.conflicts[:10]:
-        note(f"contradicts a teammate's memory, yours goes to review: {conflict}")
-    return 0
-
-
-def cmd_prune(args: argparse.Namespace) -> int:
-    from engram.app.maintenance import prune
-
-    with open_engine(args) as engine:
-        report = prune(engine, dry_run=args.dry_run)
-    if args.json:
-        emit_json({"dry_run": args.dry_run, **report.to_dict()})
-        return 0
-    verb = "would" if args.dry_run else "did"
-    print(
-        f"prune {verb}: mark {len(report.stale_marked)} stale, deprecate "
-        f"{len(report.deprecated)}, delete {len(report.deleted)}"
-    )
-    for memory_id, reason in list(report.reasons.items())[:20]:
-        print(f"  {memory_id}  {reason}")
     return 0
 
 
@@ -1076,42 +589,30 @@ def cmd_setup(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The CLI's own commands; the declared use cases (``engram.api``) run through
+#: :func:`engram.cli.declared.run`.
 COMMANDS: dict[str, Handler] = {
-    "remember": cmd_remember,
-    "search": cmd_search,
-    "list": cmd_list,
-    "show": cmd_show,
-    "forget": cmd_forget,
-    "restore": cmd_restore,
-    "edit": cmd_edit,
-    "log": cmd_log,
-    "confirm": cmd_confirm,
-    "flag": cmd_flag,
-    "pin": cmd_pin,
-    "context": cmd_context,
     "index": cmd_index,
-    "impact": cmd_impact,
     "observe": cmd_observe,
     "mcp": cmd_mcp,
     "serve": cmd_serve,
     "mcp-serve": cmd_mcp_serve,
-    "doctor": cmd_doctor,
     "trust": cmd_trust,
-    "stats": cmd_stats,
     "export": cmd_export,
     "import": cmd_import,
-    "report": cmd_report,
     "digest": cmd_digest,
-    "prune": cmd_prune,
-    "share": cmd_share,
-    "consolidate": cmd_consolidate,
-    "sync": cmd_sync,
     "setup": cmd_setup,
 }
 
 
 def run_command(args: argparse.Namespace) -> int:
     _quiet_logging()
+    declared = getattr(args, "_usecase", None)
+    if isinstance(declared, str):
+        from engram.api import by_name
+        from engram.cli.declared import run
+
+        return run(by_name(declared), args)
     handler = COMMANDS.get(args.command)
     if handler is None:
         raise EngramError(f"unknown command {args.command}")

@@ -1,7 +1,8 @@
 """Entry point of the ``engram`` console script.
 
-Only the standard library is imported here: the parser is built, argv parsed, and then the
-chosen command's module is imported. Every failure a user can cause ends as ONE line on
+The parser is built (the declared use cases from ``engram.api``, which agent hooks and
+``serve`` skip: see :data:`LIGHT_COMMANDS`), argv parsed, and then the chosen command's
+module is imported. Every failure a user can cause ends as ONE line on
 stderr and a non-zero exit code; a bug ends as one line too, with a hint to set
 ``ENGRAM_DEBUG=1`` for the traceback.
 """
@@ -20,19 +21,6 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
-
-MEMORY_TYPES_HELP = (
-    "gotcha, decision, preference, pattern, requirement, error_pattern, module_insight, "
-    "dead_end, workflow_recipe, … (default: gotcha)"
-)
-SOURCES_HELP = (
-    "user_taught (default), agent_explicit, observer_inferred, qa_auto, mcp_auto, commit_auto"
-)
-PHASES_HELP = "define, implement, validate, refine, explore, reflect"
-CORRECTION_KINDS_HELP = (
-    "incorrect (deprecate it), outdated (mark stale), wrong_scope (lower confidence, "
-    "needs review), not_useful (lower confidence)"
-)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -62,7 +50,14 @@ def _workspace_parent() -> OneLineParser:
     return parent
 
 
-def build_parser() -> OneLineParser:
+#: Commands answered without the use-case declarations (their import costs a hook call
+#: ~0.1 s): agent hooks run once per tool call, the editor waits on ``serve``; the engine
+#: commands (docs/engine.md) are not use cases.
+LIGHT_COMMANDS = frozenset({"hook", "serve", "engine", "status", "stop"})
+
+
+def build_parser(with_usecases: bool = True) -> OneLineParser:
+    """The ``engram`` parser: the declared use cases (``engram.api``) and the CLI's own."""
     ws = _workspace_parent()
     parser = OneLineParser(
         prog="engram",
@@ -80,85 +75,10 @@ def build_parser() -> OneLineParser:
     def add(name: str, help_text: str) -> OneLineParser:
         return sub.add_parser(name, help=help_text, description=help_text, parents=[ws])
 
-    p = add("remember", "store a memory (prints its id, or the id it merged into)")
-    p.add_argument("text", metavar="TEXT", help="what to remember; '-' reads it from stdin")
-    p.add_argument("--type", "-t", metavar="T", default="gotcha", help=MEMORY_TYPES_HELP)
-    p.add_argument("--file", "-f", metavar="PATH", help="anchor the memory to this file")
-    p.add_argument("--symbol", "-s", metavar="NAME", help="anchor to this symbol in --file")
-    p.add_argument("--line", "-l", metavar="A[-B]", help="anchor to lines A..B (1-based)")
-    p.add_argument(
-        "--allow-missing",
-        action="store_true",
-        help="anchor to a --file that does not exist yet (you are about to create it)",
-    )
-    p.add_argument("--tag", metavar="X", action="append", default=[], help="a tag (repeatable)")
-    p.add_argument("--source", metavar="S", default="user_taught", help=SOURCES_HELP)
-    p.add_argument("--scope", metavar="S", help="global, module, work_unit or session")
-    p.add_argument("--session", metavar="ID", help="session id recorded in provenance")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    if with_usecases:
+        from engram.cli.declared import add_parsers
 
-    p = add("search", "search memories (or code with --code)")
-    p.add_argument("query", metavar="QUERY")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.add_argument("--k", "-k", type=int, default=10, metavar="N", help="number of results")
-    p.add_argument("--phase", metavar="P", help=PHASES_HELP)
-    p.add_argument("--code", action="store_true", help="search code chunks, not memories")
-    p.add_argument("--type", "-t", metavar="T", action="append", help="only this memory type")
-    p.add_argument("--file", "-f", metavar="PATH", help="boost memories near this file")
-
-    p = add("list", "list memories")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.add_argument("--type", "-t", metavar="T", action="append", help="only this type")
-    p.add_argument("--source", metavar="S", action="append", help="only this source")
-    p.add_argument("--file", "-f", metavar="PATH", help="only memories about this file")
-    p.add_argument("--review", action="store_true", help="only memories that need review")
-    p.add_argument("--all", action="store_true", help="include deprecated memories")
-    p.add_argument("--limit", type=int, metavar="N", help="at most N memories")
-
-    p = add("show", "show one memory in full")
-    p.add_argument("id", metavar="ID")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    p = add("forget", "forget a memory (hidden at once; 'engram restore ID' for 30 days)")
-    p.add_argument("id", metavar="ID")
-
-    p = add("restore", "bring back a memory you forgot (within 30 days)")
-    p.add_argument("id", metavar="ID")
-
-    p = add("edit", "rewrite a memory: text, type, anchor or tags (the old ones stay in its log)")
-    p.add_argument("id", metavar="ID")
-    p.add_argument("--text", metavar="TEXT", help="the new text; '-' reads it from stdin")
-    p.add_argument("--type", "-t", metavar="T", help=MEMORY_TYPES_HELP)
-    p.add_argument("--file", "-f", metavar="PATH", help="anchor it to this file instead")
-    p.add_argument("--symbol", "-s", metavar="NAME", help="anchor to this symbol in --file")
-    p.add_argument("--line", "-l", metavar="A[-B]", help="anchor to lines A..B (1-based)")
-    p.add_argument("--tag", metavar="X", action="append", help="replace the tags (repeatable)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-
-    p = add("log", "the audit trail: every change of one memory, or the newest of all")
-    p.add_argument("id", metavar="ID", nargs="?")
-    p.add_argument("--limit", type=int, default=50, metavar="N", help="at most N entries")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    p = add("confirm", "mark a memory as verified by you (raises its confidence)")
-    p.add_argument("id", metavar="ID")
-
-    p = add("flag", "say a memory is wrong, and how")
-    p.add_argument("id", metavar="ID")
-    p.add_argument("--kind", "-k", metavar="K", required=True, help=CORRECTION_KINDS_HELP)
-    p.add_argument("--note", metavar="TEXT", help="why (kept with the correction)")
-
-    p = add("pin", "pin a memory (pinned memories never decay)")
-    p.add_argument("id", metavar="ID")
-    p.add_argument("--unpin", action="store_true", help="remove the pin")
-
-    p = add("context", "the memory context an editor or agent gets for a file or question")
-    p.add_argument("file", metavar="FILE", nargs="?")
-    p.add_argument("--query", "-q", metavar="TEXT", help="a question instead of a file")
-    p.add_argument("--symbol", "-s", metavar="NAME", help="focus on this symbol in FILE")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.add_argument("--phase", metavar="P", help=PHASES_HELP)
-    p.add_argument("--budget", metavar="TOKENS", help="token budget (default 2000)")
+        add_parsers(sub, [ws])
 
     p = add("index", "index the workspace: code graph, git history, memory embeddings")
     p.add_argument("--json", action="store_true", help="print one JSON document")
@@ -170,10 +90,6 @@ def build_parser() -> OneLineParser:
             "until the next full index (fast, small)"
         ),
     )
-
-    p = add("impact", "what a change to FILE (or FILE:SYMBOL) may break")
-    p.add_argument("target", metavar="FILE[:SYMBOL]")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
 
     p = add("observe", "feed observer events (JSON or JSON lines) from stdin")
     p.add_argument(
@@ -198,7 +114,7 @@ def build_parser() -> OneLineParser:
         "mcp",
         help="the lazy MCP hub: refresh | list | search | call | status | trust",
         add_help=False,
-        prefix_chars="\x00",  # hand every argument, --help included, to engram.mcp.cli
+        prefix_chars="\x00",  # hand every argument, --help included, to engram.cli.mcp
     ).add_argument("mcp_args", nargs=argparse.REMAINDER)
 
     p = add(
@@ -250,43 +166,12 @@ def build_parser() -> OneLineParser:
     p.add_argument("--revoke", action="store_true", help="withdraw this workspace's approval")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
-    p = add("doctor", "check the installation, store, model, grammars and git")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    p = add("stats", "counts of memories by type, source and state")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    p = add("report", "write an HTML report: memories over time, health, co-change, impact")
-    p.add_argument("file", metavar="FILE", nargs="?", help="default: .engram/report.html")
-    p.add_argument("--open", action="store_true", help="open it in the default browser")
-    p.add_argument("--module", "-m", metavar="PATH", help="the file whose impact graph to draw")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
     p = add("export", "export all memories (JSON or Markdown) to FILE or stdout")
     p.add_argument("file", metavar="FILE", nargs="?")
     p.add_argument("--format", choices=["json", "md"], default=None, help="default: json")
 
     p = add("import", "import an export, or CLAUDE.md / AGENTS.md / .cursorrules rules")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    p = add(
-        "share",
-        "write verified memories (or the given ids) to the team folder, for git to carry",
-    )
-    p.add_argument("ids", metavar="ID", nargs="*", help="share these (default: every verified one)")
-    p.add_argument("--commit", action="store_true", help="also git add + commit the files")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    p = add("sync", "read the team folder (after a pull) into the local store")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    p = add("consolidate", "merge near-duplicates and link contradictions among stored memories")
-    p.add_argument("--dry-run", action="store_true", help="only say what would change")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    p = add("prune", "apply the lifecycle rules: stale files, decay, expired sessions")
-    p.add_argument("--dry-run", action="store_true", help="only say what would change")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     p = add("status", "the workspace's engine: pid, uptime, memory, connected front ends")
@@ -296,6 +181,17 @@ def build_parser() -> OneLineParser:
     p = sub.add_parser("engine", parents=[ws])
     p.add_argument("--key", help=argparse.SUPPRESS)
     return parser
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (skipping ``--workspace DIR``), if any."""
+    items = iter(argv)
+    for item in items:
+        if item in ("--workspace", "-w"):
+            next(items, None)
+        elif not item.startswith("-"):
+            return item
+    return None
 
 
 def _debug() -> bool:
@@ -361,7 +257,7 @@ def main(argv: Sequence[str] | None = None, *, try_engine: bool = True) -> int:
         return 0
     if forwarded is not None:
         return forwarded
-    parser = build_parser()
+    parser = build_parser(with_usecases=_command_of(argv) not in LIGHT_COMMANDS)
     args = parser.parse_args(argv)
     if args.version:
         from engram.version import version_string

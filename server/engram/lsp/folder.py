@@ -210,8 +210,8 @@ def snapshot_blocking(
 
 
 def impact_blocking(engine: Engine, rel: str) -> str | None:
+    from engram.api.render import impact_summary
     from engram.app.impact import impact
-    from engram.lsp.hover import impact_summary
 
     try:
         return impact_summary(impact(engine, rel))

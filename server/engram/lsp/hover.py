@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
 from engram.lsp.anchors import LineSpan
 from engram.lsp.diagnostics import TYPE_LABELS, provenance_text
@@ -42,35 +41,6 @@ def memories_at(
             hits.append(memory)
     hits.sort(key=lambda m: (not m.pinned, not m.user_verified, -m.confidence))
     return hits
-
-
-def impact_summary(report: Any) -> str | None:
-    """``3 dependents (7 transitive); usually changes with a.py (70%); tests: t.py``.
-
-    ``report`` is an ``engram.codegraph.ImpactReport`` (duck-typed so this module stays
-    importable without the code graph).
-    """
-    if report is None or not getattr(report, "in_graph", True):
-        return None
-    direct = list(getattr(report, "direct_dependents", []) or [])
-    transitive = list(getattr(report, "transitive_dependents", []) or [])
-    parts: list[str] = []
-    dependents = f"{len(direct)} dependent{'s' if len(direct) != 1 else ''}"
-    if len(transitive) > len(direct):
-        dependents += f" ({len(transitive)} transitive)"
-    parts.append(dependents)
-    cochange = sorted(
-        getattr(report, "cochange", []) or [],
-        key=lambda p: -float(getattr(p, "confidence", 0.0)),
-    )
-    if cochange:
-        shown = ", ".join(f"`{p.file}` ({round(float(p.confidence) * 100)}%)" for p in cochange[:2])
-        parts.append(f"usually changes with {shown}")
-    tests = list(getattr(report, "tests", []) or [])
-    if tests:
-        more = f" (+{len(tests) - 2})" if len(tests) > 2 else ""
-        parts.append("tests: " + ", ".join(f"`{t}`" for t in tests[:2]) + more)
-    return "; ".join(parts)
 
 
 def memory_block(memory: Memory, now: datetime, partners: Sequence[tuple[str, str]] = ()) -> str:

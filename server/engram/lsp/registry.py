@@ -113,6 +113,8 @@ class CommandSpec:
     arg_type: type[Any] | None
     handler: Handler
     summary: str = ""
+    #: the use case's own argument check (``engram.api``); ``None``: cattrs on ``arg_type``
+    parse: Callable[[Mapping[str, Any]], Any] | None = None
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
@@ -238,6 +240,19 @@ class CommandRegistry:
             raise TypeError(f"{name}: argument type must be an attrs class")
         self._commands[name] = CommandSpec(name, arg_type, handler, summary)
 
+    def register_parsed(
+        self,
+        name: str,
+        parse: Callable[[Mapping[str, Any]], A],
+        handler: Callable[[CommandContext, A], Awaitable[Any]],
+        *,
+        summary: str = "",
+    ) -> None:
+        """Add a command whose arguments a declared use case checks (``engram.api``)."""
+        if name in self._commands:
+            raise ValueError(f"command {name} is registered twice")
+        self._commands[name] = CommandSpec(name, None, handler, summary, parse)
+
     def names(self) -> list[str]:
         return sorted(self._commands)
 
@@ -255,6 +270,13 @@ class CommandRegistry:
         raw = args[0] if args else {}
         if raw is None:
             raw = {}
+        if spec.parse is not None:
+            if not isinstance(raw, Mapping):
+                raise CommandError(f"{spec.name}: the argument must be a JSON object")
+            try:
+                return spec.parse(raw)
+            except (InvalidInput, WorkspaceError, ConfigError) as exc:
+                raise CommandError(f"{spec.name}: {_one_line(str(exc))}") from exc
         if spec.arg_type is None:
             if raw not in ({}, []):
                 raise CommandError(f"{spec.name}: takes no arguments")

@@ -67,10 +67,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: Modules with a ``register_commands(registry)`` function adding more ``engram.*``
-#: commands (imported at start; a missing module is skipped).
-EXTENSION_MODULES: tuple[str, ...] = ("engram.mcp.lsp_commands",)
-
 #: Agent LSP clients, by (lower-case) substring of ``clientInfo.name``.
 AGENT_CLIENT_NAMES: tuple[str, ...] = (
     "opencode",
@@ -990,48 +986,9 @@ class _ClientLogHandler(logging.Handler):
         self.server.threadsafe(self.server.log_to_client, record.levelno, message)
 
 
-def _module_exists(name: str) -> bool:
-    """Whether ``pkg.module`` exists, without executing ``pkg/__init__`` (start-up cost)."""
-    import importlib.util
-
-    package, _, leaf = name.rpartition(".")
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return False
-    locations = spec.submodule_search_locations if spec is not None else None
-    return any(
-        (Path(loc) / f"{leaf}.py").exists() or (Path(loc) / leaf).is_dir()
-        for loc in (locations or [])
-    )
-
-
-def _load_extensions(registry: CommandRegistry) -> None:
-    import importlib
-
-    for name in EXTENSION_MODULES:
-        if not _module_exists(name):
-            continue
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and name.startswith(exc.name):
-                continue
-            log.warning("command extension %s failed to import: %s", name, exc)
-            continue
-        except Exception as exc:
-            log.warning("command extension %s failed to import: %s", name, exc)
-            continue
-        register = getattr(module, "register_commands", None)
-        if callable(register):
-            try:
-                register(registry)
-            except Exception as exc:
-                log.warning("command extension %s failed to register: %s", name, exc)
-
-
 def create_server() -> EngramLanguageServer:
     """Build the server and register every feature (the one place that lists them)."""
+    from engram.lsp import mcp_commands
     from engram.lsp.handlers import (
         code_action,
         diagnostic,
@@ -1043,8 +1000,8 @@ def create_server() -> EngramLanguageServer:
     )
 
     server = EngramLanguageServer()
-    register_commands(server.registry)
-    _load_extensions(server.registry)
+    register_commands(server.registry)  # the declared use cases (engram.api)
+    mcp_commands.register_commands(server.registry)  # the MCP hub's engram.mcp.*
     lifecycle.register(server)
     documents.register(server)
     watched_files.register(server)

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from engram.model import Memory, utcnow
+from engram.model import Memory, memory_json, utcnow
 
 
 @attrs.define
@@ -52,18 +52,7 @@ class SessionLedger:
     ) -> dict[str, Any]:
         def brief(memory_id: str) -> dict[str, Any] | None:
             memory = found.get(memory_id)
-            if memory is None:
-                return None
-            anchor = memory.anchors[0] if memory.anchors else None
-            return {
-                "id": memory.id,
-                "type": memory.type.value,
-                "content": memory.content,
-                "source": memory.source.value,
-                "file": anchor.file if anchor else None,
-                "needs_review": memory.needs_review,
-                "citation": memory.citation(),
-            }
+            return memory_json(memory) if memory is not None else None
 
         def briefs(ids: Iterable[str]) -> list[dict[str, Any]]:
             return [b for b in (brief(i) for i in ids) if b is not None]
@@ -75,15 +64,6 @@ class SessionLedger:
             "corrected": [
                 {**b, "correction": self.corrections[b["id"]]} for b in briefs(self.corrections)
             ],
-            "needs_review": [
-                {
-                    "id": m.id,
-                    "type": m.type.value,
-                    "content": m.content,
-                    "source": m.source.value,
-                    "citation": m.citation(),
-                }
-                for m in review_queue
-            ],
+            "needs_review": [memory_json(m) for m in review_queue],
             "observer": observer,
         }

@@ -10,24 +10,9 @@ from typing import Any
 
 import attrs
 
-from engram.model import Memory
+from engram.model import Memory, memory_json
 from engram.observer.promotion import Discarded
 from engram.observer.signals import ScratchpadNote, Signal
-
-
-def _memory_brief(memory: Memory) -> dict[str, Any]:
-    return {
-        "id": memory.id,
-        "type": memory.type.value,
-        "source": memory.source.value,
-        "content": memory.content,
-        "citation": memory.citation(),
-        "files": list(memory.related_files),
-        "confidence": memory.confidence,
-        "needs_review": memory.needs_review,
-        "commit_sha": memory.provenance.commit_sha,
-        "flags": list(memory.flags),
-    }
 
 
 @attrs.define
@@ -53,7 +38,7 @@ class PromotionReport:
         return {
             "session_id": self.session_id,
             "outcome": self.outcome,
-            "promoted": [_memory_brief(m) for m in self.promoted],
+            "promoted": [memory_json(m) for m in self.promoted],
             "merged_ids": list(self.merged_ids),
             "discarded": [d.to_dict() for d in self.discarded],
             "tainted": self.tainted,
@@ -137,7 +122,7 @@ class SessionSummary:
             "steps": self.steps,
             "duration_s": round(self.duration_s, 1),
             "applied": list(self.applied),
-            "learned": [_memory_brief(m) for m in self.learned],
+            "learned": [memory_json(m) for m in self.learned],
             "needs_review": [m.id for m in self.needs_review],
             "discarded": self.discarded,
             "dead_ends": list(self.dead_ends),

@@ -4,7 +4,7 @@ A cloned repository can ship a ``.mcp.json`` that starts any program. Engram the
 starts a server defined inside the workspace (not even to list its tools) until the user has
 approved that exact configuration once with ``engram mcp trust NAME``. The approval lives in
 ``~/.config/engram/approvals.json``, keyed by workspace root, server name and config hash,
-plus a keyed digest of the env/header values (:func:`engram.mcp.sources.values_digest`), so
+plus a keyed digest of the env/header values (:func:`engram.mcphub.sources.values_digest`), so
 a repository can neither pre-approve itself nor change an approved server behind the user's
 back. The digest key is a random secret created next to the approvals (mode 0600).
 """
@@ -17,7 +17,7 @@ import attrs
 
 from engram.approvals import MCP_SERVERS, atomic_write_text
 from engram.approvals import ApprovalStore as _Approvals
-from engram.mcp.sources import ServerSpec, values_digest
+from engram.mcphub.sources import ServerSpec, values_digest
 
 
 @attrs.frozen

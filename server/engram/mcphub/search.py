@@ -11,7 +11,7 @@ list with schemas. Signals, each normalised to 0..1 and mixed with fixed weights
 - **context**: words from the current file path, its language, module and phase join the
   query at a lower weight (so a ``.sql`` file lifts database tools);
 - **embeddings** (optional): cosine between the query and precomputed tool vectors;
-- **popularity**: log-scaled call counts from :mod:`engram.mcp.usage`;
+- **popularity**: log-scaled call counts from :mod:`engram.mcphub.usage`;
 - **module history**: tools that succeeded in this module before (usage table and an
   optional memory hook the engine passes in).
 
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from engram.mcp.registry import ToolInfo
+from engram.mcphub.registry import ToolInfo
 
 if TYPE_CHECKING:
     import numpy as np
@@ -354,6 +354,6 @@ class ToolSearch:
 
 
 def _module_of(file: str | None) -> str | None:
-    from engram.mcp.usage import module_of
+    from engram.mcphub.usage import module_of
 
     return module_of(file)

@@ -1,8 +1,8 @@
 """``McpHub``: the one object the LSP, the CLI and the MCP server use for MCP tools.
 
-It ties the parts together: the sparse :class:`~engram.mcp.registry.Registry` (config files
+It ties the parts together: the sparse :class:`~engram.mcphub.registry.Registry` (config files
 + cached schemas + approvals), :class:`~engram.mcp.search.ToolSearch`, the lazy
-:class:`~engram.mcp.pool.ConnectionPool` and the usage counts. Nothing connects until a
+:class:`~engram.mcphub.pool.ConnectionPool` and the usage counts. Nothing connects until a
 tool is called (or the user asks for ``refresh``); a server defined inside the workspace is
 never started before the user approved its exact configuration; a server whose config
 changed since its tools were cached is not connected until it is refreshed.
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram.approvals import user_config_dir
 from engram.config import EngramConfig, McpConfig
-from engram.mcp.errors import (
+from engram.mcphub.errors import (
     ConfigChanged,
     InvalidToolArguments,
     McpError,
@@ -32,8 +32,8 @@ from engram.mcp.errors import (
     ServerUnavailable,
     ToolNotFound,
 )
-from engram.mcp.pool import ConnectionPool, PoolSettings, describe_exception
-from engram.mcp.registry import (
+from engram.mcphub.pool import ConnectionPool, PoolSettings, describe_exception
+from engram.mcphub.registry import (
     CachedServer,
     Registry,
     RegistryCache,
@@ -41,12 +41,12 @@ from engram.mcp.registry import (
     ServerEntry,
     ToolInfo,
 )
-from engram.mcp.results import ObservationSink, classify_result
-from engram.mcp.search import Embedder, SearchContext, ToolMemoryHook, ToolSearch, tool_text
-from engram.mcp.sources import UnresolvedVariable
-from engram.mcp.transport import SessionOpener, sdk_opener
-from engram.mcp.trust import ApprovalStore
-from engram.mcp.usage import UsageStore, module_of
+from engram.mcphub.results import ObservationSink, classify_result
+from engram.mcphub.search import Embedder, SearchContext, ToolMemoryHook, ToolSearch, tool_text
+from engram.mcphub.sources import UnresolvedVariable
+from engram.mcphub.transport import SessionOpener, sdk_opener
+from engram.mcphub.trust import ApprovalStore
+from engram.mcphub.usage import UsageStore, module_of
 from engram.workspace import Workspace, WorkspaceError
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class McpHub:
     # ------------------------------------------------------------------ registry
 
     def _watched_files(self) -> list[Path]:
-        from engram.mcp.sources import config_files
+        from engram.mcphub.sources import config_files
 
         files = [
             c.path for c in config_files(self.workspace.root, home=self.home, environ=self.environ)
@@ -277,7 +277,7 @@ class McpHub:
         """Call one tool (connecting its server lazily); returns the ``CallToolResult`` dict.
 
         A notable result (an error, a precondition, a timing issue) is handed as an
-        :class:`~engram.mcp.results.ObservationDraft` to ``memory_sink`` (default: the
+        :class:`~engram.mcphub.results.ObservationDraft` to ``memory_sink`` (default: the
         hub's), and ``result["observation"]`` names its kind.
         """
         if arguments is None:

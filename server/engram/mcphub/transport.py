@@ -19,7 +19,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from engram.mcp.sources import ResolvedLaunch, ServerSpec, resolve_launch
+from engram.mcphub.sources import ResolvedLaunch, ServerSpec, resolve_launch
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engram.mcp.hub import McpHub
+    from engram.mcphub.hub import McpHub
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from engram.config import load_config
-    from engram.mcp.hub import McpHub
+    from engram.mcphub.hub import McpHub
     from engram.workspace import Workspace
 
     workspace = Workspace.open(getattr(args, "workspace", None))
@@ -110,7 +110,7 @@ async def _run(hub: McpHub, args: argparse.Namespace) -> int:
             return _emit(args, await hub.status(), _render_status)
         if command == "trust":
             return _emit(args, await hub.trust(args.names), _render_trust)
-        from engram.mcp.errors import InvalidToolArguments
+        from engram.mcphub.errors import InvalidToolArguments
 
         raise InvalidToolArguments(f"unknown mcp command {command!r}")
     finally:
@@ -118,7 +118,7 @@ async def _run(hub: McpHub, args: argparse.Namespace) -> int:
 
 
 def _parse_arguments(text: str) -> dict[str, Any]:
-    from engram.mcp.errors import InvalidToolArguments
+    from engram.mcphub.errors import InvalidToolArguments
 
     if text == "-":
         text = sys.stdin.read()
@@ -145,7 +145,7 @@ def _emit(args: argparse.Namespace, data: dict[str, Any], render: Any) -> int:
 
 
 def _emit_call(args: argparse.Namespace, result: dict[str, Any]) -> int:
-    from engram.mcp.results import result_text
+    from engram.mcphub.results import result_text
 
     failed = bool(result.get("isError"))
     if args.json:

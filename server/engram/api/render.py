@@ -1,25 +1,32 @@
-"""Turning engine results into terminal text and JSON.
+"""The renderings the use-case declarations share: text for people, JSON for programs.
 
-Plain text, one memory per line, so ``grep`` and ``cut`` work on it; JSON through the one
-function every front end shares (:func:`engram.model.to_jsonable`), which understands attrs
-records, ``to_dict()`` methods, enums, datetimes and paths.
+Text is plain, one memory per line, so ``grep`` and ``cut`` work on it. JSON goes through
+the one memory rendering (:func:`engram.model.memory_json`) and the one generic converter
+(:func:`engram.model.to_jsonable`). Front ends never render a result themselves.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from engram.api.declare import JsonObject
 from engram.model import Memory, memory_json, shared_by_text, team_origin, to_jsonable, utcnow
 
+if TYPE_CHECKING:
+    from engram.codegraph import CodeHit, ImpactReport
+    from engram.model.audit import AuditEntry
+    from engram.retrieval import SearchHit
 
-def hit_to_dict(hit: Any) -> dict[str, Any]:
+
+def hit_json(hit: SearchHit) -> JsonObject:
+    """One search hit: the fields a list shows, its score and why, and the full record."""
     memory: Memory = hit.memory
     return {
         "id": memory.id,
-        "score": float(getattr(hit, "score", 0.0)),
-        "stale": bool(getattr(hit, "stale", memory.is_stale)),
-        "reasons": list(getattr(hit, "reasons", [])),
+        "score": round(float(hit.score), 6),
+        "stale": bool(hit.stale),
+        "reasons": list(hit.reasons),
         "citation": memory.citation(),
         "type": memory.type.value,
         "source": memory.source.value,
@@ -27,8 +34,8 @@ def hit_to_dict(hit: Any) -> dict[str, Any]:
         "content": memory.content,
         "anchors": [to_jsonable(a) for a in memory.anchors],
         "memory": memory_json(memory),
-        "conflicts": [{"id": cid, "content": text} for cid, text in getattr(hit, "conflicts", [])],
-        **({"conflict": hit.conflict_mark} if getattr(hit, "conflicts", None) else {}),
+        "conflicts": [{"id": cid, "content": text} for cid, text in hit.conflicts],
+        **({"conflict": hit.conflict_mark} if hit.conflicts else {}),
     }
 
 
@@ -62,13 +69,9 @@ def _state(memory: Memory) -> str:
     return ",".join(marks)
 
 
-def print_log(entries: Sequence[Any], *, with_id: bool) -> None:
+def log_text(entries: Sequence[AuditEntry], *, with_id: bool) -> str:
     """One line per audit entry: when, who, what, before -> after, and the cause."""
-    if not entries:
-        import sys
-
-        sys.stderr.write("engram: no changes recorded\n")
-        return
+    lines = []
     for entry in entries:
         changes = "; ".join(
             f"{key}: {_short(entry.before.get(key))} -> {_short(entry.after.get(key))}"
@@ -82,7 +85,8 @@ def print_log(entries: Sequence[Any], *, with_id: bool) -> None:
             line += f"  ({entry.note})"
         if entry.cause:
             line += f"  [{entry.cause}]"
-        print(line)
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -102,50 +106,43 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def print_memory_table(memories: Sequence[Memory]) -> None:
-    if not memories:
-        import sys
-
-        sys.stderr.write("engram: no memories match\n")
-        return
+def memory_table(memories: Sequence[Memory]) -> str:
+    """One line per memory: id, type, source, confidence, where, text, state."""
+    lines = []
     for m in memories:
         state = _state(m)
-        print(
+        lines.append(
             f"{m.id}  {m.type.value:<15} {m.source.value:<17} {m.confidence:.2f}  "
             f"{where(m)}  {_first_line(m.content, 70)}" + (f"  [{state}]" if state else "")
         )
+    return "\n".join(lines)
 
 
-def print_hits(hits: Sequence[Any]) -> None:
-    if not hits:
-        import sys
-
-        sys.stderr.write("engram: no memories match\n")
-        return
+def hits_text(hits: Sequence[SearchHit]) -> str:
+    """Ranked hits, two lines each: the memory and where it applies."""
+    lines = []
     for rank, hit in enumerate(hits, start=1):
         memory: Memory = hit.memory
-        stale = "  [STALE: may be outdated]" if getattr(hit, "stale", False) else ""
-        print(
+        stale = "  [STALE: may be outdated]" if hit.stale else ""
+        lines.append(
             f"{rank:>2}. {memory.id}  {float(hit.score):.3f}  [{memory.type.value}] "
             f"{_first_line(memory.content, 90)}{stale}"
         )
         location = where(memory)
         if location != "-":
-            print(f"    {location}")
-        if getattr(hit, "conflicts", None):  # docs/trust.md "Conflicts": shown together
-            print(f"    {hit.conflict_mark}")
+            lines.append(f"    {location}")
+        if hit.conflicts:  # docs/trust.md "Conflicts": shown together, marked
+            lines.append(f"    {hit.conflict_mark}")
+    return "\n".join(lines)
 
 
-def print_code_hits(hits: Sequence[Any]) -> None:
-    if not hits:
-        import sys
-
-        sys.stderr.write("engram: no code matches\n")
-        return
+def code_hits_text(hits: Sequence[CodeHit]) -> str:
+    """Ranked code chunks: score, file:line, symbol."""
+    lines = []
     for rank, hit in enumerate(hits, start=1):
         data = to_jsonable(hit)
         if not isinstance(data, dict):
-            print(f"{rank:>2}. {data}")
+            lines.append(f"{rank:>2}. {data}")
             continue
         file = data.get("file") or data.get("path") or "?"
         start = data.get("start_line")
@@ -153,7 +150,8 @@ def print_code_hits(hits: Sequence[Any]) -> None:
         score = data.get("score")
         line = f":{int(start) + 1}" if isinstance(start, int) else ""
         score_text = f"{float(score):.3f}  " if isinstance(score, int | float) else ""
-        print(f"{rank:>2}. {score_text}{file}{line}  {symbol}".rstrip())
+        lines.append(f"{rank:>2}. {score_text}{file}{line}  {symbol}".rstrip())
+    return "\n".join(lines)
 
 
 def memory_card(memory: Memory) -> str:
@@ -216,7 +214,7 @@ def memory_card(memory: Memory) -> str:
     return "\n".join(lines)
 
 
-def one_line_summary(report: Any) -> str:
+def one_line_summary(report: object) -> str:
     data = to_jsonable(report)
     if isinstance(data, dict):
         parts = [
@@ -228,30 +226,24 @@ def one_line_summary(report: Any) -> str:
     return str(data)
 
 
-def print_impact(report: Any) -> None:
-    """Ranked files a change may break, with why; notes go to stderr."""
-    import sys
-
-    text = getattr(report, "text", None)
-    if isinstance(text, str) and text.strip():
-        print(text.rstrip())
-        return
+def impact_text(report: ImpactReport) -> str:
+    """Ranked files a change may break, with why (its notes are the caller's)."""
+    out: list[str] = []
     data = to_jsonable(report)
     if not isinstance(data, dict):
-        print(data)
-        return
+        return str(data)
     target = data.get("target", "?") + (f"::{data['symbol']}" if data.get("symbol") else "")
     score = data.get("score")
     score_text = f" (impact score {float(score):.2f})" if isinstance(score, int | float) else ""
     refs = data.get("symbol_references")
     if data.get("symbol") and isinstance(refs, list):
         # the symbol's own users lead (issue 12): where it is referenced, file:line
-        print(f"references to {data['symbol']} ({len(refs)}):")
+        out.append(f"references to {data['symbol']} ({len(refs)}):")
         if not refs:
-            print("  none resolved from other files")
+            out.append("  none resolved from other files")
         for ref in refs:
-            print(f"  {ref.get('file')}:{ref.get('line')}  {ref.get('kind')}")
-    print(f"impact of {target}{score_text}")
+            out.append(f"  {ref.get('file')}:{ref.get('line')}  {ref.get('kind')}")
+    out.append(f"impact of {target}{score_text}")
     items: list[Any] = next(
         (
             data[key]
@@ -261,10 +253,10 @@ def print_impact(report: Any) -> None:
         [],
     )
     if not items:
-        print("  nothing in the workspace depends on it")
+        out.append("  nothing in the workspace depends on it")
     for item in items:
         if not isinstance(item, dict):
-            print(f"  {item}")
+            out.append(f"  {item}")
             continue
         name = item.get("file") or item.get("path") or item.get("name") or "?"
         weight = item.get("score", item.get("weight"))
@@ -272,12 +264,36 @@ def print_impact(report: Any) -> None:
         if isinstance(reasons, list):
             reasons = "; ".join(str(r) for r in reasons)
         weight_text = f"{float(weight):.2f}  " if isinstance(weight, int | float) else ""
-        print(f"  {weight_text}{name}  {reasons}".rstrip())
+        out.append(f"  {weight_text}{name}  {reasons}".rstrip())
     tests = data.get("tests")
     if isinstance(tests, list) and tests:
-        print("tests to run: " + ", ".join(str(t) for t in tests))
-    for note_text in data.get("notes") or []:
-        sys.stderr.write(f"engram: {note_text}\n")
+        out.append("tests to run: " + ", ".join(str(t) for t in tests))
+    return "\n".join(out)
+
+
+def impact_summary(report: ImpactReport | None) -> str | None:
+    """``3 dependents (7 transitive); usually changes with a.py (70%); tests: t.py``.
+
+    The one-line summary hover shows and the impact result carries.
+    """
+    if report is None or not report.in_graph:
+        return None
+    direct = list(report.direct_dependents)
+    transitive = list(report.transitive_dependents)
+    parts: list[str] = []
+    dependents = f"{len(direct)} dependent{'s' if len(direct) != 1 else ''}"
+    if len(transitive) > len(direct):
+        dependents += f" ({len(transitive)} transitive)"
+    parts.append(dependents)
+    cochange = sorted(report.cochange, key=lambda p: -float(p.confidence))
+    if cochange:
+        shown = ", ".join(f"`{p.file}` ({round(float(p.confidence) * 100)}%)" for p in cochange[:2])
+        parts.append(f"usually changes with {shown}")
+    tests = list(report.tests)
+    if tests:
+        more = f" (+{len(tests) - 2})" if len(tests) > 2 else ""
+        parts.append("tests: " + ", ".join(f"`{t}`" for t in tests[:2]) + more)
+    return "; ".join(parts)
 
 
 def stats_text(stats: Mapping[str, Any]) -> str:

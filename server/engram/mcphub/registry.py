@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 import attrs
 
-from engram.mcp.sources import ConfigProblem, ServerSpec, SourceScan, scan_sources
-from engram.mcp.trust import ApprovalStore, TrustDecision, atomic_write_text
+from engram.mcphub.sources import ConfigProblem, ServerSpec, SourceScan, scan_sources
+from engram.mcphub.trust import ApprovalStore, TrustDecision, atomic_write_text
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ There is deliberately no ``trust`` command: approving a workspace-defined server
 user's decision at a terminal (``engram mcp trust NAME``), not something a client or an
 agent driving the editor can do.
 
-One :class:`~engram.mcp.hub.McpHub` per workspace folder lives in :class:`HubCache`, owned by
+One :class:`~engram.mcphub.hub.McpHub` per workspace folder lives in :class:`HubCache`, owned by
 the registration (no module-level state); its connections run on the server's event loop.
 A notable tool result becomes a reviewable memory through the remember use case (the folder's
 engine).
@@ -40,8 +40,8 @@ from engram.lsp.registry import Args, CommandContext, CommandRegistry
 if TYPE_CHECKING:
     from engram.app import Engine
     from engram.config import EngramConfig
-    from engram.mcp.hub import McpHub
-    from engram.mcp.results import ObservationDraft
+    from engram.mcphub.hub import McpHub
+    from engram.mcphub.results import ObservationDraft
     from engram.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ class HubCache:
         workspace, config = await ctx.call(locate, file)
         hub = self._hubs.get(workspace.root)
         if hub is None:
-            from engram.mcp.hub import McpHub
+            from engram.mcphub.hub import McpHub
 
             hub = McpHub(workspace, config)
             self._hubs[workspace.root] = hub
@@ -262,7 +262,7 @@ def register_commands(registry: CommandRegistry, hubs: HubCache | None = None) -
         result = await mcp_call(
             ctx, CallArgs(tool=args.tool, arguments=args.arguments, file=args.file)
         )
-        from engram.mcp.results import result_text
+        from engram.mcphub.results import result_text
 
         text = " ".join(result_text(result).split())
         shown = text[:MAX_SHOWN_RESULT] + ("…" if len(text) > MAX_SHOWN_RESULT else "")

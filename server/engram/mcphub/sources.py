@@ -3,7 +3,7 @@
 Engram does not ask users to describe their MCP servers again: it reads the files their
 other tools use. Files inside the workspace (``.engram/mcp.json``, ``.mcp.json``,
 ``.vscode/mcp.json``, ``.cursor/mcp.json``) come with a cloned repository and are therefore
-*untrusted* (see :mod:`engram.mcp.trust`); files in the user's home (Engram's own
+*untrusted* (see :mod:`engram.mcphub.trust`); files in the user's home (Engram's own
 ``~/.config/engram/mcp.json``, Claude Code's ``~/.claude.json``, Cursor's ``~/.cursor/mcp.json``,
 Claude Desktop's config) were written by the user and are trusted.
 

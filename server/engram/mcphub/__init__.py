@@ -14,7 +14,7 @@ Public surface (importing this package imports none of it until a name is used; 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engram.mcp.errors import (
+    from engram.mcphub.errors import (
         CallTimeout,
         ConfigChanged,
         InvalidToolArguments,
@@ -25,13 +25,13 @@ if TYPE_CHECKING:
         ToolCallFailed,
         ToolNotFound,
     )
-    from engram.mcp.hub import McpHub
-    from engram.mcp.pool import ConnectionPool, PoolSettings
-    from engram.mcp.registry import Registry, RegistrySnapshot, ToolInfo
-    from engram.mcp.results import ObservationDraft, ObservationSink, classify_result
-    from engram.mcp.search import SearchContext, ToolHit, ToolMemoryHook, ToolSearch
-    from engram.mcp.sources import ServerSpec, scan_sources
-    from engram.mcp.trust import ApprovalStore
+    from engram.mcphub.hub import McpHub
+    from engram.mcphub.pool import ConnectionPool, PoolSettings
+    from engram.mcphub.registry import Registry, RegistrySnapshot, ToolInfo
+    from engram.mcphub.results import ObservationDraft, ObservationSink, classify_result
+    from engram.mcphub.search import SearchContext, ToolHit, ToolMemoryHook, ToolSearch
+    from engram.mcphub.sources import ServerSpec, scan_sources
+    from engram.mcphub.trust import ApprovalStore
 
 #: Where each public name lives; imported on first use (PEP 562), so registering the
 #: hub's LSP commands at server start-up costs none of the hub's imports (~20 ms).
@@ -42,31 +42,31 @@ _HOME = {
             "PoolExhausted", "ServerNotTrusted", "ServerUnavailable", "ToolCallFailed",
             "ToolNotFound",
         ],
-        "engram.mcp.errors",
+        "engram.mcphub.errors",
     ),
-    "McpHub": "engram.mcp.hub",
-    "ConnectionPool": "engram.mcp.pool",
-    "PoolSettings": "engram.mcp.pool",
-    "Registry": "engram.mcp.registry",
-    "RegistrySnapshot": "engram.mcp.registry",
-    "ToolInfo": "engram.mcp.registry",
-    "ObservationDraft": "engram.mcp.results",
-    "ObservationSink": "engram.mcp.results",
-    "classify_result": "engram.mcp.results",
-    "SearchContext": "engram.mcp.search",
-    "ToolHit": "engram.mcp.search",
-    "ToolMemoryHook": "engram.mcp.search",
-    "ToolSearch": "engram.mcp.search",
-    "ServerSpec": "engram.mcp.sources",
-    "scan_sources": "engram.mcp.sources",
-    "ApprovalStore": "engram.mcp.trust",
+    "McpHub": "engram.mcphub.hub",
+    "ConnectionPool": "engram.mcphub.pool",
+    "PoolSettings": "engram.mcphub.pool",
+    "Registry": "engram.mcphub.registry",
+    "RegistrySnapshot": "engram.mcphub.registry",
+    "ToolInfo": "engram.mcphub.registry",
+    "ObservationDraft": "engram.mcphub.results",
+    "ObservationSink": "engram.mcphub.results",
+    "classify_result": "engram.mcphub.results",
+    "SearchContext": "engram.mcphub.search",
+    "ToolHit": "engram.mcphub.search",
+    "ToolMemoryHook": "engram.mcphub.search",
+    "ToolSearch": "engram.mcphub.search",
+    "ServerSpec": "engram.mcphub.sources",
+    "scan_sources": "engram.mcphub.sources",
+    "ApprovalStore": "engram.mcphub.trust",
 }  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
     home = _HOME.get(name)
     if home is None:
-        raise AttributeError(f"module 'engram.mcp' has no attribute {name!r}")
+        raise AttributeError(f"module 'engram.mcphub' has no attribute {name!r}")
     import importlib
 
     value = getattr(importlib.import_module(home), name)

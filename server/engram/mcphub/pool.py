@@ -30,9 +30,9 @@ from typing import Any, Literal
 
 import attrs
 
-from engram.mcp.errors import CallTimeout, PoolExhausted, ServerUnavailable, ToolCallFailed
-from engram.mcp.sources import ServerSpec
-from engram.mcp.transport import McpSession, SessionOpener
+from engram.mcphub.errors import CallTimeout, PoolExhausted, ServerUnavailable, ToolCallFailed
+from engram.mcphub.sources import ServerSpec
+from engram.mcphub.transport import McpSession, SessionOpener
 
 log = logging.getLogger(__name__)
 

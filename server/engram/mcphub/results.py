@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from engram.mcp.registry import ToolInfo
+from engram.mcphub.registry import ToolInfo
 
 _PRECONDITION = re.compile(
     r"\b(must be|must have|requires?|required|needs? to be|before (you|calling|using)|"

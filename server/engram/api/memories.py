@@ -1,0 +1,1075 @@
+"""Declarations of the memory use cases: remember, recall, read and a person's corrections.
+
+Each :class:`~engram.api.declare.UseCase` below is the only place its arguments, limits,
+defaults and renderings are written (docs/commands.md and docs/cli.md are generated from
+them). The functions they run live in ``engram.app``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import attrs
+
+from engram.api import render
+from engram.api.declare import (
+    ALL_SURFACES,
+    HIDDEN,
+    JsonObject,
+    Kind,
+    Spelling,
+    Surface,
+    UseCase,
+    spec,
+)
+from engram.errors import InvalidInput
+from engram.model import (
+    CorrectionKind,
+    Memory,
+    MemoryScope,
+    MemorySource,
+    MemoryType,
+    UniversalPhase,
+    memory_json,
+    to_jsonable,
+)
+
+if TYPE_CHECKING:
+    from engram.app import Engine
+    from engram.app.remember import RememberResult
+    from engram.codegraph import CodeHit
+    from engram.lifecycle.trust import Actor
+    from engram.model.audit import AuditEntry
+    from engram.retrieval import ContextPack, SearchHit
+
+CLI, LSP, MCP = Surface.CLI, Surface.LSP, Surface.MCP
+EDITOR = frozenset({CLI, LSP})
+
+#: The most results one search returns (every surface).
+MAX_K = 200
+#: The largest token budget a context pack may be given.
+MAX_BUDGET = 1_000_000
+
+
+# --------------------------------------------------------------------------- spellings
+
+_LINE_RANGE = re.compile(r"^\s*(\d+)\s*(?:[-:]\s*(\d+)\s*)?$")
+
+
+def line_range(value: object) -> Mapping[str, object]:
+    """``12`` or ``"12-20"`` (1-based, inclusive) -> 0-based ``start_line`` / ``end_line``."""
+    if isinstance(value, bool):
+        raise InvalidInput(f"line must be A or A-B with line numbers from 1, got {value!r}")
+    if isinstance(value, int):
+        start = end = value
+    elif isinstance(value, str) and (match := _LINE_RANGE.match(value)):
+        start = int(match.group(1))
+        end = int(match.group(2)) if match.group(2) else start
+    else:
+        raise InvalidInput(f"line must be A or A-B with line numbers from 1, got {value!r}")
+    if start < 1 or end < 1:
+        raise InvalidInput("line numbers start at 1")
+    if end < start:
+        raise InvalidInput(f"line range {start}-{end} is backwards")
+    return {"start_line": start - 1, "end_line": end - 1}
+
+
+LINE = Spelling(
+    name="line",
+    help="1-based line, or A-B for a range (as an editor shows it)",
+    surfaces=frozenset({CLI, MCP}),
+    kinds=(Kind.INT, Kind.TEXT),
+    apply=line_range,
+    cli_flags=("--line", "-l"),
+    metavar="A[-B]",
+)
+
+
+# --------------------------------------------------------------------------- remember
+
+
+#: Why a person's move happened, for the audit trail (docs/trust.md); set by the surface.
+CAUSE = spec("why, for the audit trail", surfaces=HIDDEN)
+
+
+#: Who acts (docs/trust.md "Agents are not people"), as an ``Actor`` label: empty for the
+#: person at the CLI or an editor (named from git by the trust door), ``agent:mcp`` for an MCP
+#: client (fixed below), ``agent:lsp:<client>`` for an agent's LSP client (set by the LSP
+#: adapter per session, :func:`engram.api.declare.with_actor`).
+ACTOR = spec("who acts, an Actor label", surfaces=HIDDEN)
+#: What an MCP client is: a coding agent, never a person.
+MCP_ACTOR = "agent:mcp"
+
+
+def caused_by(command: str) -> dict[Surface, dict[str, object]]:
+    """The audit ``cause`` (and, over MCP, the actor) each surface records for a move."""
+    return {
+        CLI: {"cause": f"engram {command}"},
+        LSP: {"cause": "lsp executeCommand"},
+        MCP: {"cause": "mcp tool", "actor": MCP_ACTOR},
+    }
+
+
+def actor_of(label: str) -> Actor | None:
+    """The actor an argument names (``None``: the person at this checkout)."""
+    from engram.lifecycle.trust import Actor
+
+    return Actor.parse(label)
+
+
+def is_agent(actor: Actor | None) -> bool:
+    from engram.lifecycle.trust import ActorKind
+
+    return actor is not None and actor.kind is ActorKind.AGENT
+
+
+@attrs.frozen
+class RememberArgs:
+    text: str = attrs.field(
+        metadata=spec(
+            "what to remember; '-' reads it from stdin (CLI)",
+            aliases=("content",),
+            positional=True,
+            metavar="TEXT",
+            stdin=True,
+        )
+    )
+    type: MemoryType = attrs.field(
+        default=MemoryType.GOTCHA, metadata=spec("kind of memory", cli=("--type", "-t"))
+    )
+    source: MemorySource = attrs.field(
+        default=MemorySource.USER_TAUGHT, metadata=spec("who says so", metavar="S")
+    )
+    file: str | None = attrs.field(
+        default=None,
+        metadata=spec("the file it is about (anchors it)", path=True, cli=("--file", "-f")),
+    )
+    symbol: str | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "the function or class it is about (its lines come from the code graph)",
+            max_length=500,
+            cli=("--symbol", "-s"),
+            metavar="NAME",
+        ),
+    )
+    start_line: int | None = attrs.field(
+        default=None,
+        metadata=spec("0-based first line", ge=0, surfaces=frozenset({LSP})),
+    )
+    end_line: int | None = attrs.field(
+        default=None,
+        metadata=spec("0-based last line (inclusive)", ge=0, surfaces=frozenset({LSP})),
+    )
+    #: anchor to a file that does not exist yet (docs/trust.md "Anchors")
+    allow_missing: bool = attrs.field(
+        default=False,
+        metadata=spec("the file does not exist yet: you are about to create it"),
+    )
+    tags: list[str] = attrs.field(
+        factory=list,
+        metadata=spec("free tags", max_length=50, cli=("--tag",), metavar="X"),
+    )
+    related_files: list[str] = attrs.field(
+        factory=list,
+        metadata=spec(
+            "other files it applies to", max_length=100, path=True, surfaces=frozenset({LSP})
+        ),
+    )
+    scope: MemoryScope | None = attrs.field(
+        default=None,
+        metadata=spec("where it applies", default_text="module with a file, else global"),
+    )
+    confidence: float | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "initial confidence", ge=0, le=1, surfaces=frozenset({LSP}), default_text="by source"
+        ),
+    )
+    session_id: str | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "the session it was learned in", max_length=200, cli=("--session",), metavar="ID"
+        ),
+    )
+    needs_review: bool = attrs.field(
+        default=False, metadata=spec("ask a person to review it", surfaces=frozenset({LSP}))
+    )
+    extra: dict[str, object] | None = attrs.field(
+        default=None,
+        metadata=spec("per-type fields (e.g. steps of a recipe)", surfaces=frozenset({LSP})),
+    )
+    supersedes: str | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "id of a memory this one corrects (kept in extra.supersedes)",
+            max_length=100,
+            surfaces=frozenset({LSP}),
+        ),
+    )
+    cause: str = attrs.field(default="", metadata=CAUSE)
+    actor: str = attrs.field(default="", metadata=ACTOR)
+
+
+def _remember(engine: Engine, a: RememberArgs) -> RememberResult:
+    from engram.app.remember import remember
+
+    extra = dict(a.extra or {})
+    if a.supersedes:
+        extra["supersedes"] = a.supersedes
+    who = actor_of(a.actor)
+    source = a.source
+    if is_agent(who) and source is MemorySource.USER_TAUGHT:
+        source = MemorySource.AGENT_EXPLICIT  # an agent cannot say it is a person
+    return remember(
+        engine,
+        a.text,
+        type=a.type,
+        source=source,
+        file=a.file,
+        symbol=a.symbol,
+        start_line=a.start_line,
+        end_line=a.end_line,
+        allow_missing=a.allow_missing,
+        tags=a.tags,
+        related_files=a.related_files,
+        scope=a.scope,
+        confidence=a.confidence,
+        session_id=a.session_id,
+        needs_review=a.needs_review,
+        extra=extra or None,
+        actor=who,
+        cause=a.cause,
+    )
+
+
+def _remember_json(result: RememberResult) -> JsonObject:
+    out: JsonObject = dict(result.to_dict())
+    out["memory"] = memory_json(result.memory)
+    return out
+
+
+def _remember_notes(result: RememberResult) -> list[str]:
+    notes: list[str] = []
+    if result.redactions:
+        kinds = ", ".join(k.replace("_", " ") for k in result.redactions)
+        notes.append(f"redacted before storing: {kinds} (rotate any real secret)")
+    if result.merged:
+        notes.append(
+            f"merged into existing memory {result.memory.id} ({result.duplicate_reason}); "
+            f"confidence now {result.memory.confidence:.2f}"
+        )
+    for conflict in result.conflicts:
+        notes.append(
+            f"contradicts {conflict}; both kept and linked, this one is marked for review "
+            "(confirm the one that holds, flag the other)"
+        )
+    return notes
+
+
+REMEMBER: UseCase[RememberArgs, RememberResult] = UseCase(
+    name="remember",
+    returns=(
+        '`{"id", "merged", "redactions", "citation", "conflicts", "memory": Memory}` '
+        "(`conflicts`: existing memories this one contradicts; both are kept, linked, and "
+        "this one goes to review)"
+    ),
+    summary="store a memory (prints its id, or the id it merged into)",
+    args=RememberArgs,
+    run=_remember,
+    to_json=_remember_json,
+    to_text=lambda r: r.memory.id,
+    notes=_remember_notes,
+    guidance=(
+        "Record something a future session should know: a gotcha (a trap in the code), a "
+        "decision and its reason, a dead_end (an approach that failed and why), an "
+        "error_pattern (an error and its fix), a pattern, a preference or a workflow_recipe. "
+        "Anchor it to the file (and symbol or line) where it matters. Secrets are redacted; "
+        "a near-duplicate is merged into the existing memory. What you record waits in "
+        "review (shown marked unverified, confidence at most 0.7) until a person confirms it."
+    ),
+    fixed={
+        CLI: {"cause": "engram remember"},
+        LSP: {"cause": "lsp executeCommand"},
+        MCP: {"source": MemorySource.AGENT_EXPLICIT, "cause": "mcp tool", "actor": MCP_ACTOR},
+    },
+    spellings=(LINE,),
+    touched=lambda r: [r.memory],
+    learned=lambda r: [r.memory.id],
+)
+
+
+# --------------------------------------------------------------------------- search
+
+
+@attrs.frozen
+class SearchArgs:
+    query: str = attrs.field(
+        metadata=spec(
+            "what you want to know, in words or identifiers", positional=True, metavar="QUERY"
+        )
+    )
+    k: int = attrs.field(
+        default=10,
+        metadata=spec("how many results", ge=1, le=MAX_K, cli=("--k", "-k"), metavar="N"),
+    )
+    phase: UniversalPhase | None = attrs.field(
+        default=None, metadata=spec("your current work phase", metavar="P")
+    )
+    file: str | None = attrs.field(
+        default=None,
+        metadata=spec("prefer memories near this file", path=True, cli=("--file", "-f")),
+    )
+    types: list[MemoryType] | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "only these memory types",
+            aliases=("type",),
+            one_or_many=True,
+            cli=("--type", "-t"),
+            metavar="T",
+            default_text="all",
+        ),
+    )
+    code: bool = attrs.field(default=False, metadata=spec("search code chunks instead of memories"))
+
+
+@attrs.frozen
+class SearchResult:
+    query: str
+    hits: list[SearchHit] = attrs.field(factory=list)
+    code_hits: list[CodeHit] | None = None
+
+
+def _search(engine: Engine, a: SearchArgs) -> SearchResult:
+    from engram.app import recall
+
+    if a.code:
+        return SearchResult(a.query, code_hits=recall.search_code(engine, a.query, k=a.k))
+    hits = recall.search(engine, a.query, k=a.k, phase=a.phase, file=a.file, types=a.types)
+    return SearchResult(a.query, hits)
+
+
+def _search_json(result: SearchResult) -> JsonObject:
+    if result.code_hits is not None:
+        return {"query": result.query, "hits": [to_jsonable(h) for h in result.code_hits]}
+    return {"query": result.query, "hits": [render.hit_json(h) for h in result.hits]}
+
+
+def _search_text(result: SearchResult) -> str:
+    if result.code_hits is not None:
+        return render.code_hits_text(result.code_hits)
+    return render.hits_text(result.hits)
+
+
+def _search_notes(result: SearchResult) -> list[str]:
+    if result.code_hits is not None:
+        return [] if result.code_hits else ["no code matches"]
+    return [] if result.hits else ["no memories match"]
+
+
+SEARCH: UseCase[SearchArgs, SearchResult] = UseCase(
+    name="search",
+    returns=(
+        '`{"query", "hits": [{"id", "score", "stale", "reasons", "citation", "type", '
+        '"source", "confidence", "content", "anchors", "memory": Memory}]}` (with `code`: '
+        "code chunks)"
+    ),
+    summary="hybrid search over memories (keywords + embeddings + code graph), or code",
+    args=SearchArgs,
+    run=_search,
+    to_json=_search_json,
+    to_text=_search_text,
+    notes=_search_notes,
+    guidance=(
+        "Use it when you wonder whether something was learned before: why code is the way "
+        "it is, an error you hit, an approach to avoid. Returns memories best first with a "
+        "citation id; stale ones are marked."
+    ),
+    shown=lambda r: [h.memory.id for h in r.hits],
+)
+
+
+# --------------------------------------------------------------------------- context
+
+
+@attrs.frozen
+class ContextArgs:
+    file: str | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "the file you are about to read or edit", path=True, positional=True, metavar="FILE"
+        ),
+    )
+    query: str | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "a task or question instead of (or with) a file",
+            aliases=("task",),
+            cli=("--query", "-q"),
+            metavar="TEXT",
+        ),
+    )
+    symbol: str | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "focus on this function or class in the file",
+            max_length=500,
+            cli=("--symbol", "-s"),
+            metavar="NAME",
+        ),
+    )
+    phase: UniversalPhase | None = attrs.field(
+        default=None, metadata=spec("your current work phase", metavar="P")
+    )
+    budget_tokens: int | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "token budget of the pack",
+            ge=1,
+            le=MAX_BUDGET,
+            aliases=("budget",),
+            cli=("--budget",),
+            metavar="TOKENS",
+            default_text="retrieval.default_budget_tokens (2000)",
+        ),
+    )
+    #: who delivers the pack: its renderer makes the text the budget is counted on
+    #: (``engram.retrieval.Surface``, docs/retrieval.md "Context packs")
+    deliver_to: str = attrs.field(
+        default="text", metadata=spec("the renderer of the pack", surfaces=HIDDEN)
+    )
+
+
+def _context_check(engine: Engine, a: ContextArgs, surface: Surface) -> ContextArgs:
+    if not a.file and not (a.query and a.query.strip()):
+        raise InvalidInput(
+            "give a FILE or --query TEXT" if surface is CLI else "give a file or a query"
+        )
+    if surface is CLI and a.file and not engine.workspace.resolve(a.file).exists():
+        raise InvalidInput(f"{a.file} does not exist in {engine.workspace.root}")
+    return a
+
+
+def _context(engine: Engine, a: ContextArgs) -> ContextPack:
+    from engram.app.recall import context
+    from engram.retrieval import Surface as Delivery
+
+    return context(
+        engine,
+        file=a.file,
+        symbol=a.symbol,
+        query=a.query,
+        phase=a.phase,
+        budget_tokens=a.budget_tokens,
+        surface=Delivery(a.deliver_to),
+    )
+
+
+def _context_json(pack: ContextPack) -> JsonObject:
+    data = to_jsonable(pack)
+    assert isinstance(data, dict)
+    return data
+
+
+CONTEXT: UseCase[ContextArgs, ContextPack] = UseCase(
+    name="context",
+    returns=(
+        '`{"tokens", "budget_tokens", "text", "items": [{"id", "type", "tier", "level", '
+        '"text", "tokens", "score", "citation", …}], "notes"}`'
+    ),
+    summary="the token-budgeted memory context for a file, a symbol or a task",
+    args=ContextArgs,
+    run=_context,
+    to_json=_context_json,
+    to_text=lambda pack: pack.text.rstrip("\n") if pack.text.strip() else "",
+    notes=lambda pack: (
+        []
+        if pack.text.strip()
+        else ["no memories yet for this; teach one with 'engram remember --file PATH \"...\"'"]
+    ),
+    prepare=_context_check,
+    guidance=(
+        "Get the memories that matter for a file you are about to read or edit (gotchas, "
+        "dead ends, decisions, error patterns anchored there, plus related knowledge), or "
+        "for a task description, packed into a token budget. Call this before editing a file. "
+        "Returns Markdown (Critical first, each memory with its [Memory ID] citation) and a "
+        "last line 'ids: …' of the memories shown; the whole text fits budget_tokens."
+    ),
+    fixed={MCP: {"deliver_to": "mcp"}},
+    mcp_text=True,
+    shown=lambda pack: [item.memory.id for item in pack.items],
+)
+
+
+# --------------------------------------------------------------------------- one memory
+
+
+@attrs.frozen
+class IdArgs:
+    id: str = attrs.field(
+        metadata=spec(
+            "memory id, e.g. m-3f2a9c1e7b",
+            max_length=100,
+            aliases=("memory_id",),
+            positional=True,
+            metavar="ID",
+        )
+    )
+    cause: str = attrs.field(default="", metadata=CAUSE)
+    actor: str = attrs.field(default="", metadata=ACTOR)
+
+
+def _memory_json(memory: Memory) -> JsonObject:
+    return {"id": memory.id, "memory": memory_json(memory)}
+
+
+def _show(engine: Engine, a: IdArgs) -> Memory:
+    from engram.app.memories import get
+
+    return get(engine, a.id)
+
+
+SHOW: UseCase[IdArgs, Memory] = UseCase(
+    name="show",
+    returns="the Memory record",
+    summary="one memory in full: anchors, provenance, state, corrections",
+    args=IdArgs,
+    run=_show,
+    to_json=memory_json,
+    to_text=render.memory_card,
+    folder_arg=None,
+)
+
+
+def _confirm(engine: Engine, a: IdArgs) -> Memory:
+    from engram.app.memories import confirm
+
+    return confirm(engine, a.id, actor=actor_of(a.actor), cause=a.cause)
+
+
+CONFIRM: UseCase[IdArgs, Memory] = UseCase(
+    name="confirm",
+    returns='`{"id", "memory": Memory}` (user-verified, review and staleness cleared)',
+    summary="confirm a memory is right: verified, more trusted",
+    args=IdArgs,
+    run=_confirm,
+    to_json=_memory_json,
+    to_text=lambda m: (
+        f"confirmed {m.id} (confidence {m.confidence:.2f}, verified)"
+        if m.user_verified
+        else f"endorsed {m.id} (recorded; not verified)"
+    ),
+    notes=lambda m: (
+        []
+        if m.user_verified
+        else ["recorded as your endorsement; not verified (only a person's confirm verifies)"]
+    ),
+    guidance=(
+        "Say that a memory (by its id) proved right in your work. Your confirmation is "
+        "recorded in the memory's audit trail as an agent's endorsement; it does not verify "
+        "the memory or raise its confidence: only a person's confirm does."
+    ),
+    fixed=caused_by("confirm"),
+    touched=lambda m: [m],
+    corrected=lambda m: (m.id, "confirmed" if m.user_verified else "endorsed"),
+    folder_arg=None,
+)
+
+
+@attrs.frozen
+class FlagArgs:
+    id: str = attrs.field(
+        metadata=spec(
+            "memory id, e.g. m-3f2a9c1e7b",
+            max_length=100,
+            aliases=("memory_id",),
+            positional=True,
+            metavar="ID",
+        )
+    )
+    kind: CorrectionKind = attrs.field(
+        metadata=spec(
+            "what is wrong: incorrect (never shown again), outdated (was true once), "
+            "wrong_scope (true elsewhere), not_useful",
+            cli=("--kind", "-k"),
+            metavar="K",
+        )
+    )
+    note: str | None = attrs.field(
+        default=None,
+        metadata=spec("why (kept with the correction)", max_length=2000, metavar="TEXT"),
+    )
+    cause: str = attrs.field(default="", metadata=CAUSE)
+    actor: str = attrs.field(default="", metadata=ACTOR)
+
+
+@attrs.frozen
+class Flagged:
+    memory: Memory
+    kind: CorrectionKind
+    #: an agent flagged it: its text is not handed back (a flagged memory never reaches an
+    #: agent again, docs/trust.md)
+    by_agent: bool = False
+
+
+def _flag_json(f: Flagged) -> JsonObject:
+    if f.by_agent:
+        return {"id": f.memory.id, "kind": f.kind.value, "hidden": True}
+    out: JsonObject = {"id": f.memory.id, "kind": f.kind.value, "hidden": True}
+    return {**out, "memory": memory_json(f.memory)}
+
+
+def _flag(engine: Engine, a: FlagArgs) -> Flagged:
+    from engram.app.memories import flag
+
+    who = actor_of(a.actor)
+    memory = flag(engine, a.id, a.kind, a.note, actor=who, cause=a.cause)
+    return Flagged(memory, a.kind, by_agent=is_agent(who))
+
+
+def _flag_text(flagged: Flagged) -> str:
+    memory = flagged.memory
+    state = []
+    if memory.deprecated:
+        state.append("deprecated")
+    if memory.is_stale:
+        state.append("stale")
+    if memory.needs_review:
+        state.append("needs review")
+    state.append(f"confidence {memory.confidence:.2f}")
+    return f"flagged {memory.id} as {flagged.kind.value}: {', '.join(state)}"
+
+
+FLAG: UseCase[FlagArgs, Flagged] = UseCase(
+    name="flag",
+    returns='`{"id", "kind", "hidden": true, "memory": Memory}` (no `memory` for an agent)',
+    summary="say a memory is wrong, and how",
+    args=FlagArgs,
+    run=_flag,
+    to_json=_flag_json,
+    to_text=_flag_text,
+    guidance=(
+        "Flag a memory (by its id) that turned out wrong. It is hidden from every search, "
+        "context and hook at once; a person can lift it."
+    ),
+    fixed=caused_by("flag"),
+    touched=lambda f: [f.memory],
+    corrected=lambda f: (f.memory.id, f"flagged {f.kind.value}"),
+    folder_arg=None,
+)
+
+
+@attrs.frozen
+class PinArgs:
+    id: str = attrs.field(
+        metadata=spec(
+            "memory id, e.g. m-3f2a9c1e7b",
+            max_length=100,
+            aliases=("memory_id",),
+            positional=True,
+            metavar="ID",
+        )
+    )
+    pinned: bool = attrs.field(
+        default=True, metadata=spec("pin (true) or unpin (false)", cli=(), cli_negate="--unpin")
+    )
+    cause: str = attrs.field(default="", metadata=CAUSE)
+    actor: str = attrs.field(default="", metadata=ACTOR)
+
+
+def _pin(engine: Engine, a: PinArgs) -> Memory:
+    from engram.app.memories import pin
+
+    return pin(engine, a.id, a.pinned, actor=actor_of(a.actor), cause=a.cause)
+
+
+PIN: UseCase[PinArgs, Memory] = UseCase(
+    name="pin",
+    returns='`{"id", "pinned", "memory": Memory}`',
+    summary="pin or unpin a memory (pinned memories never decay)",
+    args=PinArgs,
+    run=_pin,
+    to_json=lambda m: {"id": m.id, "pinned": m.pinned, "memory": memory_json(m)},
+    to_text=lambda m: f"{'pinned' if m.pinned else 'unpinned'} {m.id}",
+    surfaces=EDITOR,
+    fixed=caused_by("pin"),
+    touched=lambda m: [m],
+    folder_arg=None,
+)
+
+
+def _forget(engine: Engine, a: IdArgs) -> Memory:
+    from engram.app.memories import forget
+
+    return forget(engine, a.id, actor=actor_of(a.actor), cause=a.cause)
+
+
+FORGET: UseCase[IdArgs, Memory] = UseCase(
+    name="forget",
+    summary="forget a memory (hidden at once; 'engram restore ID' brings it back for 30 days)",
+    args=IdArgs,
+    run=_forget,
+    to_json=lambda m: {"id": m.id, "forgotten": True, "memory": memory_json(m)},
+    to_text=lambda m: f"forgot {m.id}: {m.citation_text}",
+    notes=lambda m: [f"undo within 30 days: engram restore {m.id}"],
+    returns='`{"id", "forgotten": true, "memory": Memory}`',
+    surfaces=EDITOR,
+    fixed=caused_by("forget"),
+    touched=lambda m: [m],
+    folder_arg=None,
+)
+
+
+def _restore(engine: Engine, a: IdArgs) -> Memory:
+    from engram.app.memories import restore
+
+    return restore(engine, a.id, actor=actor_of(a.actor), cause=a.cause)
+
+
+RESTORE: UseCase[IdArgs, Memory] = UseCase(
+    name="restore",
+    summary="bring back a memory you forgot (within 30 days)",
+    args=IdArgs,
+    run=_restore,
+    to_json=_memory_json,
+    to_text=lambda m: f"restored {m.id}: {m.citation_text}",
+    returns='`{"id", "memory": Memory}`',
+    surfaces=frozenset({CLI}),
+    fixed=caused_by("restore"),
+    touched=lambda m: [m],
+    folder_arg=None,
+)
+
+
+@attrs.frozen
+class EditArgs:
+    id: str = attrs.field(
+        metadata=spec("memory id, e.g. m-3f2a9c1e7b", max_length=100, positional=True, metavar="ID")
+    )
+    text: str | None = attrs.field(
+        default=None,
+        metadata=spec("the new text; '-' reads it from stdin", metavar="TEXT", stdin=True),
+    )
+    type: MemoryType | None = attrs.field(
+        default=None, metadata=spec("the new kind", cli=("--type", "-t"), default_text="unchanged")
+    )
+    file: str | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "anchor it to this file instead",
+            path=True,
+            cli=("--file", "-f"),
+            default_text="unchanged",
+        ),
+    )
+    symbol: str | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "anchor to this symbol in --file",
+            max_length=500,
+            cli=("--symbol", "-s"),
+            metavar="NAME",
+        ),
+    )
+    start_line: int | None = attrs.field(
+        default=None, metadata=spec("0-based first line", ge=0, surfaces=HIDDEN)
+    )
+    end_line: int | None = attrs.field(
+        default=None, metadata=spec("0-based last line (inclusive)", ge=0, surfaces=HIDDEN)
+    )
+    tags: list[str] | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "replace the tags", max_length=50, cli=("--tag",), metavar="X", default_text="unchanged"
+        ),
+    )
+    cause: str = attrs.field(default="", metadata=CAUSE)
+    actor: str = attrs.field(default="", metadata=ACTOR)
+
+
+def _edit(engine: Engine, a: EditArgs) -> Memory:
+    from engram.app.remember import anchor_for
+    from engram.app.trust import edit
+
+    anchors = None
+    if a.file is not None:
+        anchors = [anchor_for(engine, a.file, a.symbol, a.start_line, a.end_line)]
+    elif a.symbol is not None or a.start_line is not None:
+        raise InvalidInput("a symbol or line range needs a file (--file)")
+    return edit(
+        engine,
+        a.id,
+        content=a.text,
+        type=a.type.value if a.type is not None else None,
+        anchors=anchors,
+        tags=a.tags,
+        actor=actor_of(a.actor),
+        cause=a.cause,
+    )
+
+
+EDIT: UseCase[EditArgs, Memory] = UseCase(
+    name="edit",
+    summary="rewrite a memory: text, type, anchor or tags (the old ones stay in its log)",
+    args=EditArgs,
+    run=_edit,
+    to_json=memory_json,
+    to_text=lambda m: f"edited {m.id}: {m.citation_text}",
+    returns="the Memory record",
+    surfaces=frozenset({CLI}),
+    fixed=caused_by("edit"),
+    spellings=(LINE,),
+    touched=lambda m: [m],
+    folder_arg=None,
+)
+
+
+@attrs.frozen
+class LogArgs:
+    id: str | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "one memory's trail", max_length=100, positional=True, metavar="ID", default_text="all"
+        ),
+    )
+    limit: int = attrs.field(
+        default=50, metadata=spec("at most this many entries", ge=1, le=1000, metavar="N")
+    )
+
+
+@attrs.frozen
+class AuditTrail:
+    id: str | None
+    entries: list[AuditEntry]
+
+
+def _log(engine: Engine, a: LogArgs) -> AuditTrail:
+    from engram.app.trust import audit_log
+
+    return AuditTrail(a.id, audit_log(engine, a.id, limit=a.limit))
+
+
+LOG: UseCase[LogArgs, AuditTrail] = UseCase(
+    name="log",
+    summary="the audit trail: every change of one memory, or the newest of all",
+    args=LogArgs,
+    run=_log,
+    to_json=lambda t: {"id": t.id, "entries": [to_jsonable(e) for e in t.entries]},
+    to_text=lambda t: render.log_text(t.entries, with_id=t.id is None),
+    notes=lambda t: [] if t.entries else ["no changes recorded"],
+    returns=(
+        '`{"id", "entries": [{"memory_id", "at", "event", "actor", "cause", "before", '
+        '"after", "note"}]}`'
+    ),
+    guidance="Use it to answer 'who added this?' (oldest first).",
+    read_only=True,
+    folder_arg=None,
+)
+
+
+# --------------------------------------------------------------------------- lists
+
+
+@attrs.frozen
+class ListArgs:
+    type: list[MemoryType] | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "only these types",
+            one_or_many=True,
+            cli=("--type", "-t"),
+            metavar="T",
+            default_text="all",
+        ),
+    )
+    source: list[MemorySource] | None = attrs.field(
+        default=None,
+        metadata=spec("only these sources", one_or_many=True, metavar="S", default_text="all"),
+    )
+    file: str | None = attrs.field(
+        default=None,
+        metadata=spec("only memories about this file", path=True, cli=("--file", "-f")),
+    )
+    needs_review: bool | None = attrs.field(
+        default=None,
+        metadata=spec("only those that need review (true) or not (false)", cli=("--review",)),
+    )
+    include_deprecated: bool = attrs.field(
+        default=False, metadata=spec("include deprecated memories", cli=("--all",))
+    )
+    limit: int | None = attrs.field(
+        default=None,
+        metadata=spec("at most this many", ge=1, le=10_000, metavar="N", default_text="all"),
+    )
+
+
+@attrs.frozen
+class MemoryList:
+    memories: list[Memory]
+    #: the last observer session's card, for a review list
+    session: JsonObject | None = None
+    reviewing: bool = False
+
+
+def _list(engine: Engine, a: ListArgs) -> MemoryList:
+    from engram.app.memories import list_memories
+
+    memories = list_memories(
+        engine,
+        type=a.type,
+        source=a.source,
+        file=a.file,
+        needs_review=a.needs_review,
+        include_deprecated=a.include_deprecated,
+        limit=a.limit,
+    )
+    if not a.needs_review:
+        return MemoryList(memories)
+    return MemoryList(memories, _last_session(engine), reviewing=True)
+
+
+def _last_session(engine: Engine) -> JsonObject | None:
+    """The last finished observer session's card (docs/observer.md), if any."""
+    from engram.app.observe import session_summary
+    from engram.errors import EngramError
+
+    try:
+        summary = session_summary(engine)
+    except EngramError:
+        return None
+    if not summary.get("found"):
+        return None
+    data = to_jsonable(summary)
+    return data if isinstance(data, dict) else None
+
+
+def _list_json(result: MemoryList) -> JsonObject:
+    out: JsonObject = {
+        "count": len(result.memories),
+        "memories": [memory_json(m) for m in result.memories],
+    }
+    if result.reviewing:
+        out["session"] = result.session
+    return out
+
+
+def _list_text(result: MemoryList) -> str:
+    lines = []
+    session = result.session
+    if session is not None and session.get("text"):
+        lines.append(f"Last session ({session.get('session_id')}): {session['text']}")
+    table = render.memory_table(result.memories)
+    if table:
+        lines.append(table)
+    return "\n".join(lines)
+
+
+LIST: UseCase[ListArgs, MemoryList] = UseCase(
+    name="list",
+    returns=(
+        '`{"count", "memories": [Memory]}` (with `needs_review`: also `"session"`, the '
+        "last observer session's card)"
+    ),
+    summary="list memories by type, source, file or review state",
+    args=ListArgs,
+    run=_list,
+    to_json=_list_json,
+    to_text=_list_text,
+    notes=lambda r: [] if r.memories else ["no memories match"],
+    surfaces=EDITOR,
+)
+
+
+@attrs.frozen
+class ReviewArgs:
+    limit: int = attrs.field(
+        default=20, metadata=spec("at most this many", ge=1, le=1000, metavar="N")
+    )
+
+
+def _review(engine: Engine, a: ReviewArgs) -> MemoryList:
+    from engram.app.memories import list_memories
+
+    return MemoryList(list_memories(engine, needs_review=True, limit=a.limit))
+
+
+REVIEW: UseCase[ReviewArgs, MemoryList] = UseCase(
+    name="review",
+    returns='`{"count", "memories": [Memory]}`',
+    summary="the memories waiting for a person's review",
+    args=ReviewArgs,
+    run=_review,
+    to_json=_list_json,
+    to_text=_list_text,
+    notes=lambda r: [] if r.memories else ["nothing waits for review"],
+    guidance=(
+        "Memories inferred by the observer or taught by an agent and not yet confirmed. "
+        "Confirm the ones that are right, flag the wrong ones."
+    ),
+    folder_arg=None,
+)
+
+
+@attrs.frozen
+class RecipesArgs:
+    task: str = attrs.field(
+        metadata=spec(
+            "the task you are about to do", aliases=("query",), positional=True, metavar="TASK"
+        )
+    )
+    k: int = attrs.field(
+        default=3, metadata=spec("how many recipes", ge=1, le=20, cli=("--k", "-k"), metavar="N")
+    )
+
+
+def _recipes(engine: Engine, a: RecipesArgs) -> list[SearchHit]:
+    from engram.app.recall import search
+
+    return search(engine, a.task, k=a.k, types=[MemoryType.WORKFLOW_RECIPE])
+
+
+def _recipes_json(hits: list[SearchHit]) -> JsonObject:
+    return {
+        "recipes": [
+            {**render.hit_json(h), "steps": to_jsonable(h.memory.extra.get("steps", []))}
+            for h in hits
+        ]
+    }
+
+
+RECIPES: UseCase[RecipesArgs, list[SearchHit]] = UseCase(
+    name="recipes",
+    returns='`{"recipes": [hit + {"steps": [{"order", "description", "canonical_file"}]}]}`',
+    summary="step-by-step recipes that worked here before for a kind of task",
+    args=RecipesArgs,
+    run=_recipes,
+    to_json=_recipes_json,
+    to_text=render.hits_text,
+    notes=lambda hits: [] if hits else ["no recipe matches"],
+    guidance="For example 'add a CLI command'; each step names its canonical file.",
+    shown=lambda hits: [h.memory.id for h in hits],
+    folder_arg=None,
+)
+
+
+USE_CASES: tuple[UseCase[object, object], ...] = (  # type: ignore[assignment]
+    REMEMBER,
+    SEARCH,
+    CONTEXT,
+    SHOW,
+    LIST,
+    REVIEW,
+    RECIPES,
+    CONFIRM,
+    FLAG,
+    PIN,
+    FORGET,
+    RESTORE,
+    EDIT,
+    LOG,
+)
+
+__all__ = ["ALL_SURFACES", "USE_CASES", "line_range"]

@@ -1,0 +1,382 @@
+"""``engram mcp-serve``: Engram's use cases as MCP tools, for agents that do not speak LSP.
+
+Agents (Claude Code, Codex, OpenCode, Crush, Copilot CLI) call MCP tools; none of them
+calls ``workspace/executeCommand``. Every tool here is derived from a use-case declaration
+(``engram.api``): its input schema comes from the declared arguments and limits, the
+arguments are checked by the declaration (the same one-line errors as the CLI and the
+language server), and the result is the declaration's JSON rendering, with the notes a
+person would see on stderr under ``note``. Two more tools reach the user's other MCP
+servers through the lazy hub (``engram.mcphub``).
+
+The engine is opened on the first tool call, not at start, so the MCP handshake is fast;
+use cases run in a worker thread so a slow search never stalls the stdio loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from engram.api import Surface, UseCase, on
+from engram.api.declare import JsonObject, Kind, Param, Spelling, check_text, excerpt
+from engram.errors import USER_ERRORS, EngramError, InvalidInput
+from engram.model import to_jsonable
+from engram.workspace import Workspace
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+    from engram.app import Engine
+    from engram.mcphub import McpHub
+
+log = logging.getLogger(__name__)
+
+MCP = Surface.MCP
+
+INSTRUCTIONS = (
+    "Engram remembers what was learned in this repository: gotchas, decisions, dead ends, "
+    "error patterns and recipes, anchored to files and symbols. Before editing a file, call "
+    "engram_context with the file to get what bites there. When you learn something a future "
+    "session should know (a trap, a decision and its reason, an approach that failed), call "
+    "engram_remember. Cite memories you relied on by their id, e.g. [Memory m-3f2a9c1e7b], and "
+    "flag any that turned out wrong with engram_flag. To find a tool from the user's other MCP "
+    "servers without loading them all, call engram_find_tools, then engram_call_tool."
+)
+
+
+# --------------------------------------------------------------------------- schemas
+
+
+def _param_schema(param: Param) -> JsonObject:
+    kind, spec = param.kind, param.spec
+    schema: JsonObject
+    if kind is Kind.TEXT:
+        schema = {"type": "string"}
+        if spec.max_length is not None:
+            schema["maxLength"] = spec.max_length
+    elif kind in (Kind.INT, Kind.FLOAT):
+        schema = {"type": kind.value}
+        if spec.ge is not None:
+            schema["minimum"] = spec.ge
+        if spec.le is not None:
+            schema["maximum"] = spec.le
+    elif kind is Kind.BOOL:
+        schema = {"type": "boolean"}
+    elif kind is Kind.ENUM:
+        schema = {"type": "string", "enum": list(param.choices)}
+    elif kind in (Kind.TEXT_LIST, Kind.ENUM_LIST):
+        item: JsonObject = (
+            {"type": "string", "enum": list(param.choices)}
+            if kind is Kind.ENUM_LIST
+            else {"type": "string"}
+        )
+        schema = {"type": "array", "items": item}
+        if spec.max_length is not None:
+            schema["maxItems"] = spec.max_length
+    else:
+        schema = {"type": "object"}
+    schema["description"] = spec.help
+    if not param.required and param.default is not None:
+        schema["default"] = to_jsonable(param.default)
+    return schema
+
+
+def _spelling_schema(spelling: Spelling) -> JsonObject:
+    types: list[JsonValue] = [k.value for k in spelling.kinds]
+    return {"type": types if len(types) > 1 else types[0], "description": spelling.help}
+
+
+JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+
+
+def input_schema(usecase: UseCase[Any, Any]) -> JsonObject:
+    """The JSON Schema of a use case's MCP arguments, from its declaration."""
+    properties: dict[str, JsonValue] = {}
+    required: list[JsonValue] = []
+    for param in usecase.params(MCP):
+        properties[param.name] = _param_schema(param)
+        if param.required:
+            required.append(param.name)
+    for spelling in usecase.spellings_on(MCP):
+        properties[spelling.name] = _spelling_schema(spelling)
+    schema: JsonObject = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def description(usecase: UseCase[Any, Any]) -> str:
+    summary = usecase.summary[0].upper() + usecase.summary[1:]
+    return f"{summary}. {usecase.guidance}".strip()
+
+
+# --------------------------------------------------------------------------- holders
+
+
+class EngineHolder:
+    """Opens the engine once, on first use, from whichever thread asks first."""
+
+    def __init__(self, workspace: str | None, overrides: dict[str, object] | None = None) -> None:
+        self._workspace = workspace
+        self._overrides = overrides
+        self._engine: Engine | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Engine:
+        if self._engine is None:
+            with self._lock:
+                if self._engine is None:
+                    from engram.app import Engine
+
+                    self._engine = Engine.open(self._workspace, self._overrides)
+        return self._engine
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+
+
+class HubHolder:
+    """The lazy MCP hub of this server process, created on first use and closed at exit."""
+
+    def __init__(self) -> None:
+        self.hub: McpHub | None = None
+
+    async def get(self, engine: Engine) -> McpHub:
+        if self.hub is None:
+            from engram.app.remember import remember
+            from engram.mcphub import McpHub
+
+            def save_observation(draft: Any) -> object:
+                # a notable tool result becomes an e2e_observation waiting for review
+                return remember(engine, draft.content, **draft.remember_kwargs())
+
+            self.hub = McpHub(engine.workspace, engine.config, memory_sink=save_observation)
+        return self.hub
+
+    async def close(self) -> None:
+        if self.hub is not None:
+            await self.hub.close()
+            self.hub = None
+
+
+# --------------------------------------------------------------------------- the hub tools
+
+FIND_TOOLS_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "What you want to do"},
+        "file": {"type": "string", "description": "The file you are working on"},
+        "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 8},
+    },
+    "required": ["query"],
+}
+CALL_TOOL_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {
+        "tool": {"type": "string", "description": "Qualified tool name: server/tool"},
+        "arguments": {"type": "object", "description": "Tool arguments"},
+        "file": {"type": "string", "description": "The file you are working on"},
+    },
+    "required": ["tool"],
+}
+HUB_TOOLS: dict[str, tuple[str, JsonObject]] = {
+    "engram_find_tools": (
+        "Find the few tools, among all MCP servers the user configured, that fit what you "
+        "need now (by words and by the file you work on). Returns names and input schemas; "
+        "then call one with engram_call_tool. Servers are only started when called.",
+        FIND_TOOLS_SCHEMA,
+    ),
+    "engram_call_tool": (
+        "Call a tool found with engram_find_tools, by its qualified name 'server/tool', with "
+        "arguments matching its input schema. Engram starts the server on demand.",
+        CALL_TOOL_SCHEMA,
+    ),
+}
+
+
+def _hub_args(name: str, raw: Mapping[str, object]) -> dict[str, object]:
+    """The hub tools' arguments, checked like the declared ones."""
+    known = set(HUB_TOOLS[name][1]["properties"])  # type: ignore[arg-type]
+    for key in raw:
+        if key not in known:
+            raise InvalidInput(f"unknown argument {excerpt(key)}")
+    out: dict[str, object] = {}
+    for key in ("query", "tool", "file"):
+        if raw.get(key) is not None:
+            out[key] = check_text(raw[key], key, 2000)
+    if name == "engram_find_tools":
+        if "query" not in out:
+            raise InvalidInput("missing argument query")
+        k = raw.get("k", 8)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 50:
+            raise InvalidInput(f"k must be between 1 and 50, got {excerpt(k)}")
+        out["k"] = k
+    else:
+        if "tool" not in out:
+            raise InvalidInput("missing argument tool")
+        arguments = raw.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise InvalidInput("arguments: expected a JSON object")
+        out["arguments"] = arguments
+    return out
+
+
+async def _run_hub_tool(hub: McpHub, name: str, args: dict[str, object]) -> JsonObject:
+    file = args.get("file")
+    file = file if isinstance(file, str) else None
+    if name == "engram_find_tools":
+        query, k = str(args["query"]), int(args["k"])  # type: ignore[call-overload]
+        found = await hub.search(query, file=file, k=k)
+        if found.get("notes") and any("not cached" in n for n in found["notes"]):
+            # first use: the one-time introspection of trusted servers, then search again
+            await hub.refresh()
+            found = await hub.search(query, file=file, k=k)
+        out = to_jsonable(found)
+    else:
+        arguments = args["arguments"]
+        assert isinstance(arguments, dict)
+        out = to_jsonable(await hub.call(str(args["tool"]), arguments, file=file))
+    return out if isinstance(out, dict) else {"result": out}
+
+
+# --------------------------------------------------------------------------- the server
+
+
+def fence_team_memories(data: JsonObject) -> JsonObject:
+    """A teammate's memory reaches the model as quoted data, with who shared it
+    (docs/security.md): every memory record in a result (``memory_json``, with ``extra.team``)
+    gets its ``content`` fenced by ``engram.quoting`` and a ``shared_by`` line."""
+    from engram.quoting import quote_shared, shared_label
+
+    def walk(value: object) -> object:
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        out = {k: walk(v) for k, v in value.items()}
+        extra = out.get("extra")
+        team = extra.get("team") if isinstance(extra, dict) else None
+        content = out.get("content")
+        if isinstance(team, dict) and isinstance(content, str):
+            by = team.get("by") or "the team"
+            file = team.get("file") if isinstance(team.get("file"), str) else None
+            reviewed = bool(out.get("user_verified"))
+            out["content"] = quote_shared(content, by, file, reviewed=reviewed)
+            out["shared_by"] = shared_label(by, file, reviewed=reviewed)
+        return out
+
+    fenced = walk(data)
+    return fenced if isinstance(fenced, dict) else data
+
+
+def build_server(
+    workspace: str | None = None, overrides: dict[str, object] | None = None
+) -> Server[Any]:
+    """The MCP server with Engram's tools; ``workspace`` defaults to the enclosing git root."""
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    from engram import __version__
+
+    holder = EngineHolder(workspace, overrides)
+    hubs = HubHolder()
+    usecases = {u.mcp: u for u in on(MCP)}
+    tools = [
+        types.Tool(name=u.mcp, description=description(u), input_schema=input_schema(u))
+        for u in usecases.values()
+    ] + [
+        types.Tool(name=name, description=text, input_schema=schema)
+        for name, (text, schema) in HUB_TOOLS.items()
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {}
+        finally:
+            await hubs.close()
+            holder.close()
+
+    async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    def answer(data: JsonObject, error: bool = False) -> types.CallToolResult:
+        text = json.dumps(data, ensure_ascii=False, default=str)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=None if error else data,
+            is_error=error,
+        )
+
+    def failure(exc: BaseException) -> types.CallToolResult:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=message)], is_error=True
+        )
+
+    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        raw = params.arguments or {}
+        try:
+            if params.name in HUB_TOOLS:
+                args = _hub_args(params.name, raw)
+                engine = await anyio.to_thread.run_sync(holder.get)
+                return answer(await _run_hub_tool(await hubs.get(engine), params.name, args))
+            usecase = usecases.get(params.name)
+            if usecase is None:
+                raise InvalidInput(f"unknown tool {excerpt(params.name)}")
+            parsed = usecase.parse(raw, MCP)
+            result = await anyio.to_thread.run_sync(
+                lambda: usecase.execute(holder.get(), parsed, MCP)
+            )
+            if usecase.mcp_text:
+                text = usecase.to_text(result) or " ".join(usecase.notes(result))
+                return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+            out = fence_team_memories(usecase.to_json(result))
+            notes = usecase.notes(result)
+            if notes:
+                out = {**out, "note": " ".join(notes)}
+            return answer(out)
+        except USER_ERRORS as exc:
+            return failure(exc)
+        except (ValueError, OSError) as exc:
+            return failure(EngramError(f"{type(exc).__name__}: {exc}"))
+        except Exception as exc:
+            log.exception("tool %s failed", params.name)
+            return failure(exc)
+
+    server: Server[Any] = Server(
+        "engram",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    return server
+
+
+def run_stdio(workspace: str | None = None) -> None:
+    """Serve MCP over stdio until the client closes the connection."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    if workspace is not None:
+        Workspace.open(workspace)  # fail fast, with one clear line, on a bad --workspace
+    server = build_server(workspace)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+Handler = Callable[[Any, Any], Awaitable[Any]]
+
+__all__ = ["INSTRUCTIONS", "build_server", "description", "input_schema", "run_stdio"]
