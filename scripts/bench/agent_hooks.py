@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "server"))
 
 from engram.agents import Digest, HookBudget  # noqa: E402
+from engram.lifecycle.trust import mirror_rules  # noqa: E402
 from engram.model import CodeAnchor, Memory, MemoryScope, MemoryType  # noqa: E402
 from engram.tokens import estimate_tokens  # noqa: E402
 from engram.workspace import Workspace  # noqa: E402
@@ -64,7 +65,7 @@ def make_workspace(root: Path, n_memories: int, n_files: int, rng: random.Random
         for i in range(20)
     ]
     memories.append(Memory("Was halfway through the cache refactor", type=MemoryType.WORK_STATE))
-    Digest(ws).rebuild(memories)
+    Digest(ws, rules=mirror_rules()).rebuild(memories)
     return ws
 
 

@@ -67,7 +67,7 @@ class SafetyConfig:
 @attrs.define
 class DiagnosticsConfig:
     max_per_file: int = 20
-    #: trust level 1..4 (V5 §13): minimum confidence 0.80 / 0.65 / 0.55 / 0.45
+    #: trust level 1..4 (docs/observer.md): minimum confidence 0.80 / 0.65 / 0.55 / 0.45
     trust_level: int = 2
     #: memory type -> "error" | "warning" | "information" | "hint"
     severity: dict[str, str] = attrs.field(factory=dict)
@@ -110,7 +110,7 @@ class ObserverConfig:
     coaccess_half_life_days: float = 30.0
     #: let a configured [llm] endpoint reword promoted memories (templates otherwise)
     llm_rewrite: bool = True
-    #: per-event signal budget; slower events are logged, never refused (V5 §4)
+    #: per-event signal budget; slower events are logged, never refused (docs/observer.md)
     event_budget_ms: float = 2.0
     #: unfinished sessions idle this long are finalised (as abandoned) at the next start
     idle_finalize_hours: float = 12.0

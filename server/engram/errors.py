@@ -28,10 +28,6 @@ class StoreLocked(EngramError):
     """Another process holds the writer lock longer than we are willing to wait."""
 
 
-class NotAvailable(EngramError):
-    """A capability is not installed or not built yet (e.g. no code graph)."""
-
-
 def one_line(exc: BaseException) -> str:
     """``Type: first line of the message``: how an unexpected error is logged or reported."""
     text = str(exc).strip().splitlines()
@@ -46,7 +42,6 @@ __all__ = [
     "ConfigError",
     "EngramError",
     "InvalidInput",
-    "NotAvailable",
     "NotFound",
     "StoreLocked",
     "WorkspaceError",

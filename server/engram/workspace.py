@@ -125,9 +125,18 @@ class Workspace:
 
     def uri_to_path(self, uri: str) -> Path:
         """A ``file://`` URI as a path inside the workspace."""
-        from urllib.parse import unquote, urlparse
-
-        parsed = urlparse(uri)
-        if parsed.scheme not in ("file", ""):
+        path = uri_to_path(uri) if uri.startswith("file:") else Path(uri)
+        if path is None:
             raise WorkspaceError(f"{uri} is not a file URI")
-        return self.resolve(unquote(parsed.path))
+        return self.resolve(path)
+
+
+def uri_to_path(uri: str) -> Path | None:
+    """A ``file://`` URI as a path (``None`` for other schemes): ``pygls.uris.to_fs_path``,
+    which knows Windows drive letters (``file:///C:/…``) and percent-encoding."""
+    from pygls.uris import to_fs_path
+
+    if not uri.startswith("file:"):
+        return None
+    path = to_fs_path(uri)
+    return Path(path) if path else None

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from engram.agents import Digest
+from engram.lifecycle.trust import mirror_rules
 from engram.model import CodeAnchor, Memory, MemoryType
 from engram.workspace import Workspace
 
@@ -75,7 +76,7 @@ def test_crush_copilot_codex_configs(subcommands: set[str]) -> None:
 def test_claude_code_hook_script_answers_and_never_fails(tmp_workspace: Workspace) -> None:
     tmp_workspace.ensure_engram_dir()
     (tmp_workspace.root / "billing.py").write_text("def charge(x):\n    return x\n")
-    Digest(tmp_workspace).apply(
+    Digest(tmp_workspace, rules=mirror_rules()).apply(
         [
             Memory(
                 "charge() wants cents",

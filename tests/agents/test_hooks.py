@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from engram.agents import Digest, HookBudget, hook_main, run_claude_code_hook
+from engram.lifecycle.trust import mirror_rules
 from engram.model import CodeAnchor, Memory, MemoryScope, MemoryType
 from engram.tokens import estimate_tokens
 from engram.workspace import Workspace
@@ -42,7 +43,7 @@ def _post(ws: Workspace, file: str, session: str = "s1", tool: str = "Read") -> 
 
 
 def test_digest_mirrors_writes_and_filters_inactive(ws: Workspace) -> None:
-    digest = Digest(ws)
+    digest = Digest(ws, rules=mirror_rules())
     active = _gotcha("charge() wants cents", "billing.py")
     stale = _gotcha("old rule", "billing.py")
     stale.deprecated = True
@@ -56,7 +57,7 @@ def test_digest_mirrors_writes_and_filters_inactive(ws: Workspace) -> None:
 
 
 def test_digest_is_stale_when_lance_manifest_moves(ws: Workspace) -> None:
-    digest = Digest(ws)
+    digest = Digest(ws, rules=mirror_rules())
     digest.apply([_gotcha("x", "billing.py")])
     assert not digest.is_stale()
     versions = ws.engram_dir / "memories.lance" / "_versions"
@@ -71,7 +72,7 @@ def test_digest_is_stale_when_lance_manifest_moves(ws: Workspace) -> None:
 
 def test_post_tool_use_injects_file_gotchas_once_per_session(ws: Workspace) -> None:
     memory = _gotcha("charge() takes euros but the API wants cents", "billing.py")
-    Digest(ws).apply([memory])
+    Digest(ws, rules=mirror_rules()).apply([memory])
     first = run_claude_code_hook(ws, _post(ws, "billing.py"), background=False)
     assert first is not None
     output = first["hookSpecificOutput"]
@@ -85,7 +86,9 @@ def test_post_tool_use_injects_file_gotchas_once_per_session(ws: Workspace) -> N
 
 
 def test_injection_never_exceeds_budget(ws: Workspace) -> None:
-    Digest(ws).apply([_gotcha(f"gotcha number {i} " + "x" * 80, "billing.py") for i in range(30)])
+    Digest(ws, rules=mirror_rules()).apply(
+        [_gotcha(f"gotcha number {i} " + "x" * 80, "billing.py") for i in range(30)]
+    )
     budget = HookBudget(file_tokens=150)
     result = run_claude_code_hook(ws, _post(ws, "billing.py"), budget, background=False)
     assert result is not None
@@ -98,7 +101,7 @@ def test_session_start_brings_work_state_first(ws: Workspace) -> None:
         "We use sessions, not JWT", type=MemoryType.DECISION, scope=MemoryScope.GLOBAL
     )
     work = Memory("Was halfway through the refund flow", type=MemoryType.WORK_STATE)
-    Digest(ws).apply([decision, work])
+    Digest(ws, rules=mirror_rules()).apply([decision, work])
     payload = {"session_id": "s9", "hook_event_name": "SessionStart", "source": "startup"}
     result = run_claude_code_hook(ws, payload, background=False)
     assert result is not None
@@ -109,7 +112,7 @@ def test_session_start_brings_work_state_first(ws: Workspace) -> None:
 def test_hooks_stay_silent_outside_workspace_and_for_other_tools(
     ws: Workspace, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    Digest(ws).apply([_gotcha("x", "billing.py")])
+    Digest(ws, rules=mirror_rules()).apply([_gotcha("x", "billing.py")])
     outside = tmp_path_factory.mktemp("elsewhere") / "f.py"
     payload = _post(ws, "billing.py")
     payload["tool_input"] = {"file_path": str(outside)}
@@ -124,7 +127,7 @@ def test_hook_main_never_fails(
     assert hook_main("unknown-agent", "{}", str(ws.root)) == 0
     assert capsys.readouterr().out == ""
     assert "hook failed" in (ws.engram_dir / "logs" / "hooks.log").read_text()
-    Digest(ws).apply([_gotcha("charge wants cents", "billing.py")])
+    Digest(ws, rules=mirror_rules()).apply([_gotcha("charge wants cents", "billing.py")])
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     assert hook_main("claude-code", json.dumps(_post(ws, "billing.py")), str(ws.root)) == 0
     out = json.loads(capsys.readouterr().out)
@@ -133,7 +136,7 @@ def test_hook_main_never_fails(
 
 def test_codex_apply_patch_injects_for_each_patched_file(ws: Workspace) -> None:
     (ws.root / "refund.py").write_text("def refund():\n    pass\n")
-    Digest(ws).apply(
+    Digest(ws, rules=mirror_rules()).apply(
         [_gotcha("charge wants cents", "billing.py"), _gotcha("refunds are async", "refund.py")]
     )
     patch = (
@@ -195,7 +198,7 @@ def test_an_older_digest_layout_is_dropped_and_reads_as_stale(ws: Workspace) -> 
     versions = ws.engram_dir / "memories.lance" / "_versions"
     versions.mkdir(parents=True)
     (versions / "3.manifest").write_text("")
-    digest = Digest(ws)
+    digest = Digest(ws, rules=mirror_rules())
     assert digest.is_stale()
     assert digest.for_file("billing.py", ["gotcha"]) == []
     digest.rebuild([_gotcha("charge wants cents", "billing.py")])
@@ -214,7 +217,9 @@ def test_user_prompt_submit_injects_what_the_prompt_is_about_once(ws: Workspace)
     )
     unrelated = Memory("The CI cache key includes the lockfile hash", type=MemoryType.GOTCHA)
     one_word = Memory("The service restarts nightly", type=MemoryType.GOTCHA)
-    Digest(ws).apply([refunds, unrelated, one_word, _gotcha("charge wants cents", "billing.py")])
+    Digest(ws, rules=mirror_rules()).apply(
+        [refunds, unrelated, one_word, _gotcha("charge wants cents", "billing.py")]
+    )
     result = run_claude_code_hook(
         ws, _prompt("add partial refunds to the ledger service"), background=False
     )
@@ -242,7 +247,7 @@ def test_user_prompt_submit_injects_what_the_prompt_is_about_once(ws: Workspace)
 def test_pre_tool_use_edit_injects_the_files_gotchas_before_the_edit(ws: Workspace) -> None:
     """Before: PreToolUse(Edit) returned nothing; the gotcha came only after the edit."""
     memory = _gotcha("charge() takes euros but the API wants cents", "billing.py")
-    Digest(ws).apply([memory])
+    Digest(ws, rules=mirror_rules()).apply([memory])
     payload = _post(ws, "billing.py", "e1", tool="Edit")
     payload["hook_event_name"] = "PreToolUse"
     result = run_claude_code_hook(ws, payload, background=False)

@@ -22,6 +22,7 @@ import pytest
 from engram.agents import Digest
 from engram.agents.setup import AGENTS, apply_setup, command_record, plan_setup
 from engram.errors import InvalidInput
+from engram.lifecycle.trust import mirror_rules
 from engram.model import CodeAnchor, Memory, MemoryType
 from engram.workspace import Workspace
 
@@ -52,7 +53,7 @@ def billing(tmp_workspace: Workspace) -> tuple[Workspace, Memory]:
         type=MemoryType.GOTCHA,
         anchors=[CodeAnchor("billing.py", None, 0, 0)],
     )
-    Digest(tmp_workspace).apply([memory])
+    Digest(tmp_workspace, rules=mirror_rules()).apply([memory])
     return tmp_workspace, memory
 
 

@@ -24,7 +24,16 @@ from engram.lsp.registry import CommandError, CommandRegistry
 from engram.mcp_server.server import HUB_TOOLS, input_schema
 
 #: The CLI's own commands: operations on the process or files, not declared use cases.
-CLI_ONLY = {"index", "observe", "hook", "digest", "mcp", "serve", "mcp-serve", "export", "import"}
+CLI_ONLY = {
+    *("index", "observe", "hook", "digest", "mcp", "serve", "mcp-serve", "export", "import"),
+    "setup",  # writes an agent's own config files (issue 16), not a use case on memories
+    # the workspace engine's own life (docs/engine.md): they talk to the engine process,
+    # never run on an Engine, so no other surface could offer them
+    *("engine", "status", "stop"),
+    # approves the workspace's settings by their hash (docs/security.md): a person's
+    # decision at a terminal; an agent over MCP or an editor command must never make it
+    "trust",
+}
 
 
 def cli_commands() -> dict[str, argparse.ArgumentParser]:

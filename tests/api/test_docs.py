@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engram.api import docs
+from engram.cli import docs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_generated_docs_are_current(rel: str) -> None:
     current = (ROOT / rel).read_text(encoding="utf-8")
     fresh = docs.render(current, docs.SECTIONS[rel])
-    assert fresh == current, f"{rel} is out of date: run python -m engram.api.docs"
+    assert fresh == current, f"{rel} is out of date: run python -m engram.cli.docs"
 
 
 def test_a_changed_limit_shows_as_drift(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from engram.app.history_sync import CODE_CHANGED_CONFIDENCE_FACTOR, CODE_CHANGED
 from engram.app.impact import impact
 from engram.app.indexing import index
 from engram.app.memories import get, list_memories
-from engram.app.observe import observe, session_summary
+from engram.app.observe import observe, observer_of, session_summary
 from engram.app.remember import remember
 from engram.config import EmbedConfig, EngramConfig, ObserverConfig
 from engram.workspace import Workspace
@@ -148,12 +148,12 @@ def test_coaccess_cold_start_from_co_commits(engine: Engine, repo: Path) -> None
         (repo / "app.py").write_text(SOURCE + f"\nV = {n}\n")
         (repo / "other.py").write_text(f"Y = {n}\n")
         commit_all(repo, f"change both {n}")
-    assert engine.observer.coaccess_partners("app.py") == []
+    assert observer_of(engine).coaccess_partners("app.py") == []
 
     report = sync_history(engine)
 
     assert report.coaccess_seeded >= 1
-    partners = dict(engine.observer.coaccess_partners("app.py"))
+    partners = dict(observer_of(engine).coaccess_partners("app.py"))
     assert partners.get("other.py", 0) > 0
     assert sync_history(engine).coaccess_seeded == 0  # same HEAD: nothing to redo
     index(engine, chunks=False, history=False)

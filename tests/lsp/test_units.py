@@ -10,11 +10,12 @@ import attrs
 import pytest
 from lsprotocol import types
 
+from engram.anchors import LineSpan
 from engram.api.render import impact_summary
 from engram.app.remember import remember
 from engram.errors import EngramError
 from engram.lsp.actions import build_code_actions, selection_text
-from engram.lsp.anchors import LineSpan, TextEdit, locate_anchor, shift_all, shift_span
+from engram.lsp.anchors import TextEdit, locate_anchor, shift_all, shift_span
 from engram.lsp.commands import register_commands
 from engram.lsp.diagnostics import (
     build_diagnostics,

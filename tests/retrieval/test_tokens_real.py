@@ -18,10 +18,11 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram.agents.digest import Brief
 from engram.agents.hooks import pack as hook_pack
+from engram.lifecycle.trust import conflict_ids
 from engram.model import CodeAnchor, Memory, MemoryType
 from engram.retrieval import SearchHit, Surface, Tier, estimate_tokens, pack_context
+from engram.store.digest import Brief
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -96,7 +97,7 @@ def test_hook_additional_context_fits_its_budget_in_real_tokens(
     seed: int, n: int, budget: int
 ) -> None:
     rng = random.Random(seed)
-    briefs = [Brief.of(m) for m in _memories(rng, n)]
+    briefs = [Brief.of(m, conflict_ids(m)) for m in _memories(rng, n)]
     text, ids = hook_pack("Engram memory for src/app.py:", briefs, budget, set())
     assert estimate_tokens(text) <= budget
     assert real_tokens(text) <= budget, text

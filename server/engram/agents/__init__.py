@@ -1,7 +1,6 @@
 """How coding agents meet Engram: hook answers from a fast SQLite digest, the Claude Code
 adapter, and (in :mod:`engram.mcp_server`) the MCP tools."""
 
-from engram.agents.digest import Brief, Digest, lance_manifest_marker, lance_table_version
 from engram.agents.hooks import (
     HookBudget,
     SessionLedger,
@@ -10,6 +9,7 @@ from engram.agents.hooks import (
     render_memory,
     run_claude_code_hook,
 )
+from engram.store.digest import Brief, Digest, lance_manifest_marker, lance_table_version
 
 __all__ = [
     "Brief",

@@ -1,4 +1,4 @@
-"""Feedback from agent sessions to the memories they were handed (V5 §18, §19).
+"""Feedback from agent sessions to the memories they were handed (docs/agents.md).
 
 The hooks record, per session, which memories they injected. The background drain (after
 Stop / SessionEnd, off the agent's path) settles that ledger with the engine: every

@@ -2,13 +2,13 @@
 
 Claude Code (and Codex CLI, which takes the same fields) runs a hook as a fresh process per
 event and reads JSON from its stdout. This module answers from the SQLite digest
-(:mod:`engram.agents.digest`) only — no LanceDB, no model — so a cold hook stays well under
+(:mod:`engram.store.digest`) only — no LanceDB, no model — so a cold hook stays well under
 1.5 s and a warm one near 100 ms. Heavy work (observer promotion, digest rebuild) is
 handed to a detached background ``engram`` process so the agent is never blocked.
 
 Every memory handed to the agent is recorded per session: the same memory is never
 injected twice in one session, and at session end the engine learns which memories were
-used in a session that then succeeded (V5 §18/§19 feedback).
+used in a session that then succeeded (docs/agents.md, feedback).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -26,16 +25,16 @@ from typing import Any
 
 import attrs
 
-from engram.agents.digest import Brief, Digest, prompt_terms
 from engram.marks import conflict_markers, together
 from engram.quoting import quote_shared
 from engram.redaction import redact_secrets, redact_value
+from engram.store.digest import Brief, Digest, prompt_terms
 from engram.tokens import estimate_tokens
 from engram.workspace import Workspace, WorkspaceError
 
 log = logging.getLogger(__name__)
 
-#: What PostToolUse injects for a file: the things that bite (V3 §7 proactive injection).
+#: What PostToolUse injects for a file: the things that bite (docs/agents.md proactive injection).
 # (type names as strings: the hook path does not import the model)
 FILE_INJECTION_TYPES: tuple[str, ...] = (
     "gotcha",
@@ -92,7 +91,7 @@ class SessionLedger:
     path: Path
     handed: list[str] = attrs.field(factory=list)
     tokens: int = 0
-    #: handed ids whose injection was counted as an access (V5 §18), and those credited
+    #: handed ids whose injection was counted as an access (docs/agents.md), and those credited
     #: because the session then succeeded; both settled by the background drain.
     accessed: list[str] = attrs.field(factory=list)
     credited: list[str] = attrs.field(factory=list)
@@ -222,42 +221,16 @@ def _output(event: str, context: str) -> dict[str, Any] | None:
 def _spawn_background(workspace: Workspace, args: list[str], stdin_text: str) -> bool:
     """Run ``engram ARGS`` detached, so slow work never holds up the agent.
 
-    At most one background job of a kind runs per workspace: the child inherits an exclusive
-    ``flock`` on ``.engram/agents/<job>.lock`` and holds it until it exits, so a burst of Stop
-    events (Claude Code sends one per turn) starts one drain, not one per turn.
-    Returns False when a job of this kind was already running.
+    At most one background job of a kind runs per workspace (``engram.jobs``: the child
+    holds ``.engram/agents/<job>.lock``), so a burst of Stop events (Claude Code sends one
+    per turn) starts one drain, not one per turn. False when one was already running.
     """
-    import fcntl
+    from engram.jobs import start
 
-    agents_dir = workspace.engram_dir / "agents"
-    log_dir = workspace.engram_dir / "logs"
-    agents_dir.mkdir(parents=True, exist_ok=True)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    lock_fd = os.open(agents_dir / f"{args[0]}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        with (log_dir / "hooks.log").open("ab") as log_file:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "engram", *args, "--workspace", str(workspace.root)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=log_file,
-                start_new_session=True,
-                cwd=workspace.root,
-                pass_fds=(lock_fd,),
-            )
-    finally:
-        os.close(lock_fd)  # the child keeps its inherited copy, and with it the lock
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(stdin_text.encode("utf-8"))
-        proc.stdin.close()
-    except OSError as exc:  # the child died at once; its stderr went to the log
-        log.warning("background engram %s failed to start: %s", args, exc)
-    return True
+    started = start(
+        workspace, args[0], args, log_name="hooks.log", stdin_text=stdin_text, detach=True
+    )
+    return started is not None
 
 
 #: How long SessionStart waits for a digest rebuild before answering from what it has.

@@ -6,7 +6,7 @@ it on an :class:`~engram.app.Engine`, and the two renderings of its result (JSON
 programs, text for people). The CLI subcommands, the LSP ``workspace/executeCommand``
 commands and the MCP tools are built from these declarations (``engram.cli``,
 ``engram.lsp.commands``, ``engram.mcp_server``); so are ``docs/commands.md`` and the CLI
-reference (``engram.api.docs``). A surface never re-lists a limit, a default or a choice.
+reference (``engram.cli.docs``). A surface never re-lists a limit, a default or a choice.
 
 Arguments are checked in one place, :func:`structure`: strings never pass as lists (nor
 lists as strings), NUL bytes and text that is not valid UTF-8 are refused with one line,
@@ -26,14 +26,12 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 import attrs
 
 from engram.errors import InvalidInput
+from engram.jsontypes import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from engram.app import Engine
     from engram.model import Memory
 
-#: JSON data as the renderings return it.
-JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
-JsonObject = dict[str, JsonValue]
 
 A = TypeVar("A")
 R = TypeVar("R")

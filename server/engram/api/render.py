@@ -8,7 +8,7 @@ the one memory rendering (:func:`engram.model.memory_json`) and the one generic 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engram.api.declare import JsonObject
 from engram.model import Memory, memory_json, shared_by_text, team_origin, to_jsonable, utcnow
@@ -89,7 +89,7 @@ def log_text(entries: Sequence[AuditEntry], *, with_id: bool) -> str:
     return "\n".join(lines)
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def _short(value: object, limit: int = 60) -> str:
     if value is None:
         return "-"
     if isinstance(value, list):
@@ -244,7 +244,7 @@ def impact_text(report: ImpactReport) -> str:
         for ref in refs:
             out.append(f"  {ref.get('file')}:{ref.get('line')}  {ref.get('kind')}")
     out.append(f"impact of {target}{score_text}")
-    items: list[Any] = next(
+    items: list[object] = next(
         (
             data[key]
             for key in ("ranked_files", "affected", "items", "direct_dependents")
@@ -296,7 +296,7 @@ def impact_summary(report: ImpactReport | None) -> str | None:
     return "; ".join(parts)
 
 
-def stats_text(stats: Mapping[str, Any]) -> str:
+def stats_text(stats: Mapping[str, object]) -> str:
     lines = [
         f"workspace      {stats.get('workspace')}",
         f"memories       {stats.get('active')} active, {stats.get('deprecated')} deprecated "
@@ -304,11 +304,12 @@ def stats_text(stats: Mapping[str, Any]) -> str:
         f"{stats.get('pinned')} pinned, {stats.get('user_verified')} verified)",
     ]
     for key in ("by_type", "by_source", "by_scope"):
-        values = stats.get(key) or {}
-        if values:
+        values = stats.get(key)
+        if isinstance(values, Mapping) and values:
             joined = ", ".join(f"{k} {v}" for k, v in values.items())
             lines.append(f"{key.replace('_', ' '):<14} {joined}")
-    size = int(stats.get("store_bytes") or 0)
+    stored = stats.get("store_bytes")
+    size = stored if isinstance(stored, int) else 0
     lines.append(f"store size     {size / 1_048_576:.1f} MiB")
     lines.append(f"embedding      {stats.get('embedding_model')}")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ import platform
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -20,6 +20,7 @@ from engram.errors import EngramError, InvalidInput, one_line
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
+    from engram.jsontypes import JsonObject
 
 
 @attrs.define
@@ -32,11 +33,11 @@ class DoctorCheck:
     #: "error" blocks a capability; "warning" degrades it; "info" is just a fact.
     level: str = "info"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"name": self.name, "ok": self.ok, "detail": self.detail, "level": self.level}
 
 
-def stats(engine: Engine) -> dict[str, Any]:
+def stats(engine: Engine) -> JsonObject:
     """Counts of the store by state, type, source and scope; its size on disk."""
     memories = engine.store.list(engine.filter(include_deprecated=True))
     by_type: dict[str, int] = {}

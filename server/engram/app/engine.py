@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from engram.config import EngramConfig, load_settings
 from engram.errors import EngramError, InvalidInput
@@ -29,7 +29,6 @@ from engram.workspace import Workspace, WorkspaceError
 from engram.workspace_trust import SettingsTrust
 
 if TYPE_CHECKING:
-    from engram.agents.digest import Digest
     from engram.codegraph import CodeGraph, CodeSearch
     from engram.embed import Embedder
     from engram.history import GitHistory
@@ -37,11 +36,25 @@ if TYPE_CHECKING:
     from engram.observer import Observer
     from engram.retrieval import Retriever
     from engram.store import AuditLog, MemoryFilter, MemoryStore, StoreLocation
+    from engram.store.digest import Digest
 
 log = logging.getLogger(__name__)
 
-#: Builds the store filter; tests inject a plain one next to an in-memory store.
-FilterFactory = Callable[..., "MemoryFilter"]
+
+class FilterFactory(Protocol):
+    """Builds the store filter; tests inject a plain one next to an in-memory store."""
+
+    def __call__(
+        self,
+        *,
+        types: Sequence[MemoryType] | None,
+        sources: Sequence[MemorySource] | None,
+        file: str | None,
+        needs_review: bool | None,
+        include_deprecated: bool,
+    ) -> MemoryFilter: ...
+
+
 #: Told after every store write: (memories written, ids deleted). The engine process
 #: (``engram.daemon``) uses it to tell every connected front end at once.
 WriteListener = Callable[[Sequence[Memory], Sequence[str]], None]
@@ -304,15 +317,14 @@ class Engine:
     def code_search_if_open(self) -> CodeSearch | None:
         return self._code_search
 
-    @property
-    def observer(self) -> Observer:
+    def observer_or_build(self, build: Callable[[], Observer]) -> Observer:
+        """The observer, built once by ``build``: it needs the remember use case to promote
+        what it learned, so ``engram.app.observe.observer_of`` builds it (the composition
+        root never imports a use case)."""
         if self._observer is None:
             with self._init_lock:
                 if self._observer is None:
-                    from engram.app.observe import EngineSink
-                    from engram.observer import Observer
-
-                    self._observer = Observer(EngineSink(self))
+                    self._observer = build()
         return self._observer
 
     @property
@@ -336,9 +348,10 @@ class Engine:
         if self._digest is None:
             with self._init_lock:
                 if self._digest is None:
-                    from engram.agents.digest import Digest
+                    from engram.lifecycle.trust import mirror_rules
+                    from engram.store.digest import Digest
 
-                    self._digest = Digest(self.workspace)
+                    self._digest = Digest(self.workspace, rules=mirror_rules())
         return self._digest
 
     @property
@@ -391,7 +404,7 @@ class Engine:
     def mirror(self, upserts: Sequence[Memory] = (), deleted: Sequence[str] = ()) -> None:
         """After a store write: update the agents' SQLite digest.
 
-        The digest (``engram.agents``) lets hook processes answer without LanceDB; it is a
+        The digest (``engram.store.digest``) lets hook processes answer without LanceDB; it is a
         cache, so failing to update it is logged, never raised (the hook rebuilds it).
         """
         writes = self._store.take_writes() if self._store is not None else []

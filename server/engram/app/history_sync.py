@@ -18,22 +18,24 @@ Each step is best-effort: history is evidence, so a failure is logged, never rai
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
+from engram.anchors import AnchorText, relocate
 from engram.app.state import EngineState
 from engram.errors import EngramError, one_line
 from engram.lifecycle import trust as rules
-from engram.model import AuditEntry, CodeAnchor, CorrectionKind, Memory, content_hash
+from engram.model import AuditEntry, CodeAnchor, CorrectionKind, Memory
+from engram.progress import Progress
 from engram.workspace import WorkspaceError, confine
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
     from engram.history import GitHistory, MineReport
-    from engram.history.git_history import ProgressCallback
+    from engram.jsontypes import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,7 @@ class HistorySyncReport:
     coaccess_seeded: int = 0
     skipped: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         data = attrs.asdict(self, recurse=False)
         data["mined"] = attrs.asdict(self.mined) if self.mined is not None else None
         return data
@@ -70,7 +72,7 @@ class HistorySyncReport:
 
 def sync_history(
     engine: Engine,
-    progress: ProgressCallback | None = None,
+    progress: Progress | None = None,
     cancel: Callable[[], bool] | None = None,
 ) -> HistorySyncReport:
     """Mine new commits, then bring the memories up to date with them (see the module)."""
@@ -279,7 +281,9 @@ def _seed_coaccess(
     seeded = state.get("coaccess_seeded_commit")
     if seeded == head:
         return
-    observer = engine.observer
+    from engram.app.observe import observer_of
+
+    observer = observer_of(engine)
     if seeded is not None and int(observer.stats.session_count()) > 0:
         return
     edges = history.coaccess_seed()
@@ -297,56 +301,34 @@ def _mentions(memory: Memory, paths: Mapping[str, str]) -> bool:
 
 
 class AnchorFinder:
-    """Where anchored lines (same content hash) are now, for a sweep over many memories.
-
-    Each file is read once and each (file, anchor length) hashed once into a
-    hash -> start lines index, so checking every anchored memory on ``index`` stays
-    linear in the size of the files rather than anchors x lines.
-    """
-
-    #: Files longer than this are not searched for moved lines (generated, data).
-    MAX_LINES = 100_000
+    """The files of a sweep over many memories, each read once, relocated by
+    :func:`engram.anchors.relocate` (the rules the editor uses too)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._lines: dict[str, list[str] | None] = {}
-        self._windows: dict[tuple[str, int], dict[str, list[int]]] = {}
+        self._texts: dict[str, AnchorText | None] = {}
 
-    def lines(self, rel: str) -> list[str] | None:
-        if rel not in self._lines:
+    def lines(self, rel: str) -> Sequence[str] | None:
+        text = self._text(rel)
+        return text.lines if text is not None else None
+
+    def _text(self, rel: str) -> AnchorText | None:
+        if rel not in self._texts:
             try:
                 # anchors come from stored and team memories: confined like every read
-                text = confine(self.root, rel).read_text(encoding="utf-8", errors="replace")
-                self._lines[rel] = text.splitlines()
+                content = confine(self.root, rel).read_text(encoding="utf-8", errors="replace")
+                self._texts[rel] = AnchorText(content.splitlines())
             except (OSError, WorkspaceError):
-                self._lines[rel] = None
-        return self._lines[rel]
+                self._texts[rel] = None
+        return self._texts[rel]
 
     def find(self, anchor: CodeAnchor) -> int | None:
-        """The anchor's start line now: its stored place if unchanged, else the nearest
-        place holding the same lines, else ``None`` (the code under it changed)."""
-        lines = self.lines(anchor.file)
-        start = anchor.start_line
-        if lines is None or start is None or anchor.content_hash is None:
+        """The anchor's start line now, or ``None`` (the code under it changed)."""
+        text = self._text(anchor.file)
+        if text is None or anchor.content_hash is None:
             return None
-        end = anchor.end_line if anchor.end_line is not None else start
-        length = max(0, end - start) + 1
-        if start + length <= len(lines) and (
-            content_hash("\n".join(lines[start : start + length])) == anchor.content_hash
-        ):
-            return start
-        if len(lines) > self.MAX_LINES:
-            return None
-        key = (anchor.file, length)
-        index = self._windows.get(key)
-        if index is None:
-            index = {}
-            for first in range(len(lines) - length + 1):
-                digest = content_hash("\n".join(lines[first : first + length]))
-                index.setdefault(digest, []).append(first)
-            self._windows[key] = index
-        starts = index.get(anchor.content_hash)
-        return min(starts, key=lambda s: (abs(s - start), s)) if starts else None
+        found = relocate(anchor, text)
+        return found.start if found is not None else None
 
 
 __all__ = [

@@ -109,7 +109,9 @@ def _coaccess_source(engine: Engine) -> CoAccessAdapter | None:
     if engine.observer_if_open is None and not (engine.workspace.engram_dir / "observer").is_dir():
         return None
     try:
-        observer = engine.observer
+        from engram.app.observe import observer_of
+
+        observer = observer_of(engine)
         if int(observer.stats.session_count()) == 0:
             return None
         return CoAccessAdapter(observer)

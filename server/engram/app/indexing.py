@@ -9,57 +9,175 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+import attrs
 
 from engram.app.history_sync import sync_history
 from engram.app.inputs import parse_type
 from engram.app.portability import import_file
-from engram.app.remember import ProgressCallback, remember_many
+from engram.app.remember import remember_many
 from engram.errors import EngramError, InvalidInput
 from engram.lifecycle import stable_memory_id
-from engram.model import Memory, MemoryScope, MemorySource
+from engram.model import Memory, MemoryScope, MemorySource, to_jsonable
+from engram.progress import Progress
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
+    from engram.app.history_sync import HistorySyncReport
+    from engram.app.team import TeamSyncReport
     from engram.codegraph import IndexReport
     from engram.codegraph.search import ChunkIndexReport
+    from engram.jsontypes import JsonObject
 
 log = logging.getLogger(__name__)
 
 #: Agent rule files read on ``engram index`` (workspace-relative).
 RULE_FILES = ("CLAUDE.md", "AGENTS.md", ".cursorrules", ".github/copilot-instructions.md")
 
-#: ``progress(done, total, path)`` per file.
-IndexProgress = Callable[[int, int, str], None]
+
+@attrs.frozen
+class IndexOptions:
+    """Which steps an index run takes (the CLI takes all; the language server fewer)."""
+
+    chunks: bool = True
+    #: keyword-only chunks when False (the language server leaves the model to a child)
+    embed_chunks: bool = True
+    #: project facts and agent rule files as memories (cold start)
+    seed: bool = True
+    history: bool = True
+    #: read the team folder (when ``team.auto_sync`` is on)
+    team: bool = True
+    #: embed memories that lack a vector for the current model
+    embed_memories: bool = True
+
+
+#: What the language server's own start-up index does (docs/lsp.md): code graph and
+#: keyword-only chunks; history only when no background ``engram index`` child follows.
+LSP_INDEX = IndexOptions(embed_chunks=False, seed=False, team=False, embed_memories=False)
+
+
+@attrs.define
+class IndexRun:
+    """What one run of :func:`run_index` did, step by step (``None``: not run)."""
+
+    code: IndexReport
+    chunks: ChunkIndexReport | None = None
+    seeded: dict[str, int] | None = None
+    history: HistorySyncReport | None = None
+    team: TeamSyncReport | None = None
+    memories: JsonObject | None = None
+
+    def to_dict(self) -> JsonObject:
+        """The JSON of ``engram index --json`` (docs/cli.md)."""
+        out: JsonObject = {"code": to_jsonable(self.code)}
+        if self.chunks is not None:
+            out["chunks"] = to_jsonable(self.chunks)
+        if self.seeded is not None:
+            out["seeded"] = self.seeded
+        if self.history is not None:
+            out["history"] = _history_json(self.history)
+        if self.team is not None:
+            out["team"] = self.team.to_dict()
+        if self.memories is not None:
+            out["memories"] = self.memories
+        return out
+
+
+def run_index(
+    engine: Engine,
+    options: IndexOptions = IndexOptions(),
+    progress: Progress | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> IndexRun:
+    """The one index pipeline: ``engram index`` (and so the language server's background
+    child) and the language server's own start-up pass both run it, with their options.
+
+    Code graph, code-search chunks, the cold-start seed, git history (memories follow
+    renames and changed code), the team folder, then memories missing a vector. A
+    cancelled graph pass stops the run after it.
+    """
+    from engram.app.team import sync_team
+
+    def stage(name: str) -> Progress | None:
+        if progress is None:
+            return None
+
+        def report(done: int, total: int | None, message: str = "") -> None:
+            progress(done, total, f"{name}: {message}" if message else name)
+
+        return report
+
+    run = IndexRun(engine.codegraph.index(progress=stage("code"), cancel=cancel))
+    if run.code.interrupted:
+        return run
+    if options.chunks:
+        run.chunks = index_chunks(
+            engine, progress=stage("chunks"), cancel=cancel, embed=options.embed_chunks
+        )
+    if options.seed and not engine.read_only:
+        run.seeded = seed_workspace(engine, run.code)
+    if options.history and not engine.read_only:
+        run.history = sync_history(engine, progress=stage("history"), cancel=cancel)
+    if options.team and engine.config.team.auto_sync and not engine.read_only:
+        run.team = sync_team(engine)
+    if options.embed_memories and not engine.read_only:
+        run.memories = embed_missing(engine, progress=stage("embedding"))
+    return run
 
 
 def index(
     engine: Engine,
-    progress: IndexProgress | None = None,
+    progress: Progress | None = None,
     cancel: Callable[[], bool] | None = None,
     *,
     chunks: bool = True,
     history: bool = True,
     embed_chunks: bool = True,
 ) -> IndexReport:
-    """Bring the code graph (and, with ``chunks``, the code-search chunks) up to date.
+    """The code part of :func:`run_index` (graph, chunks, history); the graph's report."""
+    options = IndexOptions(
+        chunks=chunks,
+        embed_chunks=embed_chunks,
+        seed=False,
+        history=history,
+        team=False,
+        embed_memories=False,
+    )
+    return run_index(engine, options, progress, cancel).code
 
-    ``embed_chunks=False`` stores keyword-only chunks (the language server does this
-    and leaves embedding to a child process, so the model's memory never lands in the
-    editor's server). With ``history``, git history is mined afterwards and the memories
-    follow it (:func:`engram.app.history_sync.sync_history`). Returns the graph's report.
-    """
-    report = engine.codegraph.index(progress=progress, cancel=cancel)
-    if chunks and not report.interrupted:
-        index_chunks(engine, progress=progress, cancel=cancel, embed=embed_chunks)
-    if history and not report.interrupted and not engine.read_only:
-        sync_history(engine, cancel=cancel)
-    return report
+
+def graph_summary(report: IndexReport) -> str:
+    data = report.to_dict()
+    keys = ("files_seen", "files_indexed", "files_unchanged", "nodes", "edges", "seconds")
+    parts = []
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, float):
+            parts.append(f"{key.replace('_', ' ')} {value:.1f}")
+        elif isinstance(value, int):
+            parts.append(f"{key.replace('_', ' ')} {value}")
+    return ", ".join(parts)
+
+
+def _history_json(report: HistorySyncReport) -> JsonObject:
+    if report.skipped:
+        return {"skipped": report.skipped}
+    followed = {
+        "renamed": report.renamed,
+        "relocated": report.relocated,
+        "code_changed": report.code_changed,
+        "stale_marked": report.stale_marked,
+        "unstaled": report.unstaled,
+        "coaccess_seeded": report.coaccess_seeded,
+    }
+    data = to_jsonable(report.mined)
+    return {**(data if isinstance(data, dict) else {}), "memories": followed}
 
 
 def index_chunks(
     engine: Engine,
-    progress: IndexProgress | None = None,
+    progress: Progress | None = None,
     cancel: Callable[[], bool] | None = None,
     *,
     embed: bool = True,
@@ -128,7 +246,7 @@ def seed_workspace(engine: Engine, report: IndexReport | None = None) -> dict[st
     return {"facts": len(new_facts), "rules": rules}
 
 
-def embed_missing(engine: Engine, progress: ProgressCallback | None = None) -> dict[str, Any]:
+def embed_missing(engine: Engine, progress: Progress | None = None) -> JsonObject:
     """Embed memories that have no vector for the current model (e.g. after a switch)."""
     from engram.embed import memory_embedding_text
 
@@ -148,7 +266,7 @@ def embed_missing(engine: Engine, progress: ProgressCallback | None = None) -> d
             engine.mirror()
         embedded += len(chunk)
         if progress is not None:
-            progress("embedding", embedded, len(missing))
+            progress(embedded, len(missing), "embedding")
     return {"count": count, "embedded": embedded, "model": embedder.model_id}
 
 
@@ -163,11 +281,15 @@ def rebuild_digest(engine: Engine) -> int:
 
 
 __all__ = [
+    "LSP_INDEX",
     "RULE_FILES",
-    "IndexProgress",
+    "IndexOptions",
+    "IndexRun",
     "embed_missing",
+    "graph_summary",
     "index",
     "index_chunks",
     "rebuild_digest",
+    "run_index",
     "seed_workspace",
 ]

@@ -8,19 +8,21 @@ changed since are checked by :func:`consolidate` (docs/lifecycle.md).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
 from engram.app import trust as app_trust
-from engram.app.remember import ProgressCallback, keyword_neighbour_ids, link_contradictions
+from engram.app.remember import keyword_neighbour_ids, link_contradictions
 from engram.lifecycle import PruneReport, find_duplicate, merge_memories, plan_prune
 from engram.lifecycle import trust as rules
 from engram.lifecycle.contradictions import find_contradictions
 from engram.model import AuditEntry, Memory
+from engram.progress import Progress
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
+    from engram.jsontypes import JsonObject
 
 
 @attrs.define
@@ -34,7 +36,7 @@ class ConsolidateReport:
     conflicts: list[str] = attrs.field(factory=list)
     dry_run: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return attrs.asdict(self)
 
 
@@ -61,7 +63,7 @@ def prune(engine: Engine, *, dry_run: bool = False) -> PruneReport:
 
 
 def consolidate(
-    engine: Engine, *, dry_run: bool = False, progress: ProgressCallback | None = None
+    engine: Engine, *, dry_run: bool = False, progress: Progress | None = None
 ) -> ConsolidateReport:
     """Merge near-duplicates and link contradictions among the memories already stored.
 
@@ -84,7 +86,7 @@ def consolidate(
         changed: dict[str, Memory] = {}
         for index, memory in enumerate(memories):
             if progress is not None and index % 50 == 0:
-                progress("consolidating", index, len(memories))
+                progress(index, len(memories), "consolidating")
             if memory.id in removed:
                 continue
             current = changed.get(memory.id, memory)
@@ -143,7 +145,7 @@ def consolidate(
                 changed[current.id] = updated
                 report.conflicts.extend(f"{current.id} vs {note}" for note in notes)
         if progress is not None:
-            progress("consolidating", len(memories), len(memories))
+            progress(len(memories), len(memories), "consolidating")
         if not dry_run and (changed or removed):
             updates = [m for mid, m in changed.items() if mid not in removed]
             if updates:

@@ -11,24 +11,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engram.app.inputs import as_list, parse_correction, parse_source, parse_type
-from engram.errors import InvalidInput, NotFound
+from engram.app.records import get
+from engram.errors import InvalidInput
 from engram.lifecycle.trust import Actor, is_shown
 from engram.model import CorrectionKind, Memory, MemorySource, MemoryType
 from engram.workspace import WorkspaceError
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
-
-
-def get(engine: Engine, memory_id: str) -> Memory:
-    """The memory with this id, or :class:`NotFound`."""
-    memory_id = (memory_id or "").strip()
-    if not memory_id:
-        raise InvalidInput("memory id is empty")
-    memory = engine.store.get(memory_id)
-    if memory is None:
-        raise NotFound(f"no memory with id {memory_id}")
-    return memory
 
 
 def list_memories(
@@ -144,3 +134,15 @@ def pin(
     from engram.app import trust
 
     return trust.pin(engine, memory_id, pinned, actor=actor, cause=cause)
+
+
+__all__ = [
+    "confirm",
+    "flag",
+    "for_file",
+    "forget",
+    "get",
+    "list_memories",
+    "pin",
+    "restore",
+]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engram.app.memories import for_file, list_memories
 from engram.app.remember import RememberResult, remember_many
@@ -18,7 +18,8 @@ from engram.model import Memory
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
-    from engram.observer import ObserveResult
+    from engram.jsontypes import JsonObject
+    from engram.observer import Observer, ObserveResult
 
 
 class EngineSink:
@@ -32,21 +33,28 @@ class EngineSink:
     def remember_many(self, memories: Sequence[Memory]) -> list[RememberResult]:
         return remember_many(self.engine, memories)
 
-    def list(self, **kwargs: Any) -> builtins.list[Memory]:
-        return list_memories(self.engine, **kwargs)
+    def list(self, *, type: str, limit: int) -> builtins.list[Memory]:
+        return list_memories(self.engine, type=type, limit=limit)
 
     def memories_for_file(self, rel: str) -> builtins.list[Memory]:
         return for_file(self.engine, rel)
 
 
-def observe(engine: Engine, event: dict[str, Any]) -> ObserveResult:
+def observer_of(engine: Engine) -> Observer:
+    """The engine's observer, built on first use with :class:`EngineSink`."""
+    from engram.observer import Observer
+
+    return engine.observer_or_build(lambda: Observer(EngineSink(engine)))
+
+
+def observe(engine: Engine, event: dict[str, object]) -> ObserveResult:
     """Feed one observer event (an editor or agent action; docs/observer.md)."""
     if not isinstance(event, dict):
         raise InvalidInput("an observer event must be a JSON object")
-    return engine.observer.observe(event)
+    return observer_of(engine).observe(event)
 
 
-def session_summary(engine: Engine, session_id: str | None = None) -> dict[str, Any]:
+def session_summary(engine: Engine, session_id: str | None = None) -> JsonObject:
     """The observer's session card (docs/observer.md): applied, learned, needs review.
 
     ``None`` means the last finished session; a running session gets a live summary.
@@ -60,7 +68,7 @@ def session_summary(engine: Engine, session_id: str | None = None) -> dict[str, 
             "session_id": session_id,
             "text": "the observer is off (observer.enabled = false)",
         }
-    summary = engine.observer.session_summary(session_id.strip() if session_id else None)
+    summary = observer_of(engine).session_summary(session_id.strip() if session_id else None)
     if not summary:
         which = f"session {session_id}" if session_id else "a finished session"
         return {"found": False, "session_id": session_id, "text": f"no summary of {which} yet"}
@@ -79,4 +87,4 @@ def recent_work_state(engine: Engine) -> list[Memory]:
     return sorted(memories, key=lambda m: m.created_at, reverse=True)
 
 
-__all__ = ["EngineSink", "observe", "recent_work_state", "session_summary"]
+__all__ = ["EngineSink", "observe", "observer_of", "recent_work_state", "session_summary"]

@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
-from engram.app.remember import ProgressCallback, RememberResult, prepare, remember_many
+from engram.app.remember import RememberResult, prepare, remember_many
 from engram.app.trust import person, record
 from engram.errors import InvalidInput
 from engram.lifecycle import ParsedImport, export_memories, parse_import
 from engram.lifecycle import trust as rules
 from engram.model import AuditEntry, Memory
+from engram.progress import Progress
 from engram.workspace import WorkspaceError
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
+    from engram.jsontypes import JsonObject
 
 #: Largest import file we read (a rules file or an export), in bytes.
 MAX_IMPORT_BYTES = 50_000_000
@@ -44,7 +46,7 @@ class ImportReport:
     #: audit entries the file carried, added to this store's trail (tagged imported)
     imported_audit: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return attrs.asdict(self)
 
 
@@ -56,9 +58,7 @@ def export(engine: Engine, fmt: str = "json") -> str:
     return export_memories(memories, fmt, now=engine.clock(), audit=trails)
 
 
-def import_file(
-    engine: Engine, path: Path | str, progress: ProgressCallback | None = None
-) -> ImportReport:
+def import_file(engine: Engine, path: Path | str, progress: Progress | None = None) -> ImportReport:
     """Import an Engram export (JSON/Markdown) or a rules file (CLAUDE.md, AGENTS.md …)."""
     source = Path(path).expanduser()
     try:

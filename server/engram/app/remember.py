@@ -10,8 +10,8 @@ memory, and the batch is written once (docs/lifecycle.md, docs/architecture.md "
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -23,6 +23,7 @@ from engram.app.inputs import (
     validate_symbol,
     validate_text,
 )
+from engram.app.records import embed_memories
 from engram.errors import InvalidInput
 from engram.lifecycle import find_duplicate, merge_memories, redact_secrets
 from engram.lifecycle import trust as rules
@@ -37,12 +38,14 @@ from engram.model import (
     Provenance,
     check_memory_id,
 )
+from engram.progress import Progress
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
     from engram.app.engine import Engine
+    from engram.jsontypes import JsonObject
     from engram.store import MemoryStore
 
     Vectors = npt.NDArray[np.float32]
@@ -51,9 +54,6 @@ log = logging.getLogger(__name__)
 
 #: Candidates fetched per search when looking for a near-duplicate.
 DUPLICATE_CANDIDATES = 8
-
-#: ``progress(message, done, total)`` for long batch steps (embedding, consolidating).
-ProgressCallback = Callable[[str, int, int | None], None]
 
 
 @attrs.define
@@ -69,7 +69,7 @@ class RememberResult:
     #: by ``conflicts_with``; this one goes to review)
     conflicts: list[str] = attrs.field(factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "id": self.memory.id,
             "merged": self.merged,
@@ -96,7 +96,7 @@ def remember(
     confidence: float | None = None,
     session_id: str | None = None,
     needs_review: bool = False,
-    extra: dict[str, Any] | None = None,
+    extra: dict[str, object] | None = None,
     actor: Actor | None = None,
     cause: str = "",
 ) -> RememberResult:
@@ -149,7 +149,7 @@ def remember(
 def remember_many(
     engine: Engine,
     memories: Sequence[Memory],
-    progress: ProgressCallback | None = None,
+    progress: Progress | None = None,
     *,
     actor: Actor | None = None,
     cause: str = "",
@@ -235,27 +235,30 @@ def prepare(engine: Engine, memory: Memory) -> tuple[Memory, list[str]]:
         raise InvalidInput(str(exc)) from exc
     text = validate_text(memory.content, engine.config.safety.max_content_chars)
     redaction = redact_secrets(text)
-    updates: dict[str, Any] = {}
-    if redaction.text != memory.content:
-        updates["content"] = redaction.text
-        if memory.citation_text and redaction.redacted:
-            updates["citation_text"] = ""
-    if redaction.redacted:
-        updates["flags"] = list(dict.fromkeys([*memory.flags, "redacted"]))
+    content = redaction.text
+    if content != memory.content and memory.citation_text and redaction.redacted:
+        citation_text = ""  # re-derived from the redacted content by __attrs_post_init__
+    else:
+        # a custom citation (imports) may carry a secret of its own
+        citation_text = redact_secrets(memory.citation_text).text if memory.citation_text else ""
+    flags = list(dict.fromkeys([*memory.flags, "redacted"])) if redaction.redacted else memory.flags
     files = [engine.relative(f) for f in memory.related_files]
     anchors = [attrs.evolve(a, file=engine.relative(a.file)) for a in memory.anchors]
-    updates["related_files"] = list(dict.fromkeys(files))
-    updates["anchors"] = anchors
-    updates["tags"] = list(dict.fromkeys(t.strip() for t in memory.tags if t and t.strip()))
-    if memory.citation_text and "citation_text" not in updates:
-        # a custom citation (imports) may carry a secret of its own
-        updates["citation_text"] = redact_secrets(memory.citation_text).text
-    if memory.provenance.author is None and engine.store.remote:
+    provenance = memory.provenance
+    if provenance.author is None and engine.store.remote:
         # a shared store holds a whole team's memories: each says who wrote it
-        updates["provenance"] = attrs.evolve(memory.provenance, author=engine.author())
-    # evolve re-runs __attrs_post_init__, which derives an empty citation from the
-    # redacted content
-    return attrs.evolve(memory, **updates), redaction.kinds
+        provenance = attrs.evolve(provenance, author=engine.author())
+    prepared = attrs.evolve(
+        memory,
+        content=content,
+        citation_text=citation_text,
+        flags=flags,
+        related_files=list(dict.fromkeys(files)),
+        anchors=anchors,
+        tags=list(dict.fromkeys(t.strip() for t in memory.tags if t and t.strip())),
+        provenance=provenance,
+    )
+    return prepared, redaction.kinds
 
 
 def link_contradictions(
@@ -304,29 +307,6 @@ def link_contradictions(
             entries.append(back.entry)
         notes.append(f"{other.id}: {reason}")
     return memory, notes
-
-
-def embed_memories(
-    engine: Engine, memories: Sequence[Memory], progress: ProgressCallback | None
-) -> Vectors | None:
-    """The contextual embedding of each memory (in batches), or ``None`` without a model."""
-    embedder = engine.embedder
-    if embedder is None:
-        return None
-    from engram.embed import memory_embedding_text
-
-    texts = [memory_embedding_text(m) for m in memories]
-    batch = max(1, engine.config.embed.batch_size)
-    if len(texts) <= batch:
-        return embedder.embed(texts)
-    import numpy as np
-
-    parts = []
-    for start in range(0, len(texts), batch):
-        parts.append(embedder.embed(texts[start : start + batch]))
-        if progress is not None:
-            progress("embedding", min(start + batch, len(texts)), len(texts))
-    return np.vstack(parts)
 
 
 def keyword_neighbour_ids(engine: Engine, text: str, mtype: MemoryType) -> list[str]:
@@ -424,10 +404,8 @@ def _write(
 
 __all__ = [
     "DUPLICATE_CANDIDATES",
-    "ProgressCallback",
     "RememberResult",
     "default_confidence",
-    "embed_memories",
     "keyword_neighbour_ids",
     "link_contradictions",
     "prepare",

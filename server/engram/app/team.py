@@ -12,13 +12,12 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
-from engram.app.memories import get
+from engram.app.records import embed_memories, get, git_user
 from engram.app.remember import (
-    embed_memories,
     keyword_neighbour_ids,
     link_contradictions,
     prepare,
@@ -32,6 +31,7 @@ from engram.workspace import WorkspaceError
 if TYPE_CHECKING:
     from engram.app.engine import Engine
     from engram.history import TeamFolderFacts
+    from engram.jsontypes import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class ShareReport:
     refused: list[str] = attrs.field(factory=list)
     committed: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return attrs.asdict(self)
 
 
@@ -67,7 +67,7 @@ class TeamSyncReport:
     #: local one goes to review, both are linked)
     conflicts: list[str] = attrs.field(factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return attrs.asdict(self)
 
 
@@ -320,16 +320,6 @@ def _same_shared_memory(path: Path, text: str) -> bool:
     old.pop("shared", None)
     new.pop("shared", None)
     return bool(old == new)
-
-
-def git_user(engine: Engine) -> str | None:
-    """Who shares (``git config user.name``), or None outside git / without a name."""
-    try:
-        name = engine.history.user_name()
-    except Exception as exc:  # attribution is optional: never fail a share for it
-        log.debug("no git user name: %s", exc)
-        return None
-    return name if isinstance(name, str) and name else None
 
 
 def _commit_team_files(engine: Engine, paths: Sequence[Path], count: int) -> str:

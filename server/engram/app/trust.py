@@ -39,7 +39,7 @@ _OBSERVER_SOURCES = frozenset({MemorySource.OBSERVER_INFERRED, MemorySource.COMM
 def person_name(engine: Engine) -> str:
     """Who "a person" is on this machine: ``git config user.name``, else the login name."""
     if engine.person_name is None:
-        from engram.app.team import git_user
+        from engram.app.records import git_user
 
         found = git_user(engine)
         if not found:
@@ -98,7 +98,7 @@ def record(engine: Engine, entries: Sequence[AuditEntry]) -> None:
 
 def apply(engine: Engine, memory_id: str, event: rules.Event) -> rules.Transition:
     """Move one memory by ``event`` (or raise :class:`rules.TrustRefused`), durably."""
-    from engram.app.memories import get
+    from engram.app.records import get
 
     engine.check_writable()
     with engine.write_lock:
@@ -190,7 +190,7 @@ def edit(
 ) -> Memory:
     """A person rewrites a memory; new text is validated, redacted and embedded again."""
     from engram.app.inputs import parse_type, validate_text
-    from engram.app.remember import embed_memories
+    from engram.app.records import embed_memories
 
     text = None
     if content is not None:

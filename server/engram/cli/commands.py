@@ -13,236 +13,102 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engram.api import render
+from engram.api.render import one_line_summary
+from engram.cli.output import emit_json, note, open_engine, progress_bar, workspace_arg
 from engram.cli.serve import cmd_serve
-from engram.errors import EngramError, InvalidInput, NotAvailable
+from engram.errors import EngramError, InvalidInput
 from engram.model import to_jsonable
 
 if TYPE_CHECKING:  # the use cases cost ~70 ms to import: imported when a command runs
     from engram.app import Engine
+    from engram.app.indexing import IndexRun
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[argparse.Namespace], int]
 
 
-def _workspace_arg(args: argparse.Namespace) -> str | None:
-    value = getattr(args, "workspace", None)
-    return str(value) if value else None
-
-
-def open_engine(
-    args: argparse.Namespace,
-    *,
-    read_only: bool = False,
-    overrides: dict[str, object] | None = None,
-) -> AbstractContextManager[Engine]:
-    """The engine a command runs on, for a ``with`` block.
-
-    Inside the engine process (``engram.daemon``) that is the warm engine it lends to the
-    command (never closed by it; ``overrides`` only keep a fresh process small, as
-    ``index --no-embed`` does, and the warm engine holds its model already); elsewhere a
-    fresh one, closed when the block ends.
-    """
-    from engram.app.engine import LENT_ENGINE, Engine
-
-    lent = LENT_ENGINE.get()
-    if lent is not None:
-        wanted = _workspace_arg(args)
-        if wanted is not None and Path(wanted).expanduser().resolve() != lent.workspace.root:
-            raise EngramError(f"this engine serves {lent.workspace.root}, not {wanted}")
-        return nullcontext(lent)
-    return Engine.open(_workspace_arg(args), overrides, read_only=read_only)
-
-
-def note(message: str) -> None:
-    """A one-line message for the person at the terminal (never on stdout)."""
-    sys.stderr.write(f"engram: {message}\n")
-
-
-def emit_json(document: Any) -> None:
-    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
-
-
-@contextmanager
-def progress_bar(label: str) -> Iterator[Callable[..., None]]:
-    """A rich progress bar on stderr; the callback accepts (message, done, total)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
-    task = progress.add_task(label, total=None)
-
-    def update(message: Any = None, done: Any = None, total: Any = None, **_: Any) -> None:
-        fields: dict[str, Any] = {}
-        if isinstance(message, str) and message:
-            fields["description"] = f"{label}: {message}"
-        if isinstance(done, int | float):
-            fields["completed"] = done
-        if isinstance(total, int | float):
-            fields["total"] = total
-        progress.update(task, **fields)
-
-    with progress:
-        yield update
-
-
 # --------------------------------------------------------------------------- code, observer
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from engram.app import indexing
-    from engram.app.team import sync_team
+    """``engram index``: the one index pipeline with every step (docs/cli.md)."""
+    from engram.app.indexing import IndexOptions, run_index
 
-    summary: dict[str, Any] = {}
     # --no-embed means no model in this process at all: memories it stores (project facts,
     # rules, team files) wait for the next run with the model (embed_missing), and the
     # process stays small on a big workspace (docs/codegraph.md "At 50,000 files")
     overrides: dict[str, object] | None = {"embed": {"model": "none"}} if args.no_embed else None
-    with open_engine(args, overrides=overrides) as engine:
-        try:
-            with progress_bar("indexing code") as update:
-                report = indexing.index(
-                    engine,
-                    progress=lambda done, total, path: update(str(path or ""), done, total),
-                    chunks=False,
-                    history=False,
-                )
-            summary["code"] = to_jsonable(report)
-            summary["_report"] = report
-            if not args.json:
-                note(f"code graph: {_graph_summary(report)}")
-                outside = list(getattr(report, "outside_workspace", []) or [])
-                if outside:
-                    note(
-                        f"skipped {len(outside)} links to files outside the workspace "
-                        f"(never read): {', '.join(outside[:5])}"
-                    )
-            with progress_bar("chunking and embedding code") as update:
-                chunk_report = indexing.index_chunks(
-                    engine,
-                    progress=lambda done, total, path: update(str(path or ""), done, total),
-                    embed=not args.no_embed,
-                )
-            summary["chunks"] = to_jsonable(chunk_report)
-            if not args.json:
-                note(f"code search: {render.one_line_summary(chunk_report)}")
-        except NotAvailable as exc:
-            summary["code"] = {"skipped": str(exc)}
-            note(f"skipped code indexing: {exc}")
-        try:
-            seeded = indexing.seed_workspace(engine, summary.get("_report"))
-            summary["seeded"] = seeded
-            if not args.json and any(seeded.values()):
-                note(
-                    f"learned {seeded['facts']} project facts and {seeded['rules']} rules "
-                    "from manifests and agent rule files"
-                )
-        except NotAvailable as exc:
-            summary["seeded"] = {"skipped": str(exc)}
-        summary.pop("_report", None)
-        summary["history"] = _mine_history(engine, args.json)
-        if engine.config.team.auto_sync:
-            team = sync_team(engine)
-            summary["team"] = team.to_dict()
-            if not args.json and (team.added or team.updated or team.retired or team.skipped):
-                note(
-                    f"team memories: {team.added} added, {team.updated} updated, "
-                    f"{team.retired} retired"
-                    + (f", {len(team.skipped)} files skipped" if team.skipped else "")
-                )
-                for reason in team.skipped[:5]:  # named, so one bad file is found and fixed
-                    note(f"skipped {reason}")
-        try:
-            summary["memories"] = (
-                {"count": int(engine.store.count()), "embedded": 0, "model": None}
-                if args.no_embed
-                else _backfill_embeddings(engine, args.json)
-            )
-        except NotAvailable as exc:
-            summary["memories"] = {"skipped": str(exc)}
-            note(f"skipped memory embeddings: {exc}")
+    options = IndexOptions(embed_chunks=not args.no_embed, embed_memories=not args.no_embed)
+    with open_engine(args, overrides=overrides) as engine, progress_bar("indexing") as update:
+        run = run_index(engine, options, update)
+        if args.no_embed:
+            run.memories = {"count": int(engine.store.count()), "embedded": 0, "model": None}
+        status = (
+            engine.embedder_status
+            if run.memories and not run.memories["model"] and not args.no_embed
+            else ""
+        )
     if args.json:
-        emit_json(summary)
+        emit_json(run.to_dict())
+    else:
+        for line in index_notes(run, status):
+            note(line)
     return 0
 
 
-def _graph_summary(report: Any) -> str:
-    data = to_jsonable(report)
-    if not isinstance(data, dict):
-        return str(data)
-    keys = ("files_seen", "files_indexed", "files_unchanged", "nodes", "edges", "seconds")
-    parts = []
-    for key in keys:
-        value = data.get(key)
-        if isinstance(value, float):
-            parts.append(f"{key.replace('_', ' ')} {value:.1f}")
-        elif isinstance(value, int):
-            parts.append(f"{key.replace('_', ' ')} {value}")
-    return ", ".join(parts)
+def index_notes(run: IndexRun, embedder_status: str) -> list[str]:
+    """One line per step for the person at the terminal."""
+    from engram.app.indexing import graph_summary
 
-
-def _mine_history(engine: Engine, quiet: bool) -> dict[str, Any]:
-    """Mine git history and let the memories follow it (renames, changed code, co-access)."""
-    from engram.app.history_sync import sync_history
-
-    with progress_bar("mining git history") as update:
-        report = sync_history(engine, progress=update)
-    if report.skipped:
-        note(f"skipped git history: {report.skipped}")
-        return {"skipped": report.skipped}
-    followed = {
-        "renamed": report.renamed,
-        "relocated": report.relocated,
-        "code_changed": report.code_changed,
-        "stale_marked": report.stale_marked,
-        "unstaled": report.unstaled,
-        "coaccess_seeded": report.coaccess_seeded,
-    }
-    if not quiet:
-        note(f"git history: {render.one_line_summary(report.mined)}")
-        if report.renamed:
-            note(f"{report.renamed} memories followed renamed files")
-        if report.code_changed:
-            note(
-                f"{report.code_changed} memories need review: the code under them changed "
-                "in a commit (engram list --review)"
+    notes = [f"code graph: {graph_summary(run.code)}"]
+    outside = list(run.code.outside_workspace)
+    if outside:
+        notes.append(
+            f"skipped {len(outside)} links to files outside the workspace "
+            f"(never read): {', '.join(outside[:5])}"
+        )
+    if run.chunks is not None:
+        notes.append(f"code search: {one_line_summary(run.chunks)}")
+    if run.seeded and any(run.seeded.values()):
+        notes.append(
+            f"learned {run.seeded['facts']} project facts and {run.seeded['rules']} "
+            "rules from manifests and agent rule files"
+        )
+    history = run.history
+    if history is not None and history.skipped:
+        notes.append(f"skipped git history: {history.skipped}")
+    elif history is not None:
+        notes.append(f"git history: {one_line_summary(history.mined)}")
+        if history.renamed:
+            notes.append(f"{history.renamed} memories followed renamed files")
+        if history.code_changed:
+            notes.append(
+                f"{history.code_changed} memories need review: the code under them "
+                "changed in a commit (engram list --review)"
             )
-    data = to_jsonable(report.mined)
-    return {**(data if isinstance(data, dict) else {}), "memories": followed}
-
-
-def _backfill_embeddings(engine: Engine, quiet: bool) -> dict[str, Any]:
-    """Embed memories that have no vector for the current model (after a model switch)."""
-    from engram.app.indexing import embed_missing
-
-    with progress_bar("embedding memories") as update:
-        result = embed_missing(engine, progress=update)
-    if not quiet:
-        if result["model"] is None:
-            note(
-                f"memories: {result['count']} stored; no embedding model ({engine.embedder_status})"
-            )
-        else:
-            note(
-                f"memories: {result['count']} stored, {result['embedded']} newly embedded "
-                f"with {result['model']}"
-            )
-    return result
+    team = run.team
+    if team is not None and (team.added or team.updated or team.retired or team.skipped):
+        notes.append(
+            f"team memories: {team.added} added, {team.updated} updated, "
+            f"{team.retired} retired"
+            + (f", {len(team.skipped)} files skipped" if team.skipped else "")
+        )
+        # named, so one bad file is found and fixed
+        notes += [f"skipped {reason}" for reason in team.skipped[:5]]
+    result = run.memories
+    if result is not None and result["model"] is None:
+        notes.append(f"memories: {result['count']} stored; no embedding model ({embedder_status})")
+    elif result is not None:
+        notes.append(
+            f"memories: {result['count']} stored, {result['embedded']} newly embedded "
+            f"with {result['model']}"
+        )
+    return notes
 
 
 def _read_events(raw: str) -> list[Any]:
@@ -322,7 +188,7 @@ def _settle_agent_sessions(engine: Engine, payloads: list[Any]) -> None:
 
 
 def cmd_observe(args: argparse.Namespace) -> int:
-    from engram.app.observe import observe, recent_work_state
+    from engram.app.observe import observe, observer_of, recent_work_state
 
     data = sys.stdin.buffer.read()
     try:
@@ -343,7 +209,7 @@ def cmd_observe(args: argparse.Namespace) -> int:
             # the adapter owns the whole hook protocol (context injection on stdout); a
             # broken observer must not fail the agent's hook
             try:
-                observer = engine.observer
+                observer = observer_of(engine)
             except Exception as exc:
                 log.warning("engram claude-code hook ignored: %s", exc)
                 events = []
@@ -372,10 +238,10 @@ def cmd_observe(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     from engram.cli import mcp as mcp_cli
-    from engram.cli.main import OneLineParser
+    from engram.cli.parser import OneLineParser
 
     parser = OneLineParser(prog="engram mcp", description="The lazy MCP hub.")
-    parser.add_argument("--workspace", "-w", metavar="DIR", default=_workspace_arg(args))
+    parser.add_argument("--workspace", "-w", metavar="DIR", default=workspace_arg(args))
     mcp_cli.configure_parser(parser)
     rest, workspace = _pop_workspace(list(args.mcp_args))
     sub_args = parser.parse_args(rest)
@@ -405,7 +271,7 @@ def _pop_workspace(argv: list[str]) -> tuple[list[str], str | None]:
 def cmd_mcp_serve(args: argparse.Namespace) -> int:
     from engram.mcp_server import run_stdio
 
-    run_stdio(_workspace_arg(args))
+    run_stdio(workspace_arg(args))
     return 0
 
 
@@ -549,7 +415,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from engram.agents.setup import apply_setup, engram_command, plan_setup
     from engram.workspace import Workspace
 
-    root = Workspace.open(_workspace_arg(args)).root
+    root = Workspace.open(workspace_arg(args)).root
     command = engram_command()
     changes = plan_setup(args.agent, root, command=command, plugin=args.plugin)
     if args.print:

@@ -5,7 +5,7 @@ flags (spellings, help, choices and defaults come from the declaration), every c
 ``--json``, and running it is always the same: collect what was given, let the declaration
 check it (one line on error), run it, print the text rendering on stdout (or the JSON one
 with ``--json``) and the notes on stderr. docs/cli.md's reference is generated from the
-same declarations (``engram.api.docs``).
+same declarations (``engram.cli.docs``).
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def cli_spelling(usecase: UseCase[Any, Any], message: str) -> str:
 
 def run(usecase: UseCase[Any, Any], args: argparse.Namespace) -> int:
     """Check, run, render; returns the exit status."""
-    from engram.cli.commands import emit_json, note, open_engine
+    from engram.cli.output import emit_json, note, open_engine
 
     try:
         parsed = usecase.parse(raw_arguments(usecase, args), CLI)

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 
 from engram.errors import EngramError
 
@@ -111,11 +112,26 @@ def cmd_stop(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_engine_command(args: argparse.Namespace) -> int:
-    if args.command == "engine":
-        from engram.daemon.server import run_engine
+def _warm() -> None:
+    """Import what forwarded commands run (the declared use cases), while the engine warms."""
+    import engram.cli.commands
+    import engram.cli.declared  # noqa: F401
 
-        return run_engine(_root(args), getattr(args, "key", None))
+
+def run_engine_command(
+    args: argparse.Namespace, cli_main: Callable[[list[str]], int] | None = None
+) -> int:
+    """``engine``, ``status`` or ``stop``. ``cli_main``: ``engram.cli.main.main``, which
+    the engine runs for forwarded command lines (passed in: ``cli.main`` imports this)."""
+    if args.command == "engine":
+        if cli_main is None:
+            raise EngramError("the engine needs the CLI's entry point")
+        from engram.daemon.handlers import FrontEnds
+        from engram.daemon.server import run_engine
+        from engram.lsp.served import answer
+
+        front_ends = FrontEnds(cli_main=cli_main, lsp_answer=answer, warm=_warm)
+        return run_engine(_root(args), front_ends, getattr(args, "key", None))
     if args.command == "status":
         return cmd_status(args)
     return cmd_stop(args)

@@ -14,21 +14,14 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
-#: Exit codes: 1 = the user's request failed, 2 = bad usage, 70 = internal error (EX_SOFTWARE).
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_INTERNAL = 70
-EXIT_INTERRUPTED = 130
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line that points at ``--help``."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-        raise SystemExit(EXIT_USAGE)
+from engram.cli.parser import (
+    EXIT_ERROR,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    OneLineParser,
+)
 
 
 def _workspace_parent() -> OneLineParser:
@@ -276,14 +269,16 @@ def main(argv: Sequence[str] | None = None, *, try_engine: bool = True) -> int:
         if args.command in ("engine", "status", "stop"):
             from engram.cli.engine_commands import run_engine_command
 
-            return run_engine_command(args)
+            return run_engine_command(args, main)
         if args.command == "serve":  # the editor is waiting for `initialize`: import little
             from engram.cli.serve import cmd_serve
 
             return cmd_serve(args)
         from engram.cli.commands import run_command
+        from engram.jobs import held_by_this_process
 
-        return run_command(args)
+        with held_by_this_process() as ours:  # a background job holds its lock (engram.jobs)
+            return run_command(args) if ours else 0
     except KeyboardInterrupt:
         sys.stderr.write("engram: interrupted\n")
         return EXIT_INTERRUPTED

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
     from engram.mcphub.hub import McpHub
 
 
@@ -117,7 +118,7 @@ async def _run(hub: McpHub, args: argparse.Namespace) -> int:
         await hub.close()
 
 
-def _parse_arguments(text: str) -> dict[str, Any]:
+def _parse_arguments(text: str) -> JsonObject:
     from engram.mcphub.errors import InvalidToolArguments
 
     if text == "-":

@@ -8,10 +8,9 @@ checking the arguments needs; ``engram.lsp`` brings pygls and lsprotocol.
 from __future__ import annotations
 
 import argparse
-import importlib
 import re
 
-from engram.errors import InvalidInput, NotAvailable
+from engram.errors import InvalidInput
 
 _TCP = re.compile(r"[^:\s]*:\d{1,5}")
 
@@ -20,13 +19,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     tcp = args.tcp
     if tcp is not None and not _TCP.fullmatch(tcp):
         raise InvalidInput(f"--tcp must be HOST:PORT, got {tcp!r}")
-    try:
-        lsp = importlib.import_module("engram.lsp")
-    except ModuleNotFoundError as exc:
-        raise NotAvailable("the language server is not available yet (engram.lsp)") from exc
-    run_server = getattr(lsp, "run_server", None)
-    if not callable(run_server):
-        raise NotAvailable("the language server is not available yet (engram.lsp.run_server)")
+    from engram.lsp import run_server
+
     workspace = getattr(args, "workspace", None)
     # --stdio is the default transport; it is accepted because LSP clients append it
     run_server(str(workspace) if workspace else None, tcp, getattr(args, "log_level", None))

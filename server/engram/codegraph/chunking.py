@@ -2,7 +2,7 @@
 
 Boundaries come from the graph's definitions (the ``definitions.scm`` queries), so a function
 body is never split across chunks unless it is longer than a window itself. Every chunk
-carries a contextual prefix (file, kind, name, lines; V5 §8) used for embedding, and a
+carries a contextual prefix (file, kind, name, lines; docs/codegraph.md) used for embedding, and a
 search text with identifiers split into words for keyword search.
 """
 

@@ -10,14 +10,17 @@ Why this shape:
 * **Batched transactions.** Phase 1 commits every :data:`BATCH_SIZE` files; nothing half
   written is ever visible (WAL, one transaction per batch).
 * **Closure table on files.** ``closure(ancestor, descendant)`` means *descendant depends on
-  ancestor* within :data:`MAX_DEPTH` hops, with the product of edge weights (V3 §6) and the
+  ancestor* within :data:`MAX_DEPTH` hops, with the product of edge weights (docs/codegraph.md) and
+  the
   path. Impact and neighbour queries are index lookups. When a file's dependencies change
   only the rows whose descendant can reach it are recomputed.
+
+Long on purpose: the incremental index, the closure table and the graph queries share one
+SQLite schema and its invariants (docs/codegraph.md).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -43,10 +46,14 @@ from engram.codegraph.project import ProjectFact, detect_project
 from engram.codegraph.resolve import ImportResolver, read_go_modules, read_js_packages
 from engram.codegraph.walk import iter_workspace_files
 from engram.config import EngramConfig, IndexConfig
+from engram.model import content_hash
+from engram.progress import Progress
 from engram.workspace import Workspace, WorkspaceError
 
 if TYPE_CHECKING:
     from tree_sitter import Parser, Tree
+
+    from engram.jsontypes import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +64,7 @@ BINARY_SNIFF_BYTES = 8192
 #: Syntax trees kept for incremental re-parsing of files edited through ``reindex_file``
 #: (the files open in an editor); a bulk index never keeps a tree.
 RECENT_TREES = 4
-#: Impact propagation weights per edge type (V3 §6).
+#: Impact propagation weights per edge type (docs/codegraph.md).
 EDGE_WEIGHTS: dict[str, float] = {
     "imports": 0.9,
     "calls": 0.8,
@@ -71,7 +78,6 @@ DEPENDENCY_KINDS = ("imports", "calls", "extends", "implements")
 _RESOLVER_MANIFESTS = frozenset({"go.mod", "package.json"})
 _RECEIVER_WORDS = frozenset({"self", "this", "cls", "super", "Self"})
 
-ProgressCallback = Callable[[int, int, str], None]
 CancelCallback = Callable[[], bool]
 
 _SCHEMA = """
@@ -156,7 +162,7 @@ class Symbol:
     end_line: int
     exported: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return attrs.asdict(self)
 
 
@@ -185,7 +191,7 @@ class IndexReport:
     outside_workspace: list[str] = attrs.field(factory=list)
     project_facts: list[ProjectFact] = attrs.field(factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         data = attrs.asdict(self, recurse=False)
         data["project_facts"] = [f.to_dict() for f in self.project_facts]
         return data
@@ -201,10 +207,6 @@ class ReindexResult:
 
 class IndexInterrupted(Exception):
     """Raised inside a run when the cancel callback says stop; the run is resumable."""
-
-
-def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 class CodeGraph:
@@ -290,7 +292,7 @@ class CodeGraph:
     # -- indexing --------------------------------------------------------------------------
     def index(
         self,
-        progress: ProgressCallback | None = None,
+        progress: Progress | None = None,
         cancel: CancelCallback | None = None,
     ) -> IndexReport:
         """Bring the graph up to date with the workspace; resumable after an interruption.
@@ -359,7 +361,7 @@ class CodeGraph:
         listed: list[str],
         known: dict[str, tuple[str | None, int | None, int | None, str]],
         report: IndexReport,
-        progress: ProgressCallback | None,
+        progress: Progress | None,
         cancel: CancelCallback | None,
     ) -> None:
         conn = self._db()

@@ -2,7 +2,7 @@
 
 Three kinds of evidence, each optional, so the answer stays useful when one is missing:
 
-* the **structural graph** (imports, calls, inheritance; closure table, V3 §6),
+* the **structural graph** (imports, calls, inheritance; closure table, docs/codegraph.md),
 * **co-change** from git history (any :class:`CoChangeSource`, e.g. ``engram.history``),
 * **co-access** from observed sessions (any :class:`CoAccessSource`),
 
@@ -13,11 +13,16 @@ raises a file's score, and a file supported by one source alone still ranks.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
+
 import math
 import posixpath
 import re
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import attrs
 
@@ -155,7 +160,7 @@ class ImpactReport:
             seen.setdefault(test, None)
         return list(seen)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         data = attrs.asdict(self)
         data["impacted_files"] = self.impacted_files
         return data

@@ -1,4 +1,4 @@
-"""Project type detection (seed 001 §6): a few L0 facts from manifests at the root.
+"""Project type detection (docs/codegraph.md): a few L0 facts from manifests at the root.
 
 The facts are plain data; the engine decides whether and how to store them as memories
 (``module_insight`` / ``preference``, scope global). Nothing here guesses beyond what a
@@ -6,6 +6,11 @@ manifest states.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
 
 import json
 import logging
@@ -56,7 +61,7 @@ class ProjectFact:
     evidence: str  # the manifest it came from
     confidence: float = 0.9
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return attrs.asdict(self)
 
 

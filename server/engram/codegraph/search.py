@@ -13,6 +13,9 @@ Chunks and vectors live in the LanceDB-backed ``engram.store.ChunkStore``
 (``.engram/chunks.lance``); the searchable indexes (an inverted index and a NumPy matrix)
 are built in memory on first use and rebuilt when the table version changes, so another
 process's re-index is picked up.
+
+Long on purpose: chunking, the chunk store and hybrid ranking form one pipeline whose steps
+share the chunk records; split, each part would only be read with the others.
 """
 
 from __future__ import annotations
@@ -20,24 +23,25 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import math
 import re
 import threading
 import time
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from engram.bm25 import BM25Index
 from engram.codegraph.chunking import CodeChunk, chunk_file, split_identifier
 from engram.codegraph.graph import CodeGraph
+from engram.progress import Progress
 from engram.workspace import Workspace, WorkspaceError
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from engram.jsontypes import JsonObject
     from engram.store.chunk_store import ChunkStore
     from engram.store.location import StoreLocation
 
@@ -180,44 +184,6 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
 
-class BM25Index:
-    """Okapi BM25 over pre-tokenised documents, scoring every document with NumPy."""
-
-    def __init__(self, documents: Iterable[list[str]], k1: float = 1.2, b: float = 0.75) -> None:
-        import numpy as np
-
-        postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        lengths: list[int] = []
-        for doc_id, tokens in enumerate(documents):
-            lengths.append(len(tokens))
-            for token, count in Counter(tokens).items():
-                postings[token].append((doc_id, count))
-        self.size = len(lengths)
-        self._lengths = np.asarray(lengths, dtype=np.float32)
-        average = float(self._lengths.mean()) if self.size else 1.0
-        self._norm = k1 * (1.0 - b + b * self._lengths / max(average, 1e-9))
-        self._k1 = k1
-        self._postings: dict[str, tuple[Any, Any, float]] = {}
-        for token, entries in postings.items():
-            ids = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
-            tfs = np.fromiter((e[1] for e in entries), dtype=np.float32, count=len(entries))
-            df = len(entries)
-            idf = math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
-            self._postings[token] = (ids, tfs, idf)
-
-    def scores(self, query_tokens: Sequence[str]) -> npt.NDArray[np.float32]:
-        import numpy as np
-
-        out = np.zeros(self.size, dtype=np.float32)
-        for token, weight in Counter(query_tokens).items():
-            entry = self._postings.get(token)
-            if entry is None:
-                continue
-            ids, tfs, idf = entry
-            out[ids] += weight * idf * tfs * (self._k1 + 1.0) / (tfs + self._norm[ids])
-        return out
-
-
 @attrs.define
 class CodeHit:
     file: str
@@ -228,7 +194,7 @@ class CodeHit:
     score: float
     snippet: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return attrs.asdict(self)
 
 
@@ -242,7 +208,7 @@ class ChunkIndexReport:
     interrupted: bool = False
     dense: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return attrs.asdict(self)
 
 
@@ -338,7 +304,7 @@ class CodeSearch:
     def index_chunks(
         self,
         files: Sequence[str] | None = None,
-        progress: Callable[[int, int, str], None] | None = None,
+        progress: Progress | None = None,
         cancel: Callable[[], bool] | None = None,
     ) -> ChunkIndexReport:
         """(Re)chunk and embed files whose content or embedding model changed.

@@ -11,7 +11,8 @@ fall back to working in-process when it cannot be reached.
 * ``wire``: the versioned, newline-delimited JSON protocol.
 * ``client``: connect, or start the engine race-free, and call it (standard library only,
   so a forwarding CLI imports almost nothing).
-* ``server``: the engine process itself; ``handlers``: what it answers.
+* ``server``: the engine process itself; ``handlers``: what it answers (the front ends'
+  code it runs is handed in by ``engram.cli.engine_commands``: no front end is imported).
 
 Nothing is imported here: ``engram.daemon.client`` must stay cheap to import.
 """

@@ -1,29 +1,35 @@
 """What the engine answers, besides hello/status/stop (docs/engine.md, "Requests").
 
 * ``cli``: a command line forwarded by a thin ``engram`` process. The engine runs it with
-  the very code a CLI process would (``engram.cli.main.main``; the declared use cases of
-  ``engram.api`` among them), on the warm engine it lends to the command
-  (``engram.app.engine.LENT_ENGINE``), with the caller's stdin and its own stdout/stderr
-  captured (``engram.daemon.streams``), and returns those and the exit status. So every
-  command prints exactly what it prints in-process, and there is no second list of
-  commands here.
+  the very code a CLI process would (``engram.cli.main.main``, handed in as
+  :attr:`FrontEnds.cli_main`; the declared use cases of ``engram.api`` among them), on the
+  warm engine it lends to the command (``engram.app.engine.LENT_ENGINE``), with the
+  caller's stdin and its own stdout/stderr captured (``engram.daemon.streams``), and
+  returns those and the exit status. So every command prints exactly what it prints
+  in-process, and there is no second list of commands here.
 * ``call``: a declared use case by name with raw JSON arguments from a surface (the
   language server's ``workspace/executeCommand``, an MCP tool): checked by the
   declaration (``parse``), run (``execute``) and rendered (``to_json``/``to_text``/
   ``notes``), exactly as the front end would have done in-process.
+* ``lsp``: what a thin language server reads (``engram.lsp.served.answer``, handed in as
+  :attr:`FrontEnds.lsp_answer`).
 
-Both run in a worker thread of the engine process.
+Both front ends' code is handed in by ``engram.cli.engine_commands`` when it starts the
+engine, so this package imports no front end: the layers in pyproject.toml
+(docs/architecture.md). Every request runs in a worker thread of the engine process.
 """
 
 from __future__ import annotations
 
 import base64
-import importlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+import attrs
+
+from engram.api import Surface, UseCase, by_name
 from engram.daemon import streams
 from engram.errors import InvalidInput
 
@@ -36,7 +42,21 @@ log = logging.getLogger(__name__)
 MAX_ARGV = 1000
 
 
-def run_cli(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
+@attrs.frozen
+class FrontEnds:
+    """The front ends' code the engine runs (see the module docstring)."""
+
+    #: ``engram.cli.main.main``: one command line, its exit status
+    cli_main: Callable[[list[str]], int]
+    #: ``engram.lsp.served.answer``: a thin language server's read
+    lsp_answer: Callable[[Engine, Mapping[str, object]], dict[str, object]]
+    #: imports the code forwarded commands run, while the engine warms
+    warm: Callable[[], None] = lambda: None
+
+
+def run_cli(
+    engine: Engine, request: Mapping[str, object], main: Callable[[list[str]], int]
+) -> dict[str, object]:
     """Run a forwarded command line; ``{"exit", "stdout", "stderr"}``."""
     argv = request.get("argv")
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
@@ -46,7 +66,6 @@ def run_cli(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
     raw_stdin = request.get("stdin")
     data = base64.b64decode(raw_stdin) if isinstance(raw_stdin, str) else b""
     from engram.app.engine import LENT_ENGINE
-    from engram.cli.main import main
 
     token = LENT_ENGINE.set(engine)
     try:
@@ -64,23 +83,9 @@ def run_cli(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
         LENT_ENGINE.reset(token)
 
 
-class Declaration(Protocol):
-    """What the engine needs of a use-case declaration (``engram.api``'s ``UseCase``)."""
-
-    name: str
-
-    def parse(self, raw: Mapping[str, object], surface: object) -> object: ...
-
-    def execute(self, engine: Engine, args: object, surface: object) -> object: ...
-
-
-def _declarations() -> tuple[object, object] | None:
-    """``engram.api``'s lookup and ``Surface`` enum, when the package is there."""
-    try:
-        api = importlib.import_module("engram.api")
-    except ModuleNotFoundError:
-        return None
-    return getattr(api, "by_name", None), getattr(api, "Surface", None)
+def _declarations() -> tuple[Callable[[str], UseCase[object, object]], type[Surface]]:
+    """``engram.api``'s lookup and its ``Surface`` enum (a test hands in its own)."""
+    return by_name, Surface
 
 
 def run_call(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
@@ -92,21 +97,18 @@ def run_call(engine: Engine, request: Mapping[str, object]) -> dict[str, object]
         raise InvalidInput("usecase and surface must be strings")
     if not isinstance(raw, dict):
         raise InvalidInput("the arguments must be a JSON object")
-    found = _declarations()
-    if found is None or not callable(found[0]) or found[1] is None:
-        raise InvalidInput("this engine has no declared use cases (engram.api)")
-    by_name, surface_enum = found
+    lookup, surfaces = _declarations()
     try:
-        usecase = by_name(name)  # type: ignore[operator]
+        usecase = lookup(name)
     except KeyError:
         raise InvalidInput(f"unknown use case {name!r}") from None
     try:
-        surface = surface_enum(surface_name)  # type: ignore[operator]
+        surface = surfaces(surface_name)
     except ValueError:
         raise InvalidInput(f"unknown surface {surface_name!r}") from None
     args = usecase.parse(raw, surface)
     result = usecase.execute(engine, args, surface)
-    touched = usecase.touched(result) if getattr(usecase, "touched", None) else None
+    touched = usecase.touched(result) if usecase.touched is not None else None
     return {
         "json": usecase.to_json(result),
         "text": usecase.to_text(result),
@@ -121,74 +123,8 @@ def _touched_id(item: object) -> str:
     return str(memory_id)
 
 
-def run_lsp(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
-    """What a thin language server reads from the engine (``engram.lsp``'s remote folder).
-
-    ``snapshot``: the memories of a file (``app.memories.for_file``) and its code symbols,
-    after re-indexing it when asked (on save); ``impact``: the one-line impact summary
-    hover shows; ``index``: the keyword-only index the language server runs at start;
-    ``anchored``: files with diagnostic-type memories (pull diagnostics, workspace-wide).
-    """
-    from engram.lsp import folder as lsp_folder
-    from engram.lsp.remote import partners_json
-    from engram.model import memory_to_dict
-
-    what = request.get("what")
-    file = request.get("file")
-    if what == "snapshot":
-        if not isinstance(file, str):
-            raise InvalidInput("snapshot needs a file")
-        has_graph = bool(request.get("has_graph"))
-        snap = lsp_folder.snapshot_blocking(
-            engine, file, [], has_graph, bool(request.get("reindex"))
-        )
-        symbols = [[s.name, s.qualname, s.span.start, s.span.end] for s in snap.symbols]
-        known = request.get("known")
-        key = [list(k) for k in lsp_folder.memory_key(snap.memories)]
-        partners = partners_json(snap.partners)  # a partner may change on its own
-        if isinstance(known, list) and known == key:  # nothing to decode over there
-            return {"unchanged": True, "symbols": symbols, "partners": partners}
-        return {
-            "memories": [memory_to_dict(m) for m in snap.memories],
-            "symbols": symbols,
-            "partners": partners,
-        }
-    if what == "impact":
-        if not isinstance(file, str):
-            raise InvalidInput("impact needs a file")
-        return {"summary": lsp_folder.impact_blocking(engine, file)}
-    if what == "index":
-        from engram.app.indexing import index
-        from engram.model import to_jsonable
-
-        report = index(engine, embed_chunks=False, history=bool(request.get("history")))
-        data = to_jsonable(report)
-        return {"report": data if isinstance(data, dict) else {}}
-    if what == "reindex":
-        files = request.get("files")
-        done = []
-        for rel in files if isinstance(files, list) else []:
-            if isinstance(rel, str):
-                try:
-                    engine.codegraph.reindex_file(rel)
-                    done.append(rel)
-                except Exception as exc:  # one file must not stop the others
-                    log.debug("reindex of %s failed: %s", rel, exc)
-        return {"files": done}
-    if what == "anchored":
-        from engram.app.memories import conflict_partners
-
-        by_file = lsp_folder.anchored_files_blocking(engine)
-        everyone = list({m.id: m for ms in by_file.values() for m in ms}.values())
-        return {
-            "files": {f: [memory_to_dict(m) for m in ms] for f, ms in by_file.items()},
-            "partners": partners_json(conflict_partners(engine, everyone)),
-        }
-    raise InvalidInput(f"unknown language-server request {what!r}")
-
-
 def workspace_matches(engine: Engine, root: object) -> bool:
     return isinstance(root, str) and Path(root).resolve() == engine.workspace.root
 
 
-__all__ = ["Declaration", "run_call", "run_cli", "run_lsp", "workspace_matches"]
+__all__ = ["FrontEnds", "run_call", "run_cli", "workspace_matches"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import faulthandler
+import functools
 import hmac
 import logging
 import logging.handlers
@@ -209,8 +210,9 @@ class AccessBatcher:
 class EngineSlot:
     """The current engine, swapped when settings change; the old one closes when unused."""
 
-    def __init__(self, opener: Callable[[], Engine]) -> None:
+    def __init__(self, opener: Callable[[], Engine], warm_code: Callable[[], None]) -> None:
         self._opener = opener
+        self._warm_code = warm_code
         self._lock = threading.Lock()
         self._engine: Engine | None = None
         self._users: dict[int, int] = {}
@@ -294,8 +296,7 @@ class EngineSlot:
                 _ = engine.embedder
                 _ = engine.retriever
             # the code every forwarded command runs, imported once now, not on the first call
-            import engram.cli.commands
-            import engram.cli.main  # noqa: F401
+            self._warm_code()
         except Exception as exc:  # a request will report it properly
             log.warning("warming the engine failed: %s", exc)
 
@@ -316,8 +317,11 @@ class EngineSlot:
 class EngineServer:
     """The engine process for one workspace (see the module docstring)."""
 
-    def __init__(self, root: Path, address: Address, idle_seconds: float) -> None:
+    def __init__(
+        self, root: Path, address: Address, idle_seconds: float, front_ends: handlers.FrontEnds
+    ) -> None:
         self.root = root
+        self.front_ends = front_ends
         self.address = address
         self.idle_seconds = idle_seconds
         self.started = time.time()
@@ -331,7 +335,7 @@ class EngineServer:
         self._stopping: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._executor = ThreadPoolExecutor(WORKERS, thread_name_prefix="engram-engine")
-        self.slot = EngineSlot(self._open_engine)
+        self.slot = EngineSlot(self._open_engine, front_ends.warm)
         self.slot.listeners.append(self._on_write)
         self.config_watch = _ConfigWatch(root)
         self.stop_reason = ""
@@ -463,7 +467,7 @@ class EngineServer:
                 await self._check_outside_changes()
 
     def _marker(self) -> str:
-        from engram.agents.digest import lance_manifest_marker
+        from engram.store.digest import lance_manifest_marker
         from engram.workspace import Workspace
 
         return lance_manifest_marker(Workspace(self.root))
@@ -634,12 +638,13 @@ class EngineServer:
                 return {"id": request_id, "ok": True, "result": self._stop_reply()}
             if op == "ping":
                 return {"id": request_id, "ok": True, "result": {"pid": os.getpid()}}
+            handler: Callable[[Engine, Json], dict[str, object]]
             if op == "cli":
-                handler = handlers.run_cli
+                handler = functools.partial(handlers.run_cli, main=self.front_ends.cli_main)
             elif op == "call":
                 handler = handlers.run_call
             elif op == "lsp":
-                handler = handlers.run_lsp
+                handler = self.front_ends.lsp_answer
             else:
                 return _error(request_id, USER, f"unknown request {op!r}")
             result = await self._loop.run_in_executor(self._executor, self._run, handler, message)
@@ -719,8 +724,13 @@ def _setup_logging(root: Path) -> None:
     root_logger.addHandler(streams.CapturedLogHandler())
 
 
-def run_engine(workspace: str, key: str | None = None) -> int:
-    """The body of ``engram engine``: serve one workspace until stopped or idle."""
+def run_engine(workspace: str, front_ends: handlers.FrontEnds, key: str | None = None) -> int:
+    """The body of ``engram engine``: serve one workspace until stopped or idle.
+
+    ``front_ends``: what it runs for the CLI and the language server, given by
+    ``engram.cli.engine_commands`` so this package imports no front end (the layers in
+    pyproject.toml, docs/architecture.md).
+    """
     from filelock import FileLock, Timeout
 
     from engram.daemon.address import runtime_dir
@@ -751,7 +761,7 @@ def run_engine(workspace: str, key: str | None = None) -> int:
             json.dumps({"pid": os.getpid(), "workspace": str(root), "build": BUILD}),
         )
         streams.install()
-        server = EngineServer(root, address, idle_seconds_from_env())
+        server = EngineServer(root, address, idle_seconds_from_env(), front_ends)
         asyncio.run(server.serve())
         return 0
     finally:

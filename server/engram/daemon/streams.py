@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, BinaryIO, cast
 
 import attrs
 
@@ -81,8 +81,8 @@ class RoutedStream(io.TextIOBase):
         return self._name != "stdin"
 
     @property
-    def buffer(self) -> Any:
-        return self._target().buffer  # type: ignore[attr-defined]
+    def buffer(self) -> BinaryIO:
+        return cast("BinaryIO", self._target().buffer)  # type: ignore[attr-defined]
 
     @property
     def encoding(self) -> str:  # type: ignore[override]

@@ -1,4 +1,4 @@
-"""Contextual embedding text for memories (V5 §8: context before content)."""
+"""Contextual embedding text for memories (docs/retrieval.md: context before content)."""
 
 from __future__ import annotations
 

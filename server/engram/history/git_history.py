@@ -16,6 +16,9 @@ the indexes and keeps incremental mining and rename updates trivial.
 Nothing here raises for a missing git, a directory that is not a repository, an empty or a
 shallow repository: :attr:`GitHistory.status` and :attr:`GitHistory.reason` say what is
 going on and queries return empty results.
+
+Long on purpose: mining, the co-change tables and the queries on them share one SQLite
+schema (docs/history.md).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from engram.history.cochange_model import (
 )
 from engram.history.gitlog import LOG_ARGS, LOG_FORMAT, CommitRecord, parse_log
 from engram.history.renames import fold_renames
+from engram.progress import Progress
 from engram.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -63,8 +67,6 @@ STATUS_NOT_A_REPO = "not-a-repository"
 STATUS_NO_GIT = "no-git"
 STATUS_ERROR = "error"
 STATUS_NOT_MINED = "not-mined"
-
-ProgressCallback = Callable[..., None]
 
 
 @attrs.define
@@ -389,7 +391,7 @@ class GitHistory:
 
     def mine(
         self,
-        progress: ProgressCallback | None = None,
+        progress: Progress | None = None,
         cancel: Callable[[], bool] | None = None,
     ) -> MineReport:
         """Mine commits added since the last run (all of them the first time).
@@ -426,7 +428,7 @@ class GitHistory:
         self,
         conn: sqlite3.Connection,
         head: str,
-        progress: ProgressCallback | None,
+        progress: Progress | None,
         cancel: Callable[[], bool] | None,
     ) -> MineReport:
         report = MineReport(STATUS_OK, "")
@@ -448,7 +450,7 @@ class GitHistory:
         count_text = self._git("rev-list", "--count", "--no-merges", rev_range)
         total = min(int(count_text.strip()), limit) if count_text else 0
         if progress is not None:
-            progress(done=0, total=total)
+            progress(0, total, "commits")
         next_order = conn.execute("SELECT COALESCE(MAX(id), 0) FROM commits").fetchone()[0]
         path_ids: dict[str, int] = {
             p: i for p, i in conn.execute("SELECT path, id FROM paths")
@@ -463,7 +465,7 @@ class GitHistory:
                 conn.execute("COMMIT")
                 conn.execute("BEGIN IMMEDIATE")
                 if progress is not None:
-                    progress(done=done, total=total)
+                    progress(done, total, "commits")
                 if cancel is not None and cancel():
                     log.info("history mining cancelled after %d commits", done)
                     report.reason = "cancelled"
@@ -474,7 +476,7 @@ class GitHistory:
         report.commits = self._count_commits(conn)
         report.files = conn.execute("SELECT COUNT(*) FROM paths WHERE canon=id").fetchone()[0]
         if progress is not None:
-            progress(done=done, total=total)
+            progress(done, total, "commits")
         return report
 
     @staticmethod
@@ -917,7 +919,8 @@ class GitHistory:
             return n
 
     def coaccess_seed(self) -> list[tuple[str, str, float]]:
-        """Cold-start co-access edges ``(file_a, file_b, weight)`` from co-commits (V3 §5).
+        """Cold-start co-access edges ``(file_a, file_b, weight)`` from co-commits
+        (docs/history.md).
 
         Weight is the Jaccard index of the two files' commit sets (0..1, symmetric), for
         pairs committed together at least ``coaccess_min_support`` times, strongest first.

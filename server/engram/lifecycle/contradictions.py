@@ -1,4 +1,5 @@
-"""Contradiction scanning without an LLM (004 §4, V5 §15): two memories about the same thing
+"""Contradiction scanning without an LLM (docs/lifecycle.md): two memories about
+the same thing
 that cannot both hold.
 
 The seeds ask an LLM "are these contradictory?"; Engram must work offline, so it reads
@@ -21,7 +22,8 @@ embeddings are close and they still share a good part of their words, and anchor
 share a file. Kinds of memory that record what happened (work state, outcomes,
 observations, calibration) are never compared: two sessions may well differ.
 
-What is found is never resolved silently (V5: surface both, with attribution): the new
+What is found is never resolved silently (docs/lifecycle.md: surface both, with attribution): the
+new
 memory is linked to the old one by a ``conflicts_with`` relation and goes to review; the
 user keeps one (``engram confirm``) and flags the other.
 """

@@ -1,4 +1,4 @@
-"""Near-duplicate detection and merging (Memory Bridge §3.3).
+"""Near-duplicate detection and merging (docs/lifecycle.md).
 
 Agents and people say the same thing many times. Instead of storing copies (which crowd
 out other memories in a token budget), a new memory that is nearly the same as an existing
@@ -18,7 +18,7 @@ import attrs
 
 from engram.model import CodeAnchor, Memory, utcnow
 
-#: Confidence gained when a memory is learned again, and its ceiling (V5 §18).
+#: Confidence gained when a memory is learned again, and its ceiling (docs/lifecycle.md).
 MERGE_CONFIDENCE_BUMP = 0.05
 CONFIDENCE_CAP = 0.95
 

@@ -1,6 +1,6 @@
 """Export and import: JSON, Markdown, and the rule files agents already use.
 
-Exports are how people share memories and take them elsewhere (V5 §16 GDPR controls):
+Exports are how people share memories and take them elsewhere (docs/lifecycle.md GDPR controls):
 JSON is exact and machine-readable; Markdown is readable and still importable (each
 memory carries its JSON in an HTML comment). Import also reads CLAUDE.md, AGENTS.md and
 .cursorrules, turning their bullet rules into typed ``user_taught`` memories so a team's

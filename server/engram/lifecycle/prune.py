@@ -1,4 +1,4 @@
-"""Pruning: how memories age out (V3 §13, V5 §18).
+"""Pruning: how memories age out (docs/lifecycle.md).
 
 The rules are a pure function of the memories, the clock and a "does this file exist"
 probe, so they are tested without a store and without sleeping; the engine applies the
@@ -22,7 +22,7 @@ SESSION_TTL = timedelta(days=7)
 DEPRECATED_GRACE = timedelta(days=30)
 LOW_CONFIDENCE = 0.2
 LOW_CONFIDENCE_IDLE = timedelta(days=60)
-#: A decaying memory is soft-deleted once idle for this many half-lives (V5 §18).
+#: A decaying memory is soft-deleted once idle for this many half-lives (docs/lifecycle.md).
 HALF_LIVES_TO_EXPIRE = 3
 
 

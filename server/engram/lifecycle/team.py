@@ -21,7 +21,7 @@ nothing overrides the safety rules.
 
 Shared files carry only what a teammate needs: content, type, scope, anchors, tags,
 relations, confidence, validity, who shared it and when. Access counts, session ids and
-local review state stay local (V5 §16: personal data never leaves the machine).
+local review state stay local (docs/lifecycle.md: personal data never leaves the machine).
 """
 
 from __future__ import annotations

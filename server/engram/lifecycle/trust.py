@@ -16,6 +16,9 @@ Reads are not events. Search, context, hover, diagnostics, hooks, MCP reads and 
 may count usage (:func:`count_use`), which never touches state, confidence or the decay
 clock (``last_accessed_at`` is the time a person or validated event last vouched for the
 memory, see docs/trust.md "Time").
+
+Long on purpose: the trust state machine is one table of states, events and transitions
+(docs/trust.md); every rule is meant to be read next to the others.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -40,6 +43,9 @@ from engram.model import (
     make_citation_text,
     team_origin,
 )
+
+if TYPE_CHECKING:
+    from engram.store.digest import MirrorRules
 
 __all__ = [
     "CONFIDENCE_CAP",
@@ -75,6 +81,7 @@ __all__ = [
     "count_use",
     "flags_of",
     "is_shown",
+    "mirror_rules",
     "snapshot",
     "state_of",
     "transition",
@@ -416,6 +423,14 @@ def conflict_ids(memory: Memory) -> list[str]:
             if r.relation_type is RelationType.CONFLICTS_WITH and r.target_memory_id
         )
     )
+
+
+def mirror_rules() -> MirrorRules:
+    """These rules as the agents' digest applies them (``engram.store.digest``): which
+    memories a hook may hand out, and their conflict partners."""
+    from engram.store.digest import MirrorRules
+
+    return MirrorRules(shown=is_shown, conflicts=conflict_ids)
 
 
 def active_conflicts(

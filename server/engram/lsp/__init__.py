@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def create_server() -> EngramLanguageServer:
     """A fully wired server object (not started); tests and embedders use this."""
-    from engram.lsp.server import create_server as _create
+    from engram.lsp.features import create_server as _create
 
     return _create()
 
@@ -29,7 +29,7 @@ def run_server(
     ``workspace`` is the fallback root when the client sends no root/workspace folders;
     ``log_level`` (debug, info, warning, error) is the stderr log's, warning by default.
     """
-    from engram.lsp.server import run_server as _run
+    from engram.lsp.features import run_server as _run
 
     _run(workspace, tcp, log_level)
 

@@ -4,10 +4,10 @@ A stored anchor records the lines (0-based, inclusive) and a hash of their text 
 the memory was made. The editor's buffer drifts from that as the user types, so the server
 keeps, per open document, the current line span of every anchor and shifts it on each
 incremental ``didChange``: lines inserted above a symbol move its diagnostic down with it.
-On open, save and full-text changes the span is located afresh: the stored lines when
-their hash still matches, else the code graph's current range of the anchored symbol (it
-knows where ``parse_config`` is now), else the nearest place where the same lines (same
-hash) now appear, else the stored lines clamped to the document.
+On open, save and full-text changes the span is located afresh by the one relocator,
+:func:`engram.anchors.relocate` (the same rules ``engram index`` applies), with the code
+graph's current span of the anchored symbol; when the code under it changed, the stored
+lines clamped to the document.
 
 Everything here is pure (no LSP objects, no I/O) so it is unit-tested directly.
 """
@@ -18,24 +18,22 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from engram.model import CodeAnchor, content_hash
-
-#: How far (in lines) to look for moved anchored text; beyond this it is another place.
-MAX_SEARCH_LINES = 20_000
+from engram.anchors import AnchorText, LineSpan, relocate, stored_span
+from engram.model import CodeAnchor, Memory
 
 
 @attrs.frozen
-class LineSpan:
-    """A 0-based, inclusive range of whole lines."""
+class SymbolInfo:
+    """A code-graph definition, 0-based lines (the graph stores 1-based)."""
 
-    start: int
-    end: int
+    name: str
+    qualname: str
+    span: LineSpan
 
-    def contains(self, line: int) -> bool:
-        return self.start <= line <= self.end
 
-    def shifted(self, delta: int) -> LineSpan:
-        return LineSpan(max(0, self.start + delta), max(0, self.end + delta))
+def memory_key(memories: Sequence[Memory]) -> tuple[tuple[str, str], ...]:
+    """Cheap identity of a file's memory set, to tell whether to republish."""
+    return tuple(sorted((m.id, m.updated_at.isoformat()) for m in memories))
 
 
 @attrs.frozen
@@ -54,56 +52,16 @@ def split_lines(text: str) -> list[str]:
     return text.splitlines()
 
 
-def lines_hash(lines: Sequence[str], span: LineSpan) -> str | None:
-    if span.start < 0 or span.end >= len(lines) or span.end < span.start:
-        return None
-    return content_hash("\n".join(lines[span.start : span.end + 1]))
-
-
-def find_hash(lines: Sequence[str], length: int, wanted: str, near: int) -> int | None:
-    """The start line nearest to ``near`` where ``length`` lines hash to ``wanted``."""
-    if length <= 0 or length > len(lines):
-        return None
-    last_start = len(lines) - length
-    limit = min(MAX_SEARCH_LINES, last_start + 1)
-    near = max(0, min(near, last_start))
-    for distance in range(limit + 1):
-        for candidate in (near - distance, near + distance) if distance else (near,):
-            if 0 <= candidate <= last_start:
-                text = "\n".join(lines[candidate : candidate + length])
-                if content_hash(text) == wanted:
-                    return candidate
-        if near - distance < 0 and near + distance > last_start:
-            break
-    return None
-
-
 def locate_anchor(
     anchor: CodeAnchor, lines: Sequence[str], symbol_span: LineSpan | None = None
 ) -> LineSpan:
-    """The anchor's span in the current text (see the module docstring for the order)."""
-    if anchor.start_line is None:
-        if symbol_span is not None:
-            return _clamp(symbol_span, len(lines))
-        return LineSpan(0, 0)  # a file-level memory sits on the first line
-    start = anchor.start_line
-    end = anchor.end_line if anchor.end_line is not None else start
-    stored = LineSpan(start, max(start, end))
-    if anchor.content_hash and lines_hash(lines, stored) == anchor.content_hash:
-        return stored
-    if symbol_span is not None:
-        return _clamp(symbol_span, len(lines))
-    if anchor.content_hash and lines:
-        moved = find_hash(lines, stored.end - stored.start + 1, anchor.content_hash, start)
-        if moved is not None:
-            return LineSpan(moved, moved + stored.end - stored.start)
-    return _clamp(stored, len(lines))
-
-
-def _clamp(span: LineSpan, line_count: int) -> LineSpan:
-    last = max(0, line_count - 1)
-    start = min(max(0, span.start), last)
-    return LineSpan(start, min(max(start, span.end), last))
+    """The anchor's span in the editor's text: :func:`engram.anchors.relocate`, else (the code
+    under it changed) the stored lines clamped to the document; a file-level memory sits on
+    the first line."""
+    found = relocate(anchor, AnchorText(lines), symbol_span)
+    if found is not None:
+        return found.clamped(len(lines))
+    return (stored_span(anchor) or LineSpan(0, 0)).clamped(len(lines))
 
 
 def shift_span(span: LineSpan, edit: TextEdit) -> LineSpan:

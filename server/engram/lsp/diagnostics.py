@@ -1,6 +1,6 @@
 """Memories -> LSP diagnostics: which memories show, at which severity, saying what.
 
-The rules (seed V3 §7/§10, V5 §13, issue 8 item 3):
+The rules (docs/lsp.md, docs/trust.md):
 
 * Only memory types that belong on code (``ANCHORED_DIAGNOSTIC_TYPES``) anchored in the
   document show; deprecated and stale memories never do (a stale memory is never injected
@@ -28,7 +28,7 @@ from datetime import datetime
 import attrs
 from lsprotocol import types
 
-from engram.lsp.anchors import LineSpan
+from engram.anchors import LineSpan
 from engram.marks import conflict_marker
 from engram.model import ANCHORED_DIAGNOSTIC_TYPES, Memory, MemoryType, shared_by_text
 
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 SOURCE = "engram"
 
-#: Minimum current confidence per trust level (V5 §13).
+#: Minimum current confidence per trust level (docs/lsp.md).
 TRUST_MIN_CONFIDENCE: dict[int, float] = {1: 0.80, 2: 0.65, 3: 0.55, 4: 0.45}
 
 #: A memory this close above the bar is shown one severity level weaker.

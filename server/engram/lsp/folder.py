@@ -11,13 +11,15 @@ functions, which take plain values and return plain values.
 from __future__ import annotations
 
 import logging
+import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from engram.lsp.anchors import LineSpan, locate_anchor
+from engram.anchors import LineSpan
+from engram.lsp.anchors import SymbolInfo, locate_anchor
 from engram.lsp.diagnostics import DiagnosticPolicy, make_policy
 from engram.lsp.session import SessionLedger
 from engram.model import Memory
@@ -35,15 +37,6 @@ MAX_WORKSPACE_FILES = 500
 
 
 @attrs.frozen
-class SymbolInfo:
-    """A code-graph definition, 0-based lines (the graph stores 1-based)."""
-
-    name: str
-    qualname: str
-    span: LineSpan
-
-
-@attrs.frozen
 class FileSnapshot:
     """What a worker thread found for one file: memories, spans, symbols."""
 
@@ -53,11 +46,6 @@ class FileSnapshot:
     #: memory id -> the shown memories it conflicts with, ``(id, text)`` (marked in hover
     #: and diagnostics; docs/trust.md "Conflicts")
     partners: dict[str, list[tuple[str, str]]] = attrs.field(factory=dict)
-
-
-def memory_key(memories: Sequence[Memory]) -> tuple[tuple[str, str], ...]:
-    """Cheap identity of a file's memory set, to tell whether to republish."""
-    return tuple(sorted((m.id, m.updated_at.isoformat()) for m in memories))
 
 
 def symbol_at(symbols: Sequence[SymbolInfo], line: int) -> SymbolInfo | None:
@@ -122,7 +110,9 @@ class Folder:
         self.impact: dict[str, str | None] = {}
         self.session = SessionLedger()
         #: child processes working for this folder (background embedding), ended at shutdown
-        self.children: list[Any] = []
+        self.children: list[subprocess.Popen[bytes]] = []
+        #: engines a settings change replaced; threads may still use them: closed at shutdown
+        self.retired: list[Engine] = []
 
     def contains(self, path: Path) -> bool:
         return path == self.root or self.root in path.parents
@@ -158,7 +148,7 @@ def open_engine_blocking(root: Path, overrides: dict[str, Any]) -> Engine:
         return Engine.open(Workspace(root), {})
 
 
-def load_config_blocking(root: Path, overrides: dict[str, Any]) -> EngramConfig:
+def load_config_blocking(root: Path, overrides: dict[str, object]) -> EngramConfig:
     """The folder's settings without an engine; a bad editor setting falls back as above."""
     from engram.config import ConfigError, load_config
 

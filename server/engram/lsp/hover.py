@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from engram.lsp.anchors import LineSpan
+from engram.anchors import LineSpan
 from engram.lsp.diagnostics import TYPE_LABELS, provenance_text
 from engram.marks import conflict_marker
 from engram.model import Memory

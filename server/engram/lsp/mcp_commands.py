@@ -40,6 +40,7 @@ from engram.lsp.registry import Args, CommandContext, CommandRegistry
 if TYPE_CHECKING:
     from engram.app import Engine
     from engram.config import EngramConfig
+    from engram.jsontypes import JsonObject
     from engram.mcphub.hub import McpHub
     from engram.mcphub.results import ObservationDraft
     from engram.workspace import Workspace
@@ -210,17 +211,17 @@ def register_commands(registry: CommandRegistry, hubs: HubCache | None = None) -
     """Add the ``engram.mcp.*`` commands; returns the hub cache (close it at shutdown)."""
     cache = hubs or HubCache()
 
-    async def mcp_list(ctx: CommandContext, args: ListArgs) -> dict[str, Any]:
+    async def mcp_list(ctx: CommandContext, args: ListArgs) -> JsonObject:
         hub = await cache.hub(ctx, args.file)
         return await hub.list(args.server, with_schema=args.with_schema)
 
-    async def mcp_search(ctx: CommandContext, args: SearchArgs) -> dict[str, Any]:
+    async def mcp_search(ctx: CommandContext, args: SearchArgs) -> JsonObject:
         hub = await cache.hub(ctx, args.file)
         return await hub.search(
             args.query, file=args.file, module=args.module, phase=args.phase, k=args.k
         )
 
-    async def mcp_call(ctx: CommandContext, args: CallArgs) -> dict[str, Any]:
+    async def mcp_call(ctx: CommandContext, args: CallArgs) -> JsonObject:
         hub = await cache.hub(ctx, args.file)
         drafts: list[ObservationDraft] = []
         result = await hub.call(
@@ -234,15 +235,15 @@ def register_commands(registry: CommandRegistry, hubs: HubCache | None = None) -
             result["memory_ids"] = await _save_drafts(ctx, drafts, args.file)
         return result
 
-    async def mcp_status(ctx: CommandContext, args: StatusArgs) -> dict[str, Any]:
+    async def mcp_status(ctx: CommandContext, args: StatusArgs) -> JsonObject:
         hub = await cache.hub(ctx, args.file)
         return await hub.status()
 
-    async def mcp_refresh(ctx: CommandContext, args: RefreshArgs) -> dict[str, Any]:
+    async def mcp_refresh(ctx: CommandContext, args: RefreshArgs) -> JsonObject:
         hub = await cache.hub(ctx, args.file)
         return await hub.refresh(args.names or None, force=args.force)
 
-    async def mcp_suggest(ctx: CommandContext, args: SuggestArgs) -> dict[str, Any]:
+    async def mcp_suggest(ctx: CommandContext, args: SuggestArgs) -> JsonObject:
         hub = await cache.hub(ctx, args.file)
         return {"tools": hub.suggest_tools(args.file, args.selection, k=args.k)}
 
@@ -258,7 +259,7 @@ def register_commands(registry: CommandRegistry, hubs: HubCache | None = None) -
         "engram.mcp.refresh", RefreshArgs, mcp_refresh, summary="introspect new or changed servers"
     )
 
-    async def mcp_run(ctx: CommandContext, args: RunArgs) -> dict[str, Any]:
+    async def mcp_run(ctx: CommandContext, args: RunArgs) -> JsonObject:
         result = await mcp_call(
             ctx, CallArgs(tool=args.tool, arguments=args.arguments, file=args.file)
         )

@@ -13,7 +13,7 @@ Other packages add their commands from their own module::
         registry.register("engram.mcp.findTools", FindToolsArgs, find_tools,
                           summary="search tools across the user's MCP servers")
 
-    async def find_tools(ctx: CommandContext, args: FindToolsArgs) -> dict[str, Any]:
+    async def find_tools(ctx: CommandContext, args: FindToolsArgs) -> JsonObject:
         return await ctx.call(lambda engine: ..., file=None)
 
 and ``engram.lsp.server`` calls ``register_commands(registry)`` once at start (see
@@ -38,6 +38,7 @@ from engram.workspace import WorkspaceError
 
 if TYPE_CHECKING:
     from engram.app import Engine
+    from engram.jsontypes import JsonObject
     from engram.lifecycle.trust import Actor
     from engram.model import Memory
 
@@ -82,7 +83,7 @@ class CommandContext(Protocol):
         """This server session's ledger (applied / learned / corrected memory ids)."""
         ...
 
-    def status(self, file: str | None = None) -> dict[str, Any]:
+    def status(self, file: str | None = None) -> JsonObject:
         """Readiness of the folder: ``{"ready": bool, "indexing": str | None}``."""
         ...
 

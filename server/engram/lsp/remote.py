@@ -3,8 +3,8 @@
 The language server does not open LanceDB or the model (docs/engine.md, "Front ends"): it
 connects to the workspace's engine (starting it when no front end has), subscribes to its
 write events, and reads what hover and diagnostics need through ``lsp`` requests
-(``engram.daemon.handlers.run_lsp``). Before the engine answers, a document shows the
-memories the SQLite digest mirrors (``engram.agents.digest``), read in milliseconds.
+(``engram.lsp.served.answer``, run by the engine). Before the engine answers, a document shows the
+memories the SQLite digest mirrors (``engram.store.digest``), read in milliseconds.
 
 Every method here blocks: call them from a worker thread. A lost connection raises
 :class:`~engram.daemon.wire.WireError`; the server then reconnects once (which restarts a
@@ -20,12 +20,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engram.anchors import LineSpan
 from engram.daemon.client import Connection, connect
-from engram.lsp.anchors import LineSpan
 
 if TYPE_CHECKING:
     from engram.daemon.wire import Json
-    from engram.lsp.folder import SymbolInfo
+    from engram.lsp.anchors import SymbolInfo
     from engram.model import Memory
 
 log = logging.getLogger(__name__)
@@ -71,8 +71,8 @@ def partners_json(partners: Partners) -> dict[str, list[list[str]]]:
 def digest_memories(root: Path, rel: str) -> tuple[tuple[Memory, ...], Partners]:
     """The file's memories as the digest mirrors them, with their shown conflict partners
     (no engine, no LanceDB)."""
-    from engram.agents.digest import Digest
     from engram.lifecycle.trust import conflict_ids
+    from engram.store.digest import Digest
     from engram.workspace import Workspace
 
     digest = Digest(Workspace(root))
@@ -94,7 +94,7 @@ def digest_memories(root: Path, rel: str) -> tuple[tuple[Memory, ...], Partners]
 def preload() -> None:
     """Import what the first didOpen reads (digest, record codec) before it comes."""
     _memories([])
-    import engram.agents.digest  # noqa: F401
+    import engram.store.digest  # noqa: F401
 
 
 class EngineLink:
@@ -126,7 +126,7 @@ class EngineLink:
         return self.connection.pid
 
     def request(self, what: str, **params: object) -> dict[str, object]:
-        """One ``lsp`` request (see ``engram.daemon.handlers.run_lsp``)."""
+        """One ``lsp`` request (see ``engram.lsp.served.answer``)."""
         return self._lsp(what, **params)
 
     def _lsp(self, what: str, **params: object) -> dict[str, object]:
@@ -142,7 +142,7 @@ class EngineLink:
     ) -> tuple[tuple[Memory, ...] | None, tuple[SymbolInfo, ...], Partners]:
         """The file's memories (``None``: the same as ``known``), its symbols and the
         memories' conflict partners."""
-        from engram.lsp.folder import SymbolInfo, memory_key
+        from engram.lsp.anchors import SymbolInfo, memory_key
 
         params: dict[str, object] = {"file": rel, "has_graph": has_graph, "reindex": reindex}
         if known is not None:

@@ -10,6 +10,11 @@ settings, opens the Engine (importing the engine, then LanceDB when the store op
 when a code graph already exists, brings it up to date, all under a cancellable work-done
 progress. Until a folder is ready, hover and diagnostics answer with what is known
 (nothing), and commands wait for the engine instead of failing.
+
+Long on purpose: the server's state and plumbing (folders, documents, progress, child
+processes, publishing); features live in lsp/handlers and are registered in lsp/features.py.
+Splitting the state into a typed session object is the planned next step
+(docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -17,14 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import unquote, urlparse
 
 import attrs
 from lsprotocol import types
@@ -32,21 +34,19 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path
 
 from engram import __version__
+from engram.anchors import LineSpan
 from engram.config import merge_settings, workspace_settings_trust
 from engram.errors import EngramError
 from engram.lifecycle.trust import Actor
 from engram.lsp import anchors as anchor_ops
-from engram.lsp.anchors import LineSpan, TextEdit
-from engram.lsp.commands import register_commands
+from engram.lsp.anchors import SymbolInfo, TextEdit, memory_key
 from engram.lsp.diagnostics import build_diagnostics, result_id
 from engram.lsp.folder import (
     FileSnapshot,
     Folder,
-    SymbolInfo,
     impact_blocking,
     load_config_blocking,
     locate_spans,
-    memory_key,
     open_engine_blocking,
     snapshot_blocking,
     warm_blocking,
@@ -55,11 +55,14 @@ from engram.lsp.observe import EditorEventFeed
 from engram.lsp.registry import CommandRegistry
 from engram.lsp.session import SessionLedger
 from engram.model import Memory, utcnow
+from engram.workspace import uri_to_path
 
 if TYPE_CHECKING:
     from engram.app import Engine
+    from engram.codegraph import IndexReport
     from engram.config import EngramConfig
     from engram.daemon.wire import Json
+    from engram.jsontypes import JsonObject
     from engram.lsp.remote import EngineLink
     from engram.workspace_trust import SettingsTrust
 
@@ -281,7 +284,7 @@ class EngramLanguageServer(LanguageServer):
         except EngramError:
             return self._orphan_session
 
-    def status(self, file: str | None = None) -> dict[str, Any]:
+    def status(self, file: str | None = None) -> JsonObject:
         try:
             folder = self.folder_for_file(file)
         except EngramError:
@@ -294,7 +297,7 @@ class EngramLanguageServer(LanguageServer):
         if files:
             rels = [engine.workspace.relative(f) for f in files]
 
-            def run() -> dict[str, Any]:
+            def run() -> JsonObject:
                 graph = engine.codegraph
                 results = [graph.reindex_file(rel) for rel in rels]
                 return {"files": rels, "results": results}
@@ -474,7 +477,7 @@ class EngramLanguageServer(LanguageServer):
             self.pull = can_pull and can_refresh
             self.push = not self.pull
 
-    async def fetch_overrides(self, folder: Folder) -> dict[str, Any]:
+    async def fetch_overrides(self, folder: Folder) -> JsonObject:
         """initializationOptions under the editor's ``engram`` settings for this folder."""
         merged: dict[str, Any] = {
             k: v for k, v in self.init_options.items() if k not in ("clientKind", "client_kind")
@@ -586,45 +589,47 @@ class EngramLanguageServer(LanguageServer):
         minutes on a large repository); in a child, that memory is returned to the
         system when it exits, and the editor's server stays small. The child writes
         through the stores' own writer locks; this server sees the new vectors as
-        foreign writes. Its output goes to ``.engram/logs/background-index.log``.
+        foreign writes. Its output goes to ``.engram/logs/background-index.log``; it is
+        started, locked and reaped by ``engram.jobs`` like every background job.
         """
-        import subprocess
-        import sys
+        from engram.jobs import start
 
         delay = folder.config.index.background_delay_seconds if folder.config else 0.0
         if delay > 0:
             await asyncio.sleep(delay)  # cancelled at shutdown: no child is started then
-        logs = folder.workspace.engram_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
         # the child reads the workspace's config files itself; the editor's embedding
         # settings travel as environment overrides so both use the same model
         embed = folder.config.embed if folder.config is not None else None
-        env = dict(os.environ)
+        env: dict[str, str] = {}
         if embed is not None:
             env["ENGRAM_EMBED__MODEL"] = embed.model
             env["ENGRAM_EMBED__BATCH_SIZE"] = str(embed.batch_size)
-        with (logs / "background-index.log").open("a", encoding="utf-8") as sink:
-            try:
-                child = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "engram", "index", "--workspace", str(folder.root),
-                    stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, env=env,
-                    preexec_fn=_lower_priority if os.name == "posix" else None,
-                )  # fmt: skip
-            except OSError as exc:
-                log.warning("background embedding not started: %s", exc)
-                return
-            folder.children.append(child)
-            try:
-                code = await child.wait()
-            except asyncio.CancelledError:  # shutdown cancels this task first: end the child
-                with contextlib.suppress(ProcessLookupError):
-                    child.terminate()
-                raise
-            finally:
-                if child in folder.children:
-                    folder.children.remove(child)
+        try:
+            child = start(
+                folder.workspace,
+                "index",
+                ["index"],
+                log_name="background-index.log",
+                env=env,
+                lower_priority=True,
+            )
+        except OSError as exc:
+            log.warning("background embedding not started: %s", exc)
+            return
+        if child is None:
+            return  # another process indexes this workspace now
+        folder.children.append(child)
+        try:
+            code = await asyncio.to_thread(child.wait)
+        except asyncio.CancelledError:  # shutdown cancels this task first: end the child
+            with contextlib.suppress(ProcessLookupError):
+                child.terminate()
+            raise
+        finally:
+            if child in folder.children:
+                folder.children.remove(child)
         if code != 0:
-            log.warning("background embedding exited with %s (see %s)", code, logs)
+            log.warning("background embedding exited with %s (see .engram/logs/)", code)
             return
         await self.refresh_folder(folder)
 
@@ -646,7 +651,7 @@ class EngramLanguageServer(LanguageServer):
             token = await self.begin_progress(title or "Engram: indexing")
         last = [0.0]
 
-        def progress(done: int, total: int, path: str = "") -> None:
+        def progress(done: int, total: int | None, message: str = "") -> None:
             now = time.monotonic()
             if now - last[0] < PROGRESS_INTERVAL and done != total:
                 return
@@ -661,18 +666,12 @@ class EngramLanguageServer(LanguageServer):
 
         # keyword-only chunks here; embeddings (and, when that child runs, git history
         # mining) happen in a child process, see maybe_embed_in_child
-        history_here = not self.child_will_index(engine.config)
+        from engram.app.indexing import LSP_INDEX, run_index
 
-        from engram.app.indexing import index
+        options = attrs.evolve(LSP_INDEX, history=not self.child_will_index(engine.config))
 
-        def run() -> Any:
-            return index(
-                engine,
-                progress=_progress_adapter(progress),
-                cancel=cancelled,
-                embed_chunks=False,
-                history=history_here,
-            )
+        def run() -> IndexReport:
+            return run_index(engine, options, progress, cancelled).code
 
         try:
             folder.indexing = "indexing"
@@ -931,47 +930,12 @@ class EngramLanguageServer(LanguageServer):
                         log.debug("refresh of %s failed: %s", doc.rel, exc)
 
 
-def _progress_adapter(fn: Callable[[int, int, str], None]) -> Callable[..., None]:
-    """Accept the graph's ``(done, total, path)`` and the chunker's calls alike."""
-
-    def adapter(*args: Any, **_kwargs: Any) -> None:
-        numbers = [a for a in args if isinstance(a, int)]
-        text = next((a for a in args if isinstance(a, str)), "")
-        if len(numbers) >= 2:
-            fn(numbers[0], numbers[1], text)
-        elif numbers:
-            fn(numbers[0], 0, text)
-
-    return adapter
-
-
-def _lower_priority() -> None:
-    """In the background child: yield the CPU to the editor (``nice 10``) and, on Linux,
-    end with the server if it dies without a shutdown (no orphaned indexing)."""
-    with contextlib.suppress(OSError):
-        os.nice(10)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            import ctypes
-            import signal
-
-            pr_set_pdeathsig = 1
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
 
 
-def uri_to_path(uri: str) -> Path | None:
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        return None
-    return Path(unquote(parsed.path))
-
-
-class _ClientLogHandler(logging.Handler):
+class ClientLogHandler(logging.Handler):
     """Forward warnings and errors to ``window/logMessage`` (from any thread)."""
 
     def __init__(self, server: EngramLanguageServer) -> None:
@@ -984,71 +948,3 @@ class _ClientLogHandler(logging.Handler):
         except Exception:
             return
         self.server.threadsafe(self.server.log_to_client, record.levelno, message)
-
-
-def create_server() -> EngramLanguageServer:
-    """Build the server and register every feature (the one place that lists them)."""
-    from engram.lsp import mcp_commands
-    from engram.lsp.handlers import (
-        code_action,
-        diagnostic,
-        documents,
-        execute_command,
-        hover,
-        lifecycle,
-        watched_files,
-    )
-
-    server = EngramLanguageServer()
-    register_commands(server.registry)  # the declared use cases (engram.api)
-    mcp_commands.register_commands(server.registry)  # the MCP hub's engram.mcp.*
-    lifecycle.register(server)
-    documents.register(server)
-    watched_files.register(server)
-    hover.register(server)
-    code_action.register(server)
-    diagnostic.register(server)
-    execute_command.register(server)
-    handler = _ClientLogHandler(server)
-    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-    logging.getLogger("engram").addHandler(handler)
-    return server
-
-
-#: ``engram serve --log-level`` / ``ENGRAM_LOG_LEVEL`` values (docs/lsp.md, "Logging").
-LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
-LOG_LEVELS["error"] = logging.ERROR
-
-
-def configure_logging(level_name: str | None) -> int:
-    """Quiet by default: warnings on stderr, which editors show in their server log.
-
-    pygls logs every JSON-RPC message at INFO ("Sending data: …"), which flooded the editor's
-    output channel; its loggers stay at WARNING unless ``debug`` is asked for. Message traces
-    belong to the client (VS Code's ``engram.trace.server``). Returns the level applied.
-    """
-    name = (level_name or os.environ.get("ENGRAM_LOG_LEVEL") or "warning").strip().lower()
-    level = LOG_LEVELS.get(name, logging.WARNING)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger().setLevel(level)
-    pygls_level = logging.DEBUG if level <= logging.DEBUG else logging.WARNING
-    logging.getLogger("pygls").setLevel(pygls_level)
-    return level
-
-
-def run_server(
-    workspace: str | None = None, tcp: str | None = None, log_level: str | None = None
-) -> None:
-    """Serve on stdio (never print to stdout: it is the protocol channel) or TCP."""
-    configure_logging(log_level)
-    server = create_server()
-    server.fallback_root = workspace
-    if tcp:
-        host, _, port = tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
-    else:
-        server.start_io()

@@ -1,4 +1,4 @@
-"""What this server session did with memory, for ``engram.sessionSummary`` (V5 §13).
+"""What this server session did with memory, for ``engram.sessionSummary`` (docs/lsp.md).
 
 APPLIED: memories shown to the user or agent (diagnostics, hover, search, context).
 LEARNED: memories remembered through this server. CORRECTED: confirmed or flagged here.
@@ -7,6 +7,11 @@ the current agent session) is attached as ``observer``.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -49,7 +54,7 @@ class SessionLedger:
         found: Mapping[str, Memory],
         review_queue: Sequence[Memory],
         observer: Any = None,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         def brief(memory_id: str) -> dict[str, Any] | None:
             memory = found.get(memory_id)
             return memory_json(memory) if memory is not None else None

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from engram.api import Surface, UseCase, on
-from engram.api.declare import JsonObject, Kind, Param, Spelling, check_text, excerpt
+from engram.api.declare import JsonObject, JsonValue, Kind, Param, Spelling, check_text, excerpt
 from engram.errors import USER_ERRORS, EngramError, InvalidInput
 from engram.model import to_jsonable
 from engram.workspace import Workspace
@@ -90,12 +90,9 @@ def _spelling_schema(spelling: Spelling) -> JsonObject:
     return {"type": types if len(types) > 1 else types[0], "description": spelling.help}
 
 
-JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
-
-
 def input_schema(usecase: UseCase[Any, Any]) -> JsonObject:
     """The JSON Schema of a use case's MCP arguments, from its declaration."""
-    properties: dict[str, JsonValue] = {}
+    properties: dict[str, object] = {}
     required: list[JsonValue] = []
     for param in usecase.params(MCP):
         properties[param.name] = _param_schema(param)
@@ -201,7 +198,8 @@ HUB_TOOLS: dict[str, tuple[str, JsonObject]] = {
 
 def _hub_args(name: str, raw: Mapping[str, object]) -> dict[str, object]:
     """The hub tools' arguments, checked like the declared ones."""
-    known = set(HUB_TOOLS[name][1]["properties"])  # type: ignore[arg-type]
+    properties = HUB_TOOLS[name][1]["properties"]
+    known = set(properties) if isinstance(properties, dict) else set()
     for key in raw:
         if key not in known:
             raise InvalidInput(f"unknown argument {excerpt(key)}")

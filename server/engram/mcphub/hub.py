@@ -52,6 +52,7 @@ from engram.workspace import Workspace, WorkspaceError
 if TYPE_CHECKING:
     import numpy as np
 
+
 log = logging.getLogger(__name__)
 
 

@@ -7,7 +7,7 @@ directly. Callers put requests on the connection's queue and await a future; the
 each request in its own child task, so concurrent calls to one server share its connection
 and cannot deadlock each other.
 
-Failure rules (seed 000 §2.2, §4.1):
+Failure rules (docs/mcp-hub.md):
 - connect and call are bounded by timeouts; nothing waits forever;
 - a call whose connection is lost (the server crashed) is retried once on a fresh
   connection; a second loss is reported as :class:`ServerUnavailable`;
@@ -16,6 +16,9 @@ Failure rules (seed 000 §2.2, §4.1):
   nor used within the grace period; if none qualifies the caller waits (bounded) for one.
 
 Time comes from an injectable clock so TTL and LRU are testable without sleeping.
+
+Long on purpose: one connection's whole life (start, identity check, TTL, LRU eviction,
+shutdown) is one state machine; split, its invariants would span files.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from engram.mcphub.transport import McpSession, SessionOpener
 
 log = logging.getLogger(__name__)
 
-#: Hard ceiling from the seed's resource-exhaustion rule (§4.1): configurable lower only.
+#: Hard ceiling against resource exhaustion (docs/mcp-hub.md): configurable lower only.
 MAX_CONNECTIONS_CEILING = 10
 _CONNECTION_CLOSED_CODE = -32000
 _CLOSE_WAIT_SECONDS = 15.0

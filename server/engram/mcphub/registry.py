@@ -3,7 +3,7 @@
 Tool schemas come from a one-time introspection (connect, ``tools/list``, disconnect) and are
 cached in ``.engram/mcp/registry.json`` next to the server's config hash. Loading the registry
 is pure file reading (the config files, the cache, the user's approvals), which is why it is
-fast enough to do at every start (seed 000 §2.1: < 100 ms for 200 servers / 1,000 tools).
+fast enough to do at every start (docs/mcp-hub.md: < 100 ms for 200 servers / 1,000 tools).
 
 The cache never holds an env or header value: per server only the hash, transport, scope,
 what the server said about itself, and its tools.

@@ -1,7 +1,7 @@
-"""Notable tool results become memory drafts (seed V3 §9 "MCP Tool Result Post-Processor").
+"""Notable tool results become memory drafts (docs/mcp-hub.md "MCP Tool Result Post-Processor").
 
 What a tool *did* (a precondition it enforced, a timing quirk, an error it raised) is
-knowledge no code analysis produces. The seed classifies results with an LLM; Engram uses
+knowledge no code analysis produces. An LLM could classify results; Engram uses
 deterministic rules that work offline and only on the result text, and hands a draft to a
 sink the engine provides. Drafts are always ``needs_review`` with a modest confidence: an
 automatic classifier can be wrong, and a person confirms before it is trusted.

@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from engram.bm25 import BM25Index
 from engram.mcphub.registry import ToolInfo
 
 if TYPE_CHECKING:
     import numpy as np
+
 
 _WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+|[a-z]+")
 _STOP_WORDS = (
@@ -82,7 +83,6 @@ WEIGHTS = {
 }
 _NAME_REPEAT = 3
 _CONTEXT_WEIGHT = 0.35
-_K1, _B = 1.2, 0.75
 
 
 def _stem(token: str) -> str:
@@ -201,9 +201,8 @@ class ToolSearch:
         self._names = [
             fuzz_utils.default_process(f"{t.server} {t.name.replace('_', ' ')}") for t in self.tools
         ]
-        self._index: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        self._lengths: list[int] = []
-        for i, tool in enumerate(self.tools):
+        documents: list[list[str]] = []
+        for tool in self.tools:
             name_tokens = tokenize(f"{tool.name} {tool.title or ''}")
             props = (
                 tool.input_schema.get("properties")
@@ -217,16 +216,9 @@ class ToolSearch:
                 + tokenize(tool.description[:2000])
                 + tokenize(params)
             )
-            self._lengths.append(len(tokens))
-            for token, tf in Counter(tokens).items():
-                self._index[token].append((i, tf))
-        n = max(1, len(self.tools))
-        self._avg_len = (sum(self._lengths) / n) if self._lengths else 1.0
-        self._idf = {
-            token: math.log(1 + (n - len(postings) + 0.5) / (len(postings) + 0.5))
-            for token, postings in self._index.items()
-        }
-        self._vocab = list(self._index)
+            documents.append(tokens)
+        self._index = BM25Index(documents)
+        self._vocab = self._index.vocabulary
         self._by_name = {t.qualified_name: i for i, t in enumerate(self.tools)}
 
     def __len__(self) -> int:
@@ -252,17 +244,8 @@ class ToolSearch:
         return weights
 
     def _bm25(self, weights: Mapping[str, float]) -> dict[int, float]:
-        scores: dict[int, float] = defaultdict(float)
-        for token, weight in weights.items():
-            idf = self._idf.get(token)
-            if idf is None:
-                continue
-            for doc, tf in self._index[token]:
-                norm = (
-                    tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * self._lengths[doc] / self._avg_len))
-                )
-                scores[doc] += weight * idf * norm
-        return scores
+        scores = self._index.scores(weights)
+        return {int(i): float(scores[i]) for i in scores.nonzero()[0]}
 
     def _fuzz(self, query: str) -> dict[int, float]:
         from rapidfuzz import fuzz, process, utils

@@ -6,6 +6,11 @@ It lives with the model because three layers share it: ``lifecycle.trust`` makes
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
+
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -30,7 +35,7 @@ class AuditEntry:
     after: Mapping[str, Any] = attrs.field(factory=dict)
     note: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "memory_id": self.memory_id,
             "at": self.at.isoformat(),

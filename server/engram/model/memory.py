@@ -1,6 +1,7 @@
-"""The memory record and its vocabulary (seed V3 §4, V5 §3, §18; Memory Bridge §1).
+"""The memory record and its vocabulary (docs/storage.md).
 
-Everything that Engram remembers is a :class:`Memory`. The enums mirror the seeds'
+Everything that Engram remembers is a :class:`Memory`. The enums mirror the vocabulary of
+docs/storage.md'
 TypeScript unions so that exported JSON is readable by people who know those documents.
 Records are plain attrs classes: the store flattens them to columns, the CLI and the
 protocol layers turn them into JSON through :mod:`engram.model.codec`.
@@ -20,7 +21,7 @@ import attrs
 
 
 class MemoryType(enum.StrEnum):
-    """What kind of knowledge a memory holds (V3 §4 / V5 §3)."""
+    """What kind of knowledge a memory holds (docs/storage.md / docs/storage.md)."""
 
     GOTCHA = "gotcha"
     DECISION = "decision"
@@ -41,7 +42,7 @@ class MemoryType(enum.StrEnum):
 
 
 class MemorySource(enum.StrEnum):
-    """Who produced a memory; drives the source-trust multiplier (V5 §7)."""
+    """Who produced a memory; drives the source-trust multiplier (docs/storage.md)."""
 
     AGENT_EXPLICIT = "agent_explicit"
     OBSERVER_INFERRED = "observer_inferred"
@@ -67,7 +68,7 @@ class RelationType(enum.StrEnum):
 
 
 class UniversalPhase(enum.StrEnum):
-    """The six methodology-independent phases (V3 §3)."""
+    """The six methodology-independent phases (docs/storage.md)."""
 
     DEFINE = "define"
     IMPLEMENT = "implement"
@@ -78,7 +79,7 @@ class UniversalPhase(enum.StrEnum):
 
 
 class CorrectionKind(enum.StrEnum):
-    """How a user says a memory is wrong (V3 §10 correction modal)."""
+    """How a user says a memory is wrong (docs/storage.md correction modal)."""
 
     INCORRECT = "incorrect"  # the content is wrong: deprecate it
     OUTDATED = "outdated"  # it was true once: mark stale
@@ -86,7 +87,7 @@ class CorrectionKind(enum.StrEnum):
     NOT_USEFUL = "not_useful"  # noise: lower confidence
 
 
-#: Default decay half-lives in days (V5 §18). ``None`` means the type never decays.
+#: Default decay half-lives in days (docs/storage.md). ``None`` means the type never decays.
 DEFAULT_HALF_LIVES: dict[MemoryType, float | None] = {
     MemoryType.WORK_STATE: 7,
     MemoryType.E2E_OBSERVATION: 30,
@@ -148,13 +149,14 @@ def new_memory_id() -> str:
 
 
 def content_hash(text: str | bytes) -> str:
+    """The one content hash (anchored lines, indexed files, chunks): sha256, 16 hex digits."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()[:16]
 
 
 @attrs.define
 class WorkUnitRef:
-    """A methodology-independent pointer to a unit of work (V3 §3)."""
+    """A methodology-independent pointer to a unit of work (docs/storage.md)."""
 
     methodology: str = "native"
     hierarchy: list[str] = attrs.field(factory=list)
@@ -207,7 +209,7 @@ def _clamp_confidence(_inst: object, _attr: object, value: float) -> None:
 class Memory:
     """One remembered piece of knowledge.
 
-    ``extra`` carries the per-type structured fields of the seeds' extended interfaces
+    ``extra`` carries the per-type structured fields (docs/storage.md) of the extended interfaces
     (dead_end.approach_tried, workflow_recipe.steps, prefetch_pattern.always_read_files …)
     so that the core record stays one flat, indexable shape.
     """
@@ -266,7 +268,8 @@ class Memory:
         return self.valid_until is None or when < self.valid_until
 
     def current_confidence(self, now: datetime | None = None) -> float:
-        """Confidence after decay by half-life since last access (V5 §18); pinned never decays."""
+        """Confidence after decay by half-life since last access (docs/storage.md); pinned never
+        decays."""
         if self.pinned or not self.decay_half_life_days:
             return self.confidence
         now = now or utcnow()
@@ -286,7 +289,7 @@ class Memory:
 
 
 def make_citation_text(content: str, limit: int = 40) -> str:
-    """A short label for citation chips (V5 §3: at most 40 characters)."""
+    """A short label for citation chips (docs/storage.md: at most 40 characters)."""
     first = " ".join(content.strip().split())
     if len(first) <= limit:
         return first

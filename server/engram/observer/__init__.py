@@ -1,4 +1,4 @@
-"""The observer: learns from what editors and agents do (V3 §5, V5 §4–5, §12).
+"""The observer: learns from what editors and agents do (docs/observer.md).
 
 Events (editor actions, agent tool calls and results, reasoning text, validations) go
 through cheap signal detectors into a per-session scratchpad checkpointed to disk.

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
     from engram.model import Memory
     from engram.observer.observer import Observer
 
@@ -62,7 +63,7 @@ def _files(tool_input: dict[str, Any]) -> list[str]:
     return files
 
 
-def _tool_fields(tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+def _tool_fields(tool: str, tool_input: dict[str, Any]) -> JsonObject:
     """Event fields that come from a tool's input (shared by the call and the result)."""
     fields: dict[str, Any] = {"tool": tool}
     files = _files(tool_input)
@@ -90,7 +91,7 @@ def _tool_fields(tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def _response_fields(tool: str, response: Any) -> dict[str, Any]:
+def _response_fields(tool: str, response: Any) -> JsonObject:
     fields: dict[str, Any] = {}
     if isinstance(response, str):
         fields["output"] = response[:_MAX_OUT]

@@ -13,6 +13,11 @@ cost milliseconds in every later regular expression.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
+
 import enum
 import re
 from typing import Any
@@ -103,7 +108,7 @@ class ObservedEvent:
     tool_use_id: str | None = None
     extra: dict[str, Any] = attrs.field(factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Compact JSON form (defaults left out) used for the scratchpad checkpoint."""
         data = _CONVERTER.unstructure(self)
         return {k: v for k, v in data.items() if v not in (None, [], {})}
@@ -115,7 +120,7 @@ _INT_FIELDS = ("exit_code", "tokens", "start_line", "end_line", "planned_steps")
 _TEXT_LIMITS = {"output": MAX_TEXT, "error": MAX_TEXT, "text": MAX_TEXT}
 
 
-def _coerce(raw: dict[str, Any]) -> dict[str, Any]:
+def _coerce(raw: dict[str, Any]) -> JsonObject:
     """Tolerant renames (``type`` for ``kind``, ``file`` for ``files``) and truncation."""
     data = dict(raw)
     if "kind" not in data and "type" in data:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,11 +31,11 @@ _PROMPT = (
 
 
 def _post_json(url: str, payload: dict[str, Any], headers: dict[str, str], timeout: float) -> Any:
-    request = urllib.request.Request(
-        url, data=json.dumps(payload).encode("utf-8"), headers=headers, method="POST"
-    )
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.loads(response.read().decode("utf-8"))
+    import httpx  # installed with the MCP SDK; only a configured endpoint needs it
+
+    response = httpx.post(url, json=payload, headers=headers, timeout=timeout)
+    response.raise_for_status()
+    return response.json()
 
 
 def llm_configured(config: LlmConfig | None) -> bool:

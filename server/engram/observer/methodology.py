@@ -1,4 +1,5 @@
-"""Methodology plugins: map a workflow's own phase names and work units to universal ones (V3 §3).
+"""Methodology plugins: map a workflow's own phase names and work units to universal ones
+(docs/observer.md).
 
 The observer and retrieval only ever see :class:`~engram.model.UniversalPhase` and
 :class:`~engram.model.WorkUnitRef`; what "story_development" or "red" means is the plugin's
@@ -14,6 +15,11 @@ A plugin is any object with the attributes and methods of :class:`MethodologyPlu
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
 
 import importlib
 import importlib.util
@@ -41,7 +47,7 @@ class MethodologyPlugin(Protocol):
 
     def work_unit_ref(self, hierarchy: Sequence[str], label: str | None = None) -> WorkUnitRef: ...
 
-    def extract_work_state(self, facts: Mapping[str, Any]) -> dict[str, Any]: ...
+    def extract_work_state(self, facts: Mapping[str, Any]) -> JsonObject: ...
 
     def format_work_state(self, state: Mapping[str, Any]) -> str: ...
 
@@ -69,7 +75,7 @@ class _TablePlugin:
             label = " / ".join(named)
         return WorkUnitRef(methodology=self.id, hierarchy=parts, label=label)
 
-    def extract_work_state(self, facts: Mapping[str, Any]) -> dict[str, Any]:
+    def extract_work_state(self, facts: Mapping[str, Any]) -> JsonObject:
         return {
             "files_modified": list(facts.get("files_modified", [])),
             "last_step": facts.get("last_step"),
@@ -93,7 +99,7 @@ class _TablePlugin:
 
 
 class NativePlugin(_TablePlugin):
-    """Spec / subtask pipelines (the seeds' "native" methodology)."""
+    """Spec / subtask pipelines (the "native" methodology of docs/observer.md)."""
 
     id = "native"
     display_name = "Native (spec / subtask)"
@@ -131,7 +137,7 @@ class BmadPlugin(_TablePlugin):
         "research": UniversalPhase.EXPLORE,
     }
 
-    def extract_work_state(self, facts: Mapping[str, Any]) -> dict[str, Any]:
+    def extract_work_state(self, facts: Mapping[str, Any]) -> JsonObject:
         state = super().extract_work_state(facts)
         state["current_story"] = facts.get("work_unit")
         return state
@@ -150,7 +156,7 @@ class TddPlugin(_TablePlugin):
         "assertion": UniversalPhase.VALIDATE,
     }
 
-    def extract_work_state(self, facts: Mapping[str, Any]) -> dict[str, Any]:
+    def extract_work_state(self, facts: Mapping[str, Any]) -> JsonObject:
         state = super().extract_work_state(facts)
         state["tests_green"] = int(facts.get("tests_passed", 0))
         state["tests_red"] = int(facts.get("tests_failed", 0))

@@ -18,6 +18,9 @@ Integration with the engine (``engram.app`` already does this):
 
 Per-event work is bounded (no store reads, no embeddings, one small file append); all
 promotion work happens at validation events and at finalisation.
+
+Long on purpose: the observer's session lifecycle (events in, checkpoints, promotion at
+validation, summaries) is one state machine over the scratchpad.
 """
 
 from __future__ import annotations
@@ -102,7 +105,7 @@ class MemorySink(Protocol):
 
     def remember_many(self, memories: Sequence[Memory]) -> Sequence[Any]: ...
 
-    def list(self, **kwargs: Any) -> Sequence[Memory]: ...
+    def list(self, *, type: str, limit: int) -> Sequence[Memory]: ...
 
 
 def _trigger_of(signal: Signal) -> str | None:
@@ -366,7 +369,7 @@ class Observer:
     # ------------------------------------------------------------------ injection
 
     def scratchpad_notes(self, session_id: str, file: str | None = None) -> list[ScratchpadNote]:
-        """Notes of a running session, for injection right away (V3 §8): the agent's own
+        """Notes of a running session, for injection right away (docs/observer.md): the agent's own
         notes plus provisional findings (self-corrections, resolved errors, dead ends).
         Provisional ones have ids ending in ``#p…``; nothing here is permanent yet."""
         with self._lock:

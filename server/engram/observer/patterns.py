@@ -2,7 +2,7 @@
 self-correction / dead-end language, and instructions hidden in web content.
 
 Everything here is a precompiled regular expression over text that ``events`` already
-truncated, so each call costs microseconds (the per-event budget is 2 ms, V5 §4).
+truncated, so each call costs microseconds (the per-event budget is 2 ms, docs/observer.md).
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def _strip_prefix(line: str) -> str:
 
 def error_fingerprint(text: str) -> str:
     """The same error twice gets the same fingerprint: numbers, paths, hex ids and object
-    addresses are replaced by placeholders, whitespace is collapsed (V5 §4 error-retry)."""
+    addresses are replaced by placeholders, whitespace is collapsed (docs/observer.md
+    error-retry)."""
     line = error_headline(text)
     line = _QUOTED_ADDR.sub("<obj>", line)
     line = _PATH.sub("<path>", line)
@@ -188,7 +189,7 @@ def module_of(path: str) -> str:
 
 # --------------------------------------------------------------------------- language
 
-#: Self-correction in reasoning text (V5 §4). "Wait" alone is too common, so it needs a
+#: Self-correction in reasoning text (docs/observer.md). "Wait" alone is too common, so it needs a
 #: substantial clause after it.
 SELF_CORRECTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p, re.IGNORECASE)
@@ -204,7 +205,7 @@ SELF_CORRECTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     )
 )
 
-#: Dead-end language (V5 §4 reference implementation, plus common phrasings).
+#: Dead-end language (docs/observer.md reference implementation, plus common phrasings).
 DEAD_END_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
@@ -247,7 +248,7 @@ def find_language(text: str, patterns: tuple[re.Pattern[str], ...]) -> list[str]
     return found
 
 
-#: Instructions planted in fetched content (the SpAIware class of attack, V5 §4): any
+#: Instructions planted in fetched content (the SpAIware class of attack, docs/observer.md): any
 #: sentence like these found in web content must never become a memory.
 WEB_INSTRUCTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p, re.IGNORECASE)

@@ -1,4 +1,5 @@
-"""From scratchpad to permanent memory: candidates, the filter pipeline, templates (V3 §5, V5 §5).
+"""From scratchpad to permanent memory: candidates, the filter pipeline, templates
+(docs/observer.md).
 
 Candidates come from two places:
 
@@ -9,15 +10,23 @@ Candidates come from two places:
   calibration), only when a whole session finishes validated.
 
 The pipeline then applies, in order: the session type's signal filter, frequency
-thresholds (V5 §4 minimum sessions), the web-content trust gate (instructions found in
+thresholds (docs/observer.md minimum sessions), the web-content trust gate (instructions found in
 fetched content are dropped, anything learned after web content needs review), novelty
 against existing memories (rapidfuzz on the memories of the same files and type), the
-V3 score ``0.4·frequency + 0.3·recency + 0.3·novelty`` with its thresholds, and the
+score ``0.4·frequency + 0.3·recency + 0.3·novelty`` with its thresholds, and the
 per-session cap. Wording comes from fixed templates so the same evidence always gives
 the same sentence (which also lets the engine merge re-learned memories).
+
+Long on purpose: every candidate source and the one filter pipeline they share stay together
+so a promotion rule is read once (docs/observer.md).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
 
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -39,7 +48,7 @@ from engram.observer.sessions import SessionGate
 from engram.observer.signals import SIGNAL_PRIORITY, SessionState
 from engram.observer.stats import ObserverStats
 
-#: Minimum sessions (or in-session occurrences) per signal class (V5 §4 table).
+#: Minimum sessions (or in-session occurrences) per signal class (docs/observer.md table).
 MIN_SESSIONS: dict[str, int] = {
     "co_access": 3,
     "self_correction": 1,
@@ -61,11 +70,11 @@ MIN_SESSIONS: dict[str, int] = {
     "work_state": 1,
 }
 SCORE_THRESHOLD = 0.6
-LOW_BAR_THRESHOLD = 0.3  # dead ends and explicit notes: valuable even once (V3 §5)
+LOW_BAR_THRESHOLD = 0.3  # dead ends and explicit notes: valuable even once (docs/observer.md)
 NOVELTY_DUPLICATE = 88.0  # rapidfuzz ratio at which a candidate is "already known"
 CAUSAL_SHARE = 0.8  # co-accessed in >80% of a file's sessions -> causal_dependency
 PREFETCH_SHARE = 0.5  # read in >50% of a module's sessions -> prefetch_pattern
-TAINT_FACTOR = 0.7  # V5 §4 trust gate
+TAINT_FACTOR = 0.7  # docs/observer.md trust gate
 #: Records, not inferences: they describe what happened and are not capped or reviewed.
 RECORD_TYPES = frozenset({MemoryType.WORK_STATE, MemoryType.WORK_UNIT_OUTCOME})
 VALIDATION_LABELS = frozenset({"Bash:test", "Bash:commit"})
@@ -113,7 +122,7 @@ class Discarded:
     reason: str
     content: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return attrs.asdict(self)
 
 
@@ -520,7 +529,8 @@ def _contains(seq: Sequence[str], gram: Sequence[str]) -> bool:
 
 
 def work_state_candidate(state: SessionState, plugin: MethodologyPlugin) -> Candidate | None:
-    """Where an unvalidated session stopped, so the next one can resume (V3 §3 work state)."""
+    """Where an unvalidated session stopped, so the next one can resume (docs/observer.md work
+    state)."""
     edited = list(state.edited)
     if not edited and not state.notes:
         return None
@@ -552,7 +562,8 @@ def work_state_candidate(state: SessionState, plugin: MethodologyPlugin) -> Cand
 
 def failure_dead_ends(state: SessionState, lo: int) -> list[Candidate]:
     """A failed session's strategy as a dead end, when it was more than a typo: several
-    edits and an error that was never resolved (V3 §5 "only if genuinely wrong strategy")."""
+    edits and an error that was never resolved (docs/observer.md "only if genuinely wrong
+    strategy")."""
     open_errors = [r for r in state.errors.values() if r.resolved_step is None and r.last_step > lo]
     edits = [s for s, _ in state.edit_steps if s > lo]
     if any(r.step > lo for r in state.dead_ends):

@@ -1,10 +1,15 @@
-"""What the observer hands back: per event, per promotion, and at session end (V5 §13).
+"""What the observer hands back: per event, per promotion, and at session end (docs/observer.md).
 
 All three are attrs records with ``to_dict()`` so the CLI, the LSP
 (``engram.sessionSummary``) and MCP tools can serialise them without knowing the types.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
 
 from typing import Any
 
@@ -34,7 +39,7 @@ class PromotionReport:
     def needs_review(self) -> list[Memory]:
         return [m for m in self.promoted if m.needs_review]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "session_id": self.session_id,
             "outcome": self.outcome,
@@ -62,7 +67,7 @@ class ObserveResult:
     elapsed_ms: float = 0.0
     reason: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         out: dict[str, Any] = {
             "accepted": self.accepted,
             "session_id": self.session_id,
@@ -81,11 +86,11 @@ class ObserveResult:
 
 @attrs.define
 class SessionSummary:
-    """The session-end card (V5 §13): what was applied, learned, and needs review.
+    """The session-end card (docs/observer.md): what was applied, learned, and needs review.
 
     ``learned`` holds every memory promoted in the session (all passes); the user's
     confirm / flag on them goes to ``confirm`` / ``flag`` (``engram.app.memories``) by id, and the
-    engine's access-count rules (V5 §18) do the rest.
+    engine's access-count rules (docs/observer.md) do the rest.
     """
 
     session_id: str
@@ -112,7 +117,7 @@ class SessionSummary:
     def needs_review(self) -> list[Memory]:
         return [m for m in self.learned if m.needs_review]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "session_id": self.session_id,
             "session_type": self.session_type,

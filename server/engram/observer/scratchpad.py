@@ -1,4 +1,5 @@
-"""The scratchpad checkpoint: one append-only JSONL file per session (V5 §5 checkpointing).
+"""The scratchpad checkpoint: one append-only JSONL file per session (docs/observer.md
+checkpointing).
 
 Each observed event is appended (and flushed to the OS) before ``observe`` returns, so a
 crashed or killed editor, agent or CLI hook loses nothing it already reported. The file

@@ -1,4 +1,5 @@
-"""Session types and their promotion gates (V5 §5 table, V3 §8 complexity gate).
+"""Session types and their promotion gates (docs/observer.md table, docs/observer.md complexity
+gate).
 
 A gate says which validation lets a session's scratchpad become permanent memory, how
 many memories it may promote at most, and which signal classes count for it. The table
@@ -30,12 +31,13 @@ ALL_SIGNALS = "*"
 
 @attrs.define(frozen=True)
 class SessionGate:
-    """How one session type promotes (V5 §5 "Promotion Gates by Session Type")."""
+    """How one session type promotes (docs/observer.md "Promotion Gates by Session Type")."""
 
     triggers: tuple[str, ...]
     max_memories: int
     signals: tuple[str, ...] = (ALL_SIGNALS,)
-    #: Long multi-unit work promotes each validated work unit on its own (V3 §8 partial QA).
+    #: Long multi-unit work promotes each validated work unit on its own (docs/observer.md partial
+    #: QA).
     partial_promotion: bool = True
     #: Step budget used by the step-overrun signal when the session gives no plan.
     step_limit: int = 30

@@ -1,14 +1,22 @@
-"""Signal detection: one pass over each event, O(1) work, no I/O (V5 §4, V3 §5).
+"""Signal detection: one pass over each event, O(1) work, no I/O (docs/observer.md).
 
-:class:`SessionState` is the scratchpad's analytics (V5 §5 "Scratchpad Data Structures"):
+:class:`SessionState` is the scratchpad's analytics (docs/observer.md "Scratchpad Data Structures"):
 counters and small bounded buffers per session. :class:`SignalDetector.apply` updates it
 from one event and returns the signals that event produced. The state is never written to
 disk: the scratchpad checkpoint stores the events, and replaying them rebuilds the state
 exactly, so detection stays a pure function of the event stream (plus two lookups that
 the observer injects: recipes already seen in other sessions and edits by other sessions).
+
+Long on purpose: the signal detectors share one session state and one table of priorities;
+each is short, and they are read as a set (docs/observer.md).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
 
 from collections import deque
 from collections.abc import Callable
@@ -33,7 +41,7 @@ from engram.observer.patterns import (
     run_passed,
 )
 
-#: Signal priority scores from V5 §4's 17-signal table (plus the observer's own events).
+#: Signal priority scores from docs/observer.md's 17-signal table (plus the observer's own events).
 SIGNAL_PRIORITY: dict[str, float] = {
     "co_access": 0.91,
     "self_correction": 0.88,
@@ -55,7 +63,7 @@ SIGNAL_PRIORITY: dict[str, float] = {
     "work_unit": 1.0,
 }
 
-#: Tools whose results come from outside the trust boundary (V5 §4 trust defense layer).
+#: Tools whose results come from outside the trust boundary (docs/observer.md trust defense layer).
 WEB_TOOLS = frozenset({"WebFetch", "WebSearch", "web_fetch", "web_search", "fetch"})
 READ_TOOLS = frozenset({"Read", "NotebookRead", "View", "view", "read", "read_file"})
 EDIT_TOOLS = frozenset(
@@ -64,13 +72,14 @@ EDIT_TOOLS = frozenset(
 SEARCH_TOOLS = frozenset({"Grep", "Glob", "grep", "glob", "LS", "search"})
 SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "run_command", "terminal"})
 
-#: Window (steps) in which two file accesses count as co-access (V3 §5: "within 3 steps").
+#: Window (steps) in which two file accesses count as co-access (docs/observer.md: "within 3
+#: steps").
 COACCESS_WINDOW = 3
-#: Re-edit of the same region within this many steps is a backtrack (V3 §5).
+#: Re-edit of the same region within this many steps is a backtrack (docs/observer.md).
 BACKTRACK_WINDOW = 5
 #: Reads of one file without an edit before read-abandon fires.
 READ_ABANDON_READS = 3
-#: Same grep pattern this many times is a repeated grep (V5 early trigger).
+#: Same grep pattern this many times is a repeated grep (an early trigger, docs/observer.md).
 REPEATED_GREP_COUNT = 3
 #: Edits of one file by two agents within this many seconds conflict.
 PARALLEL_WINDOW_S = 300.0
@@ -105,7 +114,7 @@ class Signal:
     def priority(self) -> float:
         return SIGNAL_PRIORITY.get(self.kind, 0.5)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         out: dict[str, Any] = {"kind": self.kind, "step": self.step}
         if self.files:
             out["files"] = list(self.files)
@@ -121,7 +130,7 @@ class Signal:
 @attrs.define
 class ScratchpadNote:
     """An agent's ``remember_this``: visible in the session at once, permanent only once
-    the session's work is validated (V3 §8 mid-session scratchpad availability)."""
+    the session's work is validated (docs/observer.md mid-session scratchpad availability)."""
 
     id: str
     content: str
@@ -131,7 +140,7 @@ class ScratchpadNote:
     tainted: bool = False
     dropped_reason: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return attrs.asdict(self)
 
 
@@ -835,7 +844,7 @@ def step_label(event: ObservedEvent) -> str | None:
 
 def _backtrack_kind(previous: EditRecord, current: EditRecord) -> str | None:
     """``revert`` when the new edit undoes the previous one, ``re_edit`` when it rewrites
-    text the previous edit just wrote (V3 §5: edit then re-edit within 5 steps)."""
+    text the previous edit just wrote (docs/observer.md: edit then re-edit within 5 steps)."""
     if previous.old and current.new == previous.old and current.old == previous.new:
         return "revert"
     if (

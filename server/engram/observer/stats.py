@@ -3,7 +3,7 @@ n-grams, what was already promoted, and recent edits for parallel-conflict detec
 
 Why SQLite: several processes (editor windows, CLI hooks) observe one workspace; SQLite in
 WAL mode lets them share counts safely, and the standard library already has it. Session
-statistics are written once per finished session in one transaction (V5 §12 "incremental
+statistics are written once per finished session in one transaction (docs/observer.md "incremental
 synthesis, no LLM"); the only per-event write is the small ``recent_edits`` upsert on edits.
 
 Co-access weights decay with a half-life (default 30 days) so that coupling the team has
@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS recent_edits (
 """
 
 GRAM_SEP = " → "
-#: n-gram lengths mined from validated sessions for workflow recipes (4+ steps, V3 §7).
+#: n-gram lengths mined from validated sessions for workflow recipes (4+ steps, docs/observer.md).
 #: Recipes must end in a validation step; ``promoted_like`` finds earlier recipes.
 GRAM_LENGTHS = (4, 5, 6, 7, 8)
 #: Seed (git co-commit) weights count this much against observed co-access.

@@ -15,6 +15,7 @@ import html
 import json
 from typing import Any
 
+from engram.jsontypes import JsonObject
 from engram.report.data import (
     Contradiction,
     Histogram,
@@ -263,7 +264,7 @@ def _impact(data: ReportData) -> dict[str, Any]:
     }
 
 
-def figures(data: ReportData) -> dict[str, dict[str, Any]]:
+def figures(data: ReportData) -> dict[str, JsonObject]:
     """Every chart as a plotly figure (``data`` + ``layout``), keyed by its ``<div>`` id."""
     return {
         "chart-by-type": _stacked(data.by_type, "Memories by type over time", "no memories yet"),

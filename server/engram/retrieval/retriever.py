@@ -1,6 +1,6 @@
 """The one retrieval pipeline behind search, context packs, diagnostics and agent hooks.
 
-Stages (V5 §7, adapted):
+Stages (docs/retrieval.md, adapted):
 
 1. **Candidates**, each optional: BM25 (``store.keyword_search``), dense
    (``store.vector_search`` on the embedded query), graph (memories on the request's file
@@ -16,6 +16,9 @@ Stages (V5 §7, adapted):
 ``context`` builds a query from the file (path words, module, symbol) or takes the given
 one, runs the same pipeline proactively, adds the memories anchored on the file, and packs
 them by tier into the budget (:mod:`engram.retrieval.packing`).
+
+Long on purpose: the retrieval stages (candidates, fusion, boosts, weights, packing
+hand-off) read top to bottom in the order they run (docs/retrieval.md).
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Graph-path candidates kept (V5 path C: top 15).
+#: Graph-path candidates kept (the graph path of docs/retrieval.md: top 15).
 GRAPH_CANDIDATES = 15
 #: Top results whose files seed the graph path and the neighbourhood boost.
 GRAPH_SEED_RESULTS = 5
@@ -166,7 +169,8 @@ class Retriever:
         self.config = config
         self.graph = graph
         self._clock = clock
-        #: "score" (default: weighted sum of normalised scores) or "rrf" (V5's weighted RRF)
+        #: "score" (default: weighted sum of normalised scores) or "rrf" (weighted RRF,
+        #: docs/retrieval.md)
         self.fusion = fusion
         self._executor: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -270,7 +274,8 @@ class Retriever:
         paths: dict[str, list[tuple[str, float]]] = {}
         window = find_timeframe(query, now) if query and request.read_dates else None
         if query:
-            # V5 stage 1 runs the paths in parallel: BM25 (LanceDB, releases the GIL) on a
+            # stage 1 (docs/retrieval.md) runs the paths in parallel: BM25 (LanceDB, releases the
+            # GIL) on a
             # worker thread while this one embeds the query (ONNX, releases it too).
             keyword_notes: list[str] = []
             pending = self._pool().submit(self._keyword, query, n, flt, keyword_notes)
@@ -425,8 +430,9 @@ class Retriever:
     ) -> list[tuple[str, float]]:
         """Memories on the request's file, then on its graph neighbours (best weight first).
 
-        Without a file, the files of the top keyword/dense candidates seed the walk (V5 path
-        C uses the files the agent recently touched; a stateless search uses the best guess).
+        Without a file, the files of the top keyword/dense candidates seed the walk (the graph
+        path of docs/retrieval.md uses the files the agent recently touched; a stateless search
+        uses the best guess).
         """
         weights: dict[str, float] = {}
         if file:

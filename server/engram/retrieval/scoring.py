@@ -18,7 +18,7 @@ from engram.retrieval.types import QueryType
 
 T = MemoryType
 
-#: Phase-aware type weights: the complete table of V3 §7 (types it omits weigh 1.0).
+#: Phase-aware type weights: the complete table of docs/retrieval.md (types it omits weigh 1.0).
 PHASE_WEIGHTS: Mapping[UniversalPhase, Mapping[MemoryType, float]] = {
     UniversalPhase.DEFINE: {
         T.REQUIREMENT: 1.5, T.DECISION: 1.3, T.WORKFLOW_RECIPE: 1.5, T.TASK_CALIBRATION: 1.4,
@@ -60,7 +60,7 @@ PHASE_WEIGHTS: Mapping[UniversalPhase, Mapping[MemoryType, float]] = {
     },
 }  # fmt: skip
 
-#: Source trust multipliers (V5 §7): what a user taught outranks what was inferred.
+#: Source trust multipliers (docs/retrieval.md): what a user taught outranks what was inferred.
 SOURCE_TRUST: Mapping[MemorySource, float] = {
     MemorySource.USER_TAUGHT: 1.4,
     MemorySource.AGENT_EXPLICIT: 1.2,
@@ -80,7 +80,8 @@ TIME_WEIGHT = 0.4
 #: ... and a memory recorded inside the window weighs this much more.
 TIME_MATCH_BOOST = 1.25
 
-#: Path weights by query type (V5 §7 stage 2a). For natural-language (semantic) queries V5
+#: Path weights by query type (docs/retrieval.md stage 2a). For natural-language (semantic) queries
+#: the design
 #: gives dense twice BM25's weight; measured on LoCoMo with the default MiniLM model, BM25
 #: is the stronger path (0.68 vs 0.57 recall@10) and equal weights fuse best, so semantic
 #: queries weigh them equally (docs/retrieval.md).
@@ -106,9 +107,10 @@ _STRUCTURAL = re.compile(
 
 
 def detect_query_type(query: str) -> QueryType:
-    """Identifier (code names, paths), structural (about dependencies) or semantic (V5 §7).
+    """Identifier (code names, paths), structural (about dependencies) or semantic
+    (docs/retrieval.md).
 
-    V5 reads structural intent off recent graph tool calls; a stateless server reads it off
+    The design reads structural intent off recent graph tool calls; a stateless server reads it off
     the words instead (``who calls``, ``depends on``, ``impact`` …).
     """
     if _IDENTIFIER.search(query):
@@ -225,10 +227,12 @@ def graph_neighbourhood_boost(
     window: int = 50,
     strength: float = 0.3,
 ) -> tuple[list[tuple[str, float]], set[str]]:
-    """V5 stage 2b: lift candidates ranked ``top_k+1..window`` that sit next to the top ones.
+    """Stage 2b (docs/retrieval.md): lift candidates ranked ``top_k+1..window`` that sit next to
+    the top ones.
 
     ``neighbour_files`` are the graph neighbours of the top results' files. A lower-ranked
-    candidate's score is multiplied by ``1 + strength * shared / max(top_files, 1)`` (V5 adds
+    candidate's score is multiplied by ``1 + strength * shared / max(top_files, 1)`` (the design
+    adds
     ``0.3 x neighbour_count / top_files`` to normalised scores; a multiplier keeps the
     boost proportional to the candidate's own relevance, so a weak match stays weak).
     Returns the re-sorted list and the ids that were boosted.
@@ -310,13 +314,14 @@ def is_question_query(query: str) -> bool:
     return query.strip().endswith("?") or _QUESTION_START.match(query) is not None
 
 
-#: Multiplier for a stale memory on explicit search (V3: "returned with a confidence penalty").
+#: Multiplier for a stale memory on explicit search ("returned with a confidence penalty",
+#: docs/retrieval.md).
 STALE_PENALTY = 0.5
 #: Multiplier when the query names one of the memory's tags (a person, a module, a topic).
 TAG_MATCH_BOOST = 1.25
-#: Days for the recency signal to fall to 1/e (V3 §7 base hybrid score: exp(-days/30)).
+#: Days for the recency signal to fall to 1/e (docs/retrieval.md base hybrid score: exp(-days/30)).
 RECENCY_DAYS = 30.0
-#: Access count that saturates the frequency signal (V5: log1p(n) / log1p(100)).
+#: Access count that saturates the frequency signal (log1p(n) / log1p(100), docs/retrieval.md).
 FREQUENCY_SATURATION = 100
 
 
@@ -330,7 +335,8 @@ def memory_weight(
 ) -> WeightBreakdown:
     """Phase x trust x decayed confidence x recency x frequency x pinned/verified x staleness.
 
-    V5 computes ``(0.6 cos + 0.25 recency + 0.15 freq) * phase * trust * confidence``. Fused
+    The design (docs/retrieval.md) computes ``(0.6 cos + 0.25 recency + 0.15 freq) * phase * trust
+    * confidence``. Fused
     RRF scores are rank-based and flat (1/61 vs 1/70), so additive recency would swamp
     relevance; we keep the same signals as gentle multipliers instead: recency and access
     frequency add at most +15 % and +10 %, decayed confidence scales between 0.5x and 1x,

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
+
 import enum
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import attrs
 
@@ -12,7 +17,7 @@ from engram.model import Memory, MemoryType, UniversalPhase
 
 
 class QueryType(enum.StrEnum):
-    """How a query is phrased; picks the fusion weights (V5 §7 stage 2a)."""
+    """How a query is phrased; picks the fusion weights (docs/retrieval.md stage 2a)."""
 
     IDENTIFIER = "identifier"
     SEMANTIC = "semantic"
@@ -20,7 +25,7 @@ class QueryType(enum.StrEnum):
 
 
 class Tier(enum.StrEnum):
-    """Context tiers of the Living Memory design (004): what an agent must see first."""
+    """Context tiers (docs/retrieval.md): what an agent must see first."""
 
     CRITICAL = "critical"
     RELEVANT = "relevant"
@@ -94,7 +99,7 @@ class SearchHit:
 
         return conflict_markers(self.conflicts)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         from engram.model import memory_to_dict
 
         data = memory_to_dict(self.memory)
@@ -139,7 +144,7 @@ class ContextItem:
     def citation(self) -> str:
         return self.memory.citation()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         m = self.memory
         return {
             "id": m.id,
@@ -173,7 +178,7 @@ class ContextPack:
     text: str
     notes: list[str] = attrs.field(factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "tokens": self.tokens,
             "budget_tokens": self.budget_tokens,

@@ -9,7 +9,7 @@ Surface (all the code-graph needs for ``engram search --code``)::
     store.delete_file(file) -> int
     store.chunks_for_file(file) -> list[CodeChunkRecord]
     store.keyword_search(query, k) -> [(id, bm25)]   # over ``text`` (contextual: file, kind,
-    store.vector_search(vector, k) -> [(id, cosine)] #  name before the code, V5 §8)
+    store.vector_search(vector, k) -> [(id, cosine)] #  name before the code, docs/storage.md)
     store.get_many(ids) -> list[CodeChunkRecord]; store.count(); store.compact(); store.close()
     store.version(); store.all_chunks(); store.vectors_for(ids)  # for in-process indexes
 
@@ -73,7 +73,8 @@ class CodeChunkRecord:
 def contextual_chunk_text(
     file: str, kind: str, name: str, start: int, end: int, content: str
 ) -> str:
-    """V5 §8 contextual text for a chunk: ``File: a.py | function: f | Lines: 3-9`` + code."""
+    """docs/storage.md contextual text for a chunk: ``File: a.py | function: f | Lines: 3-9`` +
+    code."""
     head = [f"File: {file}"]
     if kind and kind != "module":
         head.append(f"{kind}: {name or 'unknown'}")

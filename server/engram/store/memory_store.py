@@ -20,6 +20,9 @@ prefilter so top-k is taken among matching memories only.
 Objects returned by ``get``/``get_many``/``list`` are the snapshot's own: treat them as
 read-only, or pass a modified copy (``attrs.evolve``) to :meth:`MemoryStore.update`.
 ``add`` and ``update`` both upsert by id.
+
+Long on purpose: the snapshot, its patching from other processes' writes and the LanceDB
+writes must agree on one row layout; they are kept in one module (docs/storage.md).
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from engram.workspace import Workspace
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
 
 log = logging.getLogger(__name__)
 

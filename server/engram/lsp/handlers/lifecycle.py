@@ -53,15 +53,18 @@ def register(server: EngramLanguageServer) -> None:
                 with contextlib.suppress(ProcessLookupError):
                     child.terminate()
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(child.wait(), timeout=5)
+                    await asyncio.to_thread(child.wait, 5)  # reaped, never a zombie
             if folder.link is not None:  # the engine stays for other front ends
                 folder.link.close()
                 folder.link = None
-            if folder.engine is not None:
+            for engine in [*folder.retired, folder.engine]:
+                if engine is None:
+                    continue
                 try:
-                    await asyncio.to_thread(folder.engine.close)
+                    await asyncio.to_thread(engine.close)
                 except Exception as exc:
                     log.debug("engine close failed: %s", exc)
+            folder.retired.clear()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(
@@ -129,7 +132,12 @@ async def register_watchers(ls: EngramLanguageServer) -> None:
 
 
 async def reload_settings(ls: EngramLanguageServer, folder_uri: str) -> None:
-    """Re-read settings; reopen the engine only when more than diagnostics changed."""
+    """Re-read settings; reopen the engine only when more than diagnostics changed.
+
+    The engine a setting replaces is never closed here: a hover, a command or the editor
+    event worker may still be using it in a thread. It is retired (``folder.retired``) and
+    closed at shutdown, after every worker has stopped.
+    """
     folder = ls.folders.get(folder_uri)
     if folder is None:
         return
@@ -155,7 +163,7 @@ async def reload_settings(ls: EngramLanguageServer, folder_uri: str) -> None:
         ls.configure_folder(folder, fresh.config)
         folder.engine = fresh
         folder.impact.clear()
-        await asyncio.to_thread(old.close)
+        folder.retired.append(old)
     log.info("settings reloaded for %s", folder.root)
     for doc in [d for d in ls.docs.values() if d.folder is folder]:
         await ls.refresh_document(doc)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from engram.config import TeamConfig
-from engram.lsp.server import uri_to_path
+from engram.workspace import uri_to_path
 
 if TYPE_CHECKING:
     from engram.lsp.folder import Folder

@@ -17,12 +17,13 @@ import json
 import logging
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from engram.jsontypes import JsonObject
 from engram.workspace import Workspace
 
 if TYPE_CHECKING:  # the hook path never imports the model
@@ -83,9 +84,7 @@ class Brief:
     reviewed: bool = False
 
     @classmethod
-    def of(cls, memory: Memory) -> Brief:
-        from engram.lifecycle.trust import conflict_ids
-
+    def of(cls, memory: Memory, conflicts: list[str]) -> Brief:
         anchor = memory.anchors[0] if memory.anchors else None
         origin = memory.extra.get("team")  # engram.model.TEAM_KEY; the hook path stays light
         team = origin if isinstance(origin, dict) else None
@@ -96,7 +95,7 @@ class Brief:
             file=anchor.file if anchor else None,
             line=anchor.start_line if anchor else None,
             needs_review=memory.needs_review,
-            conflicts=conflict_ids(memory),
+            conflicts=conflicts,
             shared_by=str(team.get("by") or "the team") if team else None,
             team_file=str(team.get("file") or "") or None if team else None,
             reviewed=bool(team) and memory.user_verified,
@@ -171,11 +170,25 @@ def _touched_between(workspace: Workspace, start: int, target: int) -> set[str] 
         conn.close()
 
 
+@attrs.frozen
+class MirrorRules:
+    """What the trust model says of a memory, as the mirror needs it (docs/trust.md). The
+    engine passes ``lifecycle.trust``'s rules in, so storage never imports the trust model
+    (import-linter's layers, docs/architecture.md)."""
+
+    #: whether an editor or agent may ever receive it (``lifecycle.trust.is_shown``)
+    shown: Callable[[Memory], bool]
+    #: the ids it is linked to as a conflict (``lifecycle.trust.conflict_ids``)
+    conflicts: Callable[[Memory], list[str]]
+
+
 @attrs.define
 class Digest:
-    """Read and write access to ``.engram/digest.sqlite``."""
+    """Read and write access to ``.engram/digest.sqlite``; writing needs ``rules`` (a hook
+    only reads)."""
 
     workspace: Workspace
+    rules: MirrorRules | None = attrs.field(default=None, kw_only=True)
     _conn: sqlite3.Connection | None = attrs.field(default=None, init=False)
 
     @property
@@ -283,14 +296,14 @@ class Digest:
         except ValueError:
             return None
 
-    @staticmethod
-    def _put(conn: sqlite3.Connection, memory: Memory) -> None:
-        from engram.lifecycle.trust import is_shown
+    def _put(self, conn: sqlite3.Connection, memory: Memory) -> None:
         from engram.model import memory_to_dict  # writers hold the model already
 
+        if self.rules is None:
+            raise RuntimeError("this digest was opened for reading: it has no trust rules")
         # docs/trust.md: flagged, deprecated, retired and forgotten never reach an agent;
         # stale ones are not injected unasked, but still shown next to a conflict partner
-        shown = is_shown(memory)
+        shown = self.rules.shown(memory)
         active = shown and memory.stale_at is None
         conn.execute("DELETE FROM memory_files WHERE id = ?", (memory.id,))
         conn.execute(
@@ -303,7 +316,7 @@ class Digest:
                 int(active),
                 int(shown),
                 _weight(memory),
-                json.dumps(attrs.asdict(Brief.of(memory))),
+                json.dumps(attrs.asdict(Brief.of(memory, self.rules.conflicts(memory)))),
                 json.dumps(memory_to_dict(memory), ensure_ascii=False),
             ),
         )
@@ -394,14 +407,14 @@ class Digest:
             [file, *types, limit],
         )
 
-    def records_for_file(self, file: str) -> list[dict[str, Any]]:
+    def records_for_file(self, file: str) -> list[JsonObject]:
         """Full records (``memory_to_dict``) of the memories anchored to or related to ``file``
         an editor may be shown (docs/trust.md): what the language server shows before the
         engine answers."""
         conn = self._connect(create=False)
         if conn is None:
             return []
-        out: list[dict[str, Any]] = []
+        out: list[JsonObject] = []
         rows = conn.execute(
             "SELECT m.record FROM memories m JOIN memory_files f ON f.id = m.id"
             " WHERE f.file = ? AND m.shown = 1 AND m.record != ''",

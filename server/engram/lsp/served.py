@@ -1,0 +1,93 @@
+"""The engine's side of a thin language server's link (``engram.lsp.remote``).
+
+The workspace's engine process (``engram.daemon``) runs :func:`answer` for ``lsp``
+requests; ``engram.cli.engine_commands`` hands it in, so the daemon imports no front end
+(docs/architecture.md, layers). It reads through the same folder code an in-process
+language server uses (``engram.lsp.folder``), so both show a file the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from engram.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from engram.app import Engine
+
+log = logging.getLogger(__name__)
+
+
+def answer(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
+    """The engine's side of this link: what a thin language server reads from it (run in
+    the engine process, which gets it from ``engram.cli.engine_commands``).
+
+    ``snapshot``: the memories of a file (``app.memories.for_file``) and its code symbols,
+    after re-indexing it when asked (on save); ``impact``: the one-line impact summary
+    hover shows; ``index``: the keyword-only index the language server runs at start;
+    ``anchored``: files with diagnostic-type memories (pull diagnostics, workspace-wide).
+    """
+    from engram.lsp import folder as lsp_folder
+    from engram.lsp.anchors import memory_key
+    from engram.lsp.remote import partners_json
+    from engram.model import memory_to_dict
+
+    what = request.get("what")
+    file = request.get("file")
+    if what == "snapshot":
+        if not isinstance(file, str):
+            raise InvalidInput("snapshot needs a file")
+        has_graph = bool(request.get("has_graph"))
+        snap = lsp_folder.snapshot_blocking(
+            engine, file, [], has_graph, bool(request.get("reindex"))
+        )
+        symbols = [[s.name, s.qualname, s.span.start, s.span.end] for s in snap.symbols]
+        known = request.get("known")
+        key = [list(k) for k in memory_key(snap.memories)]
+        partners = partners_json(snap.partners)  # a partner may change on its own
+        if isinstance(known, list) and known == key:  # nothing to decode over there
+            return {"unchanged": True, "symbols": symbols, "partners": partners}
+        return {
+            "memories": [memory_to_dict(m) for m in snap.memories],
+            "symbols": symbols,
+            "partners": partners,
+        }
+    if what == "impact":
+        if not isinstance(file, str):
+            raise InvalidInput("impact needs a file")
+        return {"summary": lsp_folder.impact_blocking(engine, file)}
+    if what == "index":
+        import attrs
+
+        from engram.app.indexing import LSP_INDEX, run_index
+        from engram.model import to_jsonable
+
+        options = attrs.evolve(LSP_INDEX, history=bool(request.get("history")))
+        data = to_jsonable(run_index(engine, options).code)
+        return {"report": data if isinstance(data, dict) else {}}
+    if what == "reindex":
+        files = request.get("files")
+        done = []
+        for rel in files if isinstance(files, list) else []:
+            if isinstance(rel, str):
+                try:
+                    engine.codegraph.reindex_file(rel)
+                    done.append(rel)
+                except Exception as exc:  # one file must not stop the others
+                    log.debug("reindex of %s failed: %s", rel, exc)
+        return {"files": done}
+    if what == "anchored":
+        from engram.app.memories import conflict_partners
+
+        by_file = lsp_folder.anchored_files_blocking(engine)
+        everyone = list({m.id: m for ms in by_file.values() for m in ms}.values())
+        return {
+            "files": {f: [memory_to_dict(m) for m in ms] for f, ms in by_file.items()},
+            "partners": partners_json(conflict_partners(engine, everyone)),
+        }
+    raise InvalidInput(f"unknown language-server request {what!r}")
+
+
+__all__ = ["answer"]
