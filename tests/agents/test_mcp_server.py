@@ -247,3 +247,25 @@ async def test_an_agent_is_not_a_person_and_conflicts_come_marked(
         assert second not in json.dumps(after)  # hidden, and the conflict is settled
         pack = _text(await session.call_tool("engram_context", {"file": "jobs.py"}))
         assert second not in pack and "CONFLICT" not in pack and first in pack
+
+
+async def test_mcp_errors_like_the_cli_and_answers_for_its_caller(
+    tmp_workspace: Workspace, tmp_path: Path
+) -> None:
+    """Issue 16: engram_context on a file that is not there errored on the CLI but returned
+    generic context over MCP; engram_find_tools said total_tools 0 with no hint; the session
+    summary was the last editor session, not the caller's."""
+    home = tmp_path / "home"
+    home.mkdir()
+    async with session_for(tmp_workspace, home) as session:
+        missing = await session.call_tool("engram_context", {"file": "nosuch.py"})
+        assert missing.is_error and "nosuch.py does not exist" in missing.content[0].text
+        found = _payload(await session.call_tool("engram_find_tools", {"query": "time"}))
+        assert found["total_tools"] == 0
+        assert any("no MCP servers configured" in n and "mcp.json" in n for n in found["notes"])
+        none = _payload(await session.call_tool("engram_session_summary", {}))
+        assert none["found"] is False and "no session of yours" in none["text"]
+        event = {"session_id": "agent-7", "kind": "tool_result", "tool": "Read", "files": []}
+        await session.call_tool("engram_observe", {"event": event})
+        mine = _payload(await session.call_tool("engram_session_summary", {}))
+        assert mine["session_id"] == "agent-7", mine

@@ -446,7 +446,9 @@ def _context_check(engine: Engine, a: ContextArgs, surface: Surface) -> ContextA
         raise InvalidInput(
             "give a FILE or --query TEXT" if surface is CLI else "give a file or a query"
         )
-    if surface is CLI and a.file and not engine.workspace.resolve(a.file).exists():
+    # an editor may ask about a buffer not saved yet; a person or an agent naming a file
+    # that is not there gets the same one line (issue 16)
+    if surface in (CLI, MCP) and a.file and not engine.workspace.resolve(a.file).exists():
         raise InvalidInput(f"{a.file} does not exist in {engine.workspace.root}")
     return a
 

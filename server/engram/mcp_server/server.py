@@ -21,6 +21,8 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from engram.api import Surface, UseCase, on
 from engram.api.declare import JsonObject, JsonValue, Kind, Param, Spelling, check_text, excerpt
 from engram.errors import USER_ERRORS, EngramError, InvalidInput
@@ -272,6 +274,33 @@ def fence_team_memories(data: JsonObject) -> JsonObject:
     return fenced if isinstance(fenced, dict) else data
 
 
+@attrs.define
+class CallerSession:
+    """The observer session of the agent at the other end of this stdio connection (one
+    client per server process): the last ``session_id`` it sent with an event or a memory.
+    ``engram_session_summary`` without an id answers for it, never for another client's
+    session (issue 16: it returned the last editor session)."""
+
+    session_id: str | None = None
+
+    def note(self, usecase: str, args: object, result: object) -> None:
+        given = getattr(result, "session_id", None) or getattr(args, "session_id", None)
+        if usecase in ("observe", "remember") and isinstance(given, str) and given:
+            self.session_id = given
+
+    def fill(self, usecase: str, args: object) -> object:
+        if usecase == "session_summary" and getattr(args, "session_id", None) is None:
+            return attrs.evolve(args, session_id=self.session_id)  # type: ignore[misc]
+        return args
+
+
+NO_SESSION: JsonObject = {
+    "found": False,
+    "session_id": None,
+    "text": "no session of yours yet: send events with engram_observe (or pass session_id)",
+}
+
+
 def build_server(
     workspace: str | None = None, overrides: dict[str, object] | None = None
 ) -> Server[Any]:
@@ -284,6 +313,7 @@ def build_server(
 
     holder = EngineHolder(workspace, overrides)
     hubs = HubHolder()
+    caller = CallerSession()
     usecases = {u.mcp: u for u in on(MCP)}
     tools = [
         types.Tool(name=u.mcp, description=description(u), input_schema=input_schema(u))
@@ -328,10 +358,13 @@ def build_server(
             usecase = usecases.get(params.name)
             if usecase is None:
                 raise InvalidInput(f"unknown tool {excerpt(params.name)}")
-            parsed = usecase.parse(raw, MCP)
+            parsed = caller.fill(usecase.name, usecase.parse(raw, MCP))
+            if usecase.name == "session_summary" and getattr(parsed, "session_id", None) is None:
+                return answer(NO_SESSION)
             result = await anyio.to_thread.run_sync(
                 lambda: usecase.execute(holder.get(), parsed, MCP)
             )
+            caller.note(usecase.name, parsed, result)
             if usecase.mcp_text:
                 text = usecase.to_text(result) or " ".join(usecase.notes(result))
                 return types.CallToolResult(content=[types.TextContent(type="text", text=text)])

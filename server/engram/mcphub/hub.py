@@ -67,6 +67,18 @@ def _file_signature(paths: Sequence[Path]) -> tuple[tuple[str, int, int], ...]:
     return tuple(sig)
 
 
+#: What to do when no configuration names an MCP server (docs/mcp-hub.md): the hub reads the
+#: files people's other tools already use (``engram.mcphub.sources``).
+NO_SERVERS = (
+    "no MCP servers configured. Engram reads the configs your tools already use: "
+    ".mcp.json, .vscode/mcp.json or .cursor/mcp.json in the workspace (approve them with "
+    "'engram mcp trust NAME'), ~/.config/engram/mcp.json, ~/.claude.json or "
+    "~/.cursor/mcp.json in your home. Add one, e.g. "
+    '{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}} '
+    "in ~/.config/engram/mcp.json, then run 'engram mcp refresh'."
+)
+
+
 class McpHub:
     """Lazy MCP tool hub for one workspace (see module docstring)."""
 
@@ -549,4 +561,6 @@ class McpHub:
             )
         for problem in snapshot.problems:
             notes.append(f"{problem.origin}: {problem.message}")
+        if not snapshot.servers:
+            notes.append(NO_SERVERS)
         return notes
