@@ -11,7 +11,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from engram.api.declare import JsonObject
-from engram.model import Memory, memory_json, shared_by_text, team_origin, to_jsonable, utcnow
+from engram.model import (
+    Memory,
+    RelationType,
+    memory_json,
+    shared_by_text,
+    team_origin,
+    to_jsonable,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from engram.codegraph import CodeHit, ImpactReport
@@ -33,10 +41,28 @@ def hit_json(hit: SearchHit) -> JsonObject:
         "confidence": memory.confidence,
         "content": memory.content,
         "anchors": [to_jsonable(a) for a in memory.anchors],
-        "memory": memory_json(memory),
+        "memory": _shown_relations(memory_json(memory), {cid for cid, _ in hit.conflicts}),
         "conflicts": [{"id": cid, "content": text} for cid, text in hit.conflicts],
         **({"conflict": hit.conflict_mark} if hit.conflicts else {}),
     }
+
+
+def _shown_relations(record: JsonObject, shown: set[str]) -> JsonObject:
+    """The record without its conflict links to memories nobody may be shown (flagged,
+    forgotten: docs/trust.md): a hidden memory's id never reaches an editor or agent."""
+    relations = record.get("relations")
+    if not isinstance(relations, list):
+        return record
+    kept = [
+        r
+        for r in relations
+        if not (
+            isinstance(r, dict)
+            and r.get("relation_type") == RelationType.CONFLICTS_WITH
+            and r.get("target_memory_id") not in shown
+        )
+    ]
+    return {**record, "relations": kept}
 
 
 def where(memory: Memory) -> str:
