@@ -147,7 +147,7 @@ async def test_kill_9_during_writes_from_every_kind_of_front_end(engine_env: Eng
     assert killed.is_set()
 
     print("acknowledged:", {kind: len(ids) for kind, ids in acked.items()})  # shown with -s
-    listed = engine_env.run("list", "--json", "--all", "--limit", "100000")
+    listed = engine_env.run("list", "--json", "--all", "--limit", "10000")
     assert listed.code == 0, listed.err
     stored = {m["id"] for m in json.loads(listed.out)["memories"]}
     for kind in ("cli", "lsp", "mcp"):
