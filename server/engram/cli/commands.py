@@ -288,7 +288,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
     from engram.workspace import Workspace
     from engram.workspace_trust import approve, revoke
 
-    workspace = Workspace.open(_workspace_arg(args))
+    workspace = Workspace.open(workspace_arg(args))
     approvals = ApprovalStore(user_config_dir())
     trust = workspace_settings_trust(workspace, approvals=approvals)
     mcp_files = [f for f in _WORKSPACE_MCP_FILES if (workspace.root / f).is_file()]

@@ -25,7 +25,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -113,10 +113,8 @@ class WriteLock:
     def _write_token(self) -> None:
         """Mark a new hold, so waiters see the queue move (never fails the write)."""
         token = f"{os.getpid()} {time.time_ns()} {random.getrandbits(32)}\n".encode()
-        try:
+        with suppress(OSError):
             self._token_path.write_bytes(token[:_TOKEN_BYTES])
-        except OSError:
-            pass
 
     def _release_file(self) -> None:
         self._file_lock.release()
