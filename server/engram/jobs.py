@@ -3,12 +3,14 @@
 Agent hooks start the observer drain and the digest rebuild in the background; the language
 server starts ``engram index`` for the embeddings. Both go through :func:`start`, so each
 kind of job runs at most once per workspace at a time: the child holds
-``.engram/agents/<job>.lock`` (``filelock``, so it works where ``fcntl`` does not) from its
-first line until it exits — ``engram`` takes the lock named in :data:`LOCK_ENV` before it
-runs the command and quits quietly when another process has it. The parent probes the same
-lock first so it does not start a child that would only quit. A caller that waits
-(the language server) reaps its child with ``Popen.wait``; a detached child (hooks) runs in
-its own session and is reaped by init when the short-lived hook process is gone.
+``.engram/agents/<job>.lock`` from before it starts until it exits. On POSIX the parent
+takes it (``flock``, as ``filelock`` does there) and the child inherits it; elsewhere the
+child takes the lock named in :data:`LOCK_ENV` (``filelock``, which works where ``fcntl``
+does not) before it runs the command and quits quietly when another process has it. The
+parent probes the same lock first so it does not start a child that would only quit. A
+caller that waits (the language server) reaps its child with ``Popen.wait``; a detached
+child (hooks) runs in its own session and is reaped by init when the short-lived hook
+process is gone.
 """
 
 from __future__ import annotations
@@ -69,18 +71,29 @@ def start(
     lock.parent.mkdir(parents=True, exist_ok=True)
     logs = workspace.engram_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    child_env = {**os.environ, **(env or {}), LOCK_ENV: str(lock)}
-    with (logs / log_name).open("ab") as log_file:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "engram", *args, "--workspace", str(workspace.root)],
-            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log_file,
-            cwd=workspace.root,
-            env=child_env,
-            start_new_session=detach,
-            preexec_fn=_lower_priority if lower_priority and os.name == "posix" else None,
-        )
+    child_env = {**os.environ, **(env or {})}
+    child_env.pop(LOCK_ENV, None)
+    handed = _take_for_child(lock)
+    if handed is None and os.name == "posix":
+        return None  # another process took it since the probe
+    if handed is None:
+        child_env[LOCK_ENV] = str(lock)  # no lock to hand over: the child takes it itself
+    try:
+        with (logs / log_name).open("ab") as log_file:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "engram", *args, "--workspace", str(workspace.root)],
+                stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log_file,
+                cwd=workspace.root,
+                env=child_env,
+                start_new_session=detach,
+                preexec_fn=_lower_priority if lower_priority and os.name == "posix" else None,
+                pass_fds=(handed,) if handed is not None else (),
+            )
+    finally:
+        if handed is not None:
+            os.close(handed)  # the child keeps its inherited copy, and with it the lock
     if stdin_text is not None and proc.stdin is not None:
         try:
             proc.stdin.write(stdin_text.encode("utf-8"))
@@ -90,6 +103,25 @@ def start(
     return proc
 
 
+def _take_for_child(lock: Path) -> int | None:
+    """On POSIX, the job's lock taken here and handed to the child as an inherited file
+    descriptor (``flock``, the lock ``filelock`` takes there too): it is held from before the
+    child starts until it exits, so no second job slips in while the child boots and a waiter
+    never sees the lock free too early. ``None`` where that is not possible, or when another
+    process holds it."""
+    if os.name != "posix":
+        return None
+    import fcntl
+
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 @contextlib.contextmanager
 def held_by_this_process(environ: Mapping[str, str] | None = None) -> Iterator[bool]:
     """In the child: hold the lock :func:`start` named for the whole run.
@@ -97,10 +129,13 @@ def held_by_this_process(environ: Mapping[str, str] | None = None) -> Iterator[b
     Yields False when another process holds it (a job of this kind already runs: the caller
     returns at once), True otherwise, and True when no lock was asked for.
     """
-    path = (environ if environ is not None else os.environ).get(LOCK_ENV)
+    source = environ if environ is not None else os.environ
+    path = source.get(LOCK_ENV)
     if not path:
         yield True
         return
+    if environ is None:
+        os.environ.pop(LOCK_ENV, None)  # never inherited by what this job starts (the engine)
     from filelock import FileLock, Timeout
 
     lock = FileLock(path)

@@ -33,7 +33,7 @@ def _remember(ws: Workspace, text: str) -> None:
 def test_killed_writer_leaves_a_digest_that_knows_it_is_behind(
     tmp_workspace: Workspace, user_config: Path
 ) -> None:
-    from engram.agents.digest import Digest
+    from engram.store.digest import Digest
 
     ws = tmp_workspace
     for i in range(3):
@@ -68,7 +68,7 @@ def test_killed_writer_leaves_a_digest_that_knows_it_is_behind(
 
 
 def test_digest_rebuild_command_reconciles(tmp_workspace: Workspace, user_config: Path) -> None:
-    from engram.agents.digest import Digest
+    from engram.store.digest import Digest
 
     ws = tmp_workspace
     _remember(ws, "the release checklist lives in docs/release.md")
