@@ -156,11 +156,9 @@ def cmd_remember(args: argparse.Namespace) -> int:
             session_id=args.session,
         )
     if result.redactions:
-        note(
-            "redacted before storing: "
-            + ", ".join(k.replace("_", " ") for k in result.redactions)
-            + " (rotate any real secret)"
-        )
+        from engram.redaction import describe_redactions
+
+        note(f"redacted {describe_redactions(result.redactions)} (rotate any real secret)")
     if result.merged:
         note(
             f"merged into existing memory {result.memory.id} ({result.duplicate_reason}); "
@@ -939,10 +937,17 @@ def cmd_import(args: argparse.Namespace) -> int:
         return 0
     print(
         f"imported {path.name} ({report.kind}): {report.added} added, {report.merged} merged"
+        + (f", {report.unchanged} unchanged" if report.unchanged else "")
         + (f", {len(report.skipped)} skipped" if report.skipped else "")
     )
     if report.redacted:
-        note(f"redacted secrets in {report.redacted} memories before storing them")
+        from engram.redaction import describe_redactions
+
+        memories = f" in {report.redacted} memories" if report.redacted > 1 else ""
+        note(
+            f"redacted {describe_redactions(report.redacted_kinds)}{memories} before storing "
+            "(rotate any real secret)"
+        )
     for reason in report.skipped[:5]:
         note(f"skipped {reason}")
     return 0

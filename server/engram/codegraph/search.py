@@ -246,6 +246,25 @@ class ChunkIndexReport:
         return attrs.asdict(self)
 
 
+@attrs.frozen
+class ChunkCoverage:
+    """How many stored code chunks carry a vector from the current model.
+
+    Dense code search needs every chunk embedded by the same model (``CodeSearch._load``
+    builds one matrix or none), so one chunk left unembedded (``engram index --no-embed``,
+    an interrupted run, a model switch) turns meaning search over code off; ``engram doctor``
+    says so (docs/cli.md).
+    """
+
+    chunks: int
+    embedded: int
+    model_id: str | None
+
+    @property
+    def missing(self) -> int:
+        return self.chunks - self.embedded
+
+
 #: Chunks of at most this many files are embedded and written as one LanceDB version.
 WRITE_BATCH_CHUNKS = EMBED_BATCH * 16
 LEGACY_DB_NAME = "code_chunks.sqlite"
@@ -490,6 +509,15 @@ class CodeSearch:
         for p in pending:
             stored_state[p.file] = (p.file_hash or "", model_id or "")
         return embedded
+
+    def coverage(self) -> ChunkCoverage:
+        """Stored chunks and how many of them the current model embedded (no model: none)."""
+        model_id = self.embedder.model_id if self.embedder is not None else None
+        records = self._chunks().all_chunks()
+        embedded = 0
+        if model_id is not None:
+            embedded = sum(1 for r in records if parse_stored_hash(r.content_hash)[1] == model_id)
+        return ChunkCoverage(chunks=len(records), embedded=embedded, model_id=model_id)
 
     # -- searching -------------------------------------------------------------------------
     def _load(self) -> _Snapshot:

@@ -1,0 +1,87 @@
+"""Issue 16's CLI points, where the user sees them: the real ``engram`` console script in a
+subprocess whose stderr is a pipe (not a terminal), as in CI logs and agent tool calls."""
+
+from __future__ import annotations
+
+import json
+
+from engram.workspace import Workspace
+
+from .conftest import Run, RunCli, needs_store
+
+pytestmark = needs_store
+
+GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def ok(run: Run) -> Run:
+    assert run.code == 0, run.err
+    assert "Traceback" not in run.err
+    return run
+
+
+def test_import_names_the_redacted_kind_and_a_reimported_export_is_unchanged(
+    cli: RunCli, tmp_workspace: Workspace
+) -> None:
+    root = tmp_workspace.root
+    (root / "CLAUDE.md").write_text(
+        "# Rules\n\n"
+        "- Run the integration tests with `make it` before pushing.\n"
+        f"- The CI bot pushes with the token {GITHUB_TOKEN} from the vault.\n",
+        encoding="utf-8",
+    )
+    first = ok(cli("import", "CLAUDE.md"))
+    assert "2 added" in first.out
+    # the kind is named, so the user knows which credential to rotate
+    assert "engram: redacted 1 secret (github-token)" in first.err, first.err
+    assert GITHUB_TOKEN not in ok(cli("export", "-")).out
+
+    ok(cli("export", "memories.md"))
+    again = ok(cli("import", "--json", "memories.md"))
+    report = json.loads(again.out)
+    assert (report["added"], report["merged"], report["unchanged"]) == (0, 0, 2), report
+    assert report["redacted"] == 0 and report["redacted_kinds"] == {}
+
+
+def test_import_report_counts_each_redacted_kind_in_json(
+    cli: RunCli, tmp_workspace: Workspace
+) -> None:
+    (tmp_workspace.root / "AGENTS.md").write_text(
+        f"- Deploys use {GITHUB_TOKEN} as the bot token.\n"
+        f"- The release job also reads {GITHUB_TOKEN[:-1]}X from its environment.\n",
+        encoding="utf-8",
+    )
+    report = json.loads(ok(cli("import", "--json", "AGENTS.md")).out)
+    assert report["redacted"] == 2
+    assert report["redacted_kinds"] == {"github_token": 2}
+
+
+def test_doctor_reports_code_chunks_without_embeddings_as_json_objects(
+    cli: RunCli, tmp_workspace: Workspace, cli_env: dict[str, str]
+) -> None:
+    root = tmp_workspace.root
+    (root / "billing.py").write_text(
+        "def charge(amount):\n    return round(amount * 100)\n\n\n"
+        "class Refunds:\n    def undo(self, charge_id):\n        return charge_id\n",
+        encoding="utf-8",
+    )
+    ok(cli("index", "--no-embed"))  # chunks stored, none embedded
+    cli_env.pop("ENGRAM_EMBED__MODEL")  # the default model, as a user runs doctor
+    run = cli("doctor", "--json")
+    assert run.code == 0, run.err
+    checks = {c["name"]: c for c in json.loads(run.out)["checks"]}
+    search = checks["code search"]
+    assert search["ok"] is False and search["level"] == "warning"
+    chunks = search["facts"]["chunks"]
+    assert chunks >= 2 and search["facts"]["unembedded"] == chunks
+    assert search["facts"]["embedded"] == 0
+    assert f"{chunks} of {chunks} code chunks have no embedding" in search["detail"]
+    assert "engram index" in search["detail"]
+    # every check is plain JSON: no Python repr of a dict inside a string
+    graph = checks["code graph"]
+    assert graph["facts"]["files"] == 1 and graph["facts"]["nodes"] >= 3
+    for check in checks.values():
+        assert "{'" not in check["detail"] and "': " not in check["detail"], check
+
+    human = cli("doctor")
+    assert f"warn  code search      {chunks} of {chunks} code chunks" in human.out, human.out
