@@ -211,7 +211,7 @@ def peak_rss_of(args: list[str], env: dict[str, str]) -> dict[str, Any]:
         "p=subprocess.run(sys.argv[1:],capture_output=True,text=True);"
         "u=resource.getrusage(resource.RUSAGE_CHILDREN);r=u.ru_maxrss/1024;"
         "sys.stderr.write(p.stderr[-1500:]);"
-        "print(p.stdout.strip()[-200000:]);"
+        "print(p.stdout.strip());"
         "print(json.dumps({'code':p.returncode,'peak_rss_mb':round(r,1),"
         "'seconds':round(time.perf_counter()-t,2),"
         "'cpu_seconds':round(u.ru_utime+u.ru_stime,2)}))"
@@ -292,7 +292,12 @@ def cold_index(workspace: Path, env: dict[str, str]) -> dict[str, Any]:
         ],
         env,
     )
-    summary = json.loads(info.pop("stdout") or "{}")
+    out = info.pop("stdout")
+    try:
+        summary = json.loads(out or "{}")
+    except json.JSONDecodeError as exc:  # keep the measured figures, say what came back
+        summary = {}
+        info["summary_error"] = f"{exc}: {out[:200]!r}"
     code = summary.get("code", {})
     info["graph_seconds"] = code.get("seconds")
     info["graph_cpu_seconds"] = code.get("cpu_seconds")
