@@ -158,6 +158,44 @@ class _ConfigWatch:
         return True
 
 
+class _DataDirWatch:
+    """Which ``.engram/`` directory (device and inode) the engine's open files live in.
+
+    A reset (``rm -rf .engram``) under a running engine would otherwise leave it reading
+    and writing files no other process sees: every forwarded command would answer from the
+    removed store, in-process readers from the new empty one. A request that finds another
+    directory, or none, first gets a freshly opened engine (which makes a new one), like a
+    settings change does (docs/engine.md)."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / ".engram"
+        self._lock = threading.Lock()
+        self.last: tuple[int, int] | None = None
+
+    def identity(self) -> tuple[int, int] | None:
+        try:
+            info = self.path.stat()
+        except OSError:
+            return None
+        return (info.st_dev, info.st_ino)
+
+    def settle(self) -> None:
+        """The engine is open: its directory is the one there now."""
+        with self._lock:
+            self.last = self.identity()
+
+    def follow(self, slot: EngineSlot) -> None:
+        """Reopen the engine when its directory was removed or replaced since it opened."""
+        if not slot.ready.is_set() or slot.current() is None:
+            return
+        with self._lock:
+            if self.last is not None and self.identity() == self.last:
+                return
+            log.info("%s was removed or replaced: reopening the engine", self.path)
+            slot.replace()
+            self.last = self.identity()
+
+
 class AccessBatcher:
     """Uses of memories (reads hand out ids) counted in one write every few seconds.
 
@@ -334,6 +372,7 @@ class EngineServer:
         self.slot = EngineSlot(self._open_engine)
         self.slot.listeners.append(self._on_write)
         self.config_watch = _ConfigWatch(root)
+        self.data_watch = _DataDirWatch(root)
         self.stop_reason = ""
         self._digest_marker = ""
         self._tasks: set[asyncio.Future[None]] = set()
@@ -399,6 +438,7 @@ class EngineServer:
 
     def _open_and_warm(self) -> None:
         self.slot.start()
+        self.data_watch.settle()
         self.slot.warm()
         self._digest_marker = self._marker()
 
@@ -651,6 +691,7 @@ class EngineServer:
             return _error(request_id, INTERNAL, f"{type(exc).__name__}: {exc}")
 
     def _run(self, handler: Callable[[Engine, Json], dict[str, object]], message: Json) -> object:
+        self.data_watch.follow(self.slot)
         with self.slot.borrow() as engine:
             return handler(engine, message)
 
