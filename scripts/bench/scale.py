@@ -496,6 +496,8 @@ def embedded_in(workspace: Path, files: list[str] | None, *, vectors: bool = Tru
             return 0
         where = ["dim > 0"] if vectors else []
         if files is not None:
+            if not files:  # ``file IN ()`` is not SQL
+                return 0
             where.append("file IN (" + ", ".join(sql_quote(f) for f in files) + ")")
         return int(table.count_rows(" AND ".join(where) or None))
     finally:
