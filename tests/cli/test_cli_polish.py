@@ -85,3 +85,26 @@ def test_doctor_reports_code_chunks_without_embeddings_as_json_objects(
 
     human = cli("doctor")
     assert f"warn  code search      {chunks} of {chunks} code chunks" in human.out, human.out
+
+
+CONTROL = set(range(0x00, 0x20)) - {0x0A}  # every C0 control character but the newline
+
+
+def test_index_prints_progress_lines_when_stderr_is_not_a_terminal(
+    cli: RunCli, tmp_workspace: Workspace, cli_env: dict[str, str]
+) -> None:
+    """An index of click printed nothing for 4.5 minutes with stderr in a log: rich's bar
+    is off there, and nothing took its place."""
+    pkg = tmp_workspace.root / "pkg"
+    pkg.mkdir()
+    for n in range(12):
+        (pkg / f"mod{n}.py").write_text(f"def f{n}(x):\n    return x + {n}\n", encoding="utf-8")
+    cli_env["ENGRAM_PROGRESS_SECONDS"] = "0"  # every update, so a small index shows them
+    run = ok(cli("index", "--no-embed"))
+    lines = run.err_lines
+    code = [line for line in lines if line.startswith("engram: indexing code: ")]
+    assert len(code) >= 3, run.err
+    assert any("/12 (" in line and "pkg/mod" in line for line in code), code
+    assert code[-1].startswith("engram: indexing code: done, 12 in "), code
+    assert any(line.startswith("engram: chunking and embedding code: done") for line in lines)
+    assert not CONTROL & {ord(ch) for ch in run.err}, repr(run.err)

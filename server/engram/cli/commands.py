@@ -71,11 +71,16 @@ def emit_json(document: Any) -> None:
 
 @contextmanager
 def progress_bar(label: str) -> Iterator[Callable[..., None]]:
-    """A rich progress bar on stderr; the callback accepts (message, done, total)."""
+    """Progress on stderr: a rich bar on a terminal, else plain periodic lines
+    (``engram.cli.progress``; docs/cli.md). The callback accepts (message, done, total)."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
+    if not console.is_terminal:
+        with _progress_lines(label) as lines:
+            yield lines
+        return
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -99,6 +104,33 @@ def progress_bar(label: str) -> Iterator[Callable[..., None]]:
 
     with progress:
         yield update
+
+
+@contextmanager
+def _progress_lines(label: str) -> Iterator[Callable[..., None]]:
+    """:class:`~engram.cli.progress.ProgressLines` behind the callback's loose signature."""
+    import os
+
+    from engram.cli.progress import INTERVAL_SECONDS, ProgressLines
+
+    try:
+        interval = float(os.environ.get("ENGRAM_PROGRESS_SECONDS", INTERVAL_SECONDS))
+    except ValueError:
+        interval = INTERVAL_SECONDS
+
+    def write(text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    lines = ProgressLines(label, write, interval=max(0.0, interval))
+
+    def update(message: Any = None, done: Any = None, total: Any = None, **_: Any) -> None:
+        if isinstance(done, int | float):
+            lines(int(done), int(total) if isinstance(total, int | float) else None,
+                  message if isinstance(message, str) else "")  # fmt: skip
+
+    yield update
+    lines.finish()  # not after a failure: its error line is the last word
 
 
 # --------------------------------------------------------------------------- memories

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import importlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,8 +36,16 @@ log = logging.getLogger(__name__)
 MAX_ARGV = 1000
 
 
-def run_cli(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
-    """Run a forwarded command line; ``{"exit", "stdout", "stderr"}``."""
+def run_cli(
+    engine: Engine,
+    request: Mapping[str, object],
+    on_stderr: Callable[[str], None] | None = None,
+) -> dict[str, object]:
+    """Run a forwarded command line; ``{"exit", "stdout", "stderr"}``.
+
+    ``on_stderr``: the command's stderr as it is written (the caller asked for it to be
+    streamed); the reply's ``stderr`` then holds nothing more.
+    """
     argv = request.get("argv")
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
         raise InvalidInput("argv must be a list of strings")
@@ -50,7 +58,7 @@ def run_cli(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
 
     token = LENT_ENGINE.set(engine)
     try:
-        with streams.captured(data) as capture:
+        with streams.captured(data, on_stderr) as capture:
             try:
                 code = main(list(argv))
             except SystemExit as exc:  # argparse usage errors, --help

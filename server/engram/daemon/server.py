@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import faulthandler
+import functools
 import hmac
 import logging
 import logging.handlers
@@ -654,7 +655,7 @@ class EngineServer:
         self.requests += 1
         self.in_flight += 1
         try:
-            reply = await self._answer(op, message, request_id)
+            reply = await self._answer(op, message, request_id, client)
         finally:
             client.in_flight.discard(rid)
             self.in_flight -= 1
@@ -664,7 +665,25 @@ class EngineServer:
             with contextlib.suppress(ConnectionError):
                 await client.writer.drain()
 
-    async def _answer(self, op: object, message: Json, request_id: object) -> Json:
+    def _stderr_sender(self, client: ClientInfo, request_id: object) -> Callable[[str], None]:
+        """Send a worker thread's stderr text to the client as ``{"stream": id, "stderr"}``
+        frames, through the event loop, so they leave before the reply (docs/engine.md)."""
+        loop = self._loop
+        assert loop is not None
+
+        def write(text: str) -> None:
+            if not client.writer.is_closing():
+                client.writer.write(encode({"stream": request_id, "stderr": text}))
+
+        def send(text: str) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the caller is gone
+                loop.call_soon_threadsafe(write, text)
+
+        return send
+
+    async def _answer(
+        self, op: object, message: Json, request_id: object, client: ClientInfo | None = None
+    ) -> Json:
         assert self._loop is not None
         try:
             if op == "status":
@@ -674,8 +693,13 @@ class EngineServer:
                 return {"id": request_id, "ok": True, "result": self._stop_reply()}
             if op == "ping":
                 return {"id": request_id, "ok": True, "result": {"pid": os.getpid()}}
+            handler: Callable[[Engine, Json], dict[str, object]]
             if op == "cli":
                 handler = handlers.run_cli
+                if message.get("stream_stderr") is True and client is not None:
+                    handler = functools.partial(
+                        handlers.run_cli, on_stderr=self._stderr_sender(client, request_id)
+                    )
             elif op == "call":
                 handler = handlers.run_call
             elif op == "lsp":
