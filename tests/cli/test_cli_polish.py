@@ -108,3 +108,49 @@ def test_index_prints_progress_lines_when_stderr_is_not_a_terminal(
     assert code[-1].startswith("engram: indexing code: done, 12 in "), code
     assert any(line.startswith("engram: chunking and embedding code: done") for line in lines)
     assert not CONTROL & {ord(ch) for ch in run.err}, repr(run.err)
+
+
+def test_forget_names_the_last_day_and_a_deleted_memory_says_why_it_cannot_come_back(
+    cli: RunCli, tmp_workspace: Workspace
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from engram.app import Engine
+    from engram.app.maintenance import prune
+
+    mid = ok(cli("remember", "The nightly job must finish before 06:00 UTC")).out.strip()
+    forgot = ok(cli("forget", mid))
+    last_day = (datetime.now(UTC) + timedelta(days=30)).strftime("%Y-%m-%d")
+    assert f"engram: undo until {last_day} (30 days): engram restore {mid}" in forgot.err_lines
+    ok(cli("restore", mid))  # inside the 30 days
+    ok(cli("forget", mid))
+    with Engine.open(tmp_workspace.root, {"embed": {"model": "none"}}) as engine:
+        later = datetime.now(UTC) + timedelta(days=31)
+        engine.clock = lambda: later
+        assert mid in prune(engine).deleted
+    gone = cli("restore", mid)
+    assert gone.code == 1
+    assert gone.err_lines == [
+        f"engram: error: {mid} was forgotten on {datetime.now(UTC):%Y-%m-%d} and deleted on "
+        f"{later:%Y-%m-%d} when its 30 days to restore it were over; its last text is in "
+        f"`engram log {mid}`"
+    ], gone.err
+    assert "06:00 UTC" in ok(cli("log", mid)).out
+
+
+def test_edit_rewrites_text_type_anchor_and_tags_and_the_log_keeps_the_old_text(
+    cli: RunCli, tmp_workspace: Workspace
+) -> None:
+    (tmp_workspace.root / "jobs.py").write_text("def run():\n    return 1\n", encoding="utf-8")
+    mid = ok(cli("remember", "--tag", "ops", "run() retries twice")).out.strip()
+    edited = ok(
+        cli("edit", mid, "--text", "run() retries three times", "--type", "decision",
+            "--file", "jobs.py", "--symbol", "run", "--tag", "jobs", "--json")
+    )  # fmt: skip
+    memory = json.loads(edited.out)
+    assert memory["content"] == "run() retries three times" and memory["type"] == "decision"
+    assert memory["tags"] == ["jobs"] and memory["anchors"][0]["file"] == "jobs.py"
+    trail = json.loads(ok(cli("log", "--json", mid)).out)["entries"]
+    assert [e["event"] for e in trail] == ["create", "edit"]
+    assert trail[1]["before"]["content"] == "run() retries twice"
+    assert trail[1]["before"]["tags"] == ["ops"] and trail[1]["before"]["type"] == "gotcha"

@@ -296,7 +296,11 @@ def cmd_forget(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
         memory = forget(engine, args.id, cause="engram forget")
     print(f"forgot {memory.id}: {memory.citation_text}")
-    note(f"undo within 30 days: engram restore {memory.id}")
+    from engram.lifecycle.trust import RETENTION, forgotten_until
+
+    until = forgotten_until(memory)
+    when = f"until {until:%Y-%m-%d}" if until is not None else f"for {RETENTION.days} days"
+    note(f"undo {when} ({RETENTION.days} days): engram restore {memory.id}")
     return 0
 
 
