@@ -246,6 +246,15 @@ class ChunkIndexReport:
         return attrs.asdict(self)
 
 
+def _beat(
+    progress: Callable[[int, int, str], None] | None, done: int, todo: Sequence[str]
+) -> Callable[[str], None] | None:
+    """Progress while a write embeds: the files done so far, and what the model is at."""
+    if progress is None:
+        return None
+    return lambda message: progress(done, len(todo), message)
+
+
 @attrs.frozen
 class ChunkCoverage:
     """How many stored code chunks carry a vector from the current model.
@@ -416,13 +425,22 @@ class CodeSearch:
                     pending_chunks += len(chunks)
                     if pending_chunks >= WRITE_BATCH_CHUNKS:
                         writes += 1
-                        report.embedded += self._write(pending, model_id, stored_state, reusable)
+                        report.embedded += self._write(
+                            pending,
+                            model_id,
+                            stored_state,
+                            reusable,
+                            _beat(progress, done + 1, todo),
+                        )
                         report.chunks += pending_chunks
                         report.files_chunked += len(pending)
                         pending, pending_chunks = [], 0
                 if pending:
                     writes += 1
-                    report.embedded += self._write(pending, model_id, stored_state, reusable)
+                    report.embedded += self._write(
+                        pending, model_id, stored_state, reusable,
+                        _beat(progress, len(todo), todo),
+                    )  # fmt: skip
                     report.chunks += pending_chunks
                     report.files_chunked += len(pending)
             if writes > 1:
@@ -461,10 +479,13 @@ class CodeSearch:
         model_id: str | None,
         stored_state: dict[str, tuple[str, str]],
         reusable: dict[str, str],
+        beat: Callable[[str], None] | None = None,
     ) -> int:
         """Embed what is new, then replace the pending files' chunks in one write.
 
-        Returns how many chunks were embedded (reused vectors do not count).
+        Returns how many chunks were embedded (reused vectors do not count). ``beat`` hears
+        after each embedded batch: one write embeds up to ``WRITE_BATCH_CHUNKS`` chunks,
+        minutes on a slow machine, and progress must not stop meanwhile (issue 16).
         """
         import numpy as np
 
@@ -503,6 +524,8 @@ class CodeSearch:
             for start in range(0, len(texts), EMBED_BATCH):
                 batch = self.embedder.embed(texts[start : start + EMBED_BATCH])
                 vectors[fresh[start : start + EMBED_BATCH]] = np.asarray(batch, np.float32)
+                if beat is not None:
+                    beat(f"embedded {min(start + EMBED_BATCH, len(texts))}/{len(texts)} chunks")
             embedded = len(fresh)
         replaced = [p.file for p in pending if p.file in stored_state]
         store.replace_files(replaced, records, vectors, model_id)
