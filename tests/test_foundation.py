@@ -81,10 +81,14 @@ def test_config_merges_pyproject_engram_toml_and_overrides(tmp_workspace: Worksp
         "[tool.engram.retrieval]\ndefault_k = 7\n[tool.engram.embed]\nmodel = 'a'\n"
     )
     tmp_workspace.ensure_engram_dir()
-    (tmp_workspace.engram_dir / "config.toml").write_text("[embed]\nmodel = 'b'\n")
+    (tmp_workspace.engram_dir / "config.toml").write_text(
+        "[embed]\nmodel = 'b'\n[retrieval]\nmin_cosine = 0.3\n"
+    )
     config = load_config(tmp_workspace, {"diagnostics": {"max_per_file": 3}})
     assert config.retrieval.default_k == 7
-    assert config.embed.model == "b"
+    assert config.retrieval.min_cosine == 0.3
+    # a repository may not pick the model to load until the user trusts it (docs/security.md)
+    assert config.embed.model == "default"
     assert config.diagnostics.max_per_file == 3
     with pytest.raises(ConfigError, match="default_k"):
         config_from_dict({"retrieval": {"default_k": "many"}})

@@ -14,8 +14,10 @@ as child processes (each measured alone, ``nice`` applied by the caller):
   (graph, keyword code chunks, history, facts), its code-graph phase apart, and its peak
   RSS; ratio ``graph_vs_bare`` = tree-sitter seconds / graph seconds (goal ≥ 0.8);
 * ``interrupted``: a cold index killed (SIGKILL) part-way, then run again: how many files
-  the second run still had to parse, and whether the graph ends complete;
-* ``history``: ``GitHistory.mine`` over the joined histories (bounded by ``max_commits``);
+  the second run still had to parse, whether the graph ends complete, and the CPU seconds
+  of both runs together next to the cold index's;
+* ``history``: ``GitHistory.mine`` over the joined histories (bounded by ``max_commits``)
+  into a fresh database, wall and CPU seconds, then once more with nothing new;
 * ``memories``: ``--memories`` (default 100,000) memories anchored to random indexed files
   and symbols, bulk-loaded;
 * ``incremental`` (p50/p95 of ``CodeGraph.reindex_file`` on an edited, much-imported file)
@@ -36,8 +38,10 @@ phase records the load average it ran under.
 A run on a busy machine can be cut into pieces: with ``--results FILE`` each phase's
 figures are written to FILE as it completes, and a later run with the same FILE skips the
 phases already there (``--only PHASE,...`` runs just those; two runs may share one FILE,
-writes are locked). Phases: bare_tree_sitter, cold_index, interrupted, history, memories,
-latency, embedding, lsp.
+writes are locked). Phases, in this order: bare_tree_sitter, cold_index, history,
+memories, latency, lsp, interrupted (it starts from an empty ``.engram``), embedding.
+Every measured child runs with ``ENGRAM_ENGINE=off``: the work stays in the process whose
+CPU seconds and RSS are counted.
 
 Usage: scripts/bench/scale.py --workspace DIR [--mirror GITDIR]... [--min-files 50000]
        [--memories 100000] [--embed-seconds 60] [--skip PHASE,...] [--only PHASE,...]
@@ -56,6 +60,7 @@ import json
 import logging
 import os
 import random
+import resource
 import signal
 import sqlite3
 import subprocess
@@ -140,7 +145,7 @@ def assemble(workspace: Path, mirrors: list[Path], min_files: int) -> dict[str, 
             "reused": True,
             "source_files": count,
             "projects": sorted(
-                p.name for p in workspace.iterdir() if p.is_dir() and p.name != ".git"
+                p.name for p in workspace.iterdir() if p.is_dir() and not p.name.startswith(".")
             ),
         }
     workspace.mkdir(parents=True, exist_ok=True)
@@ -206,7 +211,7 @@ def peak_rss_of(args: list[str], env: dict[str, str]) -> dict[str, Any]:
         "p=subprocess.run(sys.argv[1:],capture_output=True,text=True);"
         "u=resource.getrusage(resource.RUSAGE_CHILDREN);r=u.ru_maxrss/1024;"
         "sys.stderr.write(p.stderr[-1500:]);"
-        "print(p.stdout.strip()[-200000:]);"
+        "print(p.stdout.strip());"
         "print(json.dumps({'code':p.returncode,'peak_rss_mb':round(r,1),"
         "'seconds':round(time.perf_counter()-t,2),"
         "'cpu_seconds':round(u.ru_utime+u.ru_stime,2)}))"
@@ -220,8 +225,12 @@ def peak_rss_of(args: list[str], env: dict[str, str]) -> dict[str, Any]:
 
 
 def engram_env() -> dict[str, str]:
+    """The environment of every measured child: no background embedding, and no shared
+    engine process (``ENGRAM_ENGINE=off``, docs/engine.md): the CLI would otherwise hand
+    the work to a detached ``engram engine`` whose CPU and RSS its parent never sees."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
     env["ENGRAM_INDEX__EMBED_IN_BACKGROUND"] = "false"
+    env["ENGRAM_ENGINE"] = "off"
     return env
 
 
@@ -283,7 +292,12 @@ def cold_index(workspace: Path, env: dict[str, str]) -> dict[str, Any]:
         ],
         env,
     )
-    summary = json.loads(info.pop("stdout") or "{}")
+    out = info.pop("stdout")
+    try:
+        summary = json.loads(out or "{}")
+    except json.JSONDecodeError as exc:  # keep the measured figures, say what came back
+        summary = {}
+        info["summary_error"] = f"{exc}: {out[:200]!r}"
     code = summary.get("code", {})
     info["graph_seconds"] = code.get("seconds")
     info["graph_cpu_seconds"] = code.get("cpu_seconds")
@@ -296,65 +310,75 @@ def cold_index(workspace: Path, env: dict[str, str]) -> dict[str, Any]:
     return info
 
 
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def own_and_children_cpu() -> float:
+    """CPU seconds of this process and its finished children (``git log`` does the
+    reading in a subprocess)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime + children_cpu()
+
+
 def interrupted_index(workspace: Path, env: dict[str, str], kill_after: float) -> dict[str, Any]:
+    """A cold ``engram index --no-embed`` SIGKILLed after ``kill_after`` seconds, then run
+    again to the end: what the second run still had to parse, and the CPU seconds of both
+    runs together (compare with ``cold_index.cpu_seconds``: what the kill cost)."""
     engram_dir = workspace / ".engram"
     subprocess.run(["rm", "-rf", str(engram_dir)], check=True)
-    first = run_child(
-        [
-            sys.executable,
-            "-m",
-            "engram",
-            "index",
-            "--no-embed",
-            "--json",
-            "--workspace",
-            str(workspace),
-        ],
-        env,
-        kill_after=kill_after,
-    )
+    command = [sys.executable, "-m", "engram", "index", "--no-embed", "--json"]
+    command += ["--workspace", str(workspace)]
+    cpu0 = children_cpu()
+    first = run_child(command, env, kill_after=kill_after)
+    cpu1 = children_cpu()
     after_kill = graph_files(workspace)
-    second = run_child(
-        [
-            sys.executable,
-            "-m",
-            "engram",
-            "index",
-            "--no-embed",
-            "--json",
-            "--workspace",
-            str(workspace),
-        ],
-        env,
-    )
+    second = run_child(command, env)
+    cpu2 = children_cpu()
     summary = json.loads(second["stdout"] or "{}")
     code = summary.get("code", {})
     return {
         "killed_after_s": kill_after,
         "killed": first["killed"],
+        "first_cpu_seconds": round(cpu1 - cpu0, 2),
         "files_in_graph_at_kill": after_kill,
         "resumed_files_indexed": code.get("files_indexed"),
         "resumed_files_unchanged": code.get("files_unchanged"),
         "resume_seconds": second["seconds"],
+        "resume_cpu_seconds": round(cpu2 - cpu1, 2),
+        "total_cpu_seconds": round(cpu2 - cpu0, 2),
         "files_in_graph_after": graph_files(workspace),
         "exit_code": second["code"],
+        "stderr_tail": second["stderr_tail"][-300:],
     }
 
 
 def child_history(workspace: Path) -> dict[str, Any]:
+    """(child) ``git log`` mining from nothing into a fresh database (the cold index has
+    already mined into ``.engram``, where a second ``mine`` finds nothing new), then once
+    more with nothing new: the cost a later index pays."""
+    import tempfile
+
+    import attrs
+
     from engram.history import GitHistory
     from engram.workspace import Workspace
 
-    history = GitHistory(Workspace.open(workspace))
-    started = time.perf_counter()
-    report = history.mine()
-    seconds = time.perf_counter() - started
-    history.close()
-    import attrs
-
+    with tempfile.TemporaryDirectory(prefix="engram-scale-history-") as tmp:
+        history = GitHistory(Workspace.open(workspace), db_path=Path(tmp) / "history.sqlite")
+        started, cpu = time.perf_counter(), own_and_children_cpu()
+        report = history.mine()
+        seconds, cpu_seconds = time.perf_counter() - started, own_and_children_cpu() - cpu
+        again = time.perf_counter()
+        history.mine()
+        again_ms = (time.perf_counter() - again) * 1000
+        history.close()
     data = attrs.asdict(report)
     return {
         "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu_seconds, 2),
+        "nothing_new_ms": round(again_ms, 1),
         "report": {k: v for k, v in data.items() if isinstance(v, (int, float))},
     }
 
@@ -472,6 +496,8 @@ def embedded_in(workspace: Path, files: list[str] | None, *, vectors: bool = Tru
             return 0
         where = ["dim > 0"] if vectors else []
         if files is not None:
+            if not files:  # ``file IN ()`` is not SQL
+                return 0
             where.append("file IN (" + ", ".join(sql_quote(f) for f in files) + ")")
         return int(table.count_rows(" AND ".join(where) or None))
     finally:
@@ -592,7 +618,7 @@ def child_main(argv: list[str]) -> int:
 
 def in_child(phase: str, workspace: Path, *extra: str) -> dict[str, Any]:
     info = peak_rss_of(
-        [sys.executable, __file__, "_child", phase, str(workspace), *extra], os.environ.copy()
+        [sys.executable, __file__, "_child", phase, str(workspace), *extra], engram_env()
     )
     lines = info.pop("stdout").strip().splitlines()
     if info["code"] != 0 or not lines:
@@ -632,15 +658,17 @@ class Results(dict[str, Any]):
             tmp.replace(self.path)
 
 
+#: In this order: ``interrupted`` starts from an empty ``.engram`` (the memories go with
+#: it), so it runs after every phase that reads the cold index and its memories.
 PHASES = (
     "bare_tree_sitter",
     "cold_index",
-    "interrupted",
     "history",
     "memories",
     "latency",
-    "embedding",
     "lsp",
+    "interrupted",
+    "embedding",
 )
 
 
@@ -721,10 +749,6 @@ def main(argv: list[str] | None = None) -> int:
     if wanted("cold_index"):
         subprocess.run(["rm", "-rf", str(ws / ".engram")], check=True)
         result["cold_index"] = loaded(cold_index(ws, env))
-    if wanted("interrupted"):
-        cold_s = float(result.get("cold_index", {}).get("seconds") or 60.0)
-        kill_after = args.kill_after or max(5.0, args.kill_fraction * cold_s)
-        result["interrupted"] = loaded(interrupted_index(ws, env, kill_after))
     if wanted("history"):
         result["history"] = loaded(in_child("history", ws))
     if wanted("memories"):
@@ -733,12 +757,16 @@ def main(argv: list[str] | None = None) -> int:
         result["latency"] = loaded(
             in_child("latency", ws, str(args.edits), str(args.impacts), str(args.seed))
         )
+    if wanted("lsp"):
+        result["lsp"] = loaded(in_child("lsp", ws, str(args.hovers)))
+    if wanted("interrupted"):
+        cold_s = float(result.get("cold_index", {}).get("seconds") or 60.0)
+        kill_after = args.kill_after or max(5.0, args.kill_fraction * cold_s)
+        result["interrupted"] = loaded(interrupted_index(ws, env, kill_after))
     if wanted("embedding"):
         result["embedding"] = loaded(
             embedding(ws, args.embed_sample, args.seed, args.embed_seconds)
         )
-    if wanted("lsp"):
-        result["lsp"] = loaded(in_child("lsp", ws, str(args.hovers)))
     bare = result.get("bare_tree_sitter", {})
     cold = result.get("cold_index", {})
     if bare.get("seconds") and cold.get("graph_seconds"):

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -498,12 +498,23 @@ def redact_value(value: Any, kinds: list[str] | None = None) -> Any:
     return value
 
 
+def describe_redactions(kinds: Mapping[str, int] | Sequence[str]) -> str:
+    """``1 secret (aws-secret-key)``, ``3 secrets (github-token, private-key)``: how many
+    secrets were redacted and of which kinds, for the one line a person reads (a count
+    alone does not tell them which credential to rotate)."""
+    counts = dict(kinds) if isinstance(kinds, Mapping) else dict.fromkeys(kinds, 1)
+    total = sum(counts.values())
+    names = ", ".join(kind.replace("_", "-") for kind in sorted(counts))
+    return f"{total} secret{'' if total == 1 else 's'} ({names})"
+
+
 #: For callers that want to plug another scanner in (tests, stricter policies).
 Redactor = Callable[[str], RedactionResult]
 
 __all__ = [
     "RedactionResult",
     "Redactor",
+    "describe_redactions",
     "looks_random",
     "redact_secrets",
     "redact_value",

@@ -33,6 +33,9 @@ CLI_ONLY = {
     # approves the workspace's settings by their hash (docs/security.md): a person's
     # decision at a terminal; an agent over MCP or an editor command must never make it
     "trust",
+    # prints a shell's completion script generated from the parser itself (shtab): it is
+    # about the command line, so no editor or agent surface has anything to complete
+    "completion",
 }
 
 

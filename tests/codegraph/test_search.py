@@ -273,3 +273,16 @@ def test_prose_ranks_below_code_for_a_query_that_names_code(make_graph) -> None:
     # a prose question may still be answered by prose
     assert any(h.file == "CHANGES.md" for h in search.search("what changed in reading", k=2))
     search.close()
+
+
+def test_progress_goes_on_while_chunks_are_embedded(make_graph) -> None:  # type: ignore[no-untyped-def]
+    """Issue 16: one write embeds up to thousands of chunks; progress was silent meanwhile."""
+    body = "\n\n".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(150))
+    graph = make_graph({"src/many.py": body, "src/one.py": "def g():\n    return 1\n"})
+    search = CodeSearch(graph.workspace, graph, HashingEmbedder())
+    seen: list[tuple[int, int, str]] = []
+    report = search.index_chunks(progress=lambda done, total, msg: seen.append((done, total, msg)))
+    beats = [s for s in seen if s[2].startswith("embedded ")]
+    assert len(beats) >= 3  # one per embedding batch of 64, not one per write
+    assert beats[-1] == (2, 2, f"embedded {report.embedded}/{report.embedded} chunks")
+    assert report.embedded >= 150

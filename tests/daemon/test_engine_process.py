@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -308,3 +309,18 @@ def test_the_engine_rereads_settings_when_a_settings_file_changes(engine_env: En
         time.sleep(0.5)
     assert run.code == 1 and "30" in run.err, run.err
     assert _ran_in_engine(run.err) == pid  # the same engine, with the new settings
+
+
+def test_a_removed_engram_dir_gets_a_fresh_engine(engine_env: EngineEnv) -> None:
+    """``rm -rf .engram`` under a running engine: the next command writes the new store,
+    which every process sees, not the removed files the old engine still held open."""
+    assert engine_env.run("remember", "a note written before the reset").code == 0
+    pid = engine_env.engine_pids()[0]
+    shutil.rmtree(engine_env.root / ".engram")
+    after = engine_env.run("remember", "-V", "a note written after the reset")
+    assert after.code == 0, after.err
+    assert _ran_in_engine(after.err) == pid  # the same process, a freshly opened engine
+    in_process = {**engine_env.env, "ENGRAM_ENGINE": "off"}
+    for env in (engine_env.env, in_process):
+        listed = json.loads(engine_env.run("list", "--json", env=env).out)
+        assert [m["content"] for m in listed["memories"]] == ["a note written after the reset"]

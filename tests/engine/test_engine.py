@@ -254,9 +254,10 @@ def test_export_import_round_trip(engine: Engine, fake_store, tmp_workspace, tmp
             m.content for m in list_memories(engine)
         }
         assert {m.id for m in list_memories(other)} == {m.id for m in list_memories(engine)}
-        # importing again updates in place
+        # importing again changes nothing, and says so
         again = import_file(other, path)
-        assert again.added == 0 and again.merged == 2 and other.store.count() == 2
+        assert (again.added, again.merged, again.unchanged) == (0, 0, 2)
+        assert other.store.count() == 2
     doc = json.loads(export(engine, "json"))
     assert doc["engram_export"] == 1 and doc["count"] == 2
     with pytest.raises(InvalidInput, match="unknown export format"):

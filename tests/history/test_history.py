@@ -132,6 +132,22 @@ def test_coaccess_seed_is_jaccard_of_commit_sets(repo: RepoBuilder) -> None:
     assert open_history(repo.root, coaccess_min_support=1).coaccess_seed()[0][2] == 0.5
 
 
+def test_top_pairs_ranked_in_sql_match_every_pair_ranked(repo: RepoBuilder) -> None:
+    for i in range(6):
+        repo.touch("a.py", "b.py", *(["c.py"] if i % 2 else []), *(["d.py"] if i < 2 else []))
+    repo.touch("c.py", "d.py")
+    repo.touch("x.py", "d.py")
+    repo.rm("x.py")
+    history = open_history(repo.root, coaccess_min_support=1)
+    history.mine()
+    every = sorted(history._pairs(), key=lambda p: (-p[2], -p[3], p[0], p[1]))
+    assert all("x.py" not in p[:2] for p in every)  # a deleted file pairs with nothing
+    for k in (1, 3, len(every), len(every) + 5):
+        assert history.top_pairs(k) == every[:k]
+    assert history.top_pairs(1) == [("a.py", "b.py", 6, 1.0)]
+    assert history.top_pairs(0) == []
+
+
 # ---------------------------------------------------------------------- renames
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engram.model import CodeAnchor, Memory, MemoryRelation, MemoryType, RelationType
-from engram.report import ImpactInput, build_report, render_html
+from engram.report import CHART_IDS, ImpactInput, build_report, render_html
 from engram.report.data import MemoryColumns, cochange_matrix, module_of, pick_module
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -125,6 +126,21 @@ def test_page_is_self_contained_and_escapes_memory_text() -> None:
     assert "<script src" not in page and "<link" not in page
     assert "default-src 'none'" in page
     assert "Plotly.newPlot" in page
+
+
+def test_figures_ship_counts_not_templates() -> None:
+    """Each chart carries its aggregates and no copy of plotly.py's template (which cost
+    every chart drawing time in the browser), however many memories there are."""
+    many = [memory(f"m{i}", i % 700, type=list(MemoryType)[i % 5]) for i in range(3000)]
+    page = render_html(build_report(workspace="/ws", memories=cols(*many), cochange_pairs=[],
+                                    impact=None, now=NOW))  # fmt: skip
+    raw = page.split('id="engram-figures">', 1)[1].split("</script>", 1)[0]
+    figures = json.loads(raw)
+    assert set(figures) == set(CHART_IDS)
+    for fig in figures.values():
+        assert "template" not in fig["layout"]
+        assert all(len(trace.get("x") or ()) <= 40 for trace in fig["data"])
+    assert len(raw) < 40_000
 
 
 def test_lsp_report_command_writes_the_page(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from engram.model import (
     MemoryType,
     Provenance,
     RelationType,
+    shared_by_text,
 )
 from engram.store import MemoryFilter, MemoryStore
 from engram.store.frame import frame_from_memories, parse_records
@@ -73,8 +74,10 @@ def test_frame_equals_decoding_every_memory(tmp_workspace: Workspace) -> None:
         assert len(got) == len(memories)  # one deleted, one added
         by_id = {r["id"]: r for r in got}
         assert by_id[memories[1].id]["conflicts_with"] == [memories[0].id]
-        assert by_id[memories[2].id]["shared_by"] == "shared by Ana"
-        assert by_id[memories[3].id]["shared_by"] == "shared by the team"
+        assert "Ana" in by_id[memories[2].id]["shared_by"]
+        assert by_id[memories[2].id]["shared_by"] == shared_by_text(memories[2])
+        assert by_id[memories[3].id]["shared_by"] == shared_by_text(memories[3])
+        assert by_id[memories[3].id]["shared_by"]
         assert by_id[memories[4].id]["shared_by"] is None
         assert by_id[memories[1].id]["half_life_days"] is None
         assert by_id[memories[0].id]["files"] == ["src/app/a.py", "src/app/b.py"]

@@ -92,7 +92,24 @@ def test_reimporting_your_own_export_keeps_a_later_flag(
         flag(engine, mid, "outdated", cause="engram flag")
         before = audit_log(engine, mid)
         report = import_file(engine, files["json"])  # exported while it was verified
-        assert report.merged == 1 and report.imported_audit == 0
+        assert report.unchanged == 1 and report.imported_audit == 0  # same text: kept as is
         memory = get(engine, mid)
         assert rules.state_of(memory) is rules.TrustState.FLAGGED
         assert audit_log(engine, mid) == before  # same text: nothing to record
+
+
+def test_reimporting_an_export_counts_changed_and_unchanged_apart(
+    exported: tuple[str, dict[str, Path]], tmp_workspace: Workspace, tmp_path: Path
+) -> None:
+    """Issue 16: a re-imported export said every memory was "merged"; only one whose text
+    the file changes is, and its trail records the import."""
+    mid, files = exported
+    with Engine.open(tmp_workspace.root, NO_MODEL) as engine:
+        same = import_file(engine, files["md"])
+        assert (same.added, same.merged, same.unchanged) == (0, 0, 1)
+        edited = tmp_path / "edited.md"
+        edited.write_text(files["md"].read_text().replace("then gives up", "then alerts"))
+        changed = import_file(engine, edited)
+        assert (changed.added, changed.merged, changed.unchanged) == (0, 1, 0)
+        assert get(engine, mid).content == "run() retries the job twice, then alerts."
+        assert audit_log(engine, mid)[-1].event == "import"

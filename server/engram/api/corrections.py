@@ -221,6 +221,16 @@ PIN: UseCase[PinArgs, Memory] = UseCase(
 )
 
 
+def _undo_note(memory: Memory) -> str:
+    """Names the last day a forgotten memory can be restored (``RETENTION`` after the
+    forget; ``engram prune`` deletes it then, docs/trust.md), not just "30 days"."""
+    from engram.lifecycle.trust import RETENTION, forgotten_until
+
+    until = forgotten_until(memory)
+    when = f"until {until:%Y-%m-%d}" if until is not None else f"for {RETENTION.days} days"
+    return f"undo {when} ({RETENTION.days} days): engram restore {memory.id}"
+
+
 def _forget(engine: Engine, a: IdArgs) -> Memory:
     from engram.app.memories import forget
 
@@ -234,7 +244,7 @@ FORGET: UseCase[IdArgs, Memory] = UseCase(
     run=_forget,
     to_json=lambda m: {"id": m.id, "forgotten": True, "memory": memory_json(m)},
     to_text=lambda m: f"forgot {m.id}: {m.citation_text}",
-    notes=lambda m: [f"undo within 30 days: engram restore {m.id}"],
+    notes=lambda m: [_undo_note(m)],
     returns='`{"id", "forgotten": true, "memory": Memory}`',
     surfaces=EDITOR,
     fixed=caused_by("forget"),

@@ -252,8 +252,9 @@ def _remember_json(result: RememberResult) -> JsonObject:
 def _remember_notes(result: RememberResult) -> list[str]:
     notes: list[str] = []
     if result.redactions:
-        kinds = ", ".join(k.replace("_", " ") for k in result.redactions)
-        notes.append(f"redacted before storing: {kinds} (rotate any real secret)")
+        from engram.redaction import describe_redactions
+
+        notes.append(f"redacted {describe_redactions(result.redactions)} (rotate any real secret)")
     if result.merged:
         notes.append(
             f"merged into existing memory {result.memory.id} ({result.duplicate_reason}); "

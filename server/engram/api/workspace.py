@@ -249,13 +249,16 @@ def _doctor_text(checks: list[DoctorCheck]) -> str:
 
 DOCTOR: UseCase[NoArgs, list[DoctorCheck]] = UseCase(
     name="doctor",
-    returns='`{"ok", "checks": [{"name", "ok", "detail", "level"}]}`',
+    returns=(
+        '`{"ok", "checks": [{"name", "ok", "detail", "level", "facts"?}]}` (`facts`: the '
+        "check's figures as a JSON object, e.g. the code search's unembedded chunks)"
+    ),
     summary="check the installation, store, model, grammars and git",
     args=NoArgs,
     run=_doctor,
     to_json=lambda checks: {
         "ok": _doctor_ok(checks),
-        "checks": [_json(c) for c in checks],
+        "checks": [c.to_dict() for c in checks],
     },
     to_text=_doctor_text,
     exit_code=lambda checks: 0 if _doctor_ok(checks) else 1,

@@ -32,9 +32,16 @@ class DoctorCheck:
     detail: str
     #: "error" blocks a capability; "warning" degrades it; "info" is just a fact.
     level: str = "info"
+    #: the same facts as numbers for ``--json`` (``detail`` is the sentence a person reads)
+    facts: dict[str, int | str | None] = attrs.field(factory=dict)
 
     def to_dict(self) -> JsonObject:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail, "level": self.level}
+        out: JsonObject = {
+            "name": self.name, "ok": self.ok, "detail": self.detail, "level": self.level
+        }  # fmt: skip
+        if self.facts:
+            out["facts"] = dict(self.facts)
+        return out
 
 
 def stats(engine: Engine) -> JsonObject:
@@ -108,11 +115,14 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
     )
     checks.append(_grammar_check())
     try:
-        checks.append(DoctorCheck("code graph", True, str(engine.codegraph.stats())))
+        graph: dict[str, int | str | None] = dict(engine.codegraph.stats())
+        shown = ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in graph.items())
+        checks.append(DoctorCheck("code graph", True, shown, facts=graph))
     except EngramError as exc:
         checks.append(DoctorCheck("code graph", False, str(exc), "warning"))
     except Exception as exc:
         checks.append(DoctorCheck("code graph", False, one_line(exc), "warning"))
+    checks.append(_code_search_check(engine))
     git = shutil.which("git")
     checks.append(
         DoctorCheck(
@@ -135,6 +145,38 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
     checks.append(_settings_trust_check(engine))
     checks.append(_confinement_check(engine))
     return checks
+
+
+def _code_search_check(engine: Engine) -> DoctorCheck:
+    """Code chunks still without a vector: one is enough to turn meaning search over code
+    off (``CodeSearch`` ranks with one matrix or none), so the count and the fix are named."""
+    try:
+        coverage = engine.code_search.coverage()
+    except EngramError as exc:
+        return DoctorCheck("code search", False, str(exc), "warning")
+    except Exception as exc:
+        return DoctorCheck("code search", False, one_line(exc), "warning")
+    facts: dict[str, int | str | None] = {
+        "chunks": coverage.chunks,
+        "embedded": coverage.embedded,
+        "unembedded": coverage.missing,
+        "model": coverage.model_id,
+    }
+    if coverage.chunks == 0:
+        return DoctorCheck("code search", True, "no code chunks yet (engram index builds them)",
+                           facts=facts)  # fmt: skip
+    if coverage.model_id is None:
+        detail = f"{coverage.chunks} code chunks, searched by keywords only (no embedding model)"
+        return DoctorCheck("code search", True, detail, facts=facts)
+    if coverage.missing:
+        detail = (
+            f"{coverage.missing} of {coverage.chunks} code chunks have no embedding from "
+            f"{coverage.model_id}: code search uses keywords only until `engram index` "
+            "embeds them"
+        )
+        return DoctorCheck("code search", False, detail, "warning", facts=facts)
+    detail = f"{coverage.chunks} code chunks, all embedded ({coverage.model_id})"
+    return DoctorCheck("code search", True, detail, facts=facts)
 
 
 def _digest_check(engine: Engine) -> DoctorCheck:

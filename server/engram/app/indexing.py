@@ -84,6 +84,16 @@ class IndexRun:
         return out
 
 
+#: The pipeline's stages, named as people read them: every progress message of a stage is
+#: its name, or its name, ": " and what it is at, so a front end can show one progress
+#: display per stage (``engram index`` on stderr, docs/cli.md) or the message as it is.
+CODE = "indexing code"
+CHUNKS = "chunking and embedding code"
+HISTORY = "mining git history"
+EMBEDDING = "embedding memories"
+STAGES = (CODE, CHUNKS, HISTORY, EMBEDDING)
+
+
 def run_index(
     engine: Engine,
     options: IndexOptions = IndexOptions(),
@@ -108,21 +118,21 @@ def run_index(
 
         return report
 
-    run = IndexRun(engine.codegraph.index(progress=stage("code"), cancel=cancel))
+    run = IndexRun(engine.codegraph.index(progress=stage(CODE), cancel=cancel))
     if run.code.interrupted:
         return run
     if options.chunks:
         run.chunks = index_chunks(
-            engine, progress=stage("chunks"), cancel=cancel, embed=options.embed_chunks
+            engine, progress=stage(CHUNKS), cancel=cancel, embed=options.embed_chunks
         )
     if options.seed and not engine.read_only:
         run.seeded = seed_workspace(engine, run.code)
     if options.history and not engine.read_only:
-        run.history = sync_history(engine, progress=stage("history"), cancel=cancel)
+        run.history = sync_history(engine, progress=stage(HISTORY), cancel=cancel)
     if options.team and engine.config.team.auto_sync and not engine.read_only:
         run.team = sync_team(engine)
     if options.embed_memories and not engine.read_only:
-        run.memories = embed_missing(engine, progress=stage("embedding"))
+        run.memories = embed_missing(engine, progress=stage(EMBEDDING))
     return run
 
 

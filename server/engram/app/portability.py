@@ -41,7 +41,10 @@ class ImportReport:
     #: rules already imported earlier and left as they are (they may have been corrected)
     unchanged: int = 0
     skipped: list[str] = attrs.field(factory=list)
+    #: memories that had secrets redacted before they were stored
     redacted: int = 0
+    #: kind of secret -> in how many memories it was found (``aws_secret_key``: 1)
+    redacted_kinds: dict[str, int] = attrs.field(factory=dict)
     ids: list[str] = attrs.field(factory=list)
     #: audit entries the file carried, added to this store's trail (tagged imported)
     imported_audit: int = 0
@@ -111,17 +114,21 @@ def import_file(engine: Engine, path: Path | str, progress: Progress | None = No
             updated = []
             for memory, _ in prepared:
                 kept = _keep_trust(current[memory.id], memory)
-                updated.append(kept)
                 entry = _import_entry(engine, current[memory.id], kept, source.name)
-                if entry is not None:
-                    entries.append(entry)
-            engine.store.update(updated)
-            engine.mirror(updated)
+                if entry is None:  # same text, tags and anchors: this store's record stays
+                    report.unchanged += 1
+                    continue
+                updated.append(kept)
+                entries.append(entry)
+            if updated:
+                engine.store.update(updated)
+                engine.mirror(updated)
         record(engine, entries)
         stored_as.update({m.id: m.id for m, _ in prepared})
-        report.merged += len(known)
+        report.merged += len(updated)
         report.ids += [m.id for m, _ in prepared]
-        report.redacted += sum(1 for _, kinds in prepared if kinds)
+        for _, kinds in prepared:
+            _count_redacted(report, kinds)
     if fresh:
         try:
             results = remember_many(engine, fresh, progress)
@@ -141,8 +148,17 @@ def import_file(engine: Engine, path: Path | str, progress: Progress | None = No
         report.ids.append(result.memory.id)
         report.merged += int(result.merged)
         report.added += int(not result.merged)
-        report.redacted += int(bool(result.redactions))
+        _count_redacted(report, result.redactions)
     return report
+
+
+def _count_redacted(report: ImportReport, kinds: list[str]) -> None:
+    """One memory's redactions, counted so the report can name each kind."""
+    if not kinds:
+        return
+    report.redacted += 1
+    for kind in dict.fromkeys(kinds):
+        report.redacted_kinds[kind] = report.redacted_kinds.get(kind, 0) + 1
 
 
 #: The event of an audit entry brought by an export is prefixed so no reader takes it for

@@ -172,9 +172,38 @@ def forget(
 def restore(
     engine: Engine, memory_id: str, *, actor: rules.Actor | None = None, cause: str = ""
 ) -> Memory:
-    return apply(
-        engine, memory_id, rules.Restore(actor=actor or person(engine), cause=cause)
-    ).memory
+    """Undo a forget while the record is kept (``rules.RETENTION``, 30 days, until
+    ``engram prune`` deletes it); once deleted, the error says when and where its last
+    text is, instead of "no memory with id" (docs/trust.md)."""
+    try:
+        return apply(
+            engine, memory_id, rules.Restore(actor=actor or person(engine), cause=cause)
+        ).memory
+    except NotFound:
+        gone = _deletion(engine, memory_id.strip())
+        if gone is None:
+            raise
+        raise NotFound(gone) from None
+
+
+def _deletion(engine: Engine, memory_id: str) -> str | None:
+    """Why a memory is gone, from its trail: when it was deleted and, if it had been
+    forgotten, that its days to restore it were over."""
+    if not memory_id:
+        return None
+    trail = engine.audit.for_memory(memory_id)
+    deleted = next((e for e in reversed(trail) if e.after.get("state") == "deleted"), None)
+    if deleted is None:
+        return None
+    forgot = next((e for e in reversed(trail) if e.event == "forget"), None)
+    days = rules.RETENTION.days
+    why = (
+        f"forgotten on {forgot.at:%Y-%m-%d} and deleted on {deleted.at:%Y-%m-%d} when its "
+        f"{days} days to restore it were over"
+        if forgot is not None and forgot.at <= deleted.at
+        else f"deleted on {deleted.at:%Y-%m-%d}" + (f" ({deleted.note})" if deleted.note else "")
+    )
+    return f"{memory_id} was {why}; its last text is in `engram log {memory_id}`"
 
 
 def edit(

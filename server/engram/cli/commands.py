@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engram.api.render import one_line_summary
-from engram.cli.output import emit_json, note, open_engine, progress_bar, workspace_arg
+from engram.cli.output import (
+    emit_json,
+    note,
+    open_engine,
+    progress_bar,
+    staged_progress,
+    workspace_arg,
+)
 from engram.cli.serve import cmd_serve
 from engram.errors import EngramError, InvalidInput
 from engram.model import to_jsonable
@@ -37,14 +44,14 @@ Handler = Callable[[argparse.Namespace], int]
 
 def cmd_index(args: argparse.Namespace) -> int:
     """``engram index``: the one index pipeline with every step (docs/cli.md)."""
-    from engram.app.indexing import IndexOptions, run_index
+    from engram.app.indexing import STAGES, IndexOptions, run_index
 
     # --no-embed means no model in this process at all: memories it stores (project facts,
     # rules, team files) wait for the next run with the model (embed_missing), and the
     # process stays small on a big workspace (docs/codegraph.md "At 50,000 files")
     overrides: dict[str, object] | None = {"embed": {"model": "none"}} if args.no_embed else None
     options = IndexOptions(embed_chunks=not args.no_embed, embed_memories=not args.no_embed)
-    with open_engine(args, overrides=overrides) as engine, progress_bar("indexing") as update:
+    with open_engine(args, overrides=overrides) as engine, staged_progress(STAGES) as update:
         run = run_index(engine, options, update)
         if args.no_embed:
             run.memories = {"count": int(engine.store.count()), "embedded": 0, "model": None}
@@ -401,10 +408,17 @@ def cmd_import(args: argparse.Namespace) -> int:
         return 0
     print(
         f"imported {path.name} ({report.kind}): {report.added} added, {report.merged} merged"
+        + (f", {report.unchanged} unchanged" if report.unchanged else "")
         + (f", {len(report.skipped)} skipped" if report.skipped else "")
     )
     if report.redacted:
-        note(f"redacted secrets in {report.redacted} memories before storing them")
+        from engram.redaction import describe_redactions
+
+        memories = f" in {report.redacted} memories" if report.redacted > 1 else ""
+        note(
+            f"redacted {describe_redactions(report.redacted_kinds)}{memories} before storing "
+            "(rotate any real secret)"
+        )
     for reason in report.skipped[:5]:
         note(f"skipped {reason}")
     return 0

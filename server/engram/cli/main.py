@@ -23,6 +23,9 @@ from engram.cli.parser import (
     OneLineParser,
 )
 
+#: Shells ``engram completion`` writes a script for (shtab generates each from the parser).
+COMPLETION_SHELLS = ("bash", "zsh", "fish")
+
 
 def _workspace_parent() -> OneLineParser:
     parent = OneLineParser(add_help=False)
@@ -170,6 +173,17 @@ def build_parser(with_usecases: bool = True) -> OneLineParser:
     p = add("status", "the workspace's engine: pid, uptime, memory, connected front ends")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     add("stop", "stop the workspace's engine (front ends start a new one when needed)")
+    p = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh or fish)",
+        description=(
+            "Print a completion script for SHELL, generated from this parser by shtab. "
+            "bash: `source <(engram completion bash)` in ~/.bashrc; zsh: "
+            '`engram completion zsh > "${fpath[1]}/_engram"`; fish: `engram completion fish '
+            "> ~/.config/fish/completions/engram.fish` (docs/cli.md)."
+        ),
+    )
+    p.add_argument("shell", metavar="SHELL", choices=COMPLETION_SHELLS, help="bash, zsh or fish")
     # the engine process itself, started by front ends (docs/engine.md); not for people
     p = sub.add_parser("engine", parents=[ws])
     p.add_argument("--key", help=argparse.SUPPRESS)
@@ -260,6 +274,13 @@ def main(argv: Sequence[str] | None = None, *, try_engine: bool = True) -> int:
     if not args.command:
         parser.print_help()
         return EXIT_USAGE
+    if args.command == "completion":
+        import shtab  # a static script from the parser: nothing runs at completion time
+
+        # the FULL parser, so the subcommands derived from the declarations complete too
+        full = parser if _command_of(argv) not in LIGHT_COMMANDS else build_parser(True)
+        sys.stdout.write(shtab.complete(full, shell=args.shell))
+        return 0
     if args.command == "hook":
         # hooks run once per agent tool call: no engine, no store, just the digest
         from engram.agents.hooks import hook_main

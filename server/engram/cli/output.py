@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,12 +61,19 @@ def emit_json(document: object) -> None:
 
 @contextmanager
 def progress_bar(label: str) -> Iterator[Progress]:
-    """A rich progress bar on stderr, driven by the one :class:`~engram.progress.Progress`."""
+    """Progress on stderr, driven by the one :class:`~engram.progress.Progress`: a rich bar
+    on a terminal, else plain periodic lines (:class:`~engram.cli.progress.ProgressLines`;
+    docs/cli.md): a bar's control characters are garbage in a log or an agent's tool call,
+    and no output at all left a long index silent for minutes."""
     from rich.console import Console
     from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
     from rich.progress import Progress as Bar
 
     console = Console(stderr=True)
+    if not console.is_terminal:
+        with _progress_lines(label) as lines:
+            yield lines
+        return
     bar = Bar(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -87,4 +94,56 @@ def progress_bar(label: str) -> Iterator[Progress]:
         yield update
 
 
-__all__ = ["emit_json", "note", "open_engine", "progress_bar", "workspace_arg"]
+@contextmanager
+def staged_progress(stages: Sequence[str]) -> Iterator[Progress]:
+    """One :func:`progress_bar` per stage of a pipeline whose progress messages are
+    ``STAGE`` or ``STAGE: detail`` (``app.indexing.STAGES``): each stage gets its own label
+    and its own last line with its total and time, as a person reads a long index."""
+    with ExitStack() as stack:
+        current: list[tuple[str, Progress]] = []
+
+        def update(done: int, total: int | None, message: str = "") -> None:
+            stage, _, detail = message.partition(": ")
+            if stage not in stages:
+                if not current:
+                    return
+                stage, detail = current[0][0], message
+            if not current or current[0][0] != stage:
+                stack.close()  # the previous stage's last line
+                current[:] = [(stage, stack.enter_context(progress_bar(stage)))]
+            current[0][1](done, total, detail)
+
+        yield update
+
+
+@contextmanager
+def _progress_lines(label: str) -> Iterator[Progress]:
+    """:class:`~engram.cli.progress.ProgressLines` on stderr, flushed per line (the engine
+    streams a forwarded command's stderr to its caller as it is written);
+    ``ENGRAM_PROGRESS_SECONDS`` sets the interval."""
+    import os
+
+    from engram.cli.progress import INTERVAL_SECONDS, ProgressLines
+
+    try:
+        interval = float(os.environ.get("ENGRAM_PROGRESS_SECONDS", INTERVAL_SECONDS))
+    except ValueError:
+        interval = INTERVAL_SECONDS
+
+    def write(text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    lines = ProgressLines(label, write, interval=max(0.0, interval))
+    yield lines
+    lines.finish()  # not after a failure: its error line is the last word
+
+
+__all__ = [
+    "emit_json",
+    "note",
+    "open_engine",
+    "progress_bar",
+    "staged_progress",
+    "workspace_arg",
+]

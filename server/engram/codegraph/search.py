@@ -212,6 +212,34 @@ class ChunkIndexReport:
         return attrs.asdict(self)
 
 
+def _beat(
+    progress: Callable[[int, int, str], None] | None, done: int, todo: Sequence[str]
+) -> Callable[[str], None] | None:
+    """Progress while a write embeds: the files done so far, and what the model is at."""
+    if progress is None:
+        return None
+    return lambda message: progress(done, len(todo), message)
+
+
+@attrs.frozen
+class ChunkCoverage:
+    """How many stored code chunks carry a vector from the current model.
+
+    Dense code search needs every chunk embedded by the same model (``CodeSearch._load``
+    builds one matrix or none), so one chunk left unembedded (``engram index --no-embed``,
+    an interrupted run, a model switch) turns meaning search over code off; ``engram doctor``
+    says so (docs/cli.md).
+    """
+
+    chunks: int
+    embedded: int
+    model_id: str | None
+
+    @property
+    def missing(self) -> int:
+        return self.chunks - self.embedded
+
+
 #: Chunks of at most this many files are embedded and written as one LanceDB version.
 WRITE_BATCH_CHUNKS = EMBED_BATCH * 16
 LEGACY_DB_NAME = "code_chunks.sqlite"
@@ -363,13 +391,22 @@ class CodeSearch:
                     pending_chunks += len(chunks)
                     if pending_chunks >= WRITE_BATCH_CHUNKS:
                         writes += 1
-                        report.embedded += self._write(pending, model_id, stored_state, reusable)
+                        report.embedded += self._write(
+                            pending,
+                            model_id,
+                            stored_state,
+                            reusable,
+                            _beat(progress, done + 1, todo),
+                        )
                         report.chunks += pending_chunks
                         report.files_chunked += len(pending)
                         pending, pending_chunks = [], 0
                 if pending:
                     writes += 1
-                    report.embedded += self._write(pending, model_id, stored_state, reusable)
+                    report.embedded += self._write(
+                        pending, model_id, stored_state, reusable,
+                        _beat(progress, len(todo), todo),
+                    )  # fmt: skip
                     report.chunks += pending_chunks
                     report.files_chunked += len(pending)
             if writes > 1:
@@ -408,10 +445,13 @@ class CodeSearch:
         model_id: str | None,
         stored_state: dict[str, tuple[str, str]],
         reusable: dict[str, str],
+        beat: Callable[[str], None] | None = None,
     ) -> int:
         """Embed what is new, then replace the pending files' chunks in one write.
 
-        Returns how many chunks were embedded (reused vectors do not count).
+        Returns how many chunks were embedded (reused vectors do not count). ``beat`` hears
+        after each embedded batch: one write embeds up to ``WRITE_BATCH_CHUNKS`` chunks,
+        minutes on a slow machine, and progress must not stop meanwhile (issue 16).
         """
         import numpy as np
 
@@ -450,12 +490,23 @@ class CodeSearch:
             for start in range(0, len(texts), EMBED_BATCH):
                 batch = self.embedder.embed(texts[start : start + EMBED_BATCH])
                 vectors[fresh[start : start + EMBED_BATCH]] = np.asarray(batch, np.float32)
+                if beat is not None:
+                    beat(f"embedded {min(start + EMBED_BATCH, len(texts))}/{len(texts)} chunks")
             embedded = len(fresh)
         replaced = [p.file for p in pending if p.file in stored_state]
         store.replace_files(replaced, records, vectors, model_id)
         for p in pending:
             stored_state[p.file] = (p.file_hash or "", model_id or "")
         return embedded
+
+    def coverage(self) -> ChunkCoverage:
+        """Stored chunks and how many of them the current model embedded (no model: none)."""
+        model_id = self.embedder.model_id if self.embedder is not None else None
+        records = self._chunks().all_chunks()
+        embedded = 0
+        if model_id is not None:
+            embedded = sum(1 for r in records if parse_stored_hash(r.content_hash)[1] == model_id)
+        return ChunkCoverage(chunks=len(records), embedded=embedded, model_id=model_id)
 
     # -- searching -------------------------------------------------------------------------
     def _load(self) -> _Snapshot:

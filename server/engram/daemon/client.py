@@ -200,9 +200,16 @@ class Connection:
 
     # ------------------------------------------------------------------ requests
 
-    def call(self, op: str, params: Mapping[str, object] | None = None) -> object:
+    def call(
+        self,
+        op: str,
+        params: Mapping[str, object] | None = None,
+        on_stderr: Callable[[str], None] | None = None,
+    ) -> object:
         """Send one request and wait for its reply (heartbeats keep the wait alive).
 
+        ``on_stderr`` receives the ``{"stream": id, "stderr": text}`` frames of this request
+        as they come (a forwarded command's progress and notes; not while listening).
         Raises :class:`EngineError` when the engine answered with an error and
         :class:`WireError` when the connection broke or went silent.
         """
@@ -231,6 +238,11 @@ class Connection:
             message = self._reader.read(quiet_seconds())
             if "event" in message:
                 self._dispatch_event(message)
+                continue
+            if message.get("stream") == request_id and "id" not in message:
+                text = message.get("stderr")
+                if on_stderr is not None and isinstance(text, str):
+                    on_stderr(text)
                 continue
             if message.get("id") == request_id:
                 return _unwrap(message)

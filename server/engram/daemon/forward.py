@@ -206,11 +206,16 @@ def forward(
     request: dict[str, object] = {
         "argv": _rewrite(argv, command, root),
         "cwd": os.getcwd(),
+        "stream_stderr": True,  # progress lines and notes while it runs, not at the end
     }
     if data:
         request["stdin"] = base64.b64encode(data).decode("ascii")
     from engram.daemon.client import EngineUnavailable, connect
     from engram.daemon.wire import WireError
+
+    def streamed(text: str) -> None:
+        err.write(text)
+        err.flush()
 
     for attempt in (1, 2):
         try:
@@ -220,7 +225,7 @@ def forward(
             _give_back(data)
             return None
         try:
-            result = connection.call("cli", request)
+            result = connection.call("cli", request, on_stderr=streamed)
         except WireError as exc:
             why(f"the engine went away ({exc})" + ("; once more" if attempt == 1 else ""))
             continue

@@ -55,9 +55,17 @@ class FrontEnds:
 
 
 def run_cli(
-    engine: Engine, request: Mapping[str, object], main: Callable[[list[str]], int]
+    engine: Engine,
+    request: Mapping[str, object],
+    main: Callable[[list[str]], int],
+    on_stderr: Callable[[str], None] | None = None,
 ) -> dict[str, object]:
-    """Run a forwarded command line; ``{"exit", "stdout", "stderr"}``."""
+    """Run a forwarded command line; ``{"exit", "stdout", "stderr"}``.
+
+    ``main``: the CLI's entry (handed in: the engine never imports a front end).
+    ``on_stderr``: the command's stderr as it is written (the caller asked for it to be
+    streamed); the reply's ``stderr`` then holds nothing more.
+    """
     argv = request.get("argv")
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
         raise InvalidInput("argv must be a list of strings")
@@ -69,7 +77,7 @@ def run_cli(
 
     token = LENT_ENGINE.set(engine)
     try:
-        with streams.captured(data) as capture:
+        with streams.captured(data, on_stderr) as capture:
             try:
                 code = main(list(argv))
             except SystemExit as exc:  # argparse usage errors, --help

@@ -159,6 +159,44 @@ class _ConfigWatch:
         return True
 
 
+class _DataDirWatch:
+    """Which ``.engram/`` directory (device and inode) the engine's open files live in.
+
+    A reset (``rm -rf .engram``) under a running engine would otherwise leave it reading
+    and writing files no other process sees: every forwarded command would answer from the
+    removed store, in-process readers from the new empty one. A request that finds another
+    directory, or none, first gets a freshly opened engine (which makes a new one), like a
+    settings change does (docs/engine.md)."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / ".engram"
+        self._lock = threading.Lock()
+        self.last: tuple[int, int] | None = None
+
+    def identity(self) -> tuple[int, int] | None:
+        try:
+            info = self.path.stat()
+        except OSError:
+            return None
+        return (info.st_dev, info.st_ino)
+
+    def settle(self) -> None:
+        """The engine is open: its directory is the one there now."""
+        with self._lock:
+            self.last = self.identity()
+
+    def follow(self, slot: EngineSlot) -> None:
+        """Reopen the engine when its directory was removed or replaced since it opened."""
+        if not slot.ready.is_set() or slot.current() is None:
+            return
+        with self._lock:
+            if self.last is not None and self.identity() == self.last:
+                return
+            log.info("%s was removed or replaced: reopening the engine", self.path)
+            slot.replace()
+            self.last = self.identity()
+
+
 class AccessBatcher:
     """Uses of memories (reads hand out ids) counted in one write every few seconds.
 
@@ -338,6 +376,7 @@ class EngineServer:
         self.slot = EngineSlot(self._open_engine, front_ends.warm)
         self.slot.listeners.append(self._on_write)
         self.config_watch = _ConfigWatch(root)
+        self.data_watch = _DataDirWatch(root)
         self.stop_reason = ""
         self._digest_marker = ""
         self._tasks: set[asyncio.Future[None]] = set()
@@ -403,6 +442,7 @@ class EngineServer:
 
     def _open_and_warm(self) -> None:
         self.slot.start()
+        self.data_watch.settle()
         self.slot.warm()
         self._digest_marker = self._marker()
 
@@ -618,7 +658,7 @@ class EngineServer:
         self.requests += 1
         self.in_flight += 1
         try:
-            reply = await self._answer(op, message, request_id)
+            reply = await self._answer(op, message, request_id, client)
         finally:
             client.in_flight.discard(rid)
             self.in_flight -= 1
@@ -628,7 +668,25 @@ class EngineServer:
             with contextlib.suppress(ConnectionError):
                 await client.writer.drain()
 
-    async def _answer(self, op: object, message: Json, request_id: object) -> Json:
+    def _stderr_sender(self, client: ClientInfo, request_id: object) -> Callable[[str], None]:
+        """Send a worker thread's stderr text to the client as ``{"stream": id, "stderr"}``
+        frames, through the event loop, so they leave before the reply (docs/engine.md)."""
+        loop = self._loop
+        assert loop is not None
+
+        def write(text: str) -> None:
+            if not client.writer.is_closing():
+                client.writer.write(encode({"stream": request_id, "stderr": text}))
+
+        def send(text: str) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the caller is gone
+                loop.call_soon_threadsafe(write, text)
+
+        return send
+
+    async def _answer(
+        self, op: object, message: Json, request_id: object, client: ClientInfo | None = None
+    ) -> Json:
         assert self._loop is not None
         try:
             if op == "status":
@@ -641,6 +699,12 @@ class EngineServer:
             handler: Callable[[Engine, Json], dict[str, object]]
             if op == "cli":
                 handler = functools.partial(handlers.run_cli, main=self.front_ends.cli_main)
+                if message.get("stream_stderr") is True and client is not None:
+                    handler = functools.partial(
+                        handlers.run_cli,
+                        main=self.front_ends.cli_main,
+                        on_stderr=self._stderr_sender(client, request_id),
+                    )
             elif op == "call":
                 handler = handlers.run_call
             elif op == "lsp":
@@ -656,6 +720,7 @@ class EngineServer:
             return _error(request_id, INTERNAL, f"{type(exc).__name__}: {exc}")
 
     def _run(self, handler: Callable[[Engine, Json], dict[str, object]], message: Json) -> object:
+        self.data_watch.follow(self.slot)
         with self.slot.borrow() as engine:
             return handler(engine, message)
 

@@ -14,11 +14,14 @@ import io
 import logging
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, BinaryIO, cast
+from typing import IO, TYPE_CHECKING, BinaryIO, cast
 
 import attrs
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 
 @attrs.define
@@ -30,10 +33,31 @@ class Captured:
     stderr: io.TextIOWrapper
 
     def text(self, stream: io.TextIOWrapper) -> str:
+        """What the command wrote to ``stream`` and was not sent on already (streamed)."""
         stream.flush()
         raw = stream.buffer
-        assert isinstance(raw, io.BytesIO)
+        if not isinstance(raw, io.BytesIO):
+            return ""
         return raw.getvalue().decode("utf-8", errors="replace")
+
+
+class _Relay(io.RawIOBase):
+    """Bytes written to it go straight to ``send`` as text (a streamed stderr)."""
+
+    name = "<stderr>"
+
+    def __init__(self, send: Callable[[str], None]) -> None:
+        super().__init__()
+        self._send = send
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: ReadableBuffer) -> int:
+        chunk = bytes(data)
+        if chunk:
+            self._send(chunk.decode("utf-8", errors="replace"))
+        return len(chunk)
 
 
 class _Local(threading.local):
@@ -107,10 +131,20 @@ def _buffer(data: bytes = b"") -> io.TextIOWrapper:
 
 
 @contextmanager
-def captured(stdin: bytes = b"") -> Iterator[Captured]:
-    """This thread's standard streams, for the duration of one command."""
+def captured(
+    stdin: bytes = b"", on_stderr: Callable[[str], None] | None = None
+) -> Iterator[Captured]:
+    """This thread's standard streams, for the duration of one command.
+
+    ``on_stderr``: where stderr goes as it is written (the caller's terminal or log, through
+    the engine's connection: progress lines and notes of a long ``index`` arrive while it
+    runs, docs/engine.md "Protocol"); without it stderr is returned with stdout at the end.
+    """
     previous = _LOCAL.captured
-    capture = Captured(stdin=_buffer(stdin), stdout=_buffer(), stderr=_buffer())
+    stderr = _buffer()
+    if on_stderr is not None:  # every write is sent at once: whole strings, whole characters
+        stderr = io.TextIOWrapper(_Relay(on_stderr), encoding="utf-8", write_through=True)
+    capture = Captured(stdin=_buffer(stdin), stdout=_buffer(), stderr=stderr)
     _LOCAL.captured = capture
     try:
         yield capture

@@ -14,6 +14,9 @@ Frames:
   "error": {"kind": "user" | "internal" | "protocol" | "denied" | "busy", "message": "..."}}``;
 * heartbeat ``{"beat": [3]}``: sent about every :data:`HEARTBEAT_SECONDS` while requests are
   in flight, so a client tells a slow answer from a dead engine without a long timeout;
+* stream ``{"stream": 3, "stderr": "..."}``: what a forwarded command (``cli`` request with
+  ``"stream_stderr": true``) writes to stderr, sent as it is written and before the reply,
+  so progress lines of a long ``index`` reach the caller while it runs;
 * event ``{"event": "changed", "files": [...], "ids": [...]}``: memories changed (to clients
   that subscribed in their hello), so every window refreshes at once.
 """

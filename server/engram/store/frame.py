@@ -4,7 +4,8 @@ Why not ``MemoryStore.list()``: turning 100k JSON records into :class:`Memory` o
 through the codec is what made a 100k-memory report take minutes (docs/report.md). The
 columns a chart counts are read instead: the snapshot's own columns (type, flags,
 ``updated_at``, files) and a handful of fields parsed out of the JSON records by Arrow's
-JSON reader (one C++ pass, no Python object per memory). A record the reader cannot take
+JSON reader (one C++ pass, no Python object per memory; only the records of a team's memories
+are decoded, for the label that says whose they are). A record the reader cannot take
 (a hand-edited or foreign one) costs only its chunk: those rows are decoded by the codec
 as ``get`` would, and a row the codec rejects is left out, as ``list`` leaves it out.
 
@@ -244,12 +245,16 @@ def parse_records(records: pa.Array) -> tuple[pa.Table, npt.NDArray[np.bool_]]:
 
 
 def _shared_by(records: pa.Array) -> pa.Array:
-    """``shared_by_text`` per record: only records that mention ``"team":`` are read as
-    JSON (a local store has none; a team's store pays one ``json.loads`` per shared row)."""
+    """``shared_by_text`` per record. Only records that mention ``"team":`` can be a team's
+    (a local store has none): those are decoded by the codec and asked, so the label is the
+    one hovers and ``show`` give, whatever it comes to say (docs/team.md)."""
     import json
 
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    from engram.model import SchemaError, memory_from_dict
+    from engram.model.codec import make_converter
 
     out: list[str | None] = [None] * len(records)
     marked = np.flatnonzero(
@@ -257,16 +262,13 @@ def _shared_by(records: pa.Array) -> pa.Array:
             pc.match_substring(records, _TEAM_MARK).fill_null(False).to_numpy(False), np.bool_
         )
     )
+    converter = make_converter() if len(marked) else None
     for row in marked.tolist():
         try:
-            raw = json.loads(records[row].as_py())
-        except ValueError:
-            continue
-        extra = raw.get("extra") if isinstance(raw, dict) else None
-        origin = extra.get("team") if isinstance(extra, dict) else None
-        if isinstance(origin, dict):
-            who = origin.get("by")
-            out[row] = f"shared by {who}" if isinstance(who, str) and who else "shared by the team"
+            memory = memory_from_dict(json.loads(records[row].as_py()), converter)
+        except (SchemaError, ValueError, TypeError):
+            continue  # an unreadable record is left out of the frame anyway
+        out[row] = shared_by_text(memory)
     return pa.array(out, pa.string())
 
 

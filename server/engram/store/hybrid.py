@@ -447,9 +447,25 @@ class HybridTable:
         db = self._connect()
         if self._local_path is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
-        self._table = self.guard(
-            "create", lambda: db.create_table(self.name, schema=self.schema, exist_ok=True)
-        )
+        for attempt in range(max(1, self.location.commit_retries if self.remote else 1)):
+            try:
+                self._table = self.guard(
+                    "create", lambda: db.create_table(self.name, schema=self.schema, exist_ok=True)
+                )
+                break
+            except StoreError as exc:
+                # machines sharing a fresh remote store race to create its table: the
+                # loser opens the winner's table (docs/storage.md)
+                if not self.remote or not is_commit_conflict(exc.__cause__ or exc):
+                    raise
+                log.info("create raced on %s, retry %d: %s", self.path, attempt + 1,
+                         _one_line(exc))  # fmt: skip
+                time.sleep(min(1.0, 0.05 * 2 ** (attempt + 1)))
+                table = self._latest()
+                if table is not None:
+                    return table
+        else:
+            raise StoreError(f"cannot create the Engram store at {self.path}: every attempt raced")
         self._check_version(self._table)
         return self._table
 

@@ -957,37 +957,51 @@ class MemoryStore:
             parse_records,
         )
 
+        # the snapshot's state is copied under the lock (cheap: arrays, list copies, an
+        # immutable Arrow column); parsing 100k records takes a second or two and runs
+        # outside it, so the searches a workspace engine serves meanwhile are not held up
         with self._mutex:
             self.refresh()
             snap = self._snap
             n = len(snap.ids)
+            ids = list(snap.ids)
+            files = list(snap.files)
             alive = snap.alive.view().copy()
             type_code = snap.type_code.view().copy()
-            parsed, ok = parse_records(snap.records.arrow())
-            ok &= alive & (type_code >= 0)
-            types = np.array([t.value for t in _TYPES], dtype=object)[np.maximum(type_code, 0)]
+            needs_review = snap.needs_review.view().copy()
+            deprecated = snap.deprecated.view().copy()
+            stale = snap.stale.view().copy()
             updated = (snap.updated.view() * 1e6).round().astype("int64")
-            fast = pa.table(
-                {
-                    "id": pa.array(snap.ids, pa.string()),
-                    "type": pa.array(types, pa.string()),
-                    "content": parsed.column("content"),
-                    "files": pa.array(snap.files, pa.list_(pa.string())),
-                    "needs_review": pa.array(snap.needs_review.view()),
-                    "deprecated": pa.array(snap.deprecated.view()),
-                    "stale": pa.array(snap.stale.view()),
-                    "pinned": parsed.column("pinned"),
-                    "confidence": parsed.column("confidence"),
-                    "half_life_days": parsed.column("half_life_days"),
-                    "created_at": parsed.column("created_at"),
-                    "updated_at": pa.array(updated).cast(pa.timestamp("us", tz="UTC")),
-                    "last_accessed_at": parsed.column("last_accessed_at"),
-                    "conflicts_with": parsed.column("conflicts_with"),
-                    "shared_by": parsed.column("shared_by"),
-                }
-            )
-            slow_rows = np.flatnonzero(alive & ~ok).tolist()
-            slow = [m for m in (self._memory_at(int(r)) for r in slow_rows) if m is not None]
+            records = snap.records.arrow()
+        parsed, ok = parse_records(records)
+        ok &= alive & (type_code >= 0)
+        types = np.array([t.value for t in _TYPES], dtype=object)[np.maximum(type_code, 0)]
+        fast = pa.table(
+            {
+                "id": pa.array(ids, pa.string()),
+                "type": pa.array(types, pa.string()),
+                "content": parsed.column("content"),
+                "files": pa.array(files, pa.list_(pa.string())),
+                "needs_review": pa.array(needs_review),
+                "deprecated": pa.array(deprecated),
+                "stale": pa.array(stale),
+                "pinned": parsed.column("pinned"),
+                "confidence": parsed.column("confidence"),
+                "half_life_days": parsed.column("half_life_days"),
+                "created_at": parsed.column("created_at"),
+                "updated_at": pa.array(updated).cast(pa.timestamp("us", tz="UTC")),
+                "last_accessed_at": parsed.column("last_accessed_at"),
+                "conflicts_with": parsed.column("conflicts_with"),
+                "shared_by": parsed.column("shared_by"),
+            }
+        )
+        slow: list[Memory] = []
+        for row in np.flatnonzero(alive & ~ok).tolist():
+            raw = records[row].as_py()
+            try:  # as ``_memory_at`` decodes, from the record copied above
+                slow.append(memory_from_dict(json.loads(raw), self._converter))
+            except (SchemaError, ValueError, TypeError) as exc:
+                log.warning("skipping unreadable memory %s: %s", ids[row], exc)
         half_life = np.array(
             fast.column("half_life_days").to_numpy(zero_copy_only=False), np.float64
         )
