@@ -144,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from engram.lifecycle.contradictions import ContradictionJudges, find_contradictions
     from engram.lifecycle.dedup import _negations
     from engram.lifecycle.nli import NliJudge, load_nli
+    from engram.llm import LlmClient
     from engram.model import Memory, MemoryType
 
     try:
@@ -163,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     nli: NliJudge | None = None
     if not args.no_nli:
         nli = load_nli(verify=True).judge
-    llm = LlmConfig(base_url=args.llm_url, model=args.llm_model) if args.llm_url else None
+    llm = LlmClient.from_config(LlmConfig(base_url=args.llm_url, model=args.llm_model))
     labels = [bool(r["conflict"]) for r in rows]
     cosines: list[float | None] = [None] * len(rows)
     if embedder is not None:

@@ -1,5 +1,6 @@
-"""The optional LLM judge of contradictions, against a fake OpenAI-compatible server on
-loopback (engram.lifecycle.contradiction_llm)."""
+"""The optional LLM judge of contradictions (docs/lifecycle.md), against a fake
+OpenAI-compatible server on loopback, through the shared client (engram.llm; its security
+rules are tested in tests/security/test_llm_client.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from typing import ClassVar
 import pytest
 
 from engram.config import LlmConfig
-from engram.lifecycle.contradiction_llm import judge_pairs
 from engram.lifecycle.contradictions import ContradictionJudges, find_contradictions
+from engram.llm import LlmClient
 from engram.model import Memory, MemoryType
 
 
@@ -37,13 +38,14 @@ class _Fake(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def endpoint() -> Iterator[str]:
+def judges() -> Iterator[ContradictionJudges]:
     _Fake.requests = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Fake)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield ContradictionJudges(llm=LlmClient.from_config(LlmConfig(base_url=url, model="t")))
     finally:
         server.shutdown()
         server.server_close()
@@ -53,9 +55,10 @@ OLD = Memory("`Response.history` retains the redirects", type=MemoryType.GOTCHA)
 NEW = Memory("`Response.history` now discards the redirects", type=MemoryType.GOTCHA)
 
 
-def test_a_pair_the_rules_leave_open_is_judged_by_the_configured_endpoint(endpoint: str) -> None:
+def test_a_pair_the_rules_leave_open_is_judged_by_the_configured_endpoint(
+    judges: ContradictionJudges,
+) -> None:
     _Fake.answer = "Here you go: [true]"
-    judges = ContradictionJudges(llm=LlmConfig(base_url=endpoint, model="tiny"))
     assert find_contradictions(NEW, [(OLD, None)]) == []  # the rules alone: no verdict
     (found,) = find_contradictions(NEW, [(OLD, None)], judges=judges)
     assert found.kind == "llm" and found.memory is OLD
@@ -66,13 +69,8 @@ def test_a_pair_the_rules_leave_open_is_judged_by_the_configured_endpoint(endpoi
 
 
 @pytest.mark.parametrize("answer", ["[false]", "not json", "[true, true]", '["yes"]'])
-def test_a_no_or_an_unusable_answer_is_never_a_contradiction(endpoint: str, answer: str) -> None:
+def test_a_no_or_an_unusable_answer_is_never_a_contradiction(
+    judges: ContradictionJudges, answer: str
+) -> None:
     _Fake.answer = answer
-    judges = ContradictionJudges(llm=LlmConfig(base_url=endpoint, model="tiny"))
     assert find_contradictions(NEW, [(OLD, None)], judges=judges) == []
-
-
-def test_an_unreachable_or_unconfigured_endpoint_gives_no_verdict() -> None:
-    closed = LlmConfig(base_url="http://127.0.0.1:9/v1", model="tiny")
-    assert judge_pairs(closed, [("a", "b")], timeout=2) is None
-    assert judge_pairs(LlmConfig(), [("a", "b")]) is None

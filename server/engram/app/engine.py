@@ -247,9 +247,10 @@ class Engine:
                 if self._judges is None:
                     from engram.lifecycle.contradictions import ContradictionJudges
                     from engram.lifecycle.nli import load_nli
+                    from engram.llm import LlmClient
 
                     nli = load_nli().judge if self.config.contradictions.nli else None
-                    llm = self.config.llm if self.config.llm.base_url else None
+                    llm = LlmClient.from_config(self.config.llm)
                     self._judges = ContradictionJudges(nli=nli, llm=llm)
         return self._judges
 

@@ -36,6 +36,7 @@ import attrs
 
 from engram.config import LlmConfig, ObserverConfig
 from engram.errors import EngramError
+from engram.llm import LlmClient, PostJson
 from engram.model import Memory, MemoryType
 from engram.observer.events import (
     EventKind,
@@ -44,7 +45,7 @@ from engram.observer.events import (
     event_from_checkpoint,
     parse_event,
 )
-from engram.observer.llm import llm_configured, rewrite_contents
+from engram.observer.llm import rewrite_contents
 from engram.observer.methodology import MethodologyPlugin, PluginRegistry
 from engram.observer.patterns import module_of
 from engram.observer.promotion import (
@@ -145,15 +146,17 @@ class Observer:
         stats: ObserverStats | None = None,
         registry: PluginRegistry | None = None,
         clock: Callable[[], float] = time.time,
-        llm_post: Any | None = None,
+        llm_post: PostJson | None = None,
     ) -> None:
         self.sink = sink
         engine_config = getattr(sink, "config", None)
         self.workspace = workspace or getattr(sink, "workspace", None)
         self.config = config or getattr(engine_config, "observer", None) or ObserverConfig()
-        self.llm = llm or getattr(engine_config, "llm", None)
+        # the one LLM client (engram.llm): endpoint, key and redaction decided there
+        self.llm: LlmClient | None = LlmClient.from_config(
+            llm or getattr(engine_config, "llm", None), post=llm_post
+        )
         self._clock = clock
-        self._llm_post = llm_post
         if state_dir is None:
             if self.workspace is None:
                 raise EngramError("the observer needs a workspace or a state directory")
@@ -584,11 +587,8 @@ class Observer:
             upto_step=upto,
             elapsed_ms=elapsed,
         )
-        if memories and self.config.llm_rewrite and llm_configured(self.llm):
-            assert self.llm is not None
-            rewritten = rewrite_contents(
-                self.llm, [m.content for m in memories], post=self._llm_post
-            )
+        if memories and self.config.llm_rewrite and self.llm is not None:
+            rewritten = rewrite_contents(self.llm, [m.content for m in memories])
             if rewritten:
                 memories = [
                     attrs.evolve(m, content=t, citation_text="")
