@@ -323,3 +323,36 @@ def test_a_plan_never_goes_to_the_judges() -> None:
     judge = _FixedNli(0.99)
     assert find_contradictions(new, [(old, None)], judges=ContradictionJudges(nli=judge)) == []  # type: ignore[arg-type]
     assert judge.seen == []
+
+
+def test_cv_script_smoke(tmp_path: Path) -> None:
+    """scripts/eval/contradictions_cv.py on a six-pair set prints its JSON line: CV on dev,
+    the chosen setting, and held-out scored with it, by source category only."""
+    import subprocess
+    import sys
+
+    rows = [
+        {"a": "enable the cache", "b": "disable the cache", "conflict": True},
+        {"a": "the job timeout is 30s", "b": "the job timeout is 90s", "conflict": True},
+        {"a": "use logging instead of print", "b": "don't use print", "conflict": False},
+        {"a": "the cache lives in /tmp", "b": "the cache is cleared nightly", "conflict": False},
+        {"a": "enable the retries", "b": "disable the retries", "conflict": True,
+         "split": "heldout",
+         "source": "doc-edit"},
+        {"a": "logs go to stderr", "b": "logs go to stderr, in JSON", "conflict": False,
+         "split": "heldout", "source": "doc-edit"},
+    ]  # fmt: skip
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("\n".join(json.dumps(row) for row in rows))
+    script = Path(__file__).resolve().parents[2] / "scripts" / "eval" / "contradictions_cv.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(pairs), "--json", "--no-model", "--no-nli",
+         "--folds", "2", "--repeats", "1", "--heldout"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["dev_items"] == 4 and summary["dev_conflicts"] == 2
+    assert summary["dev_cv"]["recall"]["mean"] == 1.0 and summary["dev_cv"]["folds"] == 2
+    assert summary["dev_full"]["chosen"]["recall"] == 1.0
+    held = summary["heldout"]["chosen"]
+    assert held["by_source"] == {"doc-edit": {"caught": 1, "missed": 0, "false_alarms": 0}}

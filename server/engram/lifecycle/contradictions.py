@@ -220,6 +220,12 @@ class ContradictionJudges:
     nli: NliJudge | None = None
     #: the shared client (engram.llm), built from the user's or an approved ``[llm]``
     llm: LlmClient | None = None
+    #: which open pairs reach the judges (the "same subject" gate; chosen by cross-validation
+    #: on the dev pairs, docs/lifecycle.md "Measured")
+    min_overlap: float = MIN_OVERLAP_FOR_JUDGES
+    subject_cosine: float = SUBJECT_COSINE
+    #: only pairs whose notes differ in a flip cue (negation, on/off, "now", a default …)
+    require_cue: bool = True
 
 
 def find_contradictions(
@@ -275,17 +281,19 @@ def find_contradictions(
         if flip is not None and (same_symbol or overlap >= MIN_OVERLAP_FOR_JUDGES or close):
             found[other.id] = Contradiction(other, kind, flip, round(overlap, 3))
             continue
+        if judges is None:
+            continue
         subject = (
             same_symbol
             or bool(_identifiers(other.content) & _identifiers(new.content))
-            or (cosine is not None and cosine >= SUBJECT_COSINE)
+            or (cosine is not None and cosine >= judges.subject_cosine)
         )
         # a plan and today's state are no contradiction for the judges either
         if (
             subject
             and not planned
-            and overlap >= MIN_OVERLAP_FOR_JUDGES
-            and _flip_cue(other.content, new.content)
+            and overlap >= judges.min_overlap
+            and (not judges.require_cue or _flip_cue(other.content, new.content))
         ):
             open_pairs.append((other, overlap))
     if judges is not None and open_pairs:

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Choose the contradiction judges' gate and the NLI threshold by cross-validation on dev.
+
+The rules decide alone what they can; the pairs they leave open reach the NLI judge only
+through a gate (``ContradictionJudges``: ``min_overlap``, ``subject_cosine``,
+``require_cue``) and count when the model's score is at least its ``threshold``. This script
+picks those four on the **dev** part of the public pairs only (docs/lifecycle.md):
+
+* a grid of candidate settings (the shipped one included);
+* repeated stratified k-fold CV on dev: on each training part the setting with the highest
+  recall at precision >= ``--min-precision`` is chosen (ties: precision, then the shipped
+  setting), and scored on the left-out part; the mean and sd of the test parts are reported;
+* the setting chosen on the whole of dev, and (``--heldout``) its score on the held-out part,
+  computed once with that setting and never used to choose anything; held-out figures are
+  broken down by source category only.
+
+NLI scores are computed once per pair and cached, so the grid costs only the rules.
+Usage: scripts/eval/contradictions_cv.py [FILE] [--folds 5] [--repeats 5] [--heldout]
+       [--no-model] [--mirrors DIR] [--json]
+Last stdout line: {"dev_cv": {...}, "chosen": {...}, "dev_full": {...}, "heldout": {...}}
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import contradictions as base
+
+PUBLIC = base.ROOT / "tests" / "lifecycle" / "data" / "contradiction_public_pairs.jsonl"
+
+THRESHOLDS = (0.95, 0.97, 0.98, 0.99, 0.993, 0.995, 0.997, 1.01)  # 1.01: NLI off
+MIN_OVERLAPS = (0.0, 0.15, 0.25, 0.35)
+SUBJECT_COSINES = (0.5, 0.6, 0.7, 1.01)  # 1.01: identifiers and symbols only
+REQUIRE_CUE = (True, False)
+SHIPPED = {"threshold": 0.993, "min_overlap": 0.25, "subject_cosine": 0.6, "require_cue": True}
+
+
+class CachedNli:
+    """The NLI judge's scores, computed once per pair, with a threshold of the grid's."""
+
+    def __init__(self, judge: Any, cache: dict[tuple[str, str], float], threshold: float) -> None:
+        self.judge = judge
+        self.cache = cache
+        self.threshold = threshold
+
+    def contradiction(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        todo = [p for p in pairs if p not in self.cache]
+        if todo:
+            for pair, score in zip(todo, self.judge.contradiction(todo), strict=True):
+                self.cache[pair] = float(score)
+        return [self.cache[p] for p in pairs]
+
+
+def predict(rows: list[dict[str, Any]], cosines: list[float | None], setting: dict[str, Any],
+            nli: Any, cache: dict[tuple[str, str], float]) -> list[bool]:  # fmt: skip
+    from engram.lifecycle.contradictions import ContradictionJudges, find_contradictions
+    from engram.model import Memory, MemoryType
+
+    judge = None if nli is None else CachedNli(nli, cache, setting["threshold"])
+    judges = ContradictionJudges(
+        nli=judge,  # type: ignore[arg-type]
+        min_overlap=setting["min_overlap"],
+        subject_cosine=setting["subject_cosine"],
+        require_cue=setting["require_cue"],
+    )
+    out = []
+    for row, cosine in zip(rows, cosines, strict=True):
+        old = Memory(row["a"], type=MemoryType.GOTCHA)
+        new = Memory(row["b"], type=MemoryType.GOTCHA)
+        out.append(bool(find_contradictions(new, [(old, cosine)], judges=judges)))
+    return out
+
+
+def choose(table: dict[int, list[bool]], settings: list[dict[str, Any]], labels: list[bool],
+           index: list[int], min_precision: float) -> int:  # fmt: skip
+    """The setting with the best recall at precision >= min_precision on ``index``."""
+    gold = [labels[i] for i in index]
+    best: tuple[Any, ...] | None = None
+    pick = 0
+    for k, setting in enumerate(settings):
+        s = base.scores([table[k][i] for i in index], gold)
+        key = (
+            s["precision"] >= min_precision,
+            s["recall"] if s["precision"] >= min_precision else s["precision"],
+            s["precision"],
+            setting == SHIPPED,
+        )
+        if best is None or key > best:
+            best, pick = key, k
+    return pick
+
+
+def folds(labels: list[bool], k: int, rng: random.Random) -> list[list[int]]:
+    """Stratified: each fold gets its share of contradictions and of look-alikes."""
+    parts: list[list[int]] = [[] for _ in range(k)]
+    for value in (True, False):
+        idx = [i for i, y in enumerate(labels) if y is value]
+        rng.shuffle(idx)
+        for j, i in enumerate(idx):
+            parts[j % k].append(i)
+    return parts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", nargs="?", type=Path, default=PUBLIC)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--min-precision", type=float, default=0.9)
+    parser.add_argument("--heldout", action="store_true", help="score the chosen setting once")
+    parser.add_argument("--no-model", action="store_true", help="no embeddings (no cosines)")
+    parser.add_argument("--no-nli", action="store_true", help="the gate only matters with NLI")
+    parser.add_argument("--mirrors", type=Path, default=base.DEFAULT_MIRRORS)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    from engram.lifecycle.nli import load_nli
+
+    dev = base.load(args.file, "dev", args.mirrors)
+    nli = None if args.no_nli else load_nli(verify=True).judge
+    embedder: Any = None
+    if not args.no_model:
+        from engram.config import EmbedConfig
+        from engram.embed import load_embedder
+
+        embedder = load_embedder(EmbedConfig(), None).embedder
+
+    def cosines_of(rows: list[dict[str, Any]]) -> list[float | None]:
+        if embedder is None:
+            return [None] * len(rows)
+        vectors = embedder.embed([t for r in rows for t in (r["a"], r["b"])])
+        return [float(vectors[2 * i] @ vectors[2 * i + 1]) for i in range(len(rows))]
+
+    settings = [
+        {"threshold": t, "min_overlap": o, "subject_cosine": c, "require_cue": q}
+        for t, o, c, q in itertools.product(THRESHOLDS, MIN_OVERLAPS, SUBJECT_COSINES, REQUIRE_CUE)
+    ]
+    cache: dict[tuple[str, str], float] = {}
+    labels = [bool(r["conflict"]) for r in dev]
+    dev_cos = cosines_of(dev)
+    table = {k: predict(dev, dev_cos, s, nli, cache) for k, s in enumerate(settings)}
+
+    rng = random.Random(12)
+    tests: list[dict[str, float]] = []
+    picked: list[int] = []
+    for _ in range(args.repeats):
+        parts = folds(labels, args.folds, rng)
+        for j, test in enumerate(parts):
+            train = [i for p, part in enumerate(parts) if p != j for i in part]
+            k = choose(table, settings, labels, train, args.min_precision)
+            picked.append(k)
+            tests.append(base.scores([table[k][i] for i in test], [labels[i] for i in test]))
+
+    def mean_sd(key: str) -> dict[str, float]:
+        values = [t[key] for t in tests]
+        return {"mean": round(statistics.mean(values), 3), "sd": round(statistics.stdev(values), 3)}
+
+    everything = list(range(len(dev)))
+    chosen = choose(table, settings, labels, everything, args.min_precision)
+    shipped = settings.index(SHIPPED)
+    summary: dict[str, Any] = {
+        "dataset": args.file.stem,
+        "dev_items": len(dev),
+        "dev_conflicts": sum(labels),
+        "nli": nli is not None,
+        "cosine": embedder is not None,
+        "dev_cv": {
+            "folds": args.folds,
+            "repeats": args.repeats,
+            "min_precision": args.min_precision,
+            "precision": mean_sd("precision"),
+            "recall": mean_sd("recall"),
+            "f1": mean_sd("f1"),
+            "settings_picked": len(set(picked)),
+            "shipped_picked": sum(k == shipped for k in picked),
+        },
+        "chosen": settings[chosen],
+        "dev_full": {
+            "chosen": base.scores(table[chosen], labels),
+            "shipped": base.scores(table[shipped], labels),
+        },
+    }
+    if args.heldout:
+        held = base.load(args.file, "heldout", args.mirrors)
+        gold = [bool(r["conflict"]) for r in held]
+        held_cos = cosines_of(held)
+        result: dict[str, Any] = {"items": len(held), "conflicts": sum(gold)}
+        for name, setting in (("chosen", settings[chosen]), ("shipped", SHIPPED)):
+            pred = predict(held, held_cos, setting, nli, cache)
+            by_source: dict[str, dict[str, int]] = {}
+            for row, p, y in zip(held, pred, gold, strict=True):
+                cell = by_source.setdefault(
+                    str(row.get("source")), {"caught": 0, "missed": 0, "false_alarms": 0}
+                )
+                if y:
+                    cell["caught" if p else "missed"] += 1
+                elif p:
+                    cell["false_alarms"] += 1
+            result[name] = {**base.scores(pred, gold), "by_source": by_source}
+        summary["heldout"] = result
+    print(json.dumps(summary) if args.json else json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
