@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from observer_helpers import bash, edit, feed, read
 
 from engram.observer import error_fingerprint
@@ -192,24 +190,3 @@ def test_command_classes_and_test_outcomes() -> None:
     assert run_passed(None, "3 failed, 10 passed in 1s") is False
     assert run_passed(None, "10 passed in 1s") is True
     assert run_passed(0, "whatever") is True
-
-
-def test_per_event_cost_is_under_two_milliseconds(make_observer) -> None:  # type: ignore[no-untyped-def]
-    obs = make_observer()
-    feed(obs, [read("warm.py"), edit("warm.py", "a", "b")], sid="warm")  # cold caches
-    events = []
-    for i in range(200):
-        events += [
-            read(f"pkg/m{i % 17}.py", tokens=800),
-            edit(f"pkg/m{i % 17}.py", f"v{i}", f"v{i + 1}"),
-            bash("pytest -q", i % 3, "E   AssertionError: 1 != 2\n1 failed in 0.1s"),
-            {"kind": "reasoning", "text": "Actually, the cache is per tenant, not global."},
-        ]
-    costs = []
-    for event in events:  # CPU time (V5 §4 budgets CPU); wall time on a shared box is noise
-        started = time.thread_time()
-        obs.observe({"session_id": "perf", **event})
-        costs.append((time.thread_time() - started) * 1000)
-    costs.sort()
-    p95 = costs[int(0.95 * (len(costs) - 1))]
-    assert p95 < 2.0, f"p95 {p95:.3f} ms"
