@@ -57,7 +57,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+#: 2: ``files.basename`` (indexed) for naming-convention lookups (docs/codegraph.md)
+SCHEMA_VERSION = 2
 MAX_DEPTH = 3
 BATCH_SIZE = 100
 BINARY_SNIFF_BYTES = 8192
@@ -92,9 +93,11 @@ CREATE TABLE IF NOT EXISTS files (
     status TEXT NOT NULL DEFAULT 'ok',
     note TEXT,
     package TEXT,
-    stale_at REAL
+    stale_at REAL,
+    basename TEXT
 );
 CREATE INDEX IF NOT EXISTS files_stale ON files(stale_at) WHERE stale_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS files_basename ON files(basename);
 CREATE TABLE IF NOT EXISTS nodes (
     id INTEGER PRIMARY KEY,
     file_id INTEGER,
@@ -250,24 +253,105 @@ class CodeGraph:
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.db_path, timeout=30, isolation_level=None, check_same_thread=False
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=OFF")
-            conn.executescript(_SCHEMA)
-            row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is None:
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
+            conn: sqlite3.Connection | None = None
+            try:
+                conn = self._connect()
+                upgraded = self._prepare_schema(conn)
+            except sqlite3.OperationalError:
+                raise  # busy or locked: another process holds it; never a reason to delete
+            except sqlite3.DatabaseError as exc:
+                # not a database, a corrupt page: the graph is derived from the workspace,
+                # so it is rebuilt (never a crash)
+                if conn is not None:
+                    conn.close()
+                log.warning(
+                    "code graph %s is unreadable (%s): discarded; the next index rebuilds it",
+                    self.db_path,
+                    exc,
                 )
-            elif int(row[0]) != SCHEMA_VERSION:
+                self._discard_db()
+                conn = self._connect()
+                upgraded = self._prepare_schema(conn)
+            if not upgraded:
                 conn.close()
-                self.db_path.unlink(missing_ok=True)
-                return self._db()
+                self._discard_db()
+                conn = self._connect()
+                self._prepare_schema(conn)
             self._conn = conn
         return self._conn
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.db_path, timeout=30, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=OFF")
+        return conn
+
+    def _discard_db(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
+
+    def _prepare_schema(self, conn: sqlite3.Connection) -> bool:
+        """Create or upgrade the schema; False when the file must be rebuilt instead.
+
+        Version 1 graphs (before ``files.basename``) are upgraded in place: one column,
+        filled from the paths, and its index; nothing is re-parsed. A graph written by a
+        newer Engram (or with an unreadable version) is rebuilt, with a log line saying so.
+        """
+        conn.execute("BEGIN IMMEDIATE")  # one process upgrades; the others wait and see it
+        try:
+            has_meta = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+            ).fetchone()
+            row = (
+                conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                if has_meta
+                else None
+            )
+            version = SCHEMA_VERSION
+            if row is not None:
+                try:
+                    version = int(row[0])
+                except (TypeError, ValueError):
+                    version = -1
+            if version == 1:
+                log.warning(
+                    "code graph %s: upgrading schema 1 -> %d (indexed file basenames)",
+                    self.db_path,
+                    SCHEMA_VERSION,
+                )
+                columns = {r[1] for r in conn.execute("PRAGMA table_info(files)")}
+                if "basename" not in columns:
+                    conn.execute("ALTER TABLE files ADD COLUMN basename TEXT")
+                conn.executemany(
+                    "UPDATE files SET basename=? WHERE id=?",
+                    [
+                        (posixpath.basename(path), file_id)
+                        for file_id, path in conn.execute("SELECT id, path FROM files")
+                    ],
+                )
+            elif version != SCHEMA_VERSION:
+                log.warning(
+                    "code graph %s has schema %s; this Engram reads %d: discarded; the next "
+                    "index rebuilds it",
+                    self.db_path,
+                    row[0] if row is not None else "?",
+                    SCHEMA_VERSION,
+                )
+                conn.rollback()
+                return False
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            conn.commit()
+        except BaseException:
+            if conn.in_transaction:
+                conn.rollback()
+            raise
+        return True
 
     def close(self) -> None:
         with self._lock:
@@ -510,14 +594,16 @@ class CodeGraph:
     ) -> int:
         conn = self._db()
         row = conn.execute(
-            """INSERT INTO files(path, language, hash, size, mtime_ns, status, note, stale_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """INSERT INTO files(path, language, hash, size, mtime_ns, status, note, stale_at,
+                                 basename)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                ON CONFLICT(path) DO UPDATE SET language=excluded.language, hash=excluded.hash,
                  size=excluded.size, mtime_ns=excluded.mtime_ns, status=excluded.status,
                  note=excluded.note, stale_at=excluded.stale_at, package=NULL
                RETURNING id""",
-            (rel, language, digest, size, mtime_ns, status, note, self._clock()),
-        ).fetchone()
+            (rel, language, digest, size, mtime_ns, status, note, self._clock(),
+             posixpath.basename(rel)),
+        ).fetchone()  # fmt: skip
         file_id = int(row[0])
         # the file's own part of the graph is rebuilt from scratch
         conn.execute("DELETE FROM nodes WHERE file_id=?", (file_id,))
@@ -1213,15 +1299,29 @@ class CodeGraph:
 
     def paths_with_basename(self, name: str) -> list[str]:
         """Known files whose last path component is ``name`` (naming conventions)."""
-        escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return self.paths_with_basenames([name]).get(name, [])
+
+    def paths_with_basenames(self, names: Sequence[str]) -> dict[str, list[str]]:
+        """``name -> known files whose last path component is name`` (exact, indexed).
+
+        One lookup on the ``files_basename`` index for all names: impact asks for up to a
+        dozen test-naming conventions per file, and at 58k files a path scan per name was
+        most of its time (docs/codegraph.md, "At 50,000 files").
+        """
+        wanted = sorted(set(names))
+        out: dict[str, list[str]] = {}
+        if not wanted:
+            return out
         with self._lock:
-            return sorted(
-                str(r[0])
-                for r in self._db().execute(
-                    "SELECT path FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\'",
-                    (name, f"%/{escaped}"),
-                )
-            )
+            conn = self._db()
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for base, path in conn.execute(
+                    f"SELECT basename, path FROM files WHERE basename IN ({marks})", chunk
+                ):
+                    out.setdefault(str(base), []).append(str(path))
+        return {base: sorted(paths) for base, paths in out.items()}
 
     def fan_in(self, files: Sequence[str]) -> dict[str, int]:
         """How many files depend directly on each of ``files`` (hub detection)."""

@@ -176,12 +176,14 @@ def _noisy_or(parts: Sequence[float]) -> float:
 def naming_partners(target: str, graph: CodeGraph) -> dict[str, str]:
     """Files related to ``target`` by name alone: its tests, or the source a test is named for."""
     partners: dict[str, str] = {}
-    for name in test_names_for(target):
-        for path in graph.paths_with_basename(name):
+    tests, sources = test_names_for(target), source_names_for_test(target)
+    found = graph.paths_with_basenames([*tests, *sources])  # one indexed lookup
+    for name in tests:
+        for path in found.get(name, []):
             if path != target:
                 partners[path] = "test by naming convention"
-    for name in source_names_for_test(target):
-        for path in graph.paths_with_basename(name):
+    for name in sources:
+        for path in found.get(name, []):
             if path != target and not is_test_file(path):
                 partners[path] = "source named by this test"
     return partners

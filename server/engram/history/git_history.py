@@ -29,6 +29,7 @@ import shutil
 import sqlite3
 import threading
 import time
+from collections import ChainMap
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -219,6 +220,9 @@ class GitHistory:
         self._index: tuple[int, CommitIndex] | None = None
         self._model: CochangeModel | None = None
         self._index_rate_cache: tuple[CommitIndex, HistoryStats] | None = None
+        #: per commit index: path -> canonical id and the popular files (both O(files) to
+        #: build; impact asks per query, docs/codegraph.md "At 50,000 files")
+        self._index_lookup_cache: tuple[CommitIndex, dict[str, int], list[int]] | None = None
 
     # ------------------------------------------------------------------ repository access
 
@@ -849,21 +853,22 @@ class GitHistory:
             return None
         with self._lock:
             canon = self._canon_id(self._db(), file)
-        ids = {name: cid for cid, name in index.names.items()}
-        names = dict(index.names)
+        stats = self._index_stats(index)
+        ids, popular = self._index_lookups(index, stats)
+        unseen: dict[int, str] = {}
+        names: Mapping[int, str] = ChainMap(unseen, index.names)
         prior: dict[int, float] = {}
         for path, weight in structure.items():
             cid = ids.get(path)
             if cid is None:  # a file git has not seen yet: a candidate all the same
-                cid = -1 - len(names)
-                names[cid] = path
+                cid = -1 - len(index.names) - len(unseen)
+                unseen[cid] = path
             prior[cid] = weight
-        stats = self._index_stats(index)
         found = candidate_features(
             index,
             canon if canon is not None else -1,
             structure=prior,
-            popular=popular_files(stats.rates, index.alive),
+            popular=popular,
             stats=stats,
             features=model.features,
             names=names,
@@ -882,6 +887,16 @@ class GitHistory:
             for cid, p, support in ranked[: max(0, k)]
             if names.get(cid) not in (None, file)
         ]
+
+    def _index_lookups(
+        self, index: CommitIndex, stats: HistoryStats
+    ) -> tuple[dict[str, int], list[int]]:
+        cached = self._index_lookup_cache
+        if cached is None or cached[0] is not index:
+            ids = {name: cid for cid, name in index.names.items()}
+            cached = (index, ids, popular_files(stats.rates, index.alive))
+            self._index_lookup_cache = cached
+        return cached[1], cached[2]
 
     def _index_stats(self, index: CommitIndex) -> HistoryStats:
         if self._index_rate_cache is None or self._index_rate_cache[0] is not index:
