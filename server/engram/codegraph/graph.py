@@ -153,6 +153,44 @@ CREATE INDEX IF NOT EXISTS closure_descendant ON closure(descendant);
 """
 
 
+#: Resolving more files than this at once reads every file id up front; fewer (an edit)
+#: looks up only the paths it meets: building the map was O(files) per edited file.
+_PRELOAD_IDS_OVER = 200
+
+
+class _FileIds:
+    """``files.path`` <-> ``files.id`` during one resolution pass, read as needed."""
+
+    def __init__(self, conn: sqlite3.Connection, *, preload: bool) -> None:
+        self._conn = conn
+        self._complete = preload
+        self._by_path: dict[str, int | None] = {}
+        self._by_id: dict[int, str | None] = {}
+        if preload:
+            for file_id, path in conn.execute("SELECT id, path FROM files"):
+                self._by_path[str(path)] = int(file_id)
+                self._by_id[int(file_id)] = str(path)
+
+    def id_of(self, path: str) -> int | None:
+        if path not in self._by_path:
+            if self._complete:
+                return None
+            row = self._conn.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
+            self._by_path[path] = int(row[0]) if row else None
+        return self._by_path[path]
+
+    def ids_of(self, paths: Iterable[str]) -> list[int]:
+        return [i for i in (self.id_of(p) for p in paths) if i is not None]
+
+    def path_of(self, file_id: int) -> str | None:
+        if file_id not in self._by_id:
+            if self._complete:
+                return None
+            row = self._conn.execute("SELECT path FROM files WHERE id=?", (file_id,)).fetchone()
+            self._by_id[file_id] = str(row[0]) if row else None
+        return self._by_id[file_id]
+
+
 @attrs.define
 class Symbol:
     """A definition for the LSP (hover, anchors by symbol) and the impact report."""
@@ -824,11 +862,10 @@ class CodeGraph:
     def _resolve_files(self, file_ids: Sequence[int], resolver: ImportResolver) -> set[int]:
         """Resolve references of ``file_ids``; returns the files whose dependencies changed."""
         conn = self._db()
-        path_to_id = {row[1]: int(row[0]) for row in conn.execute("SELECT id, path FROM files")}
-        id_to_path = {v: k for k, v in path_to_id.items()}
+        ids = _FileIds(conn, preload=len(file_ids) > _PRELOAD_IDS_OVER)
         changed: set[int] = set()
         for file_id in file_ids:
-            rel = id_to_path.get(file_id)
+            rel = ids.path_of(file_id)
             if rel is None:
                 continue
             spec = language_for(rel)
@@ -836,7 +873,7 @@ class CodeGraph:
                 (int(r[0]), float(r[1]))
                 for r in conn.execute("SELECT dst, weight FROM file_deps WHERE src=?", (file_id,))
             }
-            deps = self._resolve_one(file_id, rel, spec, resolver, path_to_id, id_to_path)
+            deps = self._resolve_one(file_id, rel, spec, resolver, ids)
             conn.execute("DELETE FROM file_deps WHERE src=?", (file_id,))
             conn.executemany(
                 "INSERT INTO file_deps(src, dst, weight, kinds) VALUES (?, ?, ?, ?)",
@@ -856,8 +893,7 @@ class CodeGraph:
         rel: str,
         spec: Any,
         resolver: ImportResolver,
-        path_to_id: dict[str, int],
-        id_to_path: dict[int, str],
+        ids: _FileIds,
     ) -> dict[int, tuple[float, set[str]]]:
         conn = self._db()
         conn.execute("DELETE FROM edges WHERE src_file=? AND kind='imports'", (file_id,))
@@ -881,8 +917,8 @@ class CodeGraph:
         for rowid, module, names_json, wildcard, line in rows:
             ref = ImportRef(module, json.loads(names_json), bool(wildcard), int(line))
             targets = (
-                [path_to_id[t] for t in resolver.resolve(spec.resolver, rel, ref, package)
-                 if t in path_to_id]
+                [i for t in resolver.resolve(spec.resolver, rel, ref, package)
+                 if (i := ids.id_of(t)) is not None]
                 if spec is not None else []
             )  # fmt: skip
             resolved_rows.append((int(bool(targets)), rowid))
@@ -911,11 +947,11 @@ class CodeGraph:
                 dep_defs[name].append(int(fid))
         package_defs: dict[str, list[int]] = defaultdict(list)
         if spec is not None and spec.package_is_directory:
-            siblings = [
-                path_to_id[p]
+            siblings = ids.ids_of(
+                p
                 for p in resolver.files_in_dir(posixpath.dirname(rel), spec.extensions)
-                if p in path_to_id and p != rel
-            ]
+                if p != rel
+            )
             if siblings:
                 marks = ",".join("?" * len(siblings))
                 for fid, name in conn.execute(
