@@ -158,6 +158,10 @@ CREATE INDEX IF NOT EXISTS closure_descendant ON closure(descendant);
 _PRELOAD_IDS_OVER = 200
 
 
+#: A closure update touching more files than this (and over half the graph) starts over.
+_FULL_CLOSURE_OVER = 200
+
+
 class _FileIds:
     """``files.path`` <-> ``files.id`` during one resolution pass, read as needed."""
 
@@ -1033,7 +1037,6 @@ class CodeGraph:
         if not changed:
             return
         conn = self._db()
-        total_files = conn.execute("SELECT count(*) FROM files").fetchone()[0] or 1
         affected: set[int] = set(changed)
         marks = ",".join("?" * len(changed))
         for (descendant,) in conn.execute(
@@ -1055,7 +1058,11 @@ class CodeGraph:
             }
             frontier = found - affected
             affected |= found
-        if len(affected) > total_files // 2:
+        # counting the files costs a pass over an index: only worth it when a rebuild from
+        # scratch might be cheaper than recomputing each affected row (an edit: never)
+        if len(affected) > _FULL_CLOSURE_OVER and len(affected) > (
+            int(conn.execute("SELECT count(*) FROM files").fetchone()[0]) // 2
+        ):
             conn.execute("DELETE FROM closure")
             affected = {int(r[0]) for r in conn.execute("SELECT DISTINCT src FROM file_deps")}
         else:
