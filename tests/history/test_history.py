@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -326,3 +327,28 @@ def test_workspace_in_a_subfolder_sees_relative_paths(repo: RepoBuilder) -> None
     history.mine()
     assert history.cochange_partners("a.py") == [("b.py", 1.0, 2)]
     assert len(history.commits_touching("a.py")) == 2
+
+
+def test_git_log_runs_with_bounded_pack_memory(
+    repo: RepoBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mining ``git log`` maps packs in small windows: with git's 1 GB default it alone
+    was the 58k cold index's peak RSS (docs/codegraph.md, "At 50,000 files")."""
+    import shutil
+
+    real_git = shutil.which("git")
+    assert real_git is not None
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.txt"
+    wrapper = bin_dir / "git"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {real_git} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    repo.touch("a.py", "b.py")
+    report = open_history(repo.root).mine()
+    assert report.new_commits == 1
+    logs = [line for line in calls.read_text().splitlines() if " log " in f" {line} "]
+    assert logs, calls.read_text()
+    for line in logs:
+        assert "core.packedGitWindowSize=8m" in line and "core.packedGitLimit=64m" in line

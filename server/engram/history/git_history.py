@@ -48,7 +48,7 @@ from engram.history.cochange_model import (
     popular_files,
     training_files,
 )
-from engram.history.gitlog import LOG_ARGS, LOG_FORMAT, CommitRecord, parse_log
+from engram.history.gitlog import GIT_MEMORY_ARGS, LOG_ARGS, LOG_FORMAT, CommitRecord, parse_log
 from engram.history.renames import fold_renames
 from engram.progress import Progress
 from engram.workspace import Workspace
@@ -323,7 +323,7 @@ class GitHistory:
     def _stream_log(self, rev_range: str, max_count: int | None) -> Iterator[CommitRecord]:
         repo = self._open_repo()
         assert repo is not None
-        cmd = ["git", *LOG_ARGS, f"--format={LOG_FORMAT}"]
+        cmd = ["git", *GIT_MEMORY_ARGS, *LOG_ARGS, f"--format={LOG_FORMAT}"]
         if max_count is not None:
             cmd.append(f"--max-count={max_count}")
         if self._prefix:
