@@ -133,3 +133,40 @@ def test_a_file_that_is_not_a_database_is_discarded_and_rebuilt(
         finally:
             graph.close()
     assert any("unreadable" in r.getMessage() for r in caplog.records)
+
+
+def test_opening_a_current_graph_waits_for_no_writer(tmp_path: Path) -> None:
+    """A language server opening the graph while an index holds the write lock (a long
+    resolve) must not wait for it: opening a current graph writes nothing."""
+    root = tmp_path / "ws"
+    graph = _indexed(root)
+    db = graph.db_path
+    graph.close()
+    writer = sqlite3.connect(db, timeout=0.1, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        reader = CodeGraph(Workspace.open(root))
+        try:
+            assert reader.paths_with_basename("db.py") == ["pkg/db.py"]
+        finally:
+            reader.close()
+    finally:
+        writer.rollback()
+        writer.close()
+
+
+def test_tables_without_a_recorded_schema_are_upgraded(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    graph = _indexed(root)
+    db = graph.db_path
+    graph.close()
+    _downgrade_to_schema_1(db)
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM meta")
+    conn.commit()
+    conn.close()
+    reopened = CodeGraph(Workspace.open(root))
+    try:
+        assert reopened.paths_with_basename("test_db.py") == ["tests/test_db.py"]
+    finally:
+        reopened.close()

@@ -335,6 +335,24 @@ class CodeGraph:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
 
+    @staticmethod
+    def _stored_schema(conn: sqlite3.Connection) -> tuple[bool, int]:
+        """``(present, version)`` of the stored schema; version -1 when unreadable."""
+        has_meta = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
+        row = (
+            conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if has_meta
+            else None
+        )
+        if row is None:
+            return False, 0
+        try:
+            return True, int(row[0])
+        except (TypeError, ValueError):
+            return True, -1
+
     def _prepare_schema(self, conn: sqlite3.Connection) -> bool:
         """Create or upgrade the schema; False when the file must be rebuilt instead.
 
@@ -342,22 +360,16 @@ class CodeGraph:
         filled from the paths, and its index; nothing is re-parsed. A graph written by a
         newer Engram (or with an unreadable version) is rebuilt, with a log line saying so.
         """
+        if self._stored_schema(conn) == (True, SCHEMA_VERSION):
+            return True  # the usual case: no write, so no wait behind a running index
         conn.execute("BEGIN IMMEDIATE")  # one process upgrades; the others wait and see it
         try:
-            has_meta = conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-            ).fetchone()
-            row = (
-                conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-                if has_meta
-                else None
-            )
-            version = SCHEMA_VERSION
-            if row is not None:
-                try:
-                    version = int(row[0])
-                except (TypeError, ValueError):
-                    version = -1
+            present, version = self._stored_schema(conn)
+            if not present:  # new, or tables from before the schema was recorded
+                old_files = conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type='table' AND name='files'"
+                ).fetchone()
+                version = 1 if old_files else SCHEMA_VERSION
             if version == 1:
                 log.warning(
                     "code graph %s: upgrading schema 1 -> %d (indexed file basenames)",
@@ -379,7 +391,7 @@ class CodeGraph:
                     "code graph %s has schema %s; this Engram reads %d: discarded; the next "
                     "index rebuilds it",
                     self.db_path,
-                    row[0] if row is not None else "?",
+                    version if version >= 0 else "unreadable",
                     SCHEMA_VERSION,
                 )
                 conn.rollback()
