@@ -117,3 +117,37 @@ def test_merge_settings_normalises_before_merging() -> None:
         {"diagnostics": {"trustLevel": 4}},
     )
     assert merged == {"diagnostics": {"trust_level": 4, "max_per_file": 5}}
+
+
+def test_records_share_one_converter(
+    tmp_workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A digest rebuild of 10,000 memories built a cattrs converter per record (190 of its
+    200 s, docs/codegraph.md "At 50,000 files"): the codec now builds one per process."""
+    import cattrs
+
+    from engram.lifecycle.trust import mirror_rules
+    from engram.store.digest import Digest
+
+    memories = [
+        Memory(f"note {i}", type=MemoryType.GOTCHA, anchors=[CodeAnchor(f"f{i % 7}.py")])
+        for i in range(50)
+    ]
+    for memory in memories[:2]:  # whatever the process built before
+        memory_from_dict(memory_to_dict(memory))
+    built: list[object] = []
+    original = cattrs.Converter.__init__
+
+    def counting(self: cattrs.Converter, *args: object, **kwargs: object) -> None:
+        built.append(self)
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cattrs.Converter, "__init__", counting)
+    digest = Digest(tmp_workspace, rules=mirror_rules())
+    try:
+        assert digest.rebuild(memories) == 50
+        assert len(digest.records_for_file("f3.py")) == 7
+    finally:
+        digest.close()
+    assert [memory_from_dict(memory_to_dict(m)) for m in memories] == memories
+    assert built == []
