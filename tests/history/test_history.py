@@ -293,7 +293,7 @@ def test_mining_is_incremental_and_reports_progress(repo: RepoBuilder) -> None:
     repo.touch("a.py", "b.py")
     calls: list[tuple[int, int]] = []
     history = open_history(repo.root)
-    first = history.mine(progress=lambda done, total: calls.append((done, total)))
+    first = history.mine(progress=lambda done, total, _what: calls.append((done, total)))
     assert first.new_commits == 2 and first.commits == 2
     assert calls[0] == (0, 2) and calls[-1] == (2, 2)
 
