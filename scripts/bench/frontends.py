@@ -22,7 +22,16 @@ anchored in ``--file``), next to a bare pygls server in the same run:
   running (the digest answers while the engine starts), and with the engine warm;
 * hover p50/p95 on the anchored lines; peak RSS of each ``engram serve``;
 * memory of two windows + one MCP server + CLI calls on one workspace (peak RSS of the
-  windows, the MCP server and the engine) next to one in-process window.
+  windows, the MCP server and the engine) next to one in-process window;
+* ``workspace/executeCommand`` p50/p95 of ``engram.search`` and ``engram.remember``
+  (COMMAND_RUNS each) in a window the warm engine serves and in an in-process window.
+
+And an agent's MCP server (``engram mcp-serve``): its first tool call, then p50/p95 of
+``engram_search`` and ``engram_remember`` (COMMAND_RUNS each), with the engine warm and
+with ``ENGRAM_ENGINE=off`` (its own engine in its own process), and its peak RSS.
+
+Every engine the run started is stopped at the end (each has a pid file in the run's
+private runtime directory), so none outlives the bench.
 
 The machine is shared: compare rows of one run. Targets (issue 15): search <= 150 ms,
 remember <= 200 ms end to end with the engine warm; serve <= 100 MB; two windows + MCP +
@@ -32,6 +41,7 @@ initialize <= 1.15x and hover p95 <= 2x the bare pygls server's.
 Usage: scripts/bench/frontends.py [--memories N] [--runs N] [--in-process-runs N]
                                   [--model NAME] [--repo PATH] [--file REL]
                                   [--lsp-memories N] [--hovers N] [--init-runs N] [--no-lsp]
+                                  [--command-runs N]
 Last stdout line: one JSON object with the figures.
 """
 
@@ -39,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -267,6 +278,113 @@ async def window(
     return row, rec.client
 
 
+async def command_rows(client, runs: int, rel: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """``workspace/executeCommand`` round trips of ``engram.search`` and ``engram.remember``
+    (the warm engine runs them for a linked window; an in-process window on its own)."""
+    from lsprotocol import types
+
+    async def one(command: str, argument: dict[str, object]) -> float:
+        t0 = time.perf_counter()
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=command, arguments=[argument])
+        )
+        return time.perf_counter() - t0
+
+    search: list[float] = []
+    remember: list[float] = []
+    for i in range(runs):
+        query = TOPICS[i % len(TOPICS)].split(" ", 2)[-1]
+        search.append(await one("engram.search", {"query": query}))
+        text = f"editor note {i} {time.time_ns()}: {TOPICS[i % len(TOPICS)]}"
+        remember.append(await one("engram.remember", {"text": text, "file": rel}))
+    return {"search": summary(search), "remember": summary(remember)}
+
+
+def mcp_call(
+    proc: subprocess.Popen[bytes], request_id: int, tool: str, args: dict[str, object]
+) -> float:
+    """One ``tools/call`` on a running ``engram mcp-serve``; its round trip in seconds."""
+    assert proc.stdin is not None and proc.stdout is not None
+    message = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": args},
+    }
+    t0 = time.perf_counter()
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"mcp-serve ended during {tool}")
+        reply = json.loads(line)
+        if reply.get("id") == request_id:
+            break
+    elapsed = time.perf_counter() - t0
+    result = reply.get("result") or {}
+    if "error" in reply or result.get("isError"):
+        raise SystemExit(f"{tool} failed over MCP: {json.dumps(reply)[:400]}")
+    return elapsed
+
+
+def bench_mcp(root: Path, env: dict[str, str], runs: int) -> dict[str, object]:
+    """An agent's MCP server: its first tool call (start-up work included), then RUNS
+    ``engram_search`` and ``engram_remember`` calls; peak RSS of the server process."""
+    proc = mcp_server(root, env)
+    try:
+        ids = iter(range(10, 10_000))
+        first = mcp_call(proc, next(ids), "engram_search", {"query": "warm up"})
+        search: list[float] = []
+        remember: list[float] = []
+        for i in range(runs):
+            query = TOPICS[i % len(TOPICS)].split(" ", 2)[-1]
+            search.append(mcp_call(proc, next(ids), "engram_search", {"query": query}))
+            text = f"agent note {i} {time.time_ns()}: {TOPICS[i % len(TOPICS)]}"
+            remember.append(mcp_call(proc, next(ids), "engram_remember", {"text": text}))
+        lsp_bench = _bench_lsp_module()
+        return {
+            "first_call_ms": round(first * 1000, 1),
+            "search": summary(search),
+            "remember": summary(remember),
+            "peak_rss_mb": lsp_bench.peak_rss_mb(proc.pid),
+        }
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def stop_engines(runtime: Path, seconds: float = 20.0) -> list[int]:
+    """End every engine this run started: each has a pid file in the run's private
+    runtime directory, whatever settings (engine key) it was started with. ``engram stop``
+    reaches only the engine of its own settings, and an engine left behind would live on
+    for its idle time (ENGRAM_ENGINE_IDLE_SECONDS) after the bench."""
+    import signal
+
+    pids = []
+    for pid_file in runtime.glob("*.pid"):
+        try:
+            pid = int(json.loads(pid_file.read_text(encoding="utf-8"))["pid"])
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if b"engine" not in cmdline:  # a reused pid: not ours
+            continue
+        try:
+            os.kill(pid, signal.SIGTERM)
+            pids.append(pid)
+        except OSError:
+            continue
+    deadline = time.monotonic() + seconds
+    for pid in pids:
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if Path(f"/proc/{pid}").exists():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    return pids
+
+
 async def close_window(client) -> None:  # type: ignore[no-untyped-def]
     try:
         await asyncio.wait_for(client.shutdown_async(None), 15)
@@ -348,6 +466,7 @@ def bench_lsp(
         # today's path: one window, its own engine (cold)
         row, client = await window(lsp_bench, serve, root, args.file, local_env, hovers)
         await asyncio.sleep(1.0)
+        row["commands"] = await command_rows(client, args.command_runs, args.file)
         row["peak_rss_mb"] = lsp_bench.peak_rss_mb(row["pid"])
         await close_window(client)
         rows["in_process_window"] = row
@@ -383,6 +502,8 @@ def bench_lsp(
         )
         for r in (a_row, b_row):
             r["peak_rss_mb"] = lsp_bench.peak_rss_mb(r["pid"])
+        # after the memory figures: the commands' own allocations are not the window's
+        a_row["commands"] = await command_rows(a, args.command_runs, args.file)
         mcp_mb = lsp_bench.peak_rss_mb(mcp.pid)
         engine_mb = round((status.get("peak_rss_bytes") or 0) / 1_048_576, 1)
         rows["engine_warm_window"] = a_row
@@ -411,6 +532,7 @@ def bench_lsp(
         asyncio.run(run())
     finally:
         subprocess.run([str(ENGRAM), "stop"], cwd=root, env=engine_env, capture_output=True)
+        stop_engines(runtime)
         shutil.rmtree(root.parent, ignore_errors=True)
     today = rows["in_process_window"]["peak_rss_mb"] or 0  # type: ignore[index]
     warm = rows["engine_warm_window"]
@@ -449,6 +571,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hovers", type=int, default=50)
     parser.add_argument("--init-runs", type=int, default=5)
     parser.add_argument("--no-lsp", action="store_true")
+    parser.add_argument(
+        "--command-runs",
+        type=int,
+        default=10,
+        help="MCP tool calls and LSP executeCommands of each kind, per front end",
+    )
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="engram-fe-bench-"))
@@ -526,11 +654,17 @@ def main(argv: list[str] | None = None) -> int:
                 "remember_engine_p50_le_200ms": summary(engine_remember)["p50_ms"] <= 200,
             },
         }
+        # an agent's MCP server: tools through the warm engine, and in its own process
+        result["mcp"] = {
+            "engine": bench_mcp(root, engine_env, args.command_runs),
+            "in_process": bench_mcp(root, local_env, args.command_runs),
+        }
         subprocess.run([str(ENGRAM), "stop"], cwd=root, env=engine_env, capture_output=True)
         if args.repo is not None and not args.no_lsp:
             result["lsp"] = bench_lsp(args, engine_env, local_env, runtime)
     finally:
         subprocess.run([str(ENGRAM), "stop"], cwd=root, env=engine_env, capture_output=True)
+        stop_engines(runtime)
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(runtime, ignore_errors=True)
     print(json.dumps(result))

@@ -116,6 +116,9 @@ class _Echo:
         return 0
 
     touched = None
+    shown = None
+    learned = None
+    corrected = None
 
 
 def test_call_runs_a_declared_use_case(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,7 +138,15 @@ def test_call_runs_a_declared_use_case(monkeypatch: pytest.MonkeyPatch) -> None:
         "notes": ["echoed"],
         "exit": 0,
         "touched": None,
+        "shown": [],
+        "learned": [],
+        "corrected": None,
     }
+    # an agent's label travels with the call; a front end can never claim to be a person
+    agent = {"usecase": "echo", "surface": "lsp", "args": {"text": "a"}, "actor": "agent:lsp:x"}
+    assert handlers.run_call(None, agent)["text"] == "A"  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="actor must be an agent"):
+        handlers.run_call(None, {**agent, "actor": "person:mallory"})  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="unknown use case"):
         handlers.run_call(None, {"usecase": "nope", "surface": "lsp", "args": {}})  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="text: expected a string"):

@@ -323,6 +323,15 @@ class FakeContext:
     async def call(self, fn: Any, file: str | None = None) -> Any:
         return fn(self.engine)
 
+    async def in_engine(self, usecase: str, raw: Any, file: str | None = None) -> None:
+        return None  # no workspace engine: every command runs on this engine
+
+    async def memories(self, ids: Any, review: int, file: str | None = None) -> Any:
+        from engram.app.memories import list_memories
+
+        found = {m.id: m for m in self.engine.store.get_many(ids)} if ids else {}
+        return found, list_memories(self.engine, needs_review=True, limit=review)
+
     async def memories_changed(self, memories: Any, file: str | None = None) -> None:
         self.changed += list(memories)
 
@@ -392,11 +401,13 @@ def test_registry_accepts_camel_case_and_aliases() -> None:
     register_commands(registry)
     spec = registry.get("engram.remember")
     assert spec is not None
-    args = registry.structure(spec, [{"content": "x", "startLine": 2, "relatedFiles": ["b"]}])
+    given = registry.structure(spec, [{"content": "x", "startLine": 2, "relatedFiles": ["b"]}])
+    args = given.args  # the engine checks given.raw again (engram.daemon.calls)
+    assert given.raw == {"content": "x", "startLine": 2, "relatedFiles": ["b"]}
     assert (args.text, args.start_line, args.related_files) == ("x", 2, ["b"])
     context = registry.get("engram.context")
     assert context is not None
-    assert registry.structure(context, [{"task": "add a command", "budget": 500}]).query == (
+    assert registry.structure(context, [{"task": "add a command", "budget": 500}]).args.query == (
         "add a command"
     )
     with pytest.raises(ValueError):

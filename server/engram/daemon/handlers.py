@@ -8,9 +8,11 @@
   returns those and the exit status. So every command prints exactly what it prints
   in-process, and there is no second list of commands here.
 * ``call``: a declared use case by name with raw JSON arguments from a surface (the
-  language server's ``workspace/executeCommand``, an MCP tool): checked by the
-  declaration (``parse``), run (``execute``) and rendered (``to_json``/``to_text``/
-  ``notes``), exactly as the front end would have done in-process.
+  language server's ``workspace/executeCommand``, an MCP tool; sent by
+  ``engram.daemon.calls``): checked by the declaration (``parse``), run (``execute``) and
+  rendered (``to_json``/``to_text``/``notes``, and what an editor's session ledger
+  records), exactly as the front end would have done in-process; an agent's ``actor``
+  label travels with it.
 * ``lsp``: what a thin language server reads (``engram.lsp.served.answer``, handed in as
   :attr:`FrontEnds.lsp_answer`).
 
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from engram.api import Surface, UseCase, by_name
+from engram.api.declare import with_actor
 from engram.daemon import streams
 from engram.errors import InvalidInput
 
@@ -115,15 +118,36 @@ def run_call(engine: Engine, request: Mapping[str, object]) -> dict[str, object]
     except ValueError:
         raise InvalidInput(f"unknown surface {surface_name!r}") from None
     args = usecase.parse(raw, surface)
+    actor = request.get("actor")
+    if actor is not None:
+        args = with_actor(args, _agent_label(actor))
     result = usecase.execute(engine, args, surface)
     touched = usecase.touched(result) if usecase.touched is not None else None
+    corrected = usecase.corrected(result) if usecase.corrected is not None else None
     return {
         "json": usecase.to_json(result),
         "text": usecase.to_text(result),
         "notes": list(usecase.notes(result)),
         "exit": int(usecase.exit_code(result)),
         "touched": None if touched is None else [_touched_id(t) for t in touched],
+        # what an editor's session ledger records (engram.lsp.commands)
+        "shown": list(usecase.shown(result)) if usecase.shown is not None else [],
+        "learned": list(usecase.learned(result)) if usecase.learned is not None else [],
+        "corrected": list(corrected) if corrected is not None else None,
     }
+
+
+def _agent_label(raw: object) -> str:
+    """The actor a front end sends: only ever an agent (``agent:mcp``, ``agent:lsp:<client>``;
+    docs/trust.md "Agents are not people"). A front end that speaks for the person sends
+    none, and the trust door names them from git, as in-process."""
+    from engram.lifecycle.trust import Actor, ActorKind
+
+    label = raw if isinstance(raw, str) else ""
+    actor = Actor.parse(label)
+    if actor is None or actor.kind is not ActorKind.AGENT:
+        raise InvalidInput(f"actor must be an agent's label (agent:...), got {label[:80]!r}")
+    return label
 
 
 def _touched_id(item: object) -> str:

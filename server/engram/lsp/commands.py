@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from engram.api import Surface, UseCase, on
 from engram.api.declare import with_actor
 from engram.lsp.registry import CommandContext, CommandRegistry
@@ -22,7 +24,6 @@ from engram.model import Memory, to_jsonable
 
 if TYPE_CHECKING:
     from engram.api.declare import JsonObject
-    from engram.app import Engine
 
 LSP = Surface.LSP
 
@@ -39,13 +40,20 @@ def _bare_event(raw: Mapping[str, Any]) -> Mapping[str, Any]:
 RESHAPE: dict[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {"observe": _bare_event}
 
 
-async def _open(ctx: CommandContext, args: Any, memory: Memory, out: JsonObject) -> JsonObject:
+async def _open(ctx: CommandContext, args: Any, result: Any, out: JsonObject) -> JsonObject:
+    """Show the memory's first anchor (or related file); read from the JSON rendering, so
+    it is the same whether the engine or this process ran ``open``."""
+    memory = out.get("memory")
+    record = memory if isinstance(memory, dict) else {}
+    anchors, related = record.get("anchors"), record.get("related_files")
     shown = False
-    if memory.anchors:
-        anchor = memory.anchors[0]
-        shown = await ctx.show_document(anchor.file, anchor.start_line or 0)
-    elif memory.related_files:
-        shown = await ctx.show_document(memory.related_files[0], 0)
+    if isinstance(anchors, list) and anchors and isinstance(anchors[0], dict):
+        line = anchors[0].get("start_line")
+        file = anchors[0].get("file")
+        if isinstance(file, str):
+            shown = await ctx.show_document(file, line if isinstance(line, int) else 0)
+    elif isinstance(related, list) and related and isinstance(related[0], str):
+        shown = await ctx.show_document(related[0], 0)
     return {**out, "shown": shown}
 
 
@@ -61,16 +69,8 @@ async def _stats(ctx: CommandContext, args: Any, result: Any, out: JsonObject) -
 
 async def _session(ctx: CommandContext, args: Any, result: Any, out: JsonObject) -> JsonObject:
     """The editor session's ledger, with the observer's own card under ``observer``."""
-    from engram.app.memories import list_memories
-
     ledger = ctx.session()
-    ids = ledger.all_ids()
-
-    def read(engine: Engine) -> tuple[dict[str, Memory], list[Memory]]:
-        found = {m.id: m for m in engine.store.get_many(ids)} if ids else {}
-        return found, list_memories(engine, needs_review=True, limit=50)
-
-    found, review_queue = await ctx.call(read)
+    found, review_queue = await ctx.memories(ledger.all_ids(), 50)
     summary: JsonObject = to_jsonable(ledger.summary(found, review_queue, out))
     return summary
 
@@ -80,49 +80,89 @@ EXTRAS: dict[str, Extra] = {"open": _open, "stats": _stats, "session_summary": _
 TOLERANT = frozenset({"session_summary"})
 
 
+@attrs.frozen
+class Given:
+    """A command's arguments: as the client sent them (reshaped), for the engine to check
+    again, and as this process checked them."""
+
+    raw: Mapping[str, Any]
+    args: Any
+
+
 def command_handler(
     usecase: UseCase[Any, Any],
-) -> Callable[[CommandContext, Any], Awaitable[JsonObject]]:
+) -> Callable[[CommandContext, Given], Awaitable[JsonObject]]:
     """The executeCommand handler of one declared use case."""
     extra = EXTRAS.get(usecase.name)
 
-    async def handle(ctx: CommandContext, args: Any) -> JsonObject:
+    async def handle(ctx: CommandContext, given: Given) -> JsonObject:
+        args = given.args
         file = usecase.folder_file(args)
         if usecase.name == "reindex":
             result = await ctx.reindex(args.files, file)
             return to_jsonable(result)  # type: ignore[no-any-return]
-        who = ctx.actor()  # an agent's LSP client is never a person (docs/trust.md)
-        if who is not None:
-            args = with_actor(args, who.label)
         try:
-            result = await ctx.call(lambda e: usecase.execute(e, args, LSP), file)
+            reply = await ctx.in_engine(usecase.name, given.raw, file)
         except Exception as exc:
             if usecase.name not in TOLERANT:
                 raise
-            # the observer is optional here: the editor's own ledger still answers
-            result = {"unavailable": str(exc).splitlines()[0] if str(exc) else ""}
-        ledger = ctx.session(file)
-        if usecase.shown is not None:
-            ledger.applied(list(usecase.shown(result)))
-        if usecase.learned is not None:
-            for memory_id in usecase.learned(result):
+            unavailable: JsonObject = {"unavailable": _first_line(exc)}
+            return await extra(ctx, args, unavailable, unavailable) if extra else unavailable
+        if reply is not None:  # the warm engine ran it; its write events refresh documents
+            ledger = ctx.session(file)
+            ledger.applied(reply.shown)
+            for memory_id in reply.learned:
                 ledger.learned(memory_id)
-        if usecase.corrected is not None:
-            ledger.corrected(*usecase.corrected(result))
-        touched = usecase.touched(result) if usecase.touched is not None else None
-        if touched is not None:
-            memories = [m for m in touched if isinstance(m, Memory)]
-            ids = [m for m in touched if isinstance(m, str)]
-            if ids:
-                memories += await ctx.call(lambda e: e.store.get_many(ids))
-            if memories or not touched:
-                await ctx.memories_changed(memories, file)
-        out = result if isinstance(result, dict) else usecase.to_json(result)
-        if extra is not None:
-            out = await extra(ctx, args, result, out)
-        return out
+            if reply.corrected is not None:
+                ledger.corrected(*reply.corrected)
+            out = reply.json
+            if extra is not None:
+                out = await extra(ctx, args, out, out)
+            return out
+        return await _in_process(ctx, usecase, args, file)
 
     return handle
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else ""
+
+
+async def _in_process(
+    ctx: CommandContext, usecase: UseCase[Any, Any], args: Any, file: str | None
+) -> JsonObject:
+    """The command on this process's engine: no workspace engine serves the folder."""
+    extra = EXTRAS.get(usecase.name)
+    who = ctx.actor()  # an agent's LSP client is never a person (docs/trust.md)
+    if who is not None:
+        args = with_actor(args, who.label)
+    try:
+        result = await ctx.call(lambda e: usecase.execute(e, args, LSP), file)
+    except Exception as exc:
+        if usecase.name not in TOLERANT:
+            raise
+        # the observer is optional here: the editor's own ledger still answers
+        result = {"unavailable": _first_line(exc)}
+    ledger = ctx.session(file)
+    if usecase.shown is not None:
+        ledger.applied(list(usecase.shown(result)))
+    if usecase.learned is not None:
+        for memory_id in usecase.learned(result):
+            ledger.learned(memory_id)
+    if usecase.corrected is not None:
+        ledger.corrected(*usecase.corrected(result))
+    touched = usecase.touched(result) if usecase.touched is not None else None
+    if touched is not None:
+        memories = [m for m in touched if isinstance(m, Memory)]
+        ids = [m for m in touched if isinstance(m, str)]
+        if ids:
+            memories += await ctx.call(lambda e: e.store.get_many(ids))
+        if memories or not touched:
+            await ctx.memories_changed(memories, file)
+    out = result if isinstance(result, dict) else usecase.to_json(result)
+    if extra is not None:
+        out = await extra(ctx, args, result, out)
+    return out
 
 
 def register_commands(registry: CommandRegistry) -> None:
@@ -130,12 +170,15 @@ def register_commands(registry: CommandRegistry) -> None:
     for usecase in on(LSP):
         reshape = RESHAPE.get(usecase.name)
 
-        def parse(raw: Mapping[str, Any], u: UseCase[Any, Any] = usecase, r: Any = reshape) -> Any:
-            return u.parse(r(raw) if r is not None else raw, LSP)
+        def parse(
+            raw: Mapping[str, Any], u: UseCase[Any, Any] = usecase, r: Any = reshape
+        ) -> Given:
+            shaped = r(raw) if r is not None else raw
+            return Given(shaped, u.parse(shaped, LSP))
 
         registry.register_parsed(
             usecase.lsp, parse, command_handler(usecase), summary=usecase.summary
         )
 
 
-__all__ = ["EXTRAS", "RESHAPE", "command_handler", "register_commands"]
+__all__ = ["EXTRAS", "RESHAPE", "Given", "command_handler", "register_commands"]

@@ -38,6 +38,7 @@ from engram.workspace import WorkspaceError
 
 if TYPE_CHECKING:
     from engram.app import Engine
+    from engram.daemon.calls import CallReply
     from engram.jsontypes import JsonObject
     from engram.lifecycle.trust import Actor
     from engram.model import Memory
@@ -68,6 +69,21 @@ class CommandContext(Protocol):
 
     async def call(self, fn: Callable[[Engine], T], file: str | None = None) -> T:
         """Run ``fn(engine)`` in a worker thread with the engine of ``file``'s folder."""
+        ...
+
+    async def in_engine(
+        self, usecase: str, raw: Mapping[str, Any], file: str | None = None
+    ) -> CallReply | None:
+        """Run a declared use case in the workspace's warm engine, with this client's actor
+        (``engram.daemon.calls``); ``None`` when the folder is not served by one (then the
+        command runs in-process with :meth:`call`)."""
+        ...
+
+    async def memories(
+        self, ids: Sequence[str], review: int, file: str | None = None
+    ) -> tuple[dict[str, Memory], list[Memory]]:
+        """Memories by id, and up to ``review`` waiting for review (from the engine when it
+        serves the folder)."""
         ...
 
     async def memories_changed(self, memories: Sequence[Memory], file: str | None = None) -> None:

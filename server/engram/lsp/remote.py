@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ from engram.anchors import LineSpan
 from engram.daemon.client import Connection, connect
 
 if TYPE_CHECKING:
+    from engram.daemon.calls import CallReply
     from engram.daemon.wire import Json
     from engram.lsp.anchors import SymbolInfo
     from engram.model import Memory
@@ -185,6 +186,18 @@ class EngineLink:
                 "stdin": base64.b64encode(data).decode("ascii"),
             },
         )
+
+    def call(self, usecase: str, raw: Mapping[str, object], actor: str | None) -> CallReply:
+        """A declared use case run by the engine (``engram.daemon.calls``), as the client
+        sent it; ``actor``: an agent client's label."""
+        from engram.daemon.calls import call_request, send
+
+        return send(self.connection, call_request(usecase, "lsp", raw, actor))
+
+    def memories(self, ids: Sequence[str], review: int) -> tuple[list[Memory], list[Memory]]:
+        """Memories by id and the review queue (``engram.lsp.served.answer``)."""
+        result = self._lsp("memories", ids=list(ids), review=review)
+        return list(_memories(result.get("memories"))), list(_memories(result.get("review")))
 
     def run_cli(self, *argv: str) -> dict[str, object]:
         result = self.connection.call("cli", {"argv": [*argv, "--workspace", str(self.root)]})

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: The most memories one ``memories`` request names or returns.
+MAX_IDS = 1000
+
 
 def answer(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
     """The engine's side of this link: what a thin language server reads from it (run in
@@ -27,7 +30,8 @@ def answer(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
     ``snapshot``: the memories of a file (``app.memories.for_file``) and its code symbols,
     after re-indexing it when asked (on save); ``impact``: the one-line impact summary
     hover shows; ``index``: the keyword-only index the language server runs at start;
-    ``anchored``: files with diagnostic-type memories (pull diagnostics, workspace-wide).
+    ``anchored``: files with diagnostic-type memories (pull diagnostics, workspace-wide);
+    ``memories``: memories by id and the review queue (an editor session's ledger).
     """
     from engram.lsp import folder as lsp_folder
     from engram.lsp.anchors import memory_key
@@ -86,6 +90,20 @@ def answer(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
         return {
             "files": {f: [memory_to_dict(m) for m in ms] for f, ms in by_file.items()},
             "partners": partners_json(conflict_partners(engine, everyone)),
+        }
+    if what == "memories":  # an editor session's ledger (engram.sessionSummary)
+        from engram.app.memories import list_memories
+
+        raw_ids = request.get("ids")
+        listed = raw_ids if isinstance(raw_ids, list) else []
+        ids = [i for i in listed if isinstance(i, str)][:MAX_IDS]
+        review = request.get("review")
+        limit = min(review, MAX_IDS) if isinstance(review, int) and review > 0 else 0
+        found = engine.store.get_many(ids) if ids else []
+        queue = list_memories(engine, needs_review=True, limit=limit) if limit else []
+        return {
+            "memories": [memory_to_dict(m) for m in found],
+            "review": [memory_to_dict(m) for m in queue],
         }
     raise InvalidInput(f"unknown language-server request {what!r}")
 

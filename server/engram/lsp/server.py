@@ -24,7 +24,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from engram.app import Engine
     from engram.codegraph import IndexReport
     from engram.config import EngramConfig
+    from engram.daemon.calls import CallReply
     from engram.daemon.wire import Json
     from engram.jsontypes import JsonObject
     from engram.lsp.remote import EngineLink
@@ -258,6 +259,50 @@ class EngramLanguageServer(LanguageServer):
         folder = self.folder_for_file(file)
         engine = await self.engine_of(folder)
         return await asyncio.to_thread(fn, engine)
+
+    async def in_engine(
+        self, usecase: str, raw: Mapping[str, Any], file: str | None = None
+    ) -> CallReply | None:
+        folder = self.folder_for_file(file)
+        deadline = time.monotonic() + 120.0
+        # a command right after initialize waits for the folder to reach the workspace
+        # engine (or to open its own), as one run in-process waits for its engine
+        while not folder.ready and folder.error is None and folder.engine is None:
+            if time.monotonic() > deadline:
+                raise EngramError("Engram is still starting; try again in a moment")
+            await asyncio.sleep(0.02)
+        link = folder.link
+        if link is None or not link.alive:
+            return None
+        from engram.daemon.wire import WireError
+
+        who = self.actor()
+        try:
+            return await asyncio.to_thread(link.call, usecase, raw, who.label if who else None)
+        except WireError as exc:  # the link reconnects on its own (engine_lost)
+            log.warning("the workspace engine went away during %s (%s): in-process", usecase, exc)
+            return None
+
+    async def memories(
+        self, ids: Sequence[str], review: int, file: str | None = None
+    ) -> tuple[dict[str, Memory], list[Memory]]:
+        folder = self.folder_for_file(file)
+        link = folder.link
+        if link is not None and link.alive:
+            from engram.daemon.wire import WireError
+
+            try:
+                found, queue = await asyncio.to_thread(link.memories, ids, review)
+                return {m.id: m for m in found}, queue
+            except WireError as exc:
+                log.warning("the workspace engine went away (%s): in-process", exc)
+        from engram.app.memories import list_memories
+
+        def read(engine: Engine) -> tuple[dict[str, Memory], list[Memory]]:
+            found = {m.id: m for m in engine.store.get_many(ids)} if ids else {}
+            return found, list_memories(engine, needs_review=True, limit=review)
+
+        return await self.call(read, file)
 
     async def memories_changed(self, memories: Sequence[Memory], file: str | None = None) -> None:
         touched = {a.file for m in memories for a in m.anchors} | {

@@ -8,8 +8,12 @@ language server), and the result is the declaration's JSON rendering, with the n
 person would see on stderr under ``note``. Two more tools reach the user's other MCP
 servers through the lazy hub (``engram.mcphub``).
 
-The engine is opened on the first tool call, not at start, so the MCP handshake is fast;
-use cases run in a worker thread so a slow search never stalls the stdio loop.
+Declared tools run in the workspace's warm engine process (``engram.daemon.calls``,
+docs/engine.md), reached on the first tool call, so this process never loads LanceDB or
+the model for them and sees every other front end's writes at once; only when the engine
+cannot be reached is an engine opened here, on that first call (the MCP handshake stays
+fast either way). Calls run in a worker thread so a slow search never stalls the stdio
+loop. The hub tools run here, on the MCP servers this process starts.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
     from engram.app import Engine
+    from engram.daemon.calls import CallReply, EngineCalls
     from engram.mcphub import McpHub
 
 log = logging.getLogger(__name__)
@@ -284,7 +289,9 @@ class CallerSession:
     session_id: str | None = None
 
     def note(self, usecase: str, args: object, result: object) -> None:
-        given = getattr(result, "session_id", None) or getattr(args, "session_id", None)
+        """``result``: the use case's result, or its JSON rendering (run by the engine)."""
+        answered = result.get("session_id") if isinstance(result, dict) else None
+        given = answered or getattr(result, "session_id", None) or getattr(args, "session_id", None)
         if usecase in ("observe", "remember") and isinstance(given, str) and given:
             self.session_id = given
 
@@ -301,6 +308,33 @@ NO_SESSION: JsonObject = {
 }
 
 
+def _engine_calls(workspace: str | None) -> EngineCalls | None:
+    """The connection that runs declared tools in the workspace's engine, opened on the
+    first tool call; ``None`` when the engine is off or the workspace is unknown."""
+    from engram.daemon.client import engine_enabled
+
+    if not engine_enabled():
+        return None
+    try:
+        root = Workspace.open(workspace).root
+    except EngramError as exc:
+        log.info("no workspace engine: %s", exc)
+        return None
+    from engram.daemon.calls import EngineCalls
+
+    return EngineCalls(root, "mcp")
+
+
+def _filled(raw: Mapping[str, object], usecase: str, parsed: object) -> dict[str, object]:
+    """The raw arguments the engine checks again, with what this server filled in (the
+    caller's own observer session for ``engram_session_summary``)."""
+    out = dict(raw)
+    session_id = getattr(parsed, "session_id", None)
+    if usecase == "session_summary" and isinstance(session_id, str) and "session_id" not in out:
+        out["session_id"] = session_id
+    return out
+
+
 def build_server(
     workspace: str | None = None, overrides: dict[str, object] | None = None
 ) -> Server[Any]:
@@ -312,6 +346,9 @@ def build_server(
     from engram import __version__
 
     holder = EngineHolder(workspace, overrides)
+    # the workspace's warm engine runs the declared tools (docs/engine.md); in-process
+    # (``holder``) only when it cannot be reached. A test's overrides stay in-process.
+    remote = _engine_calls(workspace) if overrides is None else None
     hubs = HubHolder()
     caller = CallerSession()
     usecases = {u.mcp: u for u in on(MCP)}
@@ -329,6 +366,8 @@ def build_server(
             yield {}
         finally:
             await hubs.close()
+            if remote is not None:
+                remote.close()
             holder.close()
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
@@ -361,15 +400,26 @@ def build_server(
             parsed = caller.fill(usecase.name, usecase.parse(raw, MCP))
             if usecase.name == "session_summary" and getattr(parsed, "session_id", None) is None:
                 return answer(NO_SESSION)
-            result = await anyio.to_thread.run_sync(
-                lambda: usecase.execute(holder.get(), parsed, MCP)
-            )
-            caller.note(usecase.name, parsed, result)
+            reply: CallReply | None = None
+            if remote is not None:
+                sent = _filled(raw, usecase.name, parsed)
+                reply = await anyio.to_thread.run_sync(
+                    lambda: remote.call(usecase.name, MCP.value, sent)
+                )
+            if reply is not None:
+                caller.note(usecase.name, parsed, reply.json)
+                text, data, notes = reply.text, reply.json, reply.notes
+            else:
+                result = await anyio.to_thread.run_sync(
+                    lambda: usecase.execute(holder.get(), parsed, MCP)
+                )
+                caller.note(usecase.name, parsed, result)
+                text, data = usecase.to_text(result), usecase.to_json(result)
+                notes = usecase.notes(result)
             if usecase.mcp_text:
-                text = usecase.to_text(result) or " ".join(usecase.notes(result))
+                text = text or " ".join(notes)
                 return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
-            out = fence_team_memories(usecase.to_json(result))
-            notes = usecase.notes(result)
+            out = fence_team_memories(data)
             if notes:
                 out = {**out, "note": " ".join(notes)}
             return answer(out)

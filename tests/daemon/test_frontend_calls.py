@@ -1,0 +1,162 @@
+"""MCP tools and the language server's ``workspace/executeCommand`` run in the workspace's
+warm engine, as CLI commands do (issue 15, docs/engine.md "Front ends"): the front-end
+process never loads LanceDB or the model for them, the engine's ``status`` counts their
+requests, who acted stays ``agent:mcp`` / ``agent:lsp:<client>``, and when no engine can
+be reached the front end answers in-process."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from .conftest import EngineEnv
+from .test_engine_process import _ran_in_engine
+
+#: Shared objects of the heavy libraries a front end must not load (``/proc/PID/maps``).
+HEAVY_MAPS = ("lancedb", "pyarrow", "onnxruntime")
+HEAVY_MODULES = ("lancedb", "pyarrow", "numpy", "onnxruntime", "fastembed")
+
+
+@contextlib.asynccontextmanager
+async def mcp_session(engine_env: EngineEnv, env: dict[str, str]) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "engram", "mcp-serve", "--workspace", str(engine_env.root)],
+        env=env,
+        cwd=str(engine_env.root),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def _tool(session: ClientSession, name: str, args: dict[str, object]) -> dict[str, object]:
+    done = await session.call_tool(name, args)
+    assert not done.is_error, done.content
+    assert done.structured_content is not None
+    return dict(done.structured_content)
+
+
+def _status(engine_env: EngineEnv) -> dict[str, object]:
+    run = engine_env.run("status", "--json")
+    assert run.code == 0, run.err
+    return dict(json.loads(run.out))
+
+
+def _clients(status: dict[str, object], kind: str) -> list[dict[str, object]]:
+    clients = status.get("clients")
+    assert isinstance(clients, list)
+    return [c for c in clients if isinstance(c, dict) and c.get("kind") == kind]
+
+
+def _trail_actors(engine_env: EngineEnv, memory_id: str) -> list[tuple[str, str]]:
+    found = engine_env.run("log", memory_id, "--json")
+    assert found.code == 0, found.err
+    return [(str(e["event"]), str(e["actor"])) for e in json.loads(found.out)["entries"]]
+
+
+@pytest.mark.timeout(300)
+async def test_mcp_tools_run_in_the_warm_engine(engine_env: EngineEnv) -> None:
+    warm = engine_env.run("stats", "-V")
+    engine_pid = _ran_in_engine(warm.err)
+    assert engine_pid is not None, warm.err
+    async with mcp_session(engine_env, engine_env.env) as session:
+        made = await _tool(
+            session, "engram_remember", {"text": "invoices are rounded per line, not per total"}
+        )
+        memory_id = str(made["id"])
+        found = await _tool(session, "engram_search", {"query": "invoices rounded"})
+        assert memory_id in json.dumps(found)
+        await _tool(session, "engram_confirm", {"id": memory_id})
+        bad = await session.call_tool("engram_show", {"id": "m-nothere000"})
+        assert bad.is_error and "m-nothere000" in str(bad.content)
+
+        status = _status(engine_env)
+        assert status["pid"] == engine_pid
+        (mcp,) = _clients(status, "mcp")
+        assert int(str(mcp["requests"])) >= 4, mcp
+        maps = Path(f"/proc/{mcp['pid']}/maps").read_text()
+        assert not [h for h in HEAVY_MAPS if h in maps], "the MCP server loaded a store"
+    # the CLI sees the MCP write at once, in the same engine, and who did what
+    assert _trail_actors(engine_env, memory_id) == [
+        ("create", "agent:mcp"),
+        ("confirm", "agent:mcp"),
+    ]
+    assert engine_env.engine_pids() == [engine_pid]
+
+
+@pytest.mark.timeout(300)
+async def test_mcp_tools_work_in_process_without_an_engine(engine_env: EngineEnv) -> None:
+    blocker = engine_env.runtime / "not-a-dir"
+    blocker.write_text("")
+    env = {**engine_env.env, "ENGRAM_RUNTIME_DIR": str(blocker)}
+    async with mcp_session(engine_env, env) as session:
+        made = await _tool(session, "engram_remember", {"text": "the cron runs in UTC"})
+    assert str(made["id"]).startswith("m-")
+    assert engine_env.engine_pids() == []
+    listed = engine_env.run("list", "--json", env={**env, "ENGRAM_ENGINE": "off"})
+    assert "the cron runs in UTC" in listed.out
+
+
+@pytest.mark.timeout(300)
+async def test_editor_commands_run_in_the_warm_engine(
+    engine_env: EngineEnv, tmp_path: Path
+) -> None:
+    (engine_env.root / "billing.py").write_text("def charge(amount):\n    return amount\n")
+    modules = tmp_path / "modules.json"
+    config = ClientServerConfig(
+        server_command=[sys.executable, "-m", "engram", "serve"],
+        server_env={**engine_env.env, "ENGRAM_LSP_MODULES_FILE": str(modules)},
+    )
+    client = await config.start()
+    assert isinstance(client, LanguageClient)
+    root = engine_env.root
+    try:
+        await client.initialize_session(
+            types.InitializeParams(
+                capabilities=client_capabilities("visual-studio-code"),
+                root_uri=root.as_uri(),
+                workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+                client_info=types.ClientInfo(name="claude-code"),
+            )
+        )
+        made = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="engram.remember",
+                arguments=[{"text": "charge() takes euros", "file": "billing.py"}],
+            )
+        )
+        memory_id = str(made["id"])
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="engram.flag", arguments=[{"id": memory_id, "kind": "outdated"}]
+            )
+        )
+        summary = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="engram.sessionSummary", arguments=[{}])
+        )
+        assert memory_id in json.dumps(summary["learned"]), summary
+        assert memory_id in json.dumps(summary["corrected"]), summary
+        status = _status(engine_env)
+        (lsp,) = _clients(status, "lsp")
+        maps = Path(f"/proc/{lsp['pid']}/maps").read_text()
+        assert not [h for h in HEAVY_MAPS if h in maps], "the language server loaded a store"
+        await client.shutdown_session()
+    finally:
+        await client.stop()
+    loaded = set(json.loads(modules.read_text()))
+    assert not [m for m in loaded if m.split(".")[0] in HEAVY_MODULES]
+    assert "engram.app.engine" not in loaded
+    assert _trail_actors(engine_env, memory_id) == [
+        ("create", "agent:lsp:claude-code"),
+        ("flag", "agent:lsp:claude-code"),
+    ]
