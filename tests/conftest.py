@@ -15,8 +15,8 @@ import pytest
 from engram.workspace import Workspace
 
 # Front ends work in-process in this suite unless a test turns the workspace engine on
-# (tests/daemon); engines any test starts live in this session's own runtime directory,
-# exit when idle for a short while, and are stopped when the session ends.
+# (tests/daemon, with its own runtime directory per test); engines any other test starts
+# live in this session's own runtime directory and are stopped when the test ends.
 _RUNTIME = tempfile.mkdtemp(prefix="engram-run-", dir="/tmp" if os.name == "posix" else None)
 os.environ["ENGRAM_ENGINE"] = "off"
 os.environ["ENGRAM_RUNTIME_DIR"] = _RUNTIME
@@ -33,10 +33,22 @@ def stop_engines(runtime_dir: str | Path) -> list[int]:
             pid = int(json.loads(pid_file.read_text(encoding="utf-8"))["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
+        cmdline = Path(f"/proc/{pid}/cmdline")
+        if cmdline.exists() and b"engine" not in cmdline.read_bytes():
+            continue  # the engine is gone and its pid reused: not ours to kill
         pids.append(pid)
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     return pids
+
+
+@pytest.fixture(autouse=True)
+def _no_engine_outlives_its_test() -> Iterator[None]:
+    """An engine a test started in the session's runtime directory ends with the test (it
+    would otherwise live on for its idle time, competing with the tests after it)."""
+    yield
+    if any(Path(_RUNTIME).glob("*.pid")):
+        stop_engines(_RUNTIME)
 
 
 @pytest.fixture(scope="session", autouse=True)

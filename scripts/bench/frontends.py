@@ -532,7 +532,7 @@ def bench_lsp(
         asyncio.run(run())
     finally:
         subprocess.run([str(ENGRAM), "stop"], cwd=root, env=engine_env, capture_output=True)
-        stop_engines(runtime)
+        rows["engines_ended"] = stop_engines(runtime)
         shutil.rmtree(root.parent, ignore_errors=True)
     today = rows["in_process_window"]["peak_rss_mb"] or 0  # type: ignore[index]
     warm = rows["engine_warm_window"]
@@ -664,9 +664,11 @@ def main(argv: list[str] | None = None) -> int:
             result["lsp"] = bench_lsp(args, engine_env, local_env, runtime)
     finally:
         subprocess.run([str(ENGRAM), "stop"], cwd=root, env=engine_env, capture_output=True)
-        stop_engines(runtime)
+        ended = stop_engines(runtime)
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(runtime, ignore_errors=True)
+    # the pids of engines still running at the end, now ended (a smoke test checks them)
+    result["engines_ended"] = ended + list(result.get("lsp", {}).get("engines_ended", []))
     print(json.dumps(result))
     return 0
 

@@ -45,6 +45,8 @@ def test_frontends_bench_prints_one_json_object(tmp_path: Path) -> None:
             "3",
             "--init-runs",
             "1",
+            "--command-runs",
+            "2",
         ],
         capture_output=True,
         text=True,
@@ -62,3 +64,10 @@ def test_frontends_bench_prints_one_json_object(tmp_path: Path) -> None:
     assert lsp["engine_cold_window"]["did_open_to_first_memory_diagnostic_ms"] is not None
     assert lsp["together"]["engine_clients"] == ["lsp", "lsp"]
     assert set(lsp["initialize_median_s"]) == {"engram", "bare_pygls"}
+    for window in ("engine_warm_window", "in_process_window"):
+        assert lsp[window]["commands"]["remember"]["runs"] == 2
+    for where in ("engine", "in_process"):
+        assert result["mcp"][where]["search"]["runs"] == 2
+        assert result["mcp"][where]["first_call_ms"] > 0
+    # no engine the bench started outlives it (they used to live on for 600 s)
+    assert not [p for p in result["engines_ended"] if Path(f"/proc/{p}").exists()]
