@@ -1,16 +1,19 @@
-"""The one Okapi BM25 in Engram: code search (``codegraph.search``) and the MCP hub's tool
-search (``mcphub.search``) both rank with it (k1 1.2, b 0.75, Lucene's idf).
+"""The one Okapi BM25 in Engram, built by ``bm25s``: code search (``codegraph.search``) and
+the MCP hub's tool search (``mcphub.search``) both rank with it (k1 1.2, b 0.75, Lucene's
+idf; docs/codegraph.md "Code search").
 
-Documents are pre-tokenised by the caller (each index has its own tokenizer); postings are
-NumPy arrays, so scoring every document is one vectorised pass per query token. A query is
-either tokens (repeats count) or a token -> weight mapping (the hub weights typo-corrected
-words lower).
+``bm25s`` (numpy only; nothing downloaded) precomputes every (token, document) score into a
+sparse CSC matrix at build time; a query sums the columns of its tokens. Documents are
+pre-tokenised by the caller (each index has its own tokenizer), so bm25s' own tokenizer and
+stemmer are never used. A query is either tokens (repeats count) or a token -> weight mapping
+(the hub weights typo-corrected words lower). Scores are bm25s' Lucene scores times
+``k1 + 1``, the classic Okapi scale (rankings are the same either way).
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter, defaultdict
+import logging
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -23,36 +26,40 @@ B = 0.75
 
 
 class BM25Index:
-    """Okapi BM25 over pre-tokenised documents, scoring every document with NumPy."""
+    """Okapi BM25 over pre-tokenised documents; the index is bm25s' eager sparse matrix."""
 
     def __init__(self, documents: Iterable[list[str]], k1: float = K1, b: float = B) -> None:
         import numpy as np
 
-        postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        lengths: list[int] = []
-        for doc_id, tokens in enumerate(documents):
-            lengths.append(len(tokens))
-            for token, count in Counter(tokens).items():
-                postings[token].append((doc_id, count))
-        self.size = len(lengths)
-        self._lengths = np.asarray(lengths, dtype=np.float32)
-        average = float(self._lengths.mean()) if self.size else 1.0
-        self._norm = k1 * (1.0 - b + b * self._lengths / max(average, 1e-9))
-        self._k1 = k1
-        self._postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], float]] = {}
-        for token, entries in postings.items():
-            ids = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
-            tfs = np.fromiter((e[1] for e in entries), dtype=np.float32, count=len(entries))
-            df = len(entries)
-            idf = math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
-            self._postings[token] = (ids, tfs, idf)
+        corpus = [list(tokens) for tokens in documents]
+        self.size = len(corpus)
+        self._scale = k1 + 1.0
+        self._vocab: dict[str, int] = {}
+        self._data = np.zeros(0, dtype=np.float32)
+        self._indices = np.zeros(0, dtype=np.int32)
+        self._indptr = np.zeros(1, dtype=np.int64)
+        if not any(corpus):
+            return  # nothing to index: every query scores 0 (bm25s divides by the mean length)
+        import bm25s
+
+        # bm25s sets its own logger to DEBUG on import, so every index build would print
+        # "Building index from tokens" wherever the root logger has a handler (the CLI's
+        # stderr, the language server's log); its warnings still pass.
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+        retriever = bm25s.BM25(k1=k1, b=b, method="lucene", idf_method="lucene")
+        retriever.index(corpus, show_progress=False)
+        # bm25s adds "" for empty documents; it is no word of ours.
+        self._vocab = {t: i for t, i in retriever.vocab_dict.items() if t}
+        self._data = np.asarray(retriever.scores["data"], dtype=np.float32)
+        self._indices = np.asarray(retriever.scores["indices"])
+        self._indptr = np.asarray(retriever.scores["indptr"])
 
     def __contains__(self, token: object) -> bool:
-        return token in self._postings
+        return token in self._vocab
 
     @property
     def vocabulary(self) -> list[str]:
-        return list(self._postings)
+        return list(self._vocab)
 
     def scores(self, query: Sequence[str] | Mapping[str, float]) -> npt.NDArray[np.float32]:
         """The BM25 score of every document (0 where no query token occurs)."""
@@ -61,11 +68,12 @@ class BM25Index:
         weights = query if isinstance(query, Mapping) else Counter(query)
         out = np.zeros(self.size, dtype=np.float32)
         for token, weight in weights.items():
-            entry = self._postings.get(token)
-            if entry is None:
+            column = self._vocab.get(token)
+            if column is None:
                 continue
-            ids, tfs, idf = entry
-            out[ids] += weight * idf * tfs * (self._k1 + 1.0) / (tfs + self._norm[ids])
+            start, end = int(self._indptr[column]), int(self._indptr[column + 1])
+            # one token's column holds each document at most once, so += is exact
+            out[self._indices[start:end]] += (weight * self._scale) * self._data[start:end]
         return out
 
 
