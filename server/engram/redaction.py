@@ -1,4 +1,5 @@
-"""Secret redaction: before anything is written under ``.engram/`` or sent anywhere (V5 §16).
+"""Secret redaction: before anything is written under ``.engram/`` or sent anywhere
+(docs/security.md "Secrets never on disk").
 
 Memories, hook payloads, observer scratchpads and logs carry what people and agents paste:
 logs, configs, shell sessions, tool output. Every such text passes through

@@ -12,6 +12,9 @@ Arguments are checked in one place, :func:`structure`: strings never pass as lis
 lists as strings), NUL bytes and text that is not valid UTF-8 are refused with one line,
 numbers are range-checked, enum values must be one of the enum's, unknown keys are refused
 and an error quotes at most :data:`EXCERPT_CHARS` characters of what it got.
+
+Long on purpose: the declaration types and the one argument checker they feed are one
+contract; every front end reads both, and a limit is checked where it is declared.
 """
 
 from __future__ import annotations

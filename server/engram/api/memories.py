@@ -3,6 +3,10 @@
 Each :class:`~engram.api.declare.UseCase` below is the only place its arguments, limits,
 defaults and renderings are written (docs/commands.md and docs/cli.md are generated from
 them). The functions they run live in ``engram.app``.
+
+Long on purpose: one declaration per memory use case (remember, search, context, list,
+review, recipes), each with its arguments, limits and renderings in a single block; they share
+the helpers above and are read as the contract (docs/commands.md is generated from them).
 """
 
 from __future__ import annotations

@@ -2,6 +2,10 @@
 
 See :mod:`engram.api.declare` for what a declaration holds; the functions they run live in
 ``engram.app``.
+
+Long on purpose: one declaration block per workspace use case; each block is the whole
+contract of its command (arguments, limits, renderings), and the blocks share the helpers at
+the top. The order of ``USE_CASES`` is the order of docs/commands.md.
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ It exits when told to (``stop``, SIGTERM), and when no front end has been connec
 apply only as far as the user approved them (``engram.config``); the engine re-reads them
 when a settings file or the user's approvals change, so ``engram trust`` takes effect
 without a restart.
+
+Long on purpose: the engine process is one event loop and its connection state machine
+(hello, requests in worker threads, heartbeats, subscriptions, idle exit); split, its
+invariants would span files (docs/engine.md).
 """
 
 from __future__ import annotations

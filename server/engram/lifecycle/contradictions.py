@@ -1,9 +1,8 @@
-"""Contradiction scanning without an LLM (docs/lifecycle.md): two memories about
-the same thing
-that cannot both hold.
+"""Contradiction scanning without an LLM (docs/lifecycle.md "Contradictions"): two
+memories about the same thing that cannot both hold.
 
-The seeds ask an LLM "are these contradictory?"; Engram must work offline, so it reads
-the three shapes a contradiction between two short technical notes takes:
+Asking an LLM "are these contradictory?" needs a network; Engram must work offline, so the
+rules read the three shapes a contradiction between two short technical notes takes:
 
 * **polarity**: the same claim, once negated: "call ``flush()`` before ``close()``" /
   "never call ``flush()`` before ``close()``". Negation is read with its scope (the
@@ -22,10 +21,13 @@ embeddings are close and they still share a good part of their words, and anchor
 share a file. Kinds of memory that record what happened (work state, outcomes,
 observations, calibration) are never compared: two sessions may well differ.
 
-What is found is never resolved silently (docs/lifecycle.md: surface both, with attribution): the
-new
-memory is linked to the old one by a ``conflicts_with`` relation and goes to review; the
-user keeps one (``engram confirm``) and flags the other.
+What is found is never resolved silently (docs/lifecycle.md "Contradictions": surface both,
+with attribution): the new memory is linked to the old one by a ``conflicts_with`` relation
+and goes to review; the user keeps one (``engram confirm``) and flags the other.
+
+Long on purpose: the three shapes share one reading of a note (tokens, negation scope,
+clauses, the word tables); each rule is short and they are meant to be read as a set
+(docs/lifecycle.md "Contradictions").
 """
 
 from __future__ import annotations

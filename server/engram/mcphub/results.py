@@ -1,4 +1,4 @@
-"""Notable tool results become memory drafts (docs/mcp-hub.md "MCP Tool Result Post-Processor").
+"""Notable tool results become memory drafts (docs/mcp-hub.md "Tool results as memories").
 
 What a tool *did* (a precondition it enforced, a timing quirk, an error it raised) is
 knowledge no code analysis produces. An LLM could classify results; Engram uses

@@ -31,7 +31,7 @@ ALL_SIGNALS = "*"
 
 @attrs.define(frozen=True)
 class SessionGate:
-    """How one session type promotes (docs/observer.md "Promotion Gates by Session Type")."""
+    """How one session type promotes (docs/observer.md "Promotion")."""
 
     triggers: tuple[str, ...]
     max_memories: int

@@ -1,11 +1,12 @@
 """Signal detection: one pass over each event, O(1) work, no I/O (docs/observer.md).
 
-:class:`SessionState` is the scratchpad's analytics (docs/observer.md "Scratchpad Data Structures"):
-counters and small bounded buffers per session. :class:`SignalDetector.apply` updates it
-from one event and returns the signals that event produced. The state is never written to
-disk: the scratchpad checkpoint stores the events, and replaying them rebuilds the state
-exactly, so detection stays a pure function of the event stream (plus two lookups that
-the observer injects: recipes already seen in other sessions and edits by other sessions).
+:class:`SessionState` is the scratchpad's analytics (docs/observer.md
+"Scratchpad, checkpoints, injection"): counters and small bounded buffers per session.
+:class:`SignalDetector.apply` updates it from one event and returns the signals that event
+produced. The state is never written to disk: the scratchpad checkpoint stores the events,
+and replaying them rebuilds the state exactly, so detection stays a pure function of the
+event stream (plus two lookups that the observer injects: recipes already seen in other
+sessions and edits by other sessions).
 
 Long on purpose: the signal detectors share one session state and one table of priorities;
 each is short, and they are read as a set (docs/observer.md).

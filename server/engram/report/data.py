@@ -6,6 +6,9 @@ them costs no Python object per memory, so a 100k-memory store makes a report ne
 and exactly as light as a 100-memory one (docs/report.md). Inputs are plain values (an Arrow
 frame of the memories, co-change pairs, an impact report's dependents), so the module has no
 engine dependency and its tests need no LanceDB.
+
+Long on purpose: every chart's aggregation reads the same columns (:class:`MemoryColumns`)
+and feeds one :class:`ReportData`; split, a chart would be read in two places.
 """
 
 from __future__ import annotations
