@@ -32,6 +32,7 @@ from typing import Any, Literal
 import attrs
 
 from engram.approvals import WORKSPACE_SETTINGS, ApprovalStore
+from engram.jsontypes import JsonObject
 
 #: the fixed environment variable an LLM key is read from (unless the user's own settings
 #: name another); never named by a repository
@@ -98,7 +99,7 @@ class SettingsTrust:
             "check it, then run `engram trust` in this workspace"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "state": self.state,
             "applies": self.applies,

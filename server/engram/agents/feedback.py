@@ -10,8 +10,8 @@ gains a little confidence, once per session. A failed or abandoned session credi
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -31,7 +31,7 @@ class Settlement:
     succeeded: bool = False
 
 
-def session_succeeded(summary: dict[str, Any]) -> bool:
+def session_succeeded(summary: Mapping[str, object]) -> bool:
     """Did the observer see this session validated (finished with success, or a commit)?"""
     if not summary.get("found", True):
         return False

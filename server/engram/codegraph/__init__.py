@@ -6,7 +6,7 @@ code-search half (embeddings, LanceDB) is imported only when its names are first
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engram.codegraph.graph import (
     EDGE_WEIGHTS,
@@ -45,7 +45,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'engram.codegraph' has no attribute {name!r}")

@@ -32,7 +32,7 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
 
-def l2_normalise(vectors: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+def l2_normalise(vectors: npt.ArrayLike) -> npt.NDArray[np.float32]:
     matrix = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0

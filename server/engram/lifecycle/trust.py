@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from engram.errors import InvalidInput
+from engram.jsontypes import JsonObject
 from engram.model import (
     AuditEntry,
     CodeAnchor,
@@ -364,7 +365,7 @@ def _lifecycle(memory: Memory) -> dict[str, Any]:
     return dict(raw) if isinstance(raw, dict) else {}
 
 
-def flags_of(memory: Memory) -> list[dict[str, Any]]:
+def flags_of(memory: Memory) -> list[JsonObject]:
     """The outstanding flags: ``{"kind", "by", "at", "note"}`` each.
 
     Records written before this module kept corrections only in ``flags`` and
@@ -447,7 +448,7 @@ def active_conflicts(
     return [m for m in lookup(ids) if m.id != memory.id and is_shown(m)]
 
 
-def snapshot(memory: Memory) -> dict[str, Any]:
+def snapshot(memory: Memory) -> JsonObject:
     """The tracked fields the audit trail compares: state, trust, text and anchors."""
     return {
         "state": state_of(memory).value,

@@ -11,7 +11,7 @@ Public surface (importing this package imports none of it until a name is used; 
 - errors: :class:`McpError` and its subclasses (all ``EngramError``: one line for the user).
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from engram.mcphub.errors import (
@@ -63,7 +63,7 @@ _HOME = {
 }  # fmt: skip
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module 'engram.mcphub' has no attribute {name!r}")

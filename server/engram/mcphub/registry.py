@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import attrs
 
+from engram.jsontypes import JsonObject
 from engram.mcphub.sources import ConfigProblem, ServerSpec, SourceScan, scan_sources
 from engram.mcphub.trust import ApprovalStore, TrustDecision, atomic_write_text
 
@@ -49,8 +50,8 @@ class ToolInfo:
         """``server__tool``: unique across servers, the form agents and the CLI use."""
         return f"{self.server}{TOOL_SEPARATOR}{self.name}"
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_dict(self) -> JsonObject:
+        data: JsonObject = {
             "name": self.qualified_name,
             "server": self.server,
             "tool": self.name,
@@ -63,7 +64,7 @@ class ToolInfo:
             data["annotations"] = dict(self.annotations)
         return data
 
-    def to_agent_definition(self) -> dict[str, Any]:
+    def to_agent_definition(self) -> JsonObject:
         """The definition an agent receives (Anthropic tool format), for token accounting."""
         return {
             "name": self.qualified_name,
@@ -72,21 +73,22 @@ class ToolInfo:
         }
 
     @classmethod
-    def from_cache(cls, server: str, raw: Mapping[str, Any]) -> ToolInfo:
+    def from_cache(cls, server: str, raw: Mapping[str, object]) -> ToolInfo:
         """From the registry cache, or from a server's ``tools/list`` (``inputSchema``)."""
         schema = raw.get("input_schema", raw.get("inputSchema"))
         annotations = raw.get("annotations")
+        title = raw.get("title")
         return cls(
             server=server,
             name=str(raw["name"]),
             description=str(raw.get("description") or ""),
             input_schema=schema if isinstance(schema, dict) else {},
-            title=raw.get("title") if isinstance(raw.get("title"), str) else None,
+            title=title if isinstance(title, str) else None,
             annotations=annotations if isinstance(annotations, dict) else None,
         )
 
-    def to_cache(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_cache(self) -> JsonObject:
+        data: JsonObject = {
             "name": self.name,
             "description": self.description,
             "input_schema": dict(self.input_schema),
@@ -110,7 +112,7 @@ class CachedServer:
     server_info: Mapping[str, Any] | None = None
     error: str | None = None
 
-    def to_cache(self) -> dict[str, Any]:
+    def to_cache(self) -> JsonObject:
         return {
             "config_hash": self.config_hash,
             "transport": self.transport,
@@ -122,20 +124,23 @@ class CachedServer:
         }
 
     @classmethod
-    def from_cache(cls, name: str, raw: Mapping[str, Any]) -> CachedServer:
-        tools_raw = raw.get("tools") or []
+    def from_cache(cls, name: str, raw: Mapping[str, object]) -> CachedServer:
+        tools_raw = raw.get("tools")
+        tools_raw = tools_raw if isinstance(tools_raw, list) else []
         tools = [
             ToolInfo.from_cache(name, t) for t in tools_raw if isinstance(t, dict) and "name" in t
         ]
         info = raw.get("server_info")
+        error = raw.get("error")
+        introspected = raw.get("introspected_at")
         return cls(
             config_hash=str(raw.get("config_hash", "")),
             transport=str(raw.get("transport", "")),
             scope=str(raw.get("scope", "")),
-            introspected_at=float(raw.get("introspected_at") or 0.0),
+            introspected_at=float(introspected) if isinstance(introspected, int | float) else 0.0,
             tools=tools,
             server_info=info if isinstance(info, dict) else None,
-            error=raw.get("error") if isinstance(raw.get("error"), str) else None,
+            error=error if isinstance(error, str) else None,
         )
 
 
@@ -191,7 +196,7 @@ class ServerEntry:
         """May be connected now (trusted, enabled)."""
         return self.trust.trusted and not self.spec.disabled
 
-    def to_status(self) -> dict[str, Any]:
+    def to_status(self) -> JsonObject:
         return {
             "name": self.spec.name,
             "state": self.state,

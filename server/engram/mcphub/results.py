@@ -64,10 +64,11 @@ class ObservationDraft:
 ObservationSink = Callable[[ObservationDraft], object]
 
 
-def result_text(result: Mapping[str, Any]) -> str:
+def result_text(result: Mapping[str, object]) -> str:
     """The text parts of a ``CallToolResult`` dict, joined."""
     parts: list[str] = []
-    for block in result.get("content") or []:
+    content = result.get("content")
+    for block in content if isinstance(content, list) else []:
         if isinstance(block, Mapping) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
     return "\n".join(parts)
@@ -80,8 +81,8 @@ def _clip(text: str) -> str:
 
 def classify_result(
     tool: ToolInfo,
-    arguments: Mapping[str, Any],
-    result: Mapping[str, Any],
+    arguments: Mapping[str, object],
+    result: Mapping[str, object],
     *,
     file: str | None = None,
 ) -> ObservationDraft | None:

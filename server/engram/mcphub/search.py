@@ -24,11 +24,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
 from engram.bm25 import BM25Index
+from engram.jsontypes import JsonObject
 from engram.mcphub.registry import ToolInfo
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ class ToolHit:
     score: float
     reasons: list[str]
 
-    def to_dict(self, *, with_schema: bool = True) -> dict[str, Any]:
+    def to_dict(self, *, with_schema: bool = True) -> JsonObject:
         data = self.tool.to_dict()
         if not with_schema:
             data.pop("input_schema", None)

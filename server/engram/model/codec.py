@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 import cattrs
 
+from engram.jsontypes import JsonObject
 from engram.model.memory import SCHEMA_VERSION, Memory
 
 
@@ -98,7 +99,7 @@ def memory_from_dict(raw: dict[str, Any], converter: cattrs.Converter | None = N
         raise SchemaError(f"not a valid memory record: {detail}") from exc
 
 
-def memory_json(memory: Memory) -> dict[str, Any]:
+def memory_json(memory: Memory) -> JsonObject:
     """A memory as every front end returns it: the codec's record plus its citation chip,
     its decayed confidence and whether it is stale."""
     data = memory_to_dict(memory)

@@ -9,7 +9,7 @@ read without LanceDB). Importing this package imports none of them until a name 
 when a store opens.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from engram.store.audit import AuditLog
@@ -35,7 +35,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module 'engram.store' has no attribute {name!r}")

@@ -272,7 +272,9 @@ def _shared_by(records: pa.Array) -> pa.Array:
     return pa.array(out, pa.string())
 
 
-def default_half_lives(types: npt.NDArray[Any], half_life: npt.NDArray[np.float64]) -> None:
+def default_half_lives(
+    types: npt.NDArray[np.str_] | npt.NDArray[np.object_], half_life: npt.NDArray[np.float64]
+) -> None:
     """Fill a missing half-life with the type's default, in place (``Memory`` does it on
     construction, so a record written without one decodes with it)."""
     missing = np.isnan(half_life)

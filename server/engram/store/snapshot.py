@@ -17,11 +17,11 @@ import numpy.typing as npt
 class GrowColumn:
     """A 1-D NumPy array that grows by doubling; ``view()`` is the used prefix."""
 
-    def __init__(self, dtype: Any, capacity: int = 64) -> None:
+    def __init__(self, dtype: npt.DTypeLike, capacity: int = 64) -> None:
         self.data: npt.NDArray[Any] = np.zeros(max(capacity, 1), dtype=dtype)
         self.size = 0
 
-    def append(self, value: Any) -> int:
+    def append(self, value: bool | int | float) -> int:
         if self.size == len(self.data):
             grown = np.zeros(len(self.data) * 2, dtype=self.data.dtype)
             grown[: self.size] = self.data[: self.size]
@@ -34,10 +34,11 @@ class GrowColumn:
         return self.data[: self.size]
 
     @classmethod
-    def from_array(cls, values: npt.NDArray[Any], dtype: Any) -> GrowColumn:
-        column = cls(dtype, capacity=max(64, len(values) * 5 // 4))
-        column.data[: len(values)] = values
-        column.size = len(values)
+    def from_array(cls, values: npt.ArrayLike, dtype: npt.DTypeLike) -> GrowColumn:
+        column = cls(dtype, capacity=max(64, np.size(values) * 5 // 4))
+        array = np.asarray(values)
+        column.data[: len(array)] = array
+        column.size = len(array)
         return column
 
 
