@@ -72,7 +72,7 @@ class CommandContext(Protocol):
         ...
 
     async def in_engine(
-        self, usecase: str, raw: Mapping[str, Any], file: str | None = None
+        self, usecase: str, raw: Mapping[str, object], file: str | None = None
     ) -> CallReply | None:
         """Run a declared use case in the workspace's warm engine, with this client's actor
         (``engram.daemon.calls``); ``None`` when the folder is not served by one (then the

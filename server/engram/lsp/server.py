@@ -261,7 +261,7 @@ class EngramLanguageServer(LanguageServer):
         return await asyncio.to_thread(fn, engine)
 
     async def in_engine(
-        self, usecase: str, raw: Mapping[str, Any], file: str | None = None
+        self, usecase: str, raw: Mapping[str, object], file: str | None = None
     ) -> CallReply | None:
         folder = self.folder_for_file(file)
         deadline = time.monotonic() + 120.0
