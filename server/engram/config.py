@@ -180,6 +180,9 @@ class StoreConfig:
     refresh_seconds: float = 1.0
     #: a write that loses a commit race to another machine is retried this many times
     commit_retries: int = 8
+    #: a writer waiting for the store's write lock gives up after this long without
+    #: progress from the process holding it (docs/security.md, "Writers queue")
+    lock_timeout_seconds: float = 15.0
 
 
 @attrs.define

@@ -174,6 +174,7 @@ class Engine:
             allow_http=cfg.allow_http,
             refresh_seconds=cfg.refresh_seconds,
             commit_retries=cfg.commit_retries,
+            lock_timeout_seconds=cfg.lock_timeout_seconds,
         )
 
     def _follow_shared_store(self, store: MemoryStore) -> None:

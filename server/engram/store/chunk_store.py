@@ -33,7 +33,7 @@ from engram.store.errors import StoreError
 from engram.store.fts_text import document_text, sql_quote
 from engram.store.hybrid import CLEANUP_AFTER, META_TABLE, META_TABLE_VERSION, HybridTable
 from engram.store.location import StoreLocation
-from engram.store.lock import DEFAULT_LOCK_TIMEOUT_S, WriteLock
+from engram.store.lock import WriteLock
 from engram.store.snapshot import VectorBlock, vectors_from_binary
 from engram.workspace import Workspace
 
@@ -116,7 +116,7 @@ class ChunkStore:
         workspace: Workspace,
         *,
         read_only: bool = False,
-        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+        lock_timeout_s: float | None = None,
         cleanup_after: timedelta = CLEANUP_AFTER,
         location: StoreLocation | None = None,
     ) -> None:
@@ -124,9 +124,12 @@ class ChunkStore:
             directory, lock = workspace.engram_dir, None
         else:
             directory = workspace.ensure_engram_dir()
-            lock = WriteLock(directory / "write.lock", timeout_s=lock_timeout_s)
+        location = location or StoreLocation.local(directory)
+        if not read_only:
+            timeout = lock_timeout_s or location.lock_timeout_seconds
+            lock = WriteLock(directory / "write.lock", timeout_s=timeout)
         self._table = HybridTable(
-            location or StoreLocation.local(directory),
+            location,
             TABLE_NAME,
             chunk_schema(),
             key_column="id",

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from engram.store.errors import StoreError
+from engram.store.lock import DEFAULT_LOCK_TIMEOUT_S
 
 #: schemes LanceDB's object store speaks that Engram accepts (tested: s3, with any
 #: S3-compatible endpoint)
@@ -49,6 +50,9 @@ class StoreLocation:
     storage_options: dict[str, str] = attrs.field(factory=dict)
     refresh_seconds: float = DEFAULT_REFRESH_SECONDS
     commit_retries: int = DEFAULT_COMMIT_RETRIES
+    #: a writer waiting for this machine's write lock gives up after this long without
+    #: progress from the holder (engram.store.lock)
+    lock_timeout_seconds: float = DEFAULT_LOCK_TIMEOUT_S
 
     @property
     def remote(self) -> bool:
@@ -59,8 +63,10 @@ class StoreLocation:
         return f"{self.uri.rstrip('/')}/{name}.lance"
 
     @classmethod
-    def local(cls, engram_dir: Path) -> StoreLocation:
-        return cls(str(engram_dir), engram_dir)
+    def local(
+        cls, engram_dir: Path, lock_timeout_seconds: float = DEFAULT_LOCK_TIMEOUT_S
+    ) -> StoreLocation:
+        return cls(str(engram_dir), engram_dir, lock_timeout_seconds=lock_timeout_seconds)
 
     @classmethod
     def of(
@@ -73,11 +79,14 @@ class StoreLocation:
         allow_http: bool = False,
         refresh_seconds: float = DEFAULT_REFRESH_SECONDS,
         commit_retries: int = DEFAULT_COMMIT_RETRIES,
+        lock_timeout_seconds: float = DEFAULT_LOCK_TIMEOUT_S,
     ) -> StoreLocation:
         """A location from settings; a bad URI raises :class:`StoreError` in one line."""
+        if not 0 < lock_timeout_seconds <= 3600:
+            raise StoreError("store.lock_timeout_seconds must be more than 0 and at most 3600")
         text = (uri or "").strip()
         if not text:
-            return cls.local(engram_dir)
+            return cls.local(engram_dir, lock_timeout_seconds)
         if not is_remote_uri(text):
             raise StoreError(
                 f"store.uri {text!r} is not a URI; leave it empty for .engram/ or use "
@@ -113,4 +122,5 @@ class StoreLocation:
             options,
             refresh_seconds=refresh_seconds,
             commit_retries=commit_retries,
+            lock_timeout_seconds=lock_timeout_seconds,
         )

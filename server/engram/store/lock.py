@@ -6,36 +6,197 @@ write in Engram runs under one exclusive file lock (``filelock``: ``flock`` on P
 ``msvcrt`` locking on Windows): two editor windows, the CLI and the language server can
 share a workspace and none of them loses data.
 
-Waiters queue: each holder writes a fresh token into ``<lock>.holder`` when it takes the lock
-(beside the lock file, which ``filelock`` truncates on every attempt), and a waiter's
-deadline restarts whenever that token changes, so many writers (8 processes x 25 writes) all
-get their turn however long the queue is. Only when one holder keeps the lock past the
-timeout does a waiter give up with :class:`StoreLocked`, a message naming the lock file,
-instead of hanging an editor forever. Polls back off (20 ms up to 200 ms, with jitter) so
-waiters do not crowd the holder.
+**Waiters give up only on a holder that makes no progress** (docs/security.md, "Writers
+queue"). A fixed timeout cannot tell a stuck holder from a slow one: on a loaded machine one
+write (the first one creates the table and its text index) can take longer than any timeout
+while it is making progress, and every waiter behind it then failed. Instead:
+
+* The holder writes a record into ``<lock>.holder`` (beside the lock file, which ``filelock``
+  truncates on every attempt): its pid, a counter and the command it runs. While it holds
+  the lock a heartbeat thread bumps the counter every ``timeout / 4`` seconds, but only when
+  the process used CPU time since the last beat (at least :data:`_MIN_CPU_SHARE` of one CPU,
+  counting its other threads: the heartbeat's own time is left out). A starved holder still gets some CPU and keeps beating; a hung one
+  (blocked forever, stopped) does not.
+* A waiter's deadline restarts whenever that record changes (the lock changed hands or the
+  holder beat) or the head of the queue changes. Only ``timeout_s`` without any of that
+  makes it give up with :class:`StoreLocked`, one line naming the holder's pid and command
+  and how to end it. A dead holder needs nothing: the operating system drops the lock of a
+  process that exits (``flock``), and the next holder overwrites its record.
+* Waiters are served roughly in order: each one that has to wait puts a ticket (a file named
+  by its arrival time) into ``<lock>.queue/`` and touches it while it waits; only the oldest
+  live ticket tries the lock, so a process that has just released the lock and wants it
+  again (a batch of writes) queues behind the others instead of barging in. Tickets of dead
+  processes, or not touched for :data:`STALE_TICKET_S`, are skipped and removed, so a
+  crashed waiter never blocks the queue for more than that.
 
 The lock is re-entrant within a process (a thread lock guards the file lock), so a write
-that triggers compaction does not deadlock on itself.
+that triggers compaction does not deadlock on itself; threads of one process waiting for
+each other follow the same progress rule.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import attrs
 from filelock import FileLock, Timeout
 
 from engram.store.errors import StoreError, StoreLocked
 
 DEFAULT_LOCK_TIMEOUT_S = 15.0
-_POLL_S = 0.02
-_MAX_POLL_S = 0.2
-_TOKEN_BYTES = 64
+#: How often the head of the queue tries the lock (seconds, with jitter).
+_HEAD_POLL_S = 0.015
+#: How often the rest of the queue looks at the holder and the queue (seconds, with jitter).
+_QUEUE_POLL_S = 0.1
+#: A waiter touches its ticket this often; one not touched for STALE_TICKET_S is skipped.
+_TICKET_REFRESH_S = 1.0
+STALE_TICKET_S = 10.0
+_RECORD_BYTES = 256
+#: The least share of one CPU a holder must use between beats to count as working: a
+#: starved write gets several percent even at load 15 on 2 cores; a hung process idles
+#: (an event loop waking now and then stays far below).
+_MIN_CPU_SHARE = 0.005
+
+
+@attrs.frozen
+class Holder:
+    """What ``<lock>.holder`` says about the process holding the lock."""
+
+    pid: int | None
+    command: str
+
+    @classmethod
+    def parse(cls, record: bytes) -> Holder:
+        """``b"<pid> <counter> <nonce> <command>"`` (anything else: unknown holder)."""
+        parts = record.decode("utf-8", "replace").strip().split(" ", 3)
+        pid = int(parts[0]) if parts and parts[0].isdigit() else None
+        return cls(pid, parts[3] if len(parts) == 4 else "")
+
+    def describe(self) -> str:
+        if self.pid is None:
+            return "another process"
+        return f"pid {self.pid}" + (f" ({self.command})" if self.command else "")
+
+
+def _command() -> str:
+    """The running command in a few words (``engram remember``), for the holder record."""
+    words = [Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python", *sys.argv[1:2]]
+    text = " ".join(words)
+    return "".join(ch if ch.isprintable() else "?" for ch in text)[:80]
+
+
+def _pid_alive(pid: int) -> bool:
+    """False only when ``pid`` certainly does not exist here (POSIX ``kill(pid, 0)``)."""
+    if os.name != "posix":  # os.kill on Windows terminates: never probe there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+class _Heartbeat:
+    """Bumps the holder record while the holding process uses CPU (see the module doc)."""
+
+    def __init__(self, lock: WriteLock, interval_s: float) -> None:
+        self._lock = lock
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="engram-lock-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        least = max(self._interval * _MIN_CPU_SHARE, 0.001)
+        used = time.process_time() - time.thread_time()
+        while not self._stop.wait(self._interval):
+            if time.process_time() - time.thread_time() - used >= least:
+                self._lock._write_record()
+            used = time.process_time() - time.thread_time()
+
+
+class _Patience:
+    """A waiter's deadline, restarted whenever what it watches changes."""
+
+    def __init__(self, timeout_s: float, clock: Callable[[], float], seen: object) -> None:
+        self._timeout = timeout_s
+        self._clock = clock
+        self._seen = seen
+        self._deadline = clock() + timeout_s
+
+    def expired(self, now_seen: object) -> bool:
+        if now_seen != self._seen:
+            self._seen = now_seen
+            self._deadline = self._clock() + self._timeout
+            return False
+        return self._clock() >= self._deadline
+
+
+class _Ticket:
+    """One waiter's place in ``<lock>.queue/`` (a file named by arrival time and pid)."""
+
+    def __init__(self, queue: Path) -> None:
+        self.queue = queue
+        self.name = f"{time.time_ns():020d}-{os.getpid()}-{random.getrandbits(24):06x}"
+        self._touched = 0.0
+        self.refresh(force=True)
+
+    @property
+    def path(self) -> Path:
+        return self.queue / self.name
+
+    def refresh(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._touched < _TICKET_REFRESH_S:
+            return
+        self._touched = now
+        with suppress(OSError):
+            try:
+                os.utime(self.path)
+            except FileNotFoundError:  # first call, or removed as stale while we slept
+                self.queue.mkdir(exist_ok=True)
+                self.path.touch()
+
+    def leave(self) -> None:
+        with suppress(OSError):
+            self.path.unlink()
+
+
+def _head(queue: Path) -> str | None:
+    """The oldest live ticket in ``queue`` (removing dead and stale ones on the way)."""
+    try:
+        names = sorted(os.listdir(queue))
+    except OSError:
+        return None
+    now = time.time()
+    for name in names:
+        path = queue / name
+        pid_text = name.split("-")[1] if name.count("-") >= 2 else ""
+        try:
+            fresh = now - path.stat().st_mtime < STALE_TICKET_S
+        except OSError:
+            continue
+        alive = not pid_text.isdigit() or _pid_alive(int(pid_text))
+        if fresh and alive:
+            return name
+        with suppress(OSError):
+            path.unlink()
+    return None
 
 
 class WriteLock:
@@ -55,72 +216,112 @@ class WriteLock:
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._file_lock = FileLock(str(path))
+        self._counter = 0
+        self._nonce = 0
+        self._heartbeat: _Heartbeat | None = None
+
+    @property
+    def _record_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".holder")
+
+    @property
+    def _queue(self) -> Path:
+        return self.path.with_name(self.path.name + ".queue")
 
     @contextmanager
     def hold(self) -> Iterator[None]:
         """Hold the lock for the duration of the ``with`` block."""
-        deadline = self._clock() + self.timeout_s
-        if not self._thread_lock.acquire(timeout=max(self.timeout_s, 0.0)):
-            raise StoreLocked(self._locked_message())
+        self._acquire_thread()
         try:
             if self._depth == 0:
-                self._acquire_file(deadline)
+                self._acquire_file()
+                self._heartbeat = _Heartbeat(self, max(self.timeout_s / 4, 0.05))
+                self._heartbeat.start()
             self._depth += 1
             try:
                 yield
             finally:
                 self._depth -= 1
                 if self._depth == 0:
-                    self._release_file()
+                    if self._heartbeat is not None:
+                        self._heartbeat.stop()
+                        self._heartbeat = None
+                    self._file_lock.release()
         finally:
             self._thread_lock.release()
 
-    def _acquire_file(self, deadline: float) -> None:
-        seen = self._read_token()
-        poll = _POLL_S
-        while True:
-            try:
-                self._file_lock.acquire(timeout=0)
-                break
-            except Timeout:
-                token = self._read_token()
-                if token != seen:  # the lock changed hands: the queue moves, keep waiting
-                    seen = token
-                    deadline = self._clock() + self.timeout_s
-                    poll = _POLL_S
-                elif self._clock() >= deadline:
-                    raise StoreLocked(self._locked_message()) from None
-                self._sleep(poll * (0.5 + random.random()))
-                poll = min(poll * 1.5, _MAX_POLL_S)
-            except OSError as exc:
-                raise StoreError(
-                    f"cannot open the write lock {self.path}: {exc.strerror or exc}; "
-                    "check that the workspace is writable"
-                ) from exc
-        self._write_token()
+    def _acquire_thread(self) -> None:
+        """Another thread of this process holds it: wait while that holder progresses."""
+        if self._thread_lock.acquire(blocking=False):
+            return
+        patience = _Patience(self.timeout_s, self._clock, self._read_record())
+        while not self._thread_lock.acquire(timeout=_QUEUE_POLL_S):
+            record = self._read_record()
+            if patience.expired(record):
+                raise StoreLocked(self._stuck_message(record))
 
-    @property
-    def _token_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".holder")
-
-    def _read_token(self) -> bytes:
+    def _acquire_file(self) -> None:
+        ticket: _Ticket | None = None
+        record = self._read_record()
+        patience = _Patience(self.timeout_s, self._clock, (record, None))
         try:
-            with self._token_path.open("rb") as fh:
-                return fh.read(_TOKEN_BYTES)
+            while True:
+                head = _head(self._queue)
+                my_turn = head is None or (ticket is not None and head >= ticket.name)
+                if my_turn and self._try_file():
+                    break
+                record = self._read_record()
+                if patience.expired((record, head)):
+                    raise StoreLocked(self._stuck_message(record))
+                if ticket is None:
+                    ticket = _Ticket(self._queue)
+                else:
+                    ticket.refresh()
+                poll = _HEAD_POLL_S if my_turn else _QUEUE_POLL_S
+                self._sleep(poll * (0.5 + random.random()))
+        finally:
+            if ticket is not None:
+                ticket.leave()
+        self._nonce = random.getrandbits(32)
+        self._counter = 0
+        self._write_record()
+
+    def _try_file(self) -> bool:
+        try:
+            self._file_lock.acquire(timeout=0)
+        except Timeout:
+            return False
+        except OSError as exc:
+            raise StoreError(
+                f"cannot open the write lock {self.path}: {exc.strerror or exc}; "
+                "check that the workspace is writable"
+            ) from exc
+        return True
+
+    def _read_record(self) -> bytes:
+        try:
+            with self._record_path.open("rb") as fh:
+                return fh.read(_RECORD_BYTES)
         except OSError:
             return b""
 
-    def _write_token(self) -> None:
-        """Mark a new hold, so waiters see the queue move (never fails the write)."""
-        token = f"{os.getpid()} {time.time_ns()} {random.getrandbits(32)}\n".encode()
+    def _write_record(self) -> None:
+        """A new hold or a beat: waiters see progress (never fails the write)."""
+        self._counter += 1
+        record = f"{os.getpid()} {self._counter} {self._nonce:08x} {_command()}\n".encode()
         with suppress(OSError):
-            self._token_path.write_bytes(token[:_TOKEN_BYTES])
+            self._record_path.write_bytes(record[:_RECORD_BYTES])
 
-    def _release_file(self) -> None:
-        self._file_lock.release()
-
-    def _locked_message(self) -> str:
+    def _stuck_message(self, record: bytes) -> str:
+        holder = Holder.parse(record)
+        if holder.pid is not None and not _pid_alive(holder.pid):
+            holder = Holder(None, "")  # the record of a holder long gone: say so plainly
+        how = (
+            f"if it is hung, stop it (kill {holder.pid}) and retry"
+            if holder.pid is not None
+            else f"find it with `lsof {self.path}`, stop it and retry"
+        )
         return (
-            f"another Engram process has held the store lock {self.path} for more than "
-            f"{self.timeout_s:g}s; close it or retry"
+            f"the store lock {self.path} is held by {holder.describe()}, which has made no "
+            f"progress for {self.timeout_s:g}s; {how}"
         )

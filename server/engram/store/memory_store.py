@@ -61,7 +61,7 @@ from engram.store.hybrid import (
     WriteResult,
 )
 from engram.store.location import StoreLocation
-from engram.store.lock import DEFAULT_LOCK_TIMEOUT_S, WriteLock
+from engram.store.lock import WriteLock
 from engram.store.snapshot import GrowColumn, RecordColumn, VectorBlock, vectors_from_binary
 from engram.workspace import Workspace
 
@@ -255,7 +255,7 @@ class MemoryStore:
         workspace: Workspace,
         *,
         read_only: bool = False,
-        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+        lock_timeout_s: float | None = None,
         cleanup_after: timedelta = CLEANUP_AFTER,
         location: StoreLocation | None = None,
     ) -> None:
@@ -266,9 +266,11 @@ class MemoryStore:
             lock = None
         else:
             directory = workspace.ensure_engram_dir()
-            lock = WriteLock(directory / LOCK_FILE, timeout_s=lock_timeout_s)
-        self._lock = lock
         self.location = location or StoreLocation.local(directory)
+        if not read_only:
+            timeout = lock_timeout_s or self.location.lock_timeout_seconds
+            lock = WriteLock(directory / LOCK_FILE, timeout_s=timeout)
+        self._lock = lock
         self._table = HybridTable(
             self.location,
             TABLE_NAME,
