@@ -15,8 +15,8 @@ while it is making progress, and every waiter behind it then failed. Instead:
   truncates on every attempt): its pid, a counter and the command it runs. While it holds
   the lock a heartbeat thread bumps the counter every ``timeout / 4`` seconds, but only when
   the process used CPU time since the last beat (at least :data:`_MIN_CPU_SHARE` of one CPU,
-  counting its other threads: the heartbeat's own time is left out). A starved holder still gets some CPU and keeps beating; a hung one
-  (blocked forever, stopped) does not.
+  counting its other threads: the heartbeat's own time is left out). A starved holder still
+  gets some CPU and keeps beating; a hung one (blocked forever, stopped) does not.
 * A waiter's deadline restarts whenever that record changes (the lock changed hands or the
   holder beat) or the head of the queue changes. Only ``timeout_s`` without any of that
   makes it give up with :class:`StoreLocked`, one line naming the holder's pid and command
