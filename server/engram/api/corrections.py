@@ -33,6 +33,7 @@ class IdArgs:
         metadata=spec(
             "memory id, e.g. m-3f2a9c1e7b",
             max_length=100,
+            memory_id=True,
             aliases=("memory_id",),
             positional=True,
             metavar="ID",
@@ -105,6 +106,7 @@ class FlagArgs:
         metadata=spec(
             "memory id, e.g. m-3f2a9c1e7b",
             max_length=100,
+            memory_id=True,
             aliases=("memory_id",),
             positional=True,
             metavar="ID",
@@ -188,6 +190,7 @@ class PinArgs:
         metadata=spec(
             "memory id, e.g. m-3f2a9c1e7b",
             max_length=100,
+            memory_id=True,
             aliases=("memory_id",),
             positional=True,
             metavar="ID",
@@ -277,7 +280,13 @@ RESTORE: UseCase[IdArgs, Memory] = UseCase(
 @attrs.frozen
 class EditArgs:
     id: str = attrs.field(
-        metadata=spec("memory id, e.g. m-3f2a9c1e7b", max_length=100, positional=True, metavar="ID")
+        metadata=spec(
+            "memory id, e.g. m-3f2a9c1e7b",
+            max_length=100,
+            memory_id=True,
+            positional=True,
+            metavar="ID",
+        )
     )
     text: str | None = attrs.field(
         default=None,
@@ -362,7 +371,12 @@ class LogArgs:
     id: str | None = attrs.field(
         default=None,
         metadata=spec(
-            "one memory's trail", max_length=100, positional=True, metavar="ID", default_text="all"
+            "one memory's trail",
+            max_length=100,
+            memory_id=True,
+            positional=True,
+            metavar="ID",
+            default_text="all",
         ),
     )
     limit: int = attrs.field(

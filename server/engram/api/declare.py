@@ -46,6 +46,14 @@ EXCERPT_CHARS = 40
 MAX_TEXT_CHARS = 1_000_000
 #: Hard cap on the items of any list argument.
 MAX_LIST_ITEMS = 1000
+#: Hard cap on one item of a list argument (a tag, a file path, a memory id).
+MAX_ITEM_CHARS = 4096
+#: Hard cap on a workspace path argument (PATH_MAX on Linux).
+MAX_PATH_CHARS = 4096
+#: Hard cap on a JSON object argument (an agent's event, ``extra``): characters of all its
+#: keys and strings together, and values in all.
+MAX_OBJECT_CHARS = 1_000_000
+MAX_OBJECT_VALUES = 10_000
 
 _META = "engram.api"
 
@@ -85,6 +93,8 @@ class ParamSpec:
     max_length: int | None = None
     #: a workspace path (relative or absolute; confined by the use case)
     path: bool = False
+    #: names a stored memory (``engram.model.check_memory_id``; each item of a list)
+    memory_id: bool = False
     #: other accepted names (LSP and MCP), e.g. ``content`` for ``text``
     aliases: tuple[str, ...] = ()
     #: a list parameter also accepts one value (wrapped into a list)
@@ -114,6 +124,7 @@ def spec(
     le: float | None = None,
     max_length: int | None = None,
     path: bool = False,
+    memory_id: bool = False,
     aliases: tuple[str, ...] = (),
     one_or_many: bool = False,
     cli: tuple[str, ...] | None = None,
@@ -132,6 +143,7 @@ def spec(
             le=le,
             max_length=max_length,
             path=path,
+            memory_id=memory_id,
             aliases=aliases,
             one_or_many=one_or_many,
             cli_flags=cli,
@@ -416,19 +428,33 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
+def check_memory_id(value: str, name: str) -> str:
+    """A memory id (``engram.model.check_memory_id``): never a path, on every path in."""
+    from engram.model import check_memory_id as valid_id
+
+    try:
+        return valid_id(value)
+    except ValueError as exc:
+        raise InvalidInput(f"{name}: {exc}") from exc
+
+
 def check_text(value: object, name: str, max_length: int | None = None) -> str:
     """A string argument: no NUL bytes, valid UTF-8 (no lone surrogates), within length."""
     if not isinstance(value, str):
         raise InvalidInput(f"{name}: expected a string, got {_type_name(value)}")
-    if "\x00" in value:
-        raise InvalidInput(f"{name}: contains a NUL byte (binary data is not accepted)")
-    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
-        raise InvalidInput(f"{name}: is not valid UTF-8 text")
+    # the size first: the other checks then read at most the limit (C speed, not a loop)
     limit = min(max_length, MAX_TEXT_CHARS) if max_length is not None else MAX_TEXT_CHARS
     if len(value) > limit:
         raise InvalidInput(
             f"{name}: {len(value)} characters, over the limit of {limit} (starts {excerpt(value)})"
         )
+    if "\x00" in value:
+        raise InvalidInput(f"{name}: contains a NUL byte (binary data is not accepted)")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")  # lone surrogates: bytes that were not UTF-8 (argv, JSON)
+        except UnicodeEncodeError:
+            raise InvalidInput(f"{name}: is not valid UTF-8 text") from None
     return value
 
 
@@ -477,19 +503,41 @@ ENUM_LABELS = {
 }
 
 
-def _check_object(value: object, name: str, depth: int = 0) -> object:
+@attrs.define
+class _Budget:
+    """What is left of :data:`MAX_OBJECT_CHARS` / :data:`MAX_OBJECT_VALUES` for one object."""
+
+    chars: int = MAX_OBJECT_CHARS
+    values: int = MAX_OBJECT_VALUES
+
+    def spend(self, name: str, chars: int) -> None:
+        self.chars -= chars
+        self.values -= 1
+        if self.chars < 0 or self.values < 0:
+            raise InvalidInput(
+                f"{name}: over the limit of {MAX_OBJECT_CHARS} characters or "
+                f"{MAX_OBJECT_VALUES} values for one object"
+            )
+
+
+def _check_object(value: object, name: str, budget: _Budget, depth: int = 0) -> object:
     if depth > 20:
         raise InvalidInput(f"{name}: nested too deeply")
     if isinstance(value, str):
+        budget.spend(name, len(value))
         return check_text(value, name)
     if isinstance(value, dict):
-        return {
-            check_text(k, f"{name} key"): _check_object(v, f"{name}.{k}", depth + 1)
-            for k, v in value.items()
-        }
+        out: dict[str, object] = {}
+        for k, v in value.items():
+            key = check_text(k, f"{name} key", 200)
+            budget.spend(name, len(key))
+            out[key] = _check_object(v, name, budget, depth + 1)
+        return out
     if isinstance(value, list):
-        return [_check_object(v, f"{name}[{i}]", depth + 1) for i, v in enumerate(value)]
+        budget.spend(name, 0)
+        return [_check_object(v, name, budget, depth + 1) for v in value]
     if value is None or isinstance(value, bool | int | float):
+        budget.spend(name, 0)
         return value
     raise InvalidInput(f"{name}: not JSON data ({_type_name(value)})")
 
@@ -503,7 +551,8 @@ def check_value(param: Param, value: object) -> object:
         raise InvalidInput(f"{name}: must not be null")
     kind = param.kind
     if kind is Kind.TEXT:
-        return check_text(value, name, param.spec.max_length)
+        text = check_text(value, name, param.spec.max_length or _default_length(param))
+        return check_memory_id(text, name) if param.spec.memory_id else text
     if kind in (Kind.INT, Kind.FLOAT):
         return _check_number(value, name, param)
     if kind is Kind.BOOL:
@@ -522,14 +571,22 @@ def check_value(param: Param, value: object) -> object:
         if len(value) > limit:
             raise InvalidInput(f"{name}: {len(value)} items, over the limit of {limit}")
         if kind is Kind.TEXT_LIST:
-            return [check_text(v, f"{name}[{i}]") for i, v in enumerate(value)]
+            items = [check_text(v, f"{name}[{i}]", MAX_ITEM_CHARS) for i, v in enumerate(value)]
+            if param.spec.memory_id:
+                items = [check_memory_id(v, f"{name}[{i}]") for i, v in enumerate(items)]
+            return items
         assert param.enum is not None
         return [_check_enum(v, f"{name}[{i}]", param.enum) for i, v in enumerate(value)]
     if kind is Kind.OBJECT:
         if not isinstance(value, dict):
             raise InvalidInput(f"{name}: expected a JSON object, got {_type_name(value)}")
-        return _check_object(value, name)
+        return _check_object(value, name, _Budget())
     raise AssertionError(kind)
+
+
+def _default_length(param: Param) -> int:
+    """The cap of a text argument that declares none (a path is at most a path)."""
+    return MAX_PATH_CHARS if param.spec.path else MAX_TEXT_CHARS
 
 
 def structure(usecase: UseCase[A, R], raw: Mapping[str, object], surface: Surface) -> A:
@@ -584,7 +641,11 @@ __all__ = [
     "ALL_SURFACES",
     "EXCERPT_CHARS",
     "HIDDEN",
+    "MAX_ITEM_CHARS",
     "MAX_LIST_ITEMS",
+    "MAX_OBJECT_CHARS",
+    "MAX_OBJECT_VALUES",
+    "MAX_PATH_CHARS",
     "MAX_TEXT_CHARS",
     "JsonObject",
     "JsonValue",
@@ -594,6 +655,7 @@ __all__ = [
     "Spelling",
     "Surface",
     "UseCase",
+    "check_memory_id",
     "check_text",
     "check_value",
     "excerpt",

@@ -208,6 +208,7 @@ class RememberArgs:
         metadata=spec(
             "id of a memory this one corrects (kept in extra.supersedes)",
             max_length=100,
+            memory_id=True,
             surfaces=frozenset({LSP}),
         ),
     )

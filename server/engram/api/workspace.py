@@ -354,6 +354,7 @@ class ShareArgs:
         metadata=spec(
             "share exactly these memories",
             max_length=1000,
+            memory_id=True,
             positional=True,
             metavar="ID",
             default_text="every memory someone stands behind",
@@ -531,7 +532,12 @@ PRUNE: UseCase[DryRunArgs, PruneOutcome] = UseCase(
 @attrs.frozen
 class OpenArgs:
     id: str = attrs.field(
-        metadata=spec("memory id, e.g. m-3f2a9c1e7b", max_length=100, aliases=("memory_id",))
+        metadata=spec(
+            "memory id, e.g. m-3f2a9c1e7b",
+            max_length=100,
+            memory_id=True,
+            aliases=("memory_id",),
+        )
     )
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from engram.api import Surface, UseCase, on
-from engram.api.declare import Kind, Param
+from engram.api.declare import Kind, Param, excerpt
 from engram.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -97,8 +98,8 @@ def _add_param(p: argparse.ArgumentParser, param: Param) -> None:
             )
         return
     # a malformed number is a usage error (exit 2), as argparse says it
-    number: dict[str, type[int] | type[float]] = (
-        {"type": int if kind is Kind.INT else float} if kind in (Kind.INT, Kind.FLOAT) else {}
+    number: dict[str, Callable[[str], float]] = (
+        {"type": _number(kind)} if kind in (Kind.INT, Kind.FLOAT) else {}
     )
     p.add_argument(
         *flags_of(param),
@@ -110,6 +111,21 @@ def _add_param(p: argparse.ArgumentParser, param: Param) -> None:
         default=None,
         help=help_of(param),
     )
+
+
+def _number(kind: Kind) -> Callable[[str], float]:
+    """argparse's ``type=int``/``float``, but its error quotes a short excerpt only."""
+    convert: Callable[[str], float] = int if kind is Kind.INT else float
+    what = "an integer" if kind is Kind.INT else "a number"
+
+    def number(text: str) -> float:
+        try:
+            return convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {excerpt(text)}") from None
+
+    number.__name__ = what
+    return number
 
 
 def raw_arguments(usecase: UseCase[Any, Any], args: argparse.Namespace) -> dict[str, object]:
