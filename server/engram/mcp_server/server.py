@@ -335,6 +335,10 @@ def _filled(raw: Mapping[str, object], usecase: str, parsed: object) -> dict[str
     return out
 
 
+#: The longest error line a tool result carries (as the language server's, docs/security.md).
+MAX_ERROR_CHARS = 300
+
+
 def build_server(
     workspace: str | None = None, overrides: dict[str, object] | None = None
 ) -> Server[Any]:
@@ -382,7 +386,10 @@ def build_server(
         )
 
     def failure(exc: BaseException) -> types.CallToolResult:
-        message = " ".join(str(exc).split()) or type(exc).__name__
+        # one line of at most MAX_ERROR_CHARS: an error never echoes a large input back
+        message = " ".join(str(exc)[: MAX_ERROR_CHARS * 4].split()) or type(exc).__name__
+        if len(message) > MAX_ERROR_CHARS:
+            message = message[: MAX_ERROR_CHARS - 1] + "…"
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=message)], is_error=True
         )
