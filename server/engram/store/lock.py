@@ -36,6 +36,7 @@ each other follow the same progress rule.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import sys
@@ -49,6 +50,8 @@ import attrs
 from filelock import FileLock, Timeout
 
 from engram.store.errors import StoreError, StoreLocked
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LOCK_TIMEOUT_S = 15.0
 #: How often the head of the queue tries the lock (seconds, with jitter).
@@ -115,11 +118,16 @@ class _Heartbeat:
         self._thread = threading.Thread(target=self._run, name="engram-lock-heartbeat", daemon=True)
 
     def start(self) -> None:
-        self._thread.start()
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to spare: waiters then see a slow holder as hung
+            log.warning("cannot start the store lock heartbeat; waiters may give up early")
+            self._stop.set()
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
     def _run(self) -> None:
         least = max(self._interval * _MIN_CPU_SHARE, 0.001)
