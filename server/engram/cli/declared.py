@@ -116,15 +116,14 @@ def _add_param(p: argparse.ArgumentParser, param: Param) -> None:
 def _number(kind: Kind) -> Callable[[str], float]:
     """argparse's ``type=int``/``float``, but its error quotes a short excerpt only."""
     convert: Callable[[str], float] = int if kind is Kind.INT else float
-    what = "an integer" if kind is Kind.INT else "a number"
+    what = "int" if kind is Kind.INT else "float"
 
     def number(text: str) -> float:
         try:
             return convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {excerpt(text)}") from None
+            raise argparse.ArgumentTypeError(f"invalid {what} value: {excerpt(text)}") from None
 
-    number.__name__ = what
     return number
 
 
