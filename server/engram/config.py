@@ -181,7 +181,8 @@ class StoreConfig:
     #: a write that loses a commit race to another machine is retried this many times
     commit_retries: int = 8
     #: a writer waiting for the store's write lock gives up after this long without
-    #: progress from the process holding it (docs/security.md, "Writers queue")
+    #: progress from the process holding it (docs/storage.md "Writes: lock, freshness,
+    #: compaction")
     lock_timeout_seconds: float = 15.0
 
 

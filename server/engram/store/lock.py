@@ -6,9 +6,10 @@ write in Engram runs under one exclusive file lock (``filelock``: ``flock`` on P
 ``msvcrt`` locking on Windows): two editor windows, the CLI and the language server can
 share a workspace and none of them loses data.
 
-**Waiters give up only on a holder that makes no progress** (docs/security.md, "Writers
-queue"). A fixed timeout cannot tell a stuck holder from a slow one: on a loaded machine one
-write (the first one creates the table and its text index) can take longer than any timeout
+**Waiters give up only on a holder that makes no progress** (docs/security.md "Robust
+inputs and nothing silently out of sync"). A fixed timeout cannot tell a stuck holder from a
+slow one: on a loaded machine one write (the first one creates the table and its text
+index) can take longer than any timeout
 while it is making progress, and every waiter behind it then failed. Instead:
 
 * The holder writes a record into ``<lock>.holder`` (beside the lock file, which ``filelock``
