@@ -50,6 +50,7 @@ from engram.history.cochange_model import (
 )
 from engram.history.gitlog import GIT_MEMORY_ARGS, LOG_ARGS, LOG_FORMAT, CommitRecord, parse_log
 from engram.history.renames import fold_renames
+from engram.jsontypes import JsonObject
 from engram.progress import Progress
 from engram.workspace import Workspace
 
@@ -1179,9 +1180,9 @@ class GitHistory:
             return None
         return bool(out.strip())
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JsonObject:
         """Numbers for `engram stats` / `doctor`: status, commits and files mined."""
-        info: dict[str, Any] = {"status": self.status, "reason": self.reason}
+        info: JsonObject = {"status": self.status, "reason": self.reason}
         if self.available:
             with self._lock:
                 conn = self._db()

@@ -19,6 +19,8 @@ from typing import Any
 
 import attrs
 
+from engram.jsontypes import JsonObject
+
 
 class MemoryType(enum.StrEnum):
     """What kind of knowledge a memory holds (docs/storage.md / docs/storage.md)."""
@@ -302,7 +304,7 @@ def make_citation_text(content: str, limit: int = 40) -> str:
 TEAM_KEY = "team"
 
 
-def team_origin(memory: Memory) -> dict[str, Any] | None:
+def team_origin(memory: Memory) -> JsonObject | None:
     """Where a team memory came from (``extra["team"]``), or None for a local one."""
     origin = memory.extra.get(TEAM_KEY)
     return origin if isinstance(origin, dict) else None

@@ -36,6 +36,7 @@ import attrs
 
 from engram.config import LlmConfig, ObserverConfig
 from engram.errors import EngramError
+from engram.jsontypes import JsonObject
 from engram.llm import LlmClient, PostJson
 from engram.model import Memory, MemoryType
 from engram.observer.events import (
@@ -676,7 +677,7 @@ class Observer:
             text=text,
         )
 
-    def session_summary(self, session_id: str | None = None) -> dict[str, Any] | None:
+    def session_summary(self, session_id: str | None = None) -> JsonObject | None:
         """The summary of a finished session (``None``: the last one), as a dict; for a
         running session, a live summary of what it has so far."""
         with self._lock:

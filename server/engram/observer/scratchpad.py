@@ -15,11 +15,12 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from engram.jsontypes import JsonObject
 from engram.redaction import redact_value
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ class ScratchpadStore:
     def path(self, session_id: str) -> Path:
         return self.directory / (quote(session_id, safe="") + ".jsonl")
 
-    def append(self, session_id: str, record: dict[str, Any]) -> None:
+    def append(self, session_id: str, record: Mapping[str, object]) -> None:
         """Append one record and flush it (a process kill after this loses nothing)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         # events carry commands and tool output: secrets never reach the disk (security.md)
@@ -93,7 +94,7 @@ class ScratchpadStore:
             with contextlib.suppress(OSError):
                 old.unlink()
 
-    def write_summary(self, session_id: str, summary: dict[str, Any]) -> None:
+    def write_summary(self, session_id: str, summary: Mapping[str, object]) -> None:
         folder = self.directory / "summaries"
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / (quote(session_id, safe="") + ".json.tmp")
@@ -101,7 +102,7 @@ class ScratchpadStore:
         os.replace(tmp, folder / (quote(session_id, safe="") + ".json"))
         (self.directory / "last_summary").write_text(session_id, encoding="utf-8")
 
-    def read_summary(self, session_id: str | None = None) -> dict[str, Any] | None:
+    def read_summary(self, session_id: str | None = None) -> JsonObject | None:
         if session_id is None:
             try:
                 session_id = (self.directory / "last_summary").read_text(encoding="utf-8").strip()

@@ -10,7 +10,6 @@ is data, not code, so a user can override one row from ``[observer.session_gates
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import attrs
 import cattrs
@@ -90,7 +89,9 @@ DEFAULT_GATES: dict[str, SessionGate] = {
 _CONVERTER = cattrs.Converter(forbid_extra_keys=True)
 
 
-def gate_table(overrides: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, SessionGate]:
+def gate_table(
+    overrides: Mapping[str, Mapping[str, object]] | None = None,
+) -> dict[str, SessionGate]:
     """The default table with user overrides merged in, one row at a time."""
     table = dict(DEFAULT_GATES)
     for name, row in (overrides or {}).items():

@@ -85,8 +85,12 @@ def render_item(memory: Memory, level: Level, stale: bool = False, mark: str = "
     origin = team_origin(memory)
     if origin is not None:  # a teammate's words: quoted data with its origin (security.md)
         text = memory.content if level is Level.FULL else first_sentence(memory.content)
+        file = origin.get("file")
         fenced = quote_shared(
-            text, origin.get("by") or "the team", origin.get("file"), reviewed=memory.user_verified
+            text,
+            origin.get("by") or "the team",
+            file if isinstance(file, str) else None,
+            reviewed=memory.user_verified,
         )
         return f"- {label}{_where(memory)}{warn}: {fenced} {memory.citation()}"
     if level is Level.FULL:

@@ -39,6 +39,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from engram.jsontypes import JsonObject
 from engram.model import (
     SCHEMA_VERSION,
     Memory,
@@ -924,7 +925,7 @@ class MemoryStore:
             self.refresh()
             return len(self._snap)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JsonObject:
         """Counts for ``engram stats``/``doctor``: memories, vectors per model, versions."""
         with self._mutex:
             self.refresh()
