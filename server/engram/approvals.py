@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from engram.jsontypes import JsonObject
+
 log = logging.getLogger(__name__)
 
 #: the section of ``approvals.json`` that holds MCP server approvals (historical name)
@@ -92,7 +94,7 @@ class ApprovalStore:
         data["version"] = 1
         atomic_write_text(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n", 0o600)
 
-    def entry(self, section: str, workspace_root: Path, name: str) -> dict[str, Any] | None:
+    def entry(self, section: str, workspace_root: Path, name: str) -> JsonObject | None:
         """The recorded approval, or ``None`` when there is none."""
         entry = self._load().get(section, {}).get(str(workspace_root), {}).get(name)
         return entry if isinstance(entry, dict) else None
@@ -102,7 +104,7 @@ class ApprovalStore:
         section: str,
         workspace_root: Path,
         name: str,
-        entry: dict[str, Any],
+        entry: Mapping[str, object],
         now: float | None = None,
     ) -> None:
         """Store ``entry`` (stamped with ``approved_at``) as the user's approval."""

@@ -127,7 +127,7 @@ def _number(kind: Kind) -> Callable[[str], float]:
     return number
 
 
-def raw_arguments(usecase: UseCase[Any, Any], args: argparse.Namespace) -> dict[str, object]:
+def raw_arguments(usecase: UseCase[object, object], args: argparse.Namespace) -> dict[str, object]:
     """What was given on the command line, as the declaration's raw arguments."""
     raw: dict[str, object] = {}
     for spelling in usecase.spellings_on(CLI):
@@ -157,7 +157,7 @@ def read_stdin_text(name: str) -> str:
         raise InvalidInput(f"{name} on stdin is not UTF-8 text") from exc
 
 
-def cli_spelling(usecase: UseCase[Any, Any], message: str) -> str:
+def cli_spelling(usecase: UseCase[object, object], message: str) -> str:
     """An argument error as the terminal spells it: ``--budget must …``, not ``budget_tokens``."""
     names: dict[str, str] = {}
     for param in usecase.params(CLI):
@@ -175,7 +175,7 @@ def cli_spelling(usecase: UseCase[Any, Any], message: str) -> str:
     return message
 
 
-def run(usecase: UseCase[Any, Any], args: argparse.Namespace) -> int:
+def run(usecase: UseCase[object, object], args: argparse.Namespace) -> int:
     """Check, run, render; returns the exit status."""
     from engram.cli.output import emit_json, note, open_engine
 
