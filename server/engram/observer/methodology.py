@@ -47,9 +47,23 @@ class MethodologyPlugin(Protocol):
 
     def work_unit_ref(self, hierarchy: Sequence[str], label: str | None = None) -> WorkUnitRef: ...
 
-    def extract_work_state(self, facts: Mapping[str, Any]) -> JsonObject: ...
+    def extract_work_state(self, facts: Mapping[str, object]) -> JsonObject: ...
 
-    def format_work_state(self, state: Mapping[str, Any]) -> str: ...
+    def format_work_state(self, state: Mapping[str, object]) -> str: ...
+
+
+def _items(value: object) -> list[object]:
+    """A list a plugin's facts or state hold; anything else (a plugin's bad value) is empty."""
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _count(value: object) -> int:
+    """A count a plugin's facts hold; a value that is no number counts 0."""
+    if isinstance(value, int | float):
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return 0
 
 
 class _TablePlugin:
@@ -75,22 +89,22 @@ class _TablePlugin:
             label = " / ".join(named)
         return WorkUnitRef(methodology=self.id, hierarchy=parts, label=label)
 
-    def extract_work_state(self, facts: Mapping[str, Any]) -> JsonObject:
+    def extract_work_state(self, facts: Mapping[str, object]) -> JsonObject:
         return {
-            "files_modified": list(facts.get("files_modified", [])),
+            "files_modified": _items(facts.get("files_modified")),
             "last_step": facts.get("last_step"),
-            "open_errors": list(facts.get("open_errors", [])),
+            "open_errors": _items(facts.get("open_errors")),
             "work_unit": facts.get("work_unit"),
         }
 
-    def format_work_state(self, state: Mapping[str, Any]) -> str:
+    def format_work_state(self, state: Mapping[str, object]) -> str:
         parts = []
         if state.get("work_unit"):
             parts.append(f"working on {state['work_unit']}")
-        files = state.get("files_modified") or []
+        files = [str(f) for f in _items(state.get("files_modified"))]
         if files:
             parts.append("edited " + ", ".join(files[:6]) + (" …" if len(files) > 6 else ""))
-        errors = state.get("open_errors") or []
+        errors = _items(state.get("open_errors"))
         if errors:
             parts.append("unresolved: " + "; ".join(str(e) for e in errors[:2]))
         if state.get("last_step"):
@@ -137,7 +151,7 @@ class BmadPlugin(_TablePlugin):
         "research": UniversalPhase.EXPLORE,
     }
 
-    def extract_work_state(self, facts: Mapping[str, Any]) -> JsonObject:
+    def extract_work_state(self, facts: Mapping[str, object]) -> JsonObject:
         state = super().extract_work_state(facts)
         state["current_story"] = facts.get("work_unit")
         return state
@@ -156,13 +170,13 @@ class TddPlugin(_TablePlugin):
         "assertion": UniversalPhase.VALIDATE,
     }
 
-    def extract_work_state(self, facts: Mapping[str, Any]) -> JsonObject:
+    def extract_work_state(self, facts: Mapping[str, object]) -> JsonObject:
         state = super().extract_work_state(facts)
-        state["tests_green"] = int(facts.get("tests_passed", 0))
-        state["tests_red"] = int(facts.get("tests_failed", 0))
+        state["tests_green"] = _count(facts.get("tests_passed"))
+        state["tests_red"] = _count(facts.get("tests_failed"))
         return state
 
-    def format_work_state(self, state: Mapping[str, Any]) -> str:
+    def format_work_state(self, state: Mapping[str, object]) -> str:
         base = super().format_work_state(state)
         green, red = state.get("tests_green", 0), state.get("tests_red", 0)
         return f"{base}; test runs green {green}, red {red}"
@@ -208,7 +222,7 @@ class PluginRegistry:
             name: cls() for name, cls in BUILTIN_PLUGINS.items()
         }
 
-    def register(self, plugin: Any) -> MethodologyPlugin:
+    def register(self, plugin: object) -> MethodologyPlugin:
         if not isinstance(plugin, MethodologyPlugin):
             raise InvalidInput(
                 f"{plugin!r} is not a methodology plugin (needs id, display_name, map_phase, "
