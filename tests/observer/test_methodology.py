@@ -9,7 +9,7 @@ import pytest
 from engram.errors import InvalidInput
 from engram.model import UniversalPhase
 from engram.observer import PluginRegistry
-from engram.observer.methodology import MethodologyPlugin
+from engram.observer.methodology import MethodologyPlugin, TddPlugin
 
 
 def test_builtin_phase_maps() -> None:
@@ -105,3 +105,20 @@ def test_entry_point_plugins_are_loaded(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert registry.load_entry_points() == ["kanban"]
     assert registry.get("kanban").display_name == "Kanban"
     sys.modules.pop("ep_kanban", None)
+
+
+def test_work_state_reads_a_bad_value_as_empty() -> None:
+    """Facts come from a plugin (code from a package): a string where a list belongs is no
+    list of one-letter files, and text where a count belongs counts 0 instead of raising."""
+    plugin = TddPlugin()
+    state = plugin.extract_work_state(
+        {"files_modified": "src/app.py", "open_errors": None, "tests_passed": "many"}
+    )
+    assert state["files_modified"] == [] and state["open_errors"] == []
+    assert state["tests_green"] == 0 and state["tests_red"] == 0
+    good = plugin.extract_work_state(
+        {"files_modified": ["src/app.py"], "tests_passed": 3, "tests_failed": "2"}
+    )
+    assert good["files_modified"] == ["src/app.py"]
+    assert (good["tests_green"], good["tests_red"]) == (3, 2)
+    assert "edited src/app.py" in plugin.format_work_state(good)
