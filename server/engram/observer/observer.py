@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -701,7 +701,7 @@ class Observer:
                 return []
         return self.stats.coaccess_partners(rel, k, now=self._clock())
 
-    def seed_coaccess(self, edges: Any) -> int:
+    def seed_coaccess(self, edges: Iterable[object]) -> int:
         """Cold-start co-access from git co-commits (``GitHistory.coaccess_seed()``)."""
         return self.stats.seed(edges)
 

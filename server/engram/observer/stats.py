@@ -227,7 +227,7 @@ class ObserverStats:
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
         return [(p, round(s, 4)) for p, s in ranked[: max(0, k)] if s > 0]
 
-    def seed(self, edges: Iterable[Any]) -> int:
+    def seed(self, edges: Iterable[object]) -> int:
         """Cold-start co-access from git co-commits. ``edges`` holds ``(a, b, weight)``
         tuples, dicts with ``a``/``b`` (or ``file_a``/``file_b``) and ``weight`` (or
         ``confidence``), or objects with those attributes; weights are clamped to [0, 1]."""
