@@ -55,6 +55,9 @@ class FilterFactory(Protocol):
     ) -> MemoryFilter: ...
 
 
+#: Work handed to :attr:`Engine.defer`: called later with the engine current then.
+Deferred = Callable[["Engine"], object]
+
 #: Told after every store write: (memories written, ids deleted). The engine process
 #: (``engram.daemon``) uses it to tell every connected front end at once.
 WriteListener = Callable[[Sequence[Memory], Sequence[str]], None]
@@ -114,6 +117,12 @@ class Engine:
         #: write. The engine process (``engram.daemon``) batches them off the request
         #: path, so a search answers without a store write.
         self.access_sink: Callable[[Sequence[str]], None] | None = None
+        #: where a use case hands work its reply need not wait for (the contradiction
+        #: judges after a ``remember``, ``app.remember.judge_remembered``). ``None``: the
+        #: work runs inside the request (a CLI process would exit before it ran). The engine
+        #: process (``engram.daemon``) runs it on its own thread right after the reply
+        #: (docs/engine.md, "Writes").
+        self.defer: Callable[[Deferred], None] | None = None
 
     @classmethod
     def open(
@@ -463,4 +472,4 @@ class Engine:
 LENT_ENGINE: ContextVar[Engine | None] = ContextVar("engram_lent_engine", default=None)
 
 
-__all__ = ["LENT_ENGINE", "Engine", "FilterFactory", "WriteListener"]
+__all__ = ["LENT_ENGINE", "Deferred", "Engine", "FilterFactory", "WriteListener"]

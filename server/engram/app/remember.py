@@ -9,6 +9,7 @@ memory, and the batch is written once (docs/lifecycle.md, docs/architecture.md "
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -25,9 +26,14 @@ from engram.app.inputs import (
 )
 from engram.app.records import embed_memories
 from engram.errors import InvalidInput
-from engram.lifecycle import find_duplicate, merge_memories, redact_secrets
+from engram.lifecycle import DuplicateMatch, find_duplicate, merge_memories, redact_secrets
 from engram.lifecycle import trust as rules
-from engram.lifecycle.contradictions import Contradiction, find_contradictions
+from engram.lifecycle.contradictions import (
+    Contradiction,
+    judge_pairs,
+    rank,
+    screen_contradictions,
+)
 from engram.lifecycle.trust import Actor
 from engram.model import (
     AuditEntry,
@@ -54,6 +60,8 @@ log = logging.getLogger(__name__)
 
 #: Candidates fetched per search when looking for a near-duplicate.
 DUPLICATE_CANDIDATES = 8
+#: At most this many contradictions are linked per new memory (the closest in words).
+CONFLICT_LIMIT = 3
 
 
 @attrs.define
@@ -177,20 +185,16 @@ def remember_many(
         add_vectors: list[Vectors | None] = []
         to_update: dict[str, Memory] = {}
         batch_pool: list[Memory] = []
+        #: (new memory's id, the pairs the judges read after the reply)
+        deferred: list[tuple[str, list[tuple[str, float]]]] = []
         for index, (memory, (_, kinds)) in enumerate(zip(stamped, prepared, strict=True)):
             who = actor or app_trust.actor_for_source(engine, memory.source)
             vector = vectors[index] if vectors is not None else None
             candidates = _duplicate_candidates(engine, memory, vector, batch_pool, to_update)
             # "the timeout is 30s" / "… 90s" read as near-duplicates by text ratio, but
             # merging would keep one value and lose the other: contradictions never merge
-            conflicts = find_contradictions(memory, candidates, judges=engine.contradiction_judges)
-            disputed = {c.memory.id for c in conflicts}
-            match = find_duplicate(
-                memory,
-                [pair for pair in candidates if pair[0].id not in disputed],
-                ratio_threshold=engine.config.safety.duplicate_ratio,
-                cosine_threshold=engine.config.safety.duplicate_cosine,
-            )
+            conflicts, later = _contradictions(engine, memory, candidates)
+            match, conflicts, later = _duplicate(engine, memory, candidates, conflicts, later)
             if match is not None:
                 combined = merge_memories(match.memory, memory, now=now)
                 step = rules.transition(
@@ -215,6 +219,8 @@ def remember_many(
                 add_vectors.append(vector)
                 batch_pool.append(memory)
                 results.append(RememberResult(memory, False, kinds, conflicts=notes))
+                if later and len(conflicts) < CONFLICT_LIMIT:
+                    deferred.append((memory.id, [(o.id, overlap) for o, overlap in later]))
         new_ids = {m.id for m in to_add}
         for mid in [mid for mid in to_update if mid in new_ids]:
             # a back link to a memory of this same batch: fold it into the new record
@@ -222,6 +228,11 @@ def remember_many(
             to_add = [linked if m.id == mid else m for m in to_add]
         _write(engine, store, to_add, add_vectors, list(to_update.values()))
         app_trust.record(engine, entries)
+    if engine.defer is not None:
+        for memory_id, pairs in deferred:
+            engine.defer(
+                functools.partial(judge_remembered, memory_id=memory_id, pairs=pairs, cause=cause)
+            )
     # results hold the final state of merged records (a later one may merge again)
     final = {m.id: m for m in [*to_add, *to_update.values()]}
     return [attrs.evolve(r, memory=final.get(r.memory.id, r.memory)) for r in results]
@@ -309,6 +320,59 @@ def link_contradictions(
     return memory, notes
 
 
+def judge_remembered(
+    engine: Engine, memory_id: str, pairs: Sequence[tuple[str, float]], *, cause: str = ""
+) -> list[str]:
+    """The contradiction judges' reading of a just-remembered memory, after its write.
+
+    ``remember`` in the engine process acknowledges a write once the rules have read it;
+    the pairs they left open on the same subject (``pairs``: other memory's id, word
+    overlap) go to the NLI model and the LLM endpoint here, on the engine's own thread,
+    because the model reads each pair in both orders and takes seconds on a loaded machine
+    (docs/engine.md, "Writes"). What they find is linked exactly as at remember: both kept,
+    ``conflicts_with`` both ways, the new memory to review (docs/trust.md, "Conflicts").
+    Both sides are read again under the writer lock (another request may have changed or
+    hidden one meanwhile); a hidden side is not linked. Returns the notes, as
+    :class:`RememberResult` ``conflicts`` would have carried them.
+    """
+    from engram.app import trust as app_trust
+
+    store = engine.store
+    current = {m.id: m for m in store.get_many([memory_id, *(oid for oid, _ in pairs)])}
+    new = current.get(memory_id)
+    if new is None:
+        return []
+    others = [(current[oid], overlap) for oid, overlap in pairs if oid in current]
+    verdicts = judge_pairs(new, others, engine.contradiction_judges)  # the slow part
+    if not verdicts:
+        return []
+    with engine.write_lock:
+        fresh = {m.id: m for m in store.get_many([memory_id, *(c.memory.id for c in verdicts)])}
+        new = fresh.get(memory_id)
+        if new is None or not rules.is_shown(new):
+            return []
+        linked = set(rules.conflict_ids(new))
+        found = [
+            attrs.evolve(c, memory=fresh[c.memory.id])
+            for c in verdicts
+            if c.memory.id in fresh
+            and c.memory.id not in linked
+            and rules.is_shown(fresh[c.memory.id])
+        ]
+        found = rank(found, CONFLICT_LIMIT - len(linked))
+        if not found:
+            return []
+        pending: dict[str, Memory] = {}
+        entries: list[AuditEntry] = []
+        updated, notes = link_contradictions(engine, new, found, pending, entries, cause=cause)
+        writes = [updated, *pending.values()]
+        store.update(writes)
+        engine.mirror(writes)
+        app_trust.record(engine, entries)
+    log.info("%s contradicts %s (judged after the write)", memory_id, "; ".join(notes))
+    return notes
+
+
 def keyword_neighbour_ids(engine: Engine, text: str, mtype: MemoryType) -> list[str]:
     """Ids of the keyword neighbours of ``text`` among memories of ``mtype``."""
     try:
@@ -351,6 +415,56 @@ def _head_commit_quietly(engine: Engine) -> str | None:
         log.debug("no commit for provenance: %s", exc)
         return None
     return sha if isinstance(sha, str) and sha else None
+
+
+def _contradictions(
+    engine: Engine, memory: Memory, candidates: Sequence[tuple[Memory, float | None]]
+) -> tuple[list[Contradiction], tuple[tuple[Memory, float], ...]]:
+    """The contradictions found now, and the open pairs left for the judges after the write.
+
+    In a process that outlives the request (the engine: ``engine.defer`` is set) the judges
+    read the open pairs after the reply; elsewhere they read them here, as before.
+    """
+    judges = engine.contradiction_judges
+    screening = screen_contradictions(memory, candidates, judges=judges)
+    if not screening.open_pairs:
+        return rank(screening.found, CONFLICT_LIMIT), ()
+    if engine.defer is not None:
+        return rank(screening.found, CONFLICT_LIMIT), screening.open_pairs
+    found = {c.memory.id: c for c in screening.found}
+    found.update((c.memory.id, c) for c in judge_pairs(memory, screening.open_pairs, judges))
+    return rank(found.values(), CONFLICT_LIMIT), ()
+
+
+def _duplicate(
+    engine: Engine,
+    memory: Memory,
+    candidates: Sequence[tuple[Memory, float | None]],
+    conflicts: list[Contradiction],
+    later: tuple[tuple[Memory, float], ...],
+) -> tuple[DuplicateMatch | None, list[Contradiction], tuple[tuple[Memory, float], ...]]:
+    """The near-duplicate ``memory`` merges into, if any: never one it contradicts.
+
+    A candidate whose pair the judges have not read yet (``later``) is read now before it
+    may merge (a merge keeps one text and loses the other); that is one pair, rarely.
+    """
+    disputed = {c.memory.id for c in conflicts}
+    while True:
+        match = find_duplicate(
+            memory,
+            [pair for pair in candidates if pair[0].id not in disputed],
+            ratio_threshold=engine.config.safety.duplicate_ratio,
+            cosine_threshold=engine.config.safety.duplicate_cosine,
+        )
+        unread = [p for p in later if match is not None and p[0].id == match.memory.id]
+        if match is None or not unread:
+            return match, conflicts, later
+        later = tuple(p for p in later if p[0].id != match.memory.id)
+        verdict = judge_pairs(memory, unread, engine.contradiction_judges)
+        if not verdict:
+            return match, conflicts, later
+        conflicts = rank([*conflicts, *verdict], CONFLICT_LIMIT)
+        disputed.add(match.memory.id)
 
 
 def _duplicate_candidates(
@@ -406,6 +520,7 @@ __all__ = [
     "DUPLICATE_CANDIDATES",
     "RememberResult",
     "default_confidence",
+    "judge_remembered",
     "keyword_neighbour_ids",
     "link_contradictions",
     "prepare",

@@ -75,7 +75,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"  pid       {status.get('pid')} ({status.get('state')})")
     print(f"  uptime    {_duration(float(status.get('uptime_seconds') or 0))}")
     print(f"  memory    {_mb(status.get('rss_bytes'))} (peak {_mb(status.get('peak_rss_bytes'))})")
-    print(f"  requests  {status.get('requests')} served, {status.get('in_flight')} in flight")
+    served = f"{status.get('requests')} served, {status.get('in_flight')} in flight"
+    if status.get("deferred"):
+        served += f", {status.get('deferred')} contradiction checks after writes"
+    print(f"  requests  {served}")
     idle = float(status.get("idle_seconds") or 0)
     print(f"  idle exit after {_duration(idle)} without front ends")
     print(f"  log       {status.get('log')}")

@@ -29,6 +29,7 @@ import hmac
 import logging
 import logging.handlers
 import os
+import queue
 import secrets
 import signal
 import sys
@@ -64,6 +65,7 @@ from engram.errors import USER_ERRORS
 
 if TYPE_CHECKING:
     from engram.app import Engine
+    from engram.app.engine import Deferred
     from engram.model import Memory
 
 log = logging.getLogger(__name__)
@@ -249,6 +251,65 @@ class AccessBatcher:
         self._write()
 
 
+class DeferredWork:
+    """Work a request handed off (``Engine.defer``), run one job at a time after the reply.
+
+    ``remember`` hands the contradiction judges' reading of its new memory here
+    (``app.remember.judge_remembered``): the NLI model takes seconds per memory on a
+    loaded machine, and the write it judges is already stored and acknowledged
+    (docs/engine.md, "Writes"). Each job borrows the engine current when it runs. When the
+    engine stops, the job in hand may finish (``DRAIN_SECONDS``) and those still waiting
+    are dropped with a log line: what they would have linked, ``engram consolidate`` finds.
+    """
+
+    def __init__(self, borrow: Callable[[], contextlib.AbstractContextManager[Engine]]) -> None:
+        self._borrow = borrow
+        self._queue: queue.SimpleQueue[Deferred | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="engram-deferred", daemon=True)
+        self._thread.start()
+
+    @property
+    def pending(self) -> int:
+        """Jobs waiting or running (``engram status``)."""
+        with self._lock:
+            return self._pending
+
+    def add(self, job: Deferred) -> None:
+        with self._lock:
+            if self._closed:
+                log.info("engine stopping: a deferred job was dropped")
+                return
+            self._pending += 1
+        self._queue.put(job)
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            try:
+                if not self._closed:
+                    with self._borrow() as engine:
+                        job(engine)
+            except Exception:  # the write it follows is stored: never fatal
+                log.exception("deferred work failed")
+            finally:
+                with self._lock:
+                    self._pending -= 1
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            waiting = self._pending
+        self._queue.put(None)
+        self._thread.join(timeout=DRAIN_SECONDS)
+        if waiting > 1:
+            log.info("engine stopping: %d deferred jobs dropped", waiting - 1)
+
+
 class EngineSlot:
     """The current engine, swapped when settings change; the old one closes when unused."""
 
@@ -263,11 +324,13 @@ class EngineSlot:
         self.error: str | None = None
         self.listeners: list[Callable[[Sequence[Memory], Sequence[str]], None]] = []
         self.access = AccessBatcher(self._record_access)
+        self.deferred = DeferredWork(self.borrow)
 
     def open(self) -> Engine:
         engine = self._opener()
         engine.write_listeners.extend(self.listeners)
         engine.access_sink = self.access.add
+        engine.defer = self.deferred.add
         return engine
 
     def _record_access(self, ids: list[str]) -> None:
@@ -346,6 +409,7 @@ class EngineSlot:
         return self._engine
 
     def close(self) -> None:
+        self.deferred.close()  # the job in hand finishes on an open engine
         self.access.close()  # the last counts, while the engine is still open
         with self._lock:
             engines = [e for e in (self._engine, *self._retired) if e is not None]
@@ -748,6 +812,7 @@ class EngineServer:
             "clients": [c.to_dict(now) for c in self.clients.values()],
             "requests": self.requests,
             "in_flight": self.in_flight,
+            "deferred": self.slot.deferred.pending,
             "idle_seconds": self.idle_seconds,
             "state": state,
             "error": self.slot.error,

@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -48,7 +48,15 @@ if TYPE_CHECKING:
     from engram.lifecycle.nli import NliJudge
     from engram.llm import LlmClient
 
-__all__ = ["Contradiction", "ContradictionJudges", "find_contradictions"]
+__all__ = [
+    "Contradiction",
+    "ContradictionJudges",
+    "Screening",
+    "find_contradictions",
+    "judge_pairs",
+    "rank",
+    "screen_contradictions",
+]
 
 #: Containment of the shorter note's content words in the other's.
 MIN_OVERLAP = 0.6
@@ -234,6 +242,16 @@ class ContradictionJudges:
     require_cue: bool = True
 
 
+@attrs.frozen
+class Screening:
+    """The rules' reading of one new memory against its candidates: the contradictions
+    they found, and the pairs on the same subject they left open for the judges."""
+
+    found: tuple[Contradiction, ...] = ()
+    #: (existing memory, word overlap) pairs the judges would read, in candidate order
+    open_pairs: tuple[tuple[Memory, float], ...] = ()
+
+
 def find_contradictions(
     new: Memory,
     candidates: Iterable[tuple[Memory, float | None]],
@@ -246,8 +264,42 @@ def find_contradictions(
     The rules read each pair first (polarity, opposites, values, then setting flips);
     pairs on the same subject that the rules leave open and that carry a flip cue go to
     the judges, all at once (one NLI batch, one LLM call)."""
+    screening = screen_contradictions(new, candidates, judges=judges)
+    found = {c.memory.id: c for c in screening.found}
+    if judges is not None and screening.open_pairs:
+        for c in judge_pairs(new, screening.open_pairs, judges):
+            found[c.memory.id] = c
+    return rank(found.values(), limit)
+
+
+def rank(found: Iterable[Contradiction], limit: int = 3) -> list[Contradiction]:
+    """The ``limit`` contradictions that share the most with the new memory."""
+    return sorted(found, key=lambda c: -c.overlap)[:limit]
+
+
+def judge_pairs(
+    new: Memory, pairs: Sequence[tuple[Memory, float]], judges: ContradictionJudges
+) -> list[Contradiction]:
+    """The open pairs (from :func:`screen_contradictions`) the judges read as contradicting.
+
+    This is the slow part (the NLI model reads both orders of every pair): the engine
+    process runs it after a ``remember`` is acknowledged (docs/engine.md, "Writes")."""
+    return [
+        Contradiction(other, kind, reason, round(overlap, 3))
+        for other, overlap, kind, reason in _ask_judges(new, list(pairs), judges)
+    ]
+
+
+def screen_contradictions(
+    new: Memory,
+    candidates: Iterable[tuple[Memory, float | None]],
+    *,
+    judges: ContradictionJudges | None = None,
+) -> Screening:
+    """The rules alone (fast, no model): what they find, and which pairs ``judges`` would
+    read (none when ``judges`` is ``None``)."""
     if new.type in UNCOMPARED_TYPES:
-        return []
+        return Screening()
     mine = _read(new.content)
     my_files = _files(new)
     my_symbols = _symbols(new)
@@ -302,11 +354,10 @@ def find_contradictions(
             and (not judges.require_cue or _flip_cue(other.content, new.content))
         ):
             open_pairs.append((other, overlap))
-    if judges is not None and open_pairs:
-        for other, overlap, kind, reason in _ask_judges(new, open_pairs, judges):
-            found[other.id] = Contradiction(other, kind, reason, round(overlap, 3))
-    ranked = sorted(found.values(), key=lambda c: -c.overlap)
-    return ranked[:limit]
+    found_ids = set(found)
+    return Screening(
+        tuple(found.values()), tuple(p for p in open_pairs if p[0].id not in found_ids)
+    )
 
 
 def _ask_judges(
