@@ -160,3 +160,59 @@ async def test_editor_commands_run_in_the_warm_engine(
         ("create", "agent:lsp:claude-code"),
         ("flag", "agent:lsp:claude-code"),
     ]
+
+
+@pytest.mark.timeout(300)
+async def test_mcp_hub_tools_keep_the_server_light_and_save_through_the_engine(
+    engine_env: EngineEnv, tmp_path: Path
+) -> None:
+    """The hub tools start the user's real MCP servers (``mcp-server-time`` from PyPI) from
+    the MCP server's process, behind the trust gate, with no engine in it: what a tool
+    result taught is saved as the declared ``remember`` in the workspace engine, by
+    ``agent:mcp``, in review (docs/engine.md "Front ends", docs/trust.md)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    time_server = Path(sys.executable).with_name("mcp-server-time")
+    (engine_env.root / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"time": {"command": str(time_server)}}})
+    )
+    env = {**engine_env.env, "HOME": str(home)}
+    env.pop("XDG_CONFIG_HOME", None)
+    async with mcp_session(engine_env, env) as session:
+        # a server the repository defines runs only once the user approved it
+        refused = await session.call_tool(
+            "engram_call_tool", {"tool": "time/get_current_time", "arguments": {"timezone": "UTC"}}
+        )
+        assert refused.is_error and "engram mcp trust time" in str(refused.content)
+        trusted = engine_env.run("mcp", "trust", "time", env=env)
+        assert trusted.code == 0, trusted.err
+
+        found = await _tool(session, "engram_find_tools", {"query": "current time in a timezone"})
+        assert "get_current_time" in json.dumps(found["tools"]), found
+        now = await _tool(
+            session,
+            "engram_call_tool",
+            {"tool": "time/get_current_time", "arguments": {"timezone": "UTC"}},
+        )
+        assert "UTC" in json.dumps(now) and now["observation"] is None
+        # a failing call is worth remembering: saved in the engine, by the MCP client
+        failed = await _tool(
+            session,
+            "engram_call_tool",
+            {"tool": "time/get_current_time", "arguments": {"timezone": "Mars/Olympus"}},
+        )
+        assert failed["observation"] is not None, failed
+
+        status = _status(engine_env)
+        (mcp,) = _clients(status, "mcp")
+        assert int(str(mcp["requests"])) >= 1, mcp
+        maps = Path(f"/proc/{mcp['pid']}/maps").read_text()
+        assert not [h for h in HEAVY_MAPS if h in maps], "the MCP server loaded a store"
+
+    listed = engine_env.run("list", "--json", "--review", env=env)
+    assert listed.code == 0, listed.err
+    memories = json.loads(listed.out)["memories"]
+    (saved,) = [m for m in memories if "Mars/Olympus" in m["content"]]
+    assert saved["type"] == "e2e_observation" and saved["needs_review"] is True
+    assert {"mcp", "time__get_current_time"} <= set(saved["tags"]), saved["tags"]
+    assert _trail_actors(engine_env, saved["id"]) == [("create", "agent:mcp")]

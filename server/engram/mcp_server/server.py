@@ -13,7 +13,9 @@ docs/engine.md), reached on the first tool call, so this process never loads Lan
 the model for them and sees every other front end's writes at once; only when the engine
 cannot be reached is an engine opened here, on that first call (the MCP handshake stays
 fast either way). Calls run in a worker thread so a slow search never stalls the stdio
-loop. The hub tools run here, on the MCP servers this process starts.
+loop. The hub tools run here, on the MCP servers this process starts, with the workspace's
+settings read here (no engine needed) and what a tool result taught saved as the declared
+``remember`` of an MCP client, through the engine like every other tool.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from engram.app import Engine
     from engram.daemon.calls import CallReply, EngineCalls
     from engram.mcphub import McpHub
+    from engram.mcphub.results import ObservationDraft
 
 log = logging.getLogger(__name__)
 
@@ -145,21 +148,35 @@ class EngineHolder:
 
 
 class HubHolder:
-    """The lazy MCP hub of this server process, created on first use and closed at exit."""
+    """The lazy MCP hub of this server process, created on first use and closed at exit.
 
-    def __init__(self) -> None:
+    The hub needs the workspace's settings (``[mcp]``, read by ``engram.config`` as far as
+    the user approved them, the same function the engine reads them with) and a place to
+    save what a tool result taught (``save``): neither needs an engine in this process,
+    so a hub tool loads no LanceDB and no model (docs/engine.md, "Front ends"). The
+    downstream servers stay children of this process, started with its environment (the
+    agent's, which ``${VAR}`` in their configs expands from).
+    """
+
+    def __init__(
+        self,
+        workspace: str | None,
+        overrides: dict[str, object] | None,
+        save: Callable[[ObservationDraft], object],
+    ) -> None:
+        self._workspace = workspace
+        self._overrides = overrides
+        self._save = save
         self.hub: McpHub | None = None
 
-    async def get(self, engine: Engine) -> McpHub:
+    async def get(self) -> McpHub:
         if self.hub is None:
-            from engram.app.remember import remember
+            from engram.config import load_settings
             from engram.mcphub import McpHub
 
-            def save_observation(draft: Any) -> object:
-                # a notable tool result becomes an e2e_observation waiting for review
-                return remember(engine, draft.content, **draft.remember_kwargs())
-
-            self.hub = McpHub(engine.workspace, engine.config, memory_sink=save_observation)
+            workspace = Workspace.open(self._workspace)
+            config = load_settings(workspace, self._overrides).config
+            self.hub = McpHub(workspace, config, memory_sink=self._save)
         return self.hub
 
     async def close(self) -> None:
@@ -353,9 +370,21 @@ def build_server(
     # the workspace's warm engine runs the declared tools (docs/engine.md); in-process
     # (``holder``) only when it cannot be reached. A test's overrides stay in-process.
     remote = _engine_calls(workspace) if overrides is None else None
-    hubs = HubHolder()
     caller = CallerSession()
     usecases = {u.mcp: u for u in on(MCP)}
+    remember = usecases["engram_remember"]
+
+    def save_observation(draft: ObservationDraft) -> object:
+        """A notable tool result, saved as the declared ``remember`` of an MCP client
+        (``agent:mcp``: an e2e_observation in review), in the engine when it answers."""
+        raw = draft.declared_args()
+        if remote is not None:
+            reply = remote.call(remember.name, MCP.value, raw)
+            if reply is not None:
+                return reply.json
+        return remember.execute(holder.get(), remember.parse(raw, MCP), MCP)
+
+    hubs = HubHolder(workspace, overrides, save_observation)
     tools = [
         types.Tool(name=u.mcp, description=description(u), input_schema=input_schema(u))
         for u in usecases.values()
@@ -399,8 +428,7 @@ def build_server(
         try:
             if params.name in HUB_TOOLS:
                 args = _hub_args(params.name, raw)
-                engine = await anyio.to_thread.run_sync(holder.get)
-                return answer(await _run_hub_tool(await hubs.get(engine), params.name, args))
+                return answer(await _run_hub_tool(await hubs.get(), params.name, args))
             usecase = usecases.get(params.name)
             if usecase is None:
                 raise InvalidInput(f"unknown tool {excerpt(params.name)}")

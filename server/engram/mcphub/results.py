@@ -44,6 +44,17 @@ class ObservationDraft:
     file: str | None = None
     arguments: Mapping[str, Any] = attrs.field(factory=dict)
 
+    def declared_args(self) -> dict[str, object]:
+        """The declared ``remember`` use case's arguments for this draft, as an MCP client
+        would send them (``engram.api``): the MCP server saves it that way, through the
+        workspace engine, as ``agent:mcp`` (in review; docs/trust.md). The tool and the
+        kind of observation travel as tags, the only fields the MCP surface takes."""
+        return {
+            "text": self.content,
+            "type": "e2e_observation",
+            "tags": ["mcp", self.tool, self.observation_type],
+        }
+
     def remember_kwargs(self) -> dict[str, Any]:
         return {
             "type": "e2e_observation",
