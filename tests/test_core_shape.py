@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import pytest
+import attrs
 
 from engram.anchors import LineSpan
 from engram.app.history_sync import AnchorFinder
@@ -57,40 +55,36 @@ def test_one_content_hash_for_anchors_and_indexed_files() -> None:
     assert graph.content_hash is content_hash  # no second (blake2b) hash of file contents
 
 
-def test_a_settings_change_never_closes_an_engine_in_use(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The old engine may be serving a hover in a thread: it is retired, closed at exit."""
-    from engram.config import EmbedConfig, EngramConfig
-    from engram.lsp.folder import Folder
-    from engram.lsp.handlers import lifecycle
+def test_a_swapped_engine_is_closed_by_its_last_user_never_before() -> None:
+    """A settings change swaps the engine while a worker uses it: closed when it is done.
 
-    class FakeEngine:
-        def __init__(self, model: str) -> None:
-            self.config = EngramConfig(embed=EmbedConfig(model=model))
-            self.closed = False
+    The server used to close nothing it replaced until shutdown (every settings change
+    kept one more store open), and a removed folder's engine was closed under its users.
+    """
+    from engram.lsp.engines import Slot
 
-        def close(self) -> None:
-            self.closed = True
+    closed: list[str] = []
+    slot: Slot[str] = Slot(closed.append, "engine")
+    slot.set("old")
+    worker = slot.acquire()  # a command running on the old engine
+    assert worker is not None and worker.value == "old"
+    slot.set("new")  # the settings change
+    assert slot.current == "new" and closed == [] and slot.draining == 1
+    with slot.hold() as engine:  # new work sees the new engine
+        assert engine == "new"
+    worker.release()  # the command finished
+    assert closed == ["old"] and slot.draining == 0
+    slot.close()  # folder removed, nobody using it: closed at once
+    assert closed == ["old", "new"] and slot.current is None and slot.acquire() is None
 
-    class FakeServer:
-        def __init__(self, folder: Folder) -> None:
-            self.folders = {folder.uri: folder}
-            self.docs: dict[str, Any] = {}
 
-        async def fetch_overrides(self, folder: Folder) -> dict[str, Any]:
-            return {"embed": {"model": "other"}}
+def test_a_settings_change_names_the_sections_that_changed() -> None:
+    from engram.config import DiagnosticsConfig, EmbedConfig, EngramConfig
+    from engram.lsp.feature import changed_sections
 
-        def configure_folder(self, folder: Folder, config: EngramConfig) -> None:
-            folder.config = config
-
-        def request_pull_refresh(self) -> None:
-            pass
-
-    folder = Folder("file:///ws", tmp_path)
-    old = FakeEngine("none")
-    folder.engine = old  # type: ignore[assignment]
-    monkeypatch.setattr(lifecycle, "open_engine_blocking", lambda root, o: FakeEngine("other"))
-    asyncio.run(lifecycle.reload_settings(FakeServer(folder), folder.uri))  # type: ignore[arg-type]
-    assert folder.engine is not old and not old.closed
-    assert folder.retired == [old]
+    base = EngramConfig()
+    assert changed_sections(base, base) == frozenset()
+    diag = attrs.evolve(base, diagnostics=DiagnosticsConfig(trust_level=4))
+    assert changed_sections(base, diag) == {"diagnostics"}
+    both = attrs.evolve(diag, embed=EmbedConfig(model="other"))
+    assert changed_sections(base, both) == {"diagnostics", "embed"}

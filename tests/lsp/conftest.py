@@ -81,9 +81,14 @@ async def lsp_session(
     capabilities: types.ClientCapabilities | None = None,
     configuration: dict[str, Any] | None = None,
     before_init: Callable[[LanguageClient], None] | None = None,
+    server_command: list[str] | None = None,
+    server_env: dict[str, str] | None = None,
 ) -> AsyncIterator[LanguageClient]:
     """A real ``engram serve`` process driven by a pytest-lsp client."""
-    config = ClientServerConfig(server_command=[sys.executable, "-m", "engram", "serve"])
+    config = ClientServerConfig(
+        server_command=server_command or [sys.executable, "-m", "engram", "serve"],
+        server_env=server_env,
+    )
     client = await config.start()
     assert isinstance(client, LanguageClient)
     if configuration is not None:

@@ -47,8 +47,9 @@ class Clock:
 
 def folder_with(tmp_path: Path, engine: RecordingEngine | None) -> Folder:
     folder = Folder("file:///ws", tmp_path)
-    folder.engine = engine  # type: ignore[assignment]
-    folder.config = engine.config if engine is not None else None
+    folder.engines.set(engine)  # type: ignore[arg-type]
+    if engine is not None:
+        folder.configure(engine.config, agent=False, overrides={})
     return folder
 
 
@@ -85,7 +86,7 @@ def test_events_wait_for_the_engine_and_respect_the_setting(tmp_path: Path) -> N
     feed = EditorEventFeed()
     assert feed.emit(folder, "open", "a.py")  # the engine is still opening
     engine = RecordingEngine()
-    folder.engine = engine  # type: ignore[assignment]
+    folder.engines.set(engine)  # type: ignore[arg-type]
     assert engine.seen.wait(5), "queued event never delivered"
     off = RecordingEngine(EngramConfig(observer=ObserverConfig(enabled=False)))
     other = folder_with(tmp_path, off)

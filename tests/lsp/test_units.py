@@ -26,6 +26,7 @@ from engram.lsp.diagnostics import (
 )
 from engram.lsp.folder import SymbolInfo, locate_spans, symbol_at
 from engram.lsp.hover import hover_markdown, memories_at
+from engram.lsp.ledger import SessionLedger
 from engram.lsp.registry import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -33,7 +34,6 @@ from engram.lsp.registry import (
     CommandError,
     CommandRegistry,
 )
-from engram.lsp.session import SessionLedger
 from engram.model import CodeAnchor, Memory, MemorySource, MemoryType, Provenance, content_hash
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)

@@ -1,9 +1,12 @@
 """The language server's features, registered in one explicit list (as esbonio does).
 
-A feature is a module under ``engram.lsp.handlers`` with ``register(server)``; the
-executeCommand API is the declared use cases (``engram.lsp.commands``) and the MCP hub's
-commands (``engram.lsp.mcp_commands``). This is the only module that knows them all, so
-``server.py`` (the state and the plumbing) never imports a feature.
+A feature is a :class:`~engram.lsp.feature.Feature`: a name, ``register(server)`` and
+the settings sections it reads, with ``reconfigure`` for a change of those; each lives in
+its own module under ``engram.lsp.handlers`` (one per LSP method or family, as ruff's
+server has one file per method). The executeCommand API is the declared use cases
+(``engram.lsp.commands``) and the MCP hub's commands (``engram.lsp.mcp_commands``). This
+is the only module that knows them all, so the server and its state never import a
+feature (import-linter's ``engram.lsp`` layers, pyproject.toml).
 """
 
 from __future__ import annotations
@@ -12,13 +15,12 @@ import logging
 import os
 import sys
 
+from engram.lsp.feature import Feature
 from engram.lsp.server import ClientLogHandler, EngramLanguageServer
 
 
-def create_server() -> EngramLanguageServer:
-    """Build the server and register every feature."""
-    from engram.lsp import mcp_commands
-    from engram.lsp.commands import register_commands
+def features() -> tuple[Feature, ...]:
+    """Every feature, in registration order."""
     from engram.lsp.handlers import (
         code_action,
         diagnostic,
@@ -26,21 +28,33 @@ def create_server() -> EngramLanguageServer:
         execute_command,
         hover,
         lifecycle,
+        settings,
         watched_files,
     )
+
+    listed = (
+        lifecycle.FEATURE,
+        settings.ENGINE,
+        documents.FEATURE,
+        watched_files.FEATURE,
+        hover.FEATURE,
+        code_action.FEATURE,
+        diagnostic.FEATURE,
+        execute_command.FEATURE,
+    )
+    # a settings change reconfigures the features above that read a changed section
+    return (*listed, settings.handler(listed))
+
+
+def create_server() -> EngramLanguageServer:
+    """Build the server and register every feature."""
+    from engram.lsp import mcp_commands
+    from engram.lsp.commands import register_commands
 
     server = EngramLanguageServer()
     register_commands(server.registry)  # the declared use cases (engram.api)
     mcp_commands.register_commands(server.registry)  # the MCP hub's engram.mcp.*
-    for feature in (
-        lifecycle,
-        documents,
-        watched_files,
-        hover,
-        code_action,
-        diagnostic,
-        execute_command,
-    ):
+    for feature in features():
         feature.register(server)
     handler = ClientLogHandler(server)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
@@ -79,7 +93,7 @@ def run_server(
     """Serve on stdio (never print to stdout: it is the protocol channel) or TCP."""
     configure_logging(log_level)
     server = create_server()
-    server.fallback_root = workspace
+    server.session.fallback_root = workspace
     if tcp:
         host, _, port = tcp.rpartition(":")
         server.start_tcp(host or "127.0.0.1", int(port))

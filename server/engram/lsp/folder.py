@@ -10,9 +10,10 @@ functions, which take plain values and return plain values.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,8 @@ import attrs
 from engram.anchors import LineSpan
 from engram.lsp.anchors import SymbolInfo, locate_anchor
 from engram.lsp.diagnostics import DiagnosticPolicy, make_policy
-from engram.lsp.session import SessionLedger
+from engram.lsp.engines import Slot
+from engram.lsp.ledger import SessionLedger
 from engram.model import Memory
 from engram.workspace import Workspace
 
@@ -84,35 +86,86 @@ def locate_spans(
     return spans
 
 
-class Folder:
-    """A workspace root, its engine (once open) and the caches hover/diagnostics read."""
+@attrs.frozen
+class FolderSettings:
+    """A folder's settings as one immutable value, replaced whole on a settings change.
 
-    def __init__(self, uri: str, root: Path, name: str | None = None) -> None:
-        self.uri = uri
-        self.root = root
-        self.name = name or root.name
-        self.workspace = Workspace(root)
-        #: the in-process engine: only when the workspace engine cannot be reached, or a
-        #: command needs one (docs/engine.md, "Front ends")
-        self.engine: Engine | None = None
-        #: the connection to the workspace engine (engram.daemon), when there is one
-        self.link: EngineLink | None = None
-        self.config: EngramConfig | None = None
-        self.policy: DiagnosticPolicy = DiagnosticPolicy()
-        self.overrides: dict[str, Any] = {}
-        #: set once the engine exists and its store is open
-        self.ready = False
-        #: one line for the user when the engine could not open
-        self.error: str | None = None
-        #: "indexing 120/800" while the code graph is being brought up to date
-        self.indexing: str | None = None
-        self.symbols: dict[str, tuple[SymbolInfo, ...]] = {}
-        self.impact: dict[str, str | None] = {}
-        self.session = SessionLedger()
-        #: child processes working for this folder (background embedding), ended at shutdown
-        self.children: list[subprocess.Popen[bytes]] = []
-        #: engines a settings change replaced; threads may still use them: closed at shutdown
-        self.retired: list[Engine] = []
+    Background work reads the snapshot it started with (``settings = folder.settings``),
+    so a change never shows it half of the old settings and half of the new.
+    """
+
+    #: the merged settings (files, user, editor); ``None`` until first read
+    config: EngramConfig | None = None
+    #: the editor's own settings (initializationOptions + ``workspace/configuration``)
+    overrides: Mapping[str, object] = attrs.field(factory=dict)
+    policy: DiagnosticPolicy = attrs.field(factory=DiagnosticPolicy)
+
+
+def _close_engine(engine: Engine) -> None:
+    engine.close()
+
+
+def _close_link(link: EngineLink) -> None:
+    link.close()
+
+
+@attrs.define(eq=False)
+class Folder:
+    """A workspace root, its engine (once open) and the caches hover/diagnostics read.
+
+    Identity (``uri``, ``root``, ``name``, ``workspace``) never changes; ``settings`` is an
+    immutable snapshot replaced whole; the engine and the link sit in leased
+    :class:`~engram.lsp.engines.Slot` s so a replaced one is closed only when its last user
+    finishes; the rest is status and caches written on the event loop thread.
+    """
+
+    uri: str
+    root: Path
+    name: str = ""
+    workspace: Workspace = attrs.field(init=False)
+    settings: FolderSettings = attrs.field(factory=FolderSettings)
+    #: the in-process engine: only when the workspace engine cannot be reached, or a
+    #: command needs one (docs/engine.md, "Front ends")
+    engines: Slot[Engine] = attrs.field(init=False)
+    #: the connection to the workspace engine (engram.daemon), when there is one
+    links: Slot[EngineLink] = attrs.field(init=False)
+    #: set once the engine exists and its store is open
+    ready: bool = False
+    #: one line for the user when the engine could not open
+    error: str | None = None
+    #: "indexing 120/800" while the code graph is being brought up to date
+    indexing: str | None = None
+    symbols: dict[str, tuple[SymbolInfo, ...]] = attrs.field(factory=dict)
+    impact: dict[str, str | None] = attrs.field(factory=dict)
+    ledger: SessionLedger = attrs.field(factory=SessionLedger)
+    #: child processes working for this folder (background embedding), ended at shutdown
+    children: list[subprocess.Popen[bytes]] = attrs.field(factory=list)
+    #: one in-process engine is opened at a time (commands may race to open it)
+    opening: asyncio.Lock = attrs.field(factory=asyncio.Lock)
+
+    def __attrs_post_init__(self) -> None:
+        self.name = self.name or self.root.name
+        self.workspace = Workspace(self.root)
+        self.engines = Slot(_close_engine, "engine")
+        self.links = Slot(_close_link, "link to the workspace engine")
+
+    @property
+    def engine(self) -> Engine | None:
+        """The current in-process engine (lease it with ``engines`` before using it)."""
+        return self.engines.current
+
+    @property
+    def link(self) -> EngineLink | None:
+        """The current link to the workspace engine (lease it with ``links`` to use it)."""
+        return self.links.current
+
+    @property
+    def config(self) -> EngramConfig | None:
+        return self.settings.config
+
+    @property
+    def policy(self) -> DiagnosticPolicy:
+        return self.settings.policy
 
     def contains(self, path: Path) -> bool:
         return path == self.root or self.root in path.parents
@@ -121,39 +174,40 @@ class Folder:
     def has_graph(self) -> bool:
         return (self.workspace.engram_dir / "graph.sqlite").exists()
 
-    def apply_config(self, config: EngramConfig, agent: bool) -> None:
-        self.config = config
+    def configure(self, config: EngramConfig, agent: bool, overrides: Mapping[str, object]) -> None:
+        """Replace the settings snapshot (one assignment: readers see old or new)."""
         diag = config.diagnostics
-        self.policy = make_policy(
+        policy = make_policy(
             trust_level=diag.trust_level,
             max_per_file=diag.max_per_file,
             severity=diag.severity,
             agent_severity=diag.agent_severity,
             agent=agent,
         )
+        self.settings = FolderSettings(config, overrides, policy)
 
 
 # --------------------------------------------------------------------------- worker side
 
 
-def open_engine_blocking(root: Path, overrides: dict[str, Any]) -> Engine:
+def open_engine_blocking(root: Path, overrides: Mapping[str, Any]) -> Engine:
     """Import and open the engine; a bad setting falls back to the files' settings."""
     from engram.app import Engine
     from engram.config import ConfigError
 
     try:
-        return Engine.open(Workspace(root), overrides)
+        return Engine.open(Workspace(root), dict(overrides))
     except ConfigError as exc:
         log.warning("%s; editor settings ignored", exc)
         return Engine.open(Workspace(root), {})
 
 
-def load_config_blocking(root: Path, overrides: dict[str, object]) -> EngramConfig:
+def load_config_blocking(root: Path, overrides: Mapping[str, object]) -> EngramConfig:
     """The folder's settings without an engine; a bad editor setting falls back as above."""
     from engram.config import ConfigError, load_config
 
     try:
-        return load_config(Workspace(root), overrides)
+        return load_config(Workspace(root), dict(overrides))
     except ConfigError as exc:
         log.warning("%s; editor settings ignored", exc)
         return load_config(Workspace(root), {})

@@ -25,7 +25,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from engram.app import Engine
     from engram.lsp.folder import Folder
+    from engram.lsp.remote import EngineLink
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +137,17 @@ class EditorEventFeed:
                 self._deliver(folder, event)
 
     def _deliver(self, folder: Folder, event: dict[str, Any]) -> None:
-        engine = folder.engine
-        link = folder.link
+        # leased: a settings change may swap the engine while this thread observes
+        with folder.engines.hold() as engine, folder.links.hold() as link:
+            self._deliver_to(folder, event, engine, link)
+
+    def _deliver_to(
+        self,
+        folder: Folder,
+        event: dict[str, Any],
+        engine: Engine | None,
+        link: EngineLink | None,
+    ) -> None:
         if engine is None and link is not None:  # the workspace engine observes
             if folder.config is not None and not folder.config.observer.enabled:
                 return
@@ -182,23 +193,21 @@ class EditorEventFeed:
             return
         self._queue.put(_STOP)
         self._thread.join(timeout)
+        for folder in list(self._observed.values()):
+            with folder.engines.hold() as engine, folder.links.hold() as link:
+                self._end_session(engine, link)
+
+    def _end_session(self, engine: Engine | None, link: EngineLink | None) -> None:
         from engram.app.observe import observe
 
-        for folder in list(self._observed.values()):
-            engine = folder.engine
-            link = folder.link
+        end: dict[str, object] = {"kind": "session_end", "session_id": self.session_id}
+        try:
             if engine is None and link is not None:
-                try:
-                    link.observe([{"kind": "session_end", "session_id": self.session_id}])
-                except Exception as exc:
-                    log.debug("could not end the editor session: %s", exc)
-                continue
-            if engine is None:
-                continue
-            try:
-                observe(engine, {"kind": "session_end", "session_id": self.session_id})
-            except Exception as exc:
-                log.debug("could not end the editor session: %s", exc)
+                link.observe([end])
+            elif engine is not None:
+                observe(engine, end)
+        except Exception as exc:
+            log.debug("could not end the editor session: %s", exc)
 
 
 __all__ = ["DEBOUNCE_SECONDS", "EditorEventFeed"]

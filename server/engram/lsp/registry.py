@@ -16,8 +16,8 @@ Other packages add their commands from their own module::
     async def find_tools(ctx: CommandContext, args: FindToolsArgs) -> JsonObject:
         return await ctx.call(lambda engine: ..., file=None)
 
-and ``engram.lsp.server`` calls ``register_commands(registry)`` once at start (see
-``EXTENSION_MODULES`` there). Handlers receive a :class:`CommandContext`: the engine of
+and ``engram.lsp.features.create_server`` calls ``register_commands(registry)`` once at
+start. Handlers receive a :class:`CommandContext`: the engine of
 the workspace folder a file belongs to (waited for while it opens), a worker thread for
 blocking calls, and a way to republish diagnostics after a write.
 """

@@ -1,74 +1,122 @@
-"""What this server session did with memory, for ``engram.sessionSummary`` (docs/lsp.md).
+"""The language server's state, in one typed object: who the client is, the folders, the
+open documents and how diagnostics travel.
 
-APPLIED: memories shown to the user or agent (diagnostics, hover, search, context).
-LEARNED: memories remembered through this server. CORRECTED: confirmed or flagged here.
-NEEDS REVIEW: the store's review queue. The observer's own summary (if it has one for
-the current agent session) is attached as ``observer``.
+Written only on the event loop thread. Background work never reads it while running: it
+takes what it needs up front (a folder's immutable ``FolderSettings``, a lease on its
+engine; :mod:`engram.lsp.folder`, :mod:`engram.lsp.engines`). The operations on this
+state live in one module per concern (``tracking``, ``publishing``, ``background``,
+``linking``, ``startup``, ``context``); the LSP methods in ``handlers/``; the list of
+features in ``features.py`` (docs/architecture.md, "engram.lsp").
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from engram.jsontypes import JsonObject
-
-from collections.abc import Iterable, Mapping, Sequence
+import asyncio
+import logging
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from pathlib import Path
 
 import attrs
+from pygls.uris import from_fs_path
 
-from engram.model import Memory, memory_json, utcnow
+from engram.anchors import LineSpan
+from engram.errors import EngramError
+from engram.lsp.client import ClientInfo, DiagnosticMode
+from engram.lsp.folder import Folder
+from engram.lsp.ledger import SessionLedger
+from engram.model import Memory, utcnow
+from engram.workspace import uri_to_path
+
+log = logging.getLogger(__name__)
+
+#: How often open documents are re-read from the store (writes by other processes).
+POLL_SECONDS = 5.0
+
+
+@attrs.define(eq=False)
+class DocumentState:
+    """An open document: where its memories' anchors are now, what was last published."""
+
+    uri: str
+    folder: Folder
+    rel: str
+    memories: tuple[Memory, ...] = ()
+    spans: dict[str, LineSpan] = attrs.field(factory=dict)
+    loaded: bool = False
+    published_id: str | None = None
+    pending: asyncio.TimerHandle | None = None
+    memory_key: tuple[tuple[str, str], ...] = ()
+    #: memory id -> ``(id, text)`` of the shown memories it conflicts with
+    partners: dict[str, list[tuple[str, str]]] = attrs.field(factory=dict)
 
 
 @attrs.define
-class SessionLedger:
-    started_at: datetime = attrs.field(factory=utcnow)
-    applied_ids: dict[str, None] = attrs.field(factory=dict)
-    learned_ids: dict[str, None] = attrs.field(factory=dict)
-    corrections: dict[str, str] = attrs.field(factory=dict)
+class Session:
+    """Everything the server knows, typed; one per server process."""
 
-    def applied(self, ids: Iterable[str]) -> None:
-        for memory_id in ids:
-            self.applied_ids.setdefault(memory_id, None)
+    #: what the client said at ``initialize`` (frozen; replaced once)
+    client: ClientInfo = attrs.field(factory=ClientInfo)
+    #: workspace folders by URI (multi-root: one engine each, routed by path)
+    folders: dict[str, Folder] = attrs.field(factory=dict)
+    #: open documents by URI
+    docs: dict[str, DocumentState] = attrs.field(factory=dict)
+    #: push or pull diagnostics (settings ``diagnostics.mode`` + capabilities)
+    mode: DiagnosticMode = attrs.field(factory=DiagnosticMode)
+    #: the settings call the client an agent (``diagnostics.client_kind``)
+    agent: bool = False
+    #: ``engram serve``'s workspace argument: the root when the client sends none
+    fallback_root: str | None = None
+    shutting_down: bool = False
+    clock: Callable[[], datetime] = utcnow
+    poll_seconds: float = POLL_SECONDS
+    #: a ledger for commands that reach no folder
+    orphan_ledger: SessionLedger = attrs.field(factory=SessionLedger)
 
-    def learned(self, memory_id: str) -> None:
-        self.learned_ids.setdefault(memory_id, None)
+    # ------------------------------------------------------------------ routing
 
-    def corrected(self, memory_id: str, what: str) -> None:
-        self.corrections[memory_id] = what
+    def add_folder(self, uri: str, name: str | None = None) -> Folder | None:
+        path = uri_to_path(uri)
+        if path is None or not path.is_dir():
+            log.warning("workspace folder %s is not a local directory; skipped", uri)
+            return None
+        folder = Folder(uri, path.resolve(), name or "")
+        self.folders[uri] = folder
+        return folder
 
-    def all_ids(self) -> list[str]:
-        return list(dict.fromkeys([*self.applied_ids, *self.learned_ids, *self.corrections]))
+    def folder_for_path(self, path: Path) -> Folder | None:
+        """The innermost folder holding ``path`` (nested roots: the deepest wins)."""
+        best: Folder | None = None
+        for folder in self.folders.values():
+            if folder.contains(path) and (
+                best is None or len(folder.root.parts) > len(best.root.parts)
+            ):
+                best = folder
+        return best
 
-    def counts(self) -> dict[str, int]:
-        return {
-            "applied": len(self.applied_ids),
-            "learned": len(self.learned_ids),
-            "corrected": len(self.corrections),
-        }
+    def folder_for_uri(self, uri: str) -> Folder | None:
+        path = uri_to_path(uri)
+        return None if path is None else self.folder_for_path(path)
 
-    def summary(
-        self,
-        found: Mapping[str, Memory],
-        review_queue: Sequence[Memory],
-        observer: Any = None,
-    ) -> JsonObject:
-        def brief(memory_id: str) -> dict[str, Any] | None:
-            memory = found.get(memory_id)
-            return memory_json(memory) if memory is not None else None
+    def folder_for_file(self, file: str | None) -> Folder:
+        """The folder holding ``file`` (absolute), else the first folder."""
+        if file:
+            path = Path(file).expanduser()
+            if path.is_absolute():
+                found = self.folder_for_path(path.resolve())
+                if found is not None:
+                    return found
+        if not self.folders:
+            raise EngramError("no workspace folder is open")
+        return next(iter(self.folders.values()))
 
-        def briefs(ids: Iterable[str]) -> list[dict[str, Any]]:
-            return [b for b in (brief(i) for i in ids) if b is not None]
+    def docs_of(self, folder: Folder) -> list[DocumentState]:
+        return [d for d in self.docs.values() if d.folder is folder]
 
-        return {
-            "started_at": self.started_at.isoformat(),
-            "applied": briefs(self.applied_ids),
-            "learned": briefs(self.learned_ids),
-            "corrected": [
-                {**b, "correction": self.corrections[b["id"]]} for b in briefs(self.corrections)
-            ],
-            "needs_review": [memory_json(m) for m in review_queue],
-            "observer": observer,
-        }
+    @staticmethod
+    def uri_for(folder: Folder, rel: str) -> str:
+        return from_fs_path(str(folder.root / rel)) or f"file://{folder.root / rel}"
+
+    def is_agent(self) -> bool:
+        """An agent's client (settings, or what it said at initialize): never a person."""
+        return self.agent or self.client.agent

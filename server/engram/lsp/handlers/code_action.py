@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from engram.lsp.actions import build_code_actions, selection_text
+from engram.lsp.context import ServerContext
+from engram.lsp.feature import Feature
 from engram.lsp.folder import symbol_at
+from engram.lsp.publishing import document_lines
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +38,11 @@ def register(server: EngramLanguageServer) -> None:
     async def code_action(
         ls: EngramLanguageServer, params: types.CodeActionParams
     ) -> list[types.CodeAction] | None:
-        doc = ls.docs.get(params.text_document.uri)
+        doc = ls.session.docs.get(params.text_document.uri)
         if doc is None:
             return None
         rng = params.range
-        lines = ls.document_lines(doc.uri)
+        lines = document_lines(ls, doc.uri)
         here = [
             m
             for m in doc.memories
@@ -77,7 +80,7 @@ async def _extension_actions(
     for provider in ls.registry.action_providers:
         try:
             specs: list[dict[str, Any]] = await asyncio.wait_for(
-                provider(ls, rel, selected), EXTENSION_ACTION_TIMEOUT_S
+                provider(ServerContext(ls), rel, selected), EXTENSION_ACTION_TIMEOUT_S
             )
         except Exception as exc:  # an extension must never break the lightbulb
             log.debug("extension code actions skipped: %r", exc)
@@ -92,3 +95,6 @@ async def _extension_actions(
                 )
             )
     return found
+
+
+FEATURE = Feature("code actions", register)

@@ -1,4 +1,5 @@
-"""Pull diagnostics: textDocument/diagnostic (resultId, unchanged) and workspace/diagnostic."""
+"""Pull diagnostics: textDocument/diagnostic (resultId, unchanged) and workspace/diagnostic;
+and what a change of the ``diagnostics`` settings does (new policy, shown again)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from engram.lsp.diagnostics import SOURCE, build_diagnostics, result_id
+from engram.lsp.feature import Feature, SettingsChange
 from engram.lsp.folder import (
     Folder,
     anchored_files_blocking,
@@ -16,11 +18,15 @@ from engram.lsp.folder import (
     read_lines_blocking,
     symbols_blocking,
 )
+from engram.lsp.publishing import diagnostics_for, publish, request_pull_refresh
+from engram.lsp.tracking import refresh_document
 
 if TYPE_CHECKING:
     from engram.lsp.server import EngramLanguageServer
 
 UNCHANGED = types.DocumentDiagnosticReportKind.Unchanged
+
+Partners = dict[str, list[tuple[str, str]]]
 
 
 def register(server: EngramLanguageServer) -> None:
@@ -33,15 +39,15 @@ def register(server: EngramLanguageServer) -> None:
     async def document_diagnostic(
         ls: EngramLanguageServer, params: types.DocumentDiagnosticParams
     ) -> types.DocumentDiagnosticReport:
-        doc = ls.docs.get(params.text_document.uri)
-        if not ls.pull or doc is None:
+        doc = ls.session.docs.get(params.text_document.uri)
+        if not ls.session.mode.pull or doc is None:
             # pushing (or not ours): an empty pull report avoids duplicates
             return types.RelatedFullDocumentDiagnosticReport(items=[], result_id="none")
         if not doc.loaded:
-            await ls.refresh_document(doc)
-        items = ls.diagnostics_for(doc)
+            await refresh_document(ls, doc)
+        items = diagnostics_for(ls, doc)
         rid = result_id(items)
-        doc.folder.session.applied(d.data["id"] for d in items if isinstance(d.data, dict))
+        doc.folder.ledger.applied(d.data["id"] for d in items if isinstance(d.data, dict))
         if params.previous_result_id == rid:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=rid)
         return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=rid)
@@ -52,67 +58,97 @@ def register(server: EngramLanguageServer) -> None:
     ) -> types.WorkspaceDiagnosticReport:
         previous = {p.uri: p.value for p in params.previous_result_ids}
         reports: list[Any] = []
-        for folder in list(ls.folders.values()):
+        for folder in list(ls.session.folders.values()):
             if (folder.engine is None and folder.link is None) or not folder.ready:
                 continue
             reports += await _folder_reports(ls, folder, previous)
         return types.WorkspaceDiagnosticReport(items=reports)
 
 
+async def reconfigure(ls: EngramLanguageServer, change: SettingsChange) -> None:
+    """New trust level, severities, cap or mode: the same memories, shown anew."""
+    for doc in ls.session.docs_of(change.folder):
+        publish(ls, doc)
+    request_pull_refresh(ls)
+
+
+FEATURE = Feature(
+    "diagnostics", register, settings=frozenset({"diagnostics"}), reconfigure=reconfigure
+)
+
+
 async def _folder_reports(
     ls: EngramLanguageServer, folder: Folder, previous: dict[str, str]
 ) -> list[Any]:
-    engine, link = folder.engine, folder.link
-    partners: dict[str, list[tuple[str, str]]]
-    if engine is None and link is not None:
-        by_file, partners = await asyncio.to_thread(link.anchored)
-    else:
-        assert engine is not None
+    link_lease = folder.links.acquire() if folder.engine is None else None
+    if link_lease is not None:
+        with link_lease as link:
+            by_file, partners = await asyncio.to_thread(link.anchored)
+
+            def symbols_of(rel: str) -> Any:
+                return link.snapshot(rel, folder.has_graph)[1]
+
+            return await _reports(ls, folder, previous, by_file, partners, symbols_of)
+    lease = folder.engines.acquire()
+    if lease is None:
+        return []
+    with lease as engine:
         by_file = await asyncio.to_thread(anchored_files_blocking, engine)
         from engram.app.memories import conflict_partners
 
         everyone = list({m.id: m for ms in by_file.values() for m in ms}.values())
         partners = await asyncio.to_thread(conflict_partners, engine, everyone)
-    now = ls.clock()
+        return await _reports(
+            ls,
+            folder,
+            previous,
+            by_file,
+            partners,
+            lambda rel: symbols_blocking(engine, rel, folder.has_graph),
+        )
+
+
+async def _reports(
+    ls: EngramLanguageServer,
+    folder: Folder,
+    previous: dict[str, str],
+    by_file: Any,
+    partners: Partners,
+    symbols_of: Callable[[str], Any],
+) -> list[Any]:
+    now = ls.session.clock()
+    policy = folder.policy  # one settings snapshot for the whole report
     reports: list[Any] = []
     for rel, memories in by_file.items():
-        uri = ls.uri_for(folder, rel)
-        doc = ls.docs.get(uri)
+        uri = ls.session.uri_for(folder, rel)
+        doc = ls.session.docs.get(uri)
         if doc is not None and doc.loaded:
-            items = ls.diagnostics_for(doc)
-            version = None
+            items = diagnostics_for(ls, doc)
         else:
             lines = await asyncio.to_thread(read_lines_blocking, folder.root, rel)
-            if engine is None and link is not None:
-                _found, symbols, _partners = await asyncio.to_thread(
-                    link.snapshot, rel, folder.has_graph
-                )
-            else:
-                assert engine is not None
-                symbols = await asyncio.to_thread(symbols_blocking, engine, rel, folder.has_graph)
+            symbols = await asyncio.to_thread(symbols_of, rel)
             spans = locate_spans(memories, rel, lines, symbols)
             items = build_diagnostics(
                 memories,
                 spans,
                 rel,
-                folder.policy,
+                policy,
                 now,
-                lambda r: ls.uri_for(folder, r),
+                lambda r: ls.session.uri_for(folder, r),
                 _line_length(lines),
                 partners,
             )
-            version = None
         rid = result_id(items)
         if previous.get(uri) == rid:
             reports.append(
                 types.WorkspaceUnchangedDocumentDiagnosticReport(
-                    uri=uri, result_id=rid, version=version
+                    uri=uri, result_id=rid, version=None
                 )
             )
         else:
             reports.append(
                 types.WorkspaceFullDocumentDiagnosticReport(
-                    uri=uri, items=items, result_id=rid, version=version
+                    uri=uri, items=items, result_id=rid, version=None
                 )
             )
     return reports

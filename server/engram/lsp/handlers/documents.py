@@ -6,6 +6,10 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from engram.lsp.feature import Feature
+from engram.lsp.publishing import publish, schedule_publish
+from engram.lsp.tracking import apply_changes, open_document, refresh_document, show_digest
+
 if TYPE_CHECKING:
     from engram.lsp.server import EngramLanguageServer
 
@@ -13,44 +17,47 @@ if TYPE_CHECKING:
 def register(server: EngramLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: EngramLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
-        doc = ls.open_document(params.text_document.uri)
+        doc = open_document(ls, params.text_document.uri)
         if doc is None:
             return
         ls.observe_editor(doc, "open")
-        await ls.show_digest(doc)  # what the digest knows, in milliseconds
-        await ls.refresh_document(doc)
-        ls.publish(doc)  # first diagnostics right away, not debounced
+        await show_digest(ls, doc)  # what the digest knows, in milliseconds
+        await refresh_document(ls, doc)
+        publish(ls, doc)  # first diagnostics right away, not debounced
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: EngramLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
-        doc = ls.docs.get(params.text_document.uri)
+        doc = ls.session.docs.get(params.text_document.uri)
         if doc is None:
             return
-        ls.apply_changes(doc, params.content_changes)
-        ls.schedule_publish(doc)
+        apply_changes(ls, doc, params.content_changes)
+        schedule_publish(ls, doc)
         ls.observe_editor(doc, "change")  # debounced per document
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: EngramLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
-        doc = ls.docs.get(params.text_document.uri)
+        doc = ls.session.docs.get(params.text_document.uri)
         if doc is None:
             return
         ls.observe_editor(doc, "save")
         # the saved text is what the graph should know; re-anchor from it
         doc.folder.impact.pop(doc.rel, None)
-        await ls.refresh_document(doc, reindex=True)
-        ls.publish(doc)
+        await refresh_document(ls, doc, reindex=True)
+        publish(ls, doc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: EngramLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
-        doc = ls.docs.pop(params.text_document.uri, None)
+        doc = ls.session.docs.pop(params.text_document.uri, None)
         if doc is None:
             return
         if doc.pending is not None:
             doc.pending.cancel()
         ls.observe_editor(doc, "close")
         ls.editor_events.forget_document(doc.folder, doc.rel)
-        if ls.push:
+        if ls.session.mode.push:
             ls.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=[])
             )
+
+
+FEATURE = Feature("documents", register)

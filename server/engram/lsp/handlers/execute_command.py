@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcException
 
+from engram.lsp.context import ServerContext
+from engram.lsp.feature import Feature
 from engram.lsp.registry import CommandError
 
 if TYPE_CHECKING:
@@ -21,11 +23,15 @@ def _register_one(server: EngramLanguageServer, name: str) -> None:
     # ``ls: Any``: pygls resolves a command handler's annotations at call time, and the
     # server class is only imported for type checking here
     async def run(ls: Any, *args: Any) -> Any:
-        ls.observe_command(name, list(args))
+        ctx = ServerContext(ls)
+        ctx.observe_command(name, list(args))
         try:
-            return await ls.registry.execute(ls, name, list(args))
+            return await ls.registry.execute(ctx, name, list(args))
         except CommandError as exc:
             raise JsonRpcException(message=exc.message, code=exc.code) from exc
 
     run.__name__ = "command_" + name.replace(".", "_")
     server.command(name)(run)
+
+
+FEATURE = Feature("commands", register)

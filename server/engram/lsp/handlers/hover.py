@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from engram.lsp.feature import Feature
 from engram.lsp.folder import symbol_at
 from engram.lsp.hover import hover_markdown, memories_at
 
@@ -18,7 +19,7 @@ def register(server: EngramLanguageServer) -> None:
     def hover(ls: EngramLanguageServer, params: types.HoverParams) -> types.Hover | None:
         # Synchronous on purpose: everything it reads is already in memory, so it answers
         # in microseconds and never waits behind a worker thread.
-        doc = ls.docs.get(params.text_document.uri)
+        doc = ls.session.docs.get(params.text_document.uri)
         if doc is None or not doc.loaded:
             return None
         line = params.position.line
@@ -32,15 +33,18 @@ def register(server: EngramLanguageServer) -> None:
         text = hover_markdown(
             memories,
             impact,
-            ls.clock(),
+            ls.session.clock(),
             symbol.qualname if symbol and on_definition else None,
             doc.partners,
         )
         if text is None:
             return None
-        folder.session.applied(m.id for m in memories)
+        folder.ledger.applied(m.id for m in memories)
         if memories:
             ls.observe_editor(doc, "hover")  # a memory was looked at (debounced)
         return types.Hover(
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
         )
+
+
+FEATURE = Feature("hover", register)

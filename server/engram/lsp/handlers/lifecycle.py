@@ -1,17 +1,23 @@
-"""initialize / initialized / shutdown, settings changes and workspace folder changes."""
+"""initialize / initialized / shutdown, and workspace folder changes."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
+from pygls.uris import from_fs_path
 
-from engram.lsp.folder import load_config_blocking, open_engine_blocking
+from engram.lsp.client import client_info
+from engram.lsp.feature import Feature
+from engram.lsp.startup import start_folder
+from engram.lsp.tracking import poll_store
 
 if TYPE_CHECKING:
+    from engram.lsp.folder import Folder
     from engram.lsp.server import EngramLanguageServer
 
 log = logging.getLogger(__name__)
@@ -23,21 +29,21 @@ def register(server: EngramLanguageServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: EngramLanguageServer, params: types.InitializeParams) -> None:
         # Only cheap bookkeeping here: the answer to initialize must not wait for anything.
-        ls.decide_client(params)
+        decide_client(ls, params)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: EngramLanguageServer, _params: types.InitializedParams) -> None:
         _ = ls.loop  # bind the loop for worker threads' call_soon_threadsafe
         ls.spawn(register_watchers(ls), "file watcher registration")
-        for folder in list(ls.folders.values()):
-            ls.spawn(ls.start_folder(folder), f"start-up of {folder.root}")
-        ls.spawn(ls.poll_store(), "store poll")
+        for folder in list(ls.session.folders.values()):
+            ls.spawn(start_folder(ls, folder), f"start-up of {folder.root}")
+        ls.spawn(poll_store(ls), "store poll")
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: EngramLanguageServer, _params: None) -> None:
-        ls.shutting_down = True
+        ls.session.shutting_down = True
         dump_modules()
-        for task in list(ls._tasks):
+        for task in list(ls.tasks):
             task.cancel()
         try:  # the last editor events, then session_end so the observer finalises it
             await asyncio.to_thread(ls.editor_events.close)
@@ -48,49 +54,57 @@ def register(server: EngramLanguageServer) -> None:
                 await closer()
             except Exception as exc:
                 log.debug("extension close failed: %s", exc)
-        for folder in ls.folders.values():
+        for folder in ls.session.folders.values():
             for child in list(folder.children):  # background embedding: stop, never orphan
                 with contextlib.suppress(ProcessLookupError):
                     child.terminate()
                 with contextlib.suppress(Exception):
                     await asyncio.to_thread(child.wait, 5)  # reaped, never a zombie
-            if folder.link is not None:  # the engine stays for other front ends
-                folder.link.close()
-                folder.link = None
-            for engine in [*folder.retired, folder.engine]:
-                if engine is None:
-                    continue
-                try:
-                    await asyncio.to_thread(engine.close)
-                except Exception as exc:
-                    log.debug("engine close failed: %s", exc)
-            folder.retired.clear()
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(
-        ls: EngramLanguageServer, _params: types.DidChangeConfigurationParams
-    ) -> None:
-        for folder in list(ls.folders.values()):
-            ls.spawn(reload_settings(ls, folder.uri), f"settings of {folder.root}")
+            await asyncio.to_thread(retire, folder)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def did_change_folders(
         ls: EngramLanguageServer, params: types.DidChangeWorkspaceFoldersParams
     ) -> None:
+        session = ls.session
         for removed in params.event.removed:
-            folder = ls.folders.pop(removed.uri, None)
+            folder = session.folders.pop(removed.uri, None)
             if folder is not None:
-                for uri in [u for u, d in ls.docs.items() if d.folder is folder]:
-                    ls.docs.pop(uri, None)
-                if folder.link is not None:
-                    folder.link.close()
-                    folder.link = None
-                if folder.engine is not None:
-                    await asyncio.to_thread(folder.engine.close)
+                for doc in session.docs_of(folder):
+                    session.docs.pop(doc.uri, None)
+                # a command or a snapshot may still run on them: closed when they finish
+                await asyncio.to_thread(retire, folder)
         for added in params.event.added:
-            folder = ls.add_folder(added.uri, added.name)
+            folder = session.add_folder(added.uri, added.name)
             if folder is not None:
-                ls.spawn(ls.start_folder(folder), f"start-up of {folder.root}")
+                ls.spawn(start_folder(ls, folder), f"start-up of {folder.root}")
+
+
+FEATURE = Feature("lifecycle", register)
+
+
+def retire(folder: Folder) -> None:
+    """The folder's link and engine are done with: each closes once its last user has
+    finished (the workspace engine itself stays for other front ends)."""
+    folder.links.close()
+    folder.engines.close()
+
+
+def decide_client(ls: EngramLanguageServer, params: types.InitializeParams) -> None:
+    """Remember who the client is, and which folders it opened."""
+    session = ls.session
+    session.client = client_info(params)
+    if not session.folders:
+        for folder in params.workspace_folders or []:
+            session.add_folder(folder.uri, folder.name)
+    if not session.folders:
+        root_uri = params.root_uri or (from_fs_path(params.root_path) if params.root_path else None)
+        if root_uri is None and session.fallback_root is not None:
+            root_uri = from_fs_path(str(Path(session.fallback_root).resolve()))
+        if root_uri is None:
+            root_uri = from_fs_path(str(Path.cwd()))
+        if root_uri:
+            session.add_folder(root_uri)
 
 
 #: Where ``shutdown`` writes the names of the modules this server imported (a check that
@@ -129,49 +143,3 @@ async def register_watchers(ls: EngramLanguageServer) -> None:
             ]
         )
     )
-
-
-async def reload_settings(ls: EngramLanguageServer, folder_uri: str) -> None:
-    """Re-read settings; reopen the engine only when more than diagnostics changed.
-
-    The engine a setting replaces is never closed here: a hover, a command or the editor
-    event worker may still be using it in a thread. It is retired (``folder.retired``) and
-    closed at shutdown, after every worker has stopped.
-    """
-    folder = ls.folders.get(folder_uri)
-    if folder is None:
-        return
-    if folder.engine is None:  # served by the workspace engine: this window's view only
-        if folder.link is None:
-            return
-        folder.overrides = await ls.fetch_overrides(folder)
-        config = await asyncio.to_thread(load_config_blocking, folder.root, folder.overrides)
-        ls.configure_folder(folder, config)
-        for doc in [d for d in ls.docs.values() if d.folder is folder]:
-            ls.publish(doc)
-        ls.request_pull_refresh()
-        return
-    overrides = await ls.fetch_overrides(folder)
-    old = folder.engine
-    fresh = await asyncio.to_thread(open_engine_blocking, folder.root, overrides)
-    folder.overrides = overrides
-    same_core = _without_diagnostics(fresh.config) == _without_diagnostics(old.config)
-    if same_core:
-        old.config = fresh.config  # diagnostics-only change: keep the open store
-        ls.configure_folder(folder, old.config)
-    else:
-        ls.configure_folder(folder, fresh.config)
-        folder.engine = fresh
-        folder.impact.clear()
-        folder.retired.append(old)
-    log.info("settings reloaded for %s", folder.root)
-    for doc in [d for d in ls.docs.values() if d.folder is folder]:
-        await ls.refresh_document(doc)
-        ls.publish(doc)
-    ls.request_pull_refresh()
-
-
-def _without_diagnostics(config: object) -> object:
-    import attrs
-
-    return attrs.evolve(config, diagnostics=None)  # type: ignore[misc]

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from engram.config import TeamConfig
+from engram.lsp.feature import Feature
+from engram.lsp.tracking import refresh_folder
 from engram.workspace import uri_to_path
 
 if TYPE_CHECKING:
@@ -27,12 +29,13 @@ def register(server: EngramLanguageServer) -> None:
     async def did_change_watched_files(
         ls: EngramLanguageServer, params: types.DidChangeWatchedFilesParams
     ) -> None:
+        session = ls.session
         by_folder: dict[str, tuple[Folder, list[str]]] = {}
         store_changed: set[str] = set()
         team_changed: dict[str, Folder] = {}
         for change in params.changes:
             path = uri_to_path(change.uri)
-            folder = ls.folder_for_path(path) if path is not None else None
+            folder = session.folder_for_path(path) if path is not None else None
             if folder is None or path is None:
                 continue
             parts = path.relative_to(folder.root).parts if folder.contains(path) else ()
@@ -44,7 +47,7 @@ def register(server: EngramLanguageServer) -> None:
             if "/".join(parts).startswith(team_dir(folder) + "/"):
                 team_changed[folder.uri] = folder  # a pull brought teammates' memories
                 continue
-            if change.uri in ls.docs:
+            if change.uri in session.docs:
                 continue  # the editor owns open documents; didChange/didSave cover them
             by_folder.setdefault(folder.uri, (folder, []))[1].append("/".join(parts))
         for folder, rels in by_folder.values():
@@ -52,9 +55,12 @@ def register(server: EngramLanguageServer) -> None:
         for folder in team_changed.values():
             ls.spawn(sync_team(ls, folder), f"team sync in {folder.root}")
         for uri in store_changed - set(by_folder) - set(team_changed):
-            folder = ls.folders.get(uri)
-            if folder is not None:
-                ls.spawn(ls.refresh_folder(folder), f"refresh of {folder.root}")
+            found = session.folders.get(uri)
+            if found is not None:
+                ls.spawn(refresh_folder(ls, found), f"refresh of {found.root}")
+
+
+FEATURE = Feature("watched files", register)
 
 
 def team_dir(folder: Folder) -> str:
@@ -64,58 +70,70 @@ def team_dir(folder: Folder) -> str:
 
 async def sync_team(ls: EngramLanguageServer, folder: Folder) -> None:
     """Read the team folder into the store (after a pull or checkout), then refresh."""
-    link = folder.link
-    if link is not None and folder.engine is None:
-        if folder.ready and folder.config is not None and folder.config.team.auto_sync:
+    config = folder.config  # this run's settings snapshot
+    link_lease = folder.links.acquire() if folder.engine is None else None
+    if link_lease is not None:
+        with link_lease as link:
+            if not (folder.ready and config is not None and config.team.auto_sync):
+                return
             try:
                 await asyncio.to_thread(link.run_cli, "sync")
             except Exception as exc:
                 log.warning("team sync in %s failed: %s", folder.root, exc)
-            await ls.refresh_folder(folder)
+        await refresh_folder(ls, folder)
         return
-    engine = folder.engine
-    if engine is None or not folder.ready or not engine.config.team.auto_sync:
+    lease = folder.engines.acquire()
+    if lease is None:
         return
-    try:
-        from engram.app.team import sync_team
+    with lease as engine:
+        if not folder.ready or not engine.config.team.auto_sync:
+            return
+        try:
+            from engram.app.team import sync_team
 
-        report = await asyncio.to_thread(sync_team, engine)
-    except Exception as exc:  # a bad team file must never take the server down
-        log.warning("team sync in %s failed: %s", folder.root, exc)
-        return
+            report = await asyncio.to_thread(sync_team, engine)
+        except Exception as exc:  # a bad team file must never take the server down
+            log.warning("team sync in %s failed: %s", folder.root, exc)
+            return
     if report.added or report.updated or report.retired:
         log.info("team sync in %s: %s", folder.root, report.to_dict())
-    await ls.refresh_folder(folder)
+    await refresh_folder(ls, folder)
 
 
 async def reindex_files(ls: EngramLanguageServer, folder: Folder, rels: Sequence[str]) -> None:
-    link = folder.link
-    if link is not None and folder.engine is None:
-        if folder.ready and folder.has_graph:
-            try:
-                await asyncio.to_thread(link.request, "reindex", files=list(rels))
-            except Exception as exc:
-                log.debug("reindex in the engine failed: %s", exc)
-        for rel in rels:
-            folder.impact.pop(rel, None)
-            folder.symbols.pop(rel, None)
-        await ls.refresh_folder(folder)
-        return
-    engine = folder.engine
-    if engine is None or not folder.ready:
-        return
-    if folder.has_graph:
-
-        def run() -> None:
-            graph = engine.codegraph
-            for rel in rels:
+    link_lease = folder.links.acquire() if folder.engine is None else None
+    if link_lease is not None:
+        with link_lease as link:
+            if folder.ready and folder.has_graph:
                 try:
-                    graph.reindex_file(rel)
+                    await asyncio.to_thread(link.request, "reindex", files=list(rels))
                 except Exception as exc:
-                    log.debug("reindex of %s failed: %s", rel, exc)
+                    log.debug("reindex in the engine failed: %s", exc)
+        _forget(folder, rels)
+        await refresh_folder(ls, folder)
+        return
+    lease = folder.engines.acquire()
+    if lease is None:
+        return
+    with lease as engine:
+        if not folder.ready:
+            return
+        if folder.has_graph:
 
-        await asyncio.to_thread(run)
+            def run() -> None:
+                graph = engine.codegraph
+                for rel in rels:
+                    try:
+                        graph.reindex_file(rel)
+                    except Exception as exc:
+                        log.debug("reindex of %s failed: %s", rel, exc)
+
+            await asyncio.to_thread(run)
+    _forget(folder, rels)
+    await refresh_folder(ls, folder)
+
+
+def _forget(folder: Folder, rels: Sequence[str]) -> None:
     for rel in rels:
         folder.impact.pop(rel, None)
         folder.symbols.pop(rel, None)
-    await ls.refresh_folder(folder)

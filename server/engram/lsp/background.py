@@ -1,0 +1,171 @@
+"""Indexing for the editor: the index use case with ``$/progress``, and the child
+``engram index`` that embeds afterwards so the model's memory never stays in the editor's
+server (docs/lsp.md, "start-up"; ``index.embed_in_background``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from engram.lsp import progress
+from engram.lsp.tracking import refresh_folder
+
+if TYPE_CHECKING:
+    from engram.app import Engine
+    from engram.codegraph import IndexReport
+    from engram.config import EngramConfig
+    from engram.jsontypes import JsonObject
+    from engram.lsp.folder import Folder
+    from engram.lsp.server import EngramLanguageServer
+
+log = logging.getLogger(__name__)
+
+
+def child_will_index(config: EngramConfig) -> bool:
+    """Whether a child ``engram index`` follows this server's own index."""
+    return config.index.embed_in_background
+
+
+async def index_folder(
+    ls: EngramLanguageServer,
+    folder: Folder,
+    engine: Engine,
+    title: str | None,
+    token: str | None = None,
+) -> IndexReport:
+    """The index use case in a thread, reporting ``$/progress``; cancellable by the client.
+
+    The caller holds a lease on ``engine`` for the whole call.
+    """
+    own = token is None
+    if own:
+        token = await progress.begin(ls, title or "Engram: indexing")
+    last = [0.0]
+
+    def report(done: int, total: int | None, message: str = "") -> None:
+        now = time.monotonic()
+        if now - last[0] < progress.PROGRESS_INTERVAL and done != total:
+            return
+        last[0] = now
+        text = f"indexing {done}/{total}" if total else f"indexing {done}"
+        pct = int(done * 100 / total) if total else None
+        ls.threadsafe(_set_indexing, folder, text)
+        ls.threadsafe(progress.report, ls, token, text, pct)
+
+    def cancelled() -> bool:
+        return progress.cancelled(ls, token)
+
+    # keyword-only chunks here; embeddings (and, when that child runs, git history
+    # mining) happen in a child process, see maybe_embed_in_child
+    from engram.app.indexing import LSP_INDEX, run_index
+
+    options = attrs.evolve(LSP_INDEX, history=not child_will_index(engine.config))
+
+    def run() -> IndexReport:
+        return run_index(engine, options, report, cancelled).code
+
+    try:
+        folder.indexing = "indexing"
+        return await asyncio.to_thread(run)
+    finally:
+        folder.indexing = None
+        if own:
+            progress.end(ls, token, "indexed")
+
+
+def _set_indexing(folder: Folder, text: str) -> None:
+    folder.indexing = text
+
+
+async def reindex(
+    ls: EngramLanguageServer, folder: Folder, engine: Engine, files: Sequence[str] | None
+) -> IndexReport | JsonObject:
+    """``engram.index``: the given files in the graph, or everything with progress."""
+    if files:
+        rels = [engine.workspace.relative(f) for f in files]
+
+        def run() -> JsonObject:
+            graph = engine.codegraph
+            results = [graph.reindex_file(rel) for rel in rels]
+            return {"files": rels, "results": results}
+
+        report: IndexReport | JsonObject = await asyncio.to_thread(run)
+    else:
+        report = await index_folder(ls, folder, engine, "Engram: re-indexing")
+        maybe_embed_in_child(ls, folder, engine.config)
+    folder.impact.clear()
+    folder.symbols.clear()
+    await refresh_folder(ls, folder)
+    return report
+
+
+def maybe_embed_in_child(ls: EngramLanguageServer, folder: Folder, config: EngramConfig) -> None:
+    """After a keyword-only index: embeddings in a child, unless off or one runs.
+
+    With the workspace engine, the child is a thin ``engram index`` that the engine
+    runs; the memory it needs is the engine's, never this server's.
+    """
+    if not child_will_index(config):
+        return
+    if folder.children:
+        return  # the running child embeds whatever this index added, too
+    ls.spawn(embed_in_child(ls, folder), f"embedding in {folder.root}")
+
+
+async def embed_in_child(ls: EngramLanguageServer, folder: Folder) -> None:
+    """Run ``engram index`` in a child process for the embeddings, then refresh.
+
+    Embedding code chunks loads the ONNX model and its buffers (hundreds of MB, for
+    minutes on a large repository); in a child, that memory is returned to the
+    system when it exits, and the editor's server stays small. The child writes
+    through the stores' own writer locks; this server sees the new vectors as
+    foreign writes. Its output goes to ``.engram/logs/background-index.log``; it is
+    started, locked and reaped by ``engram.jobs`` like every background job.
+    """
+    from engram.jobs import start
+
+    settings = folder.settings  # one snapshot for the whole run
+    delay = settings.config.index.background_delay_seconds if settings.config else 0.0
+    if delay > 0:
+        await asyncio.sleep(delay)  # cancelled at shutdown: no child is started then
+    # the child reads the workspace's config files itself; the editor's embedding
+    # settings travel as environment overrides so both use the same model
+    embed = settings.config.embed if settings.config is not None else None
+    env: dict[str, str] = {}
+    if embed is not None:
+        env["ENGRAM_EMBED__MODEL"] = embed.model
+        env["ENGRAM_EMBED__BATCH_SIZE"] = str(embed.batch_size)
+    try:
+        child = start(
+            folder.workspace,
+            "index",
+            ["index"],
+            log_name="background-index.log",
+            env=env,
+            lower_priority=True,
+        )
+    except OSError as exc:
+        log.warning("background embedding not started: %s", exc)
+        return
+    if child is None:
+        return  # another process indexes this workspace now
+    folder.children.append(child)
+    try:
+        code = await asyncio.to_thread(child.wait)
+    except asyncio.CancelledError:  # shutdown cancels this task first: end the child
+        with contextlib.suppress(ProcessLookupError):
+            child.terminate()
+        raise
+    finally:
+        if child in folder.children:
+            folder.children.remove(child)
+    if code != 0:
+        log.warning("background embedding exited with %s (see .engram/logs/)", code)
+        return
+    await refresh_folder(ls, folder)

@@ -1,0 +1,159 @@
+"""A folder's start: read its settings, reach the workspace engine (or open one
+in-process), show what is known, then index, under one cancellable progress
+(docs/lsp.md, "start-up")."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from engram.config import merge_settings, workspace_settings_trust
+from engram.errors import EngramError
+from engram.lsp import progress
+from engram.lsp.background import index_folder, maybe_embed_in_child
+from engram.lsp.client import diagnostic_mode
+from engram.lsp.folder import load_config_blocking, open_engine_blocking, warm_blocking
+from engram.lsp.linking import connect_engine
+from engram.lsp.publishing import request_pull_refresh
+from engram.lsp.tracking import refresh_folder
+
+if TYPE_CHECKING:
+    from engram.config import EngramConfig
+    from engram.jsontypes import JsonObject
+    from engram.lsp.folder import Folder
+    from engram.lsp.server import EngramLanguageServer
+    from engram.workspace_trust import SettingsTrust
+
+log = logging.getLogger(__name__)
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def configure_folder(
+    ls: EngramLanguageServer,
+    folder: Folder,
+    config: EngramConfig,
+    overrides: Mapping[str, object] | None = None,
+) -> None:
+    """Install a folder's settings snapshot; who the client is and how diagnostics travel."""
+    session = ls.session
+    agent = session.client.kind_is_agent(config.diagnostics.client_kind)
+    folder.configure(config, agent, folder.settings.overrides if overrides is None else overrides)
+    session.agent = agent
+    session.mode = diagnostic_mode(ls.client_capabilities, config.diagnostics.mode)
+
+
+async def fetch_overrides(ls: EngramLanguageServer, folder: Folder) -> JsonObject:
+    """initializationOptions under the editor's ``engram`` settings for this folder."""
+    client = ls.session.client
+    merged: dict[str, Any] = {
+        k: v for k, v in client.options.items() if k not in ("clientKind", "client_kind")
+    }
+    caps = ls.client_capabilities.workspace
+    if caps is not None and caps.configuration:
+        try:
+            result = await asyncio.wait_for(
+                ls.workspace_configuration_async(
+                    types.ConfigurationParams(
+                        items=[types.ConfigurationItem(scope_uri=folder.uri, section="engram")]
+                    )
+                ),
+                timeout=5.0,
+            )
+            section = result[0] if result else None
+            if isinstance(section, dict):
+                merged = merge_settings(merged, section)
+        except Exception as exc:
+            log.info("workspace/configuration unavailable: %s", exc)
+    kind = client.declared_kind
+    if kind is not None:
+        merged.setdefault("diagnostics", {})
+        if isinstance(merged["diagnostics"], dict):
+            merged["diagnostics"].setdefault("client_kind", kind)
+    return merged
+
+
+def warn_untrusted_settings(ls: EngramLanguageServer, folder: Folder, trust: SettingsTrust) -> None:
+    """Say, never silently skip, when the workspace asks to run code or send data.
+
+    The gated settings are already off (:mod:`engram.workspace_trust`); the user is told
+    what they would do and how to approve them (docs/security.md).
+    """
+    if not trust.needs_approval:
+        return
+    message = f"Engram ({folder.name}): {trust.summary()}, then reload the window."
+    log.warning("%s", message)
+    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+
+async def start_folder(ls: EngramLanguageServer, folder: Folder) -> None:
+    """Reach the workspace engine (or open one in-process), then index; with progress."""
+    from engram.lsp.remote import preload
+
+    # what a digest-first didOpen reads is imported while the editor still talks to us
+    preloading = asyncio.ensure_future(asyncio.to_thread(preload))
+    token = await progress.begin(ls, f"Engram: opening {folder.name}")
+    try:
+        overrides = await fetch_overrides(ls, folder)
+        config = await asyncio.to_thread(load_config_blocking, folder.root, overrides)
+        configure_folder(ls, folder, config, overrides)
+        # before any engine (local or the workspace engine): say what was held back
+        trust = await asyncio.to_thread(workspace_settings_trust, folder.workspace)
+        warn_untrusted_settings(ls, folder, trust)
+        await preloading
+        if await connect_engine(ls, folder) is not None:
+            await start_remote(ls, folder, config, token)
+            return
+        engine = await asyncio.to_thread(open_engine_blocking, folder.root, overrides)
+        configure_folder(ls, folder, engine.config)
+        folder.engines.set(engine)
+        progress.report(ls, token, "loading memories")
+        await asyncio.to_thread(warm_blocking, engine)
+        folder.ready = True
+        log.info("Engram ready for %s", folder.root)
+        await refresh_folder(ls, folder)
+        request_pull_refresh(ls)
+        if folder.has_graph and engine.config.index.index_on_start:
+            lease = folder.engines.acquire()
+            if lease is not None:  # None: the folder was removed meanwhile
+                with lease as current:
+                    await index_folder(ls, folder, current, None, token)
+                folder.symbols.clear()
+                await refresh_folder(ls, folder)
+                maybe_embed_in_child(ls, folder, engine.config)
+    except Exception as exc:
+        folder.error = f"Engram could not start for {folder.root}: {first_line(exc)}"
+        log.error("%s", folder.error, exc_info=not isinstance(exc, EngramError))
+    finally:
+        progress.end(ls, token, folder.error or "ready")
+
+
+async def start_remote(
+    ls: EngramLanguageServer, folder: Folder, config: EngramConfig, token: str | None
+) -> None:
+    """The folder is served by the workspace engine: show, then index there."""
+    folder.ready = True
+    progress.report(ls, token, "loading memories")
+    await refresh_folder(ls, folder)
+    request_pull_refresh(ls)
+    if folder.has_graph and config.index.index_on_start:
+        lease = folder.links.acquire()
+        if lease is None:
+            return
+        folder.indexing = "indexing"
+        progress.report(ls, token, "indexing")
+        try:
+            with lease as link:
+                await asyncio.to_thread(link.index, not config.index.embed_in_background)
+        finally:
+            folder.indexing = None
+        folder.symbols.clear()
+        await refresh_folder(ls, folder)
+        maybe_embed_in_child(ls, folder, config)

@@ -1,0 +1,111 @@
+"""A settings change or a removed folder while a command runs on the engine (issue 14).
+
+The server used to keep every engine a settings change replaced open until shutdown, and
+closed a removed folder's engine while a command was still using it. Now new work goes to
+the new engine at once, the running command finishes on the old one, and the old one is
+closed right after, by its last user (engram.lsp.engines).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from tests.lsp.conftest import lsp_session, open_doc, seed, wait_for, wait_ready
+
+from engram.workspace import Workspace
+
+HELD_SERVER = Path(__file__).with_name("held_server.py")
+GOTCHA_SEED = {
+    "content": "parse_config must be called with an absolute path",
+    "type": "gotcha",
+    "file": "src/app.py",
+    "start_line": 3,
+    "end_line": 6,
+}
+
+
+def log_lines(hold: Path) -> list[str]:
+    path = hold / "engines.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+async def run_held_search(client: Any, hold: Path) -> tuple[asyncio.Task[Any], str]:
+    """Start ``engram.search`` for HOLD; returns the task and the engine it runs on."""
+    task = asyncio.ensure_future(
+        client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="engram.search", arguments=[{"query": "HOLD"}])
+        )
+    )
+    await wait_for(lambda: (hold / "started").exists(), what="the held search to start")
+    return task, (hold / "started").read_text()
+
+
+def session_args(hold: Path) -> dict[str, Any]:
+    env = {**os.environ, "ENGRAM_TEST_HOLD_DIR": str(hold)}
+    return {"server_command": [sys.executable, str(HELD_SERVER)], "server_env": env}
+
+
+async def test_a_settings_change_lets_a_running_command_finish_then_closes_the_old_engine(
+    app_workspace: Workspace, tmp_path: Path
+) -> None:
+    root = app_workspace.root
+    seed(root, [dict(GOTCHA_SEED)])
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    async with lsp_session([root], configuration={}, **session_args(hold)) as client:
+        await wait_ready(client)
+        await open_doc(client, root / "src" / "app.py")
+        task, old = await run_held_search(client, hold)
+
+        # a section the engine reads changes: a new engine for new work
+        client.set_configuration({"retrieval": {"candidates": 40}}, section="engram")
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+        await wait_for(
+            lambda: sum(line.startswith("open ") for line in log_lines(hold)) >= 2,
+            what="a new engine after the settings change",
+        )
+        await asyncio.sleep(0.5)
+        assert f"close {old}" not in log_lines(hold)  # still in use: not closed under it
+
+        (hold / "release").write_text("go")
+        result = await asyncio.wait_for(task, 60)
+        assert result is not None  # the command completed, no error
+        await wait_for(lambda: f"close {old}" in log_lines(hold), what="the old engine closed")
+        lines = log_lines(hold)
+        assert lines.index(f"search done {old}") < lines.index(f"close {old}")
+        # the new engine serves: a command after the change runs on it
+        again = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="engram.search", arguments=[{"query": "paths"}])
+        )
+        assert again is not None
+
+
+async def test_a_removed_folder_closes_its_engine_only_after_the_running_command(
+    app_workspace: Workspace, tmp_path: Path
+) -> None:
+    root = app_workspace.root
+    seed(root, [dict(GOTCHA_SEED)])
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    async with lsp_session([root], **session_args(hold)) as client:
+        await wait_ready(client)
+        task, old = await run_held_search(client, hold)
+        folder = types.WorkspaceFolder(uri=root.resolve().as_uri(), name=root.name)
+        client.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(added=[], removed=[folder])
+            )
+        )
+        await asyncio.sleep(1.0)
+        assert f"close {old}" not in log_lines(hold)
+        (hold / "release").write_text("go")
+        result = await asyncio.wait_for(task, 60)
+        assert result is not None
+        await wait_for(lambda: f"close {old}" in log_lines(hold), what="the engine closed")
+        lines = log_lines(hold)
+        assert lines.index(f"search done {old}") < lines.index(f"close {old}")
