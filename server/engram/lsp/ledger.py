@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
 import attrs
 
@@ -53,13 +52,13 @@ class SessionLedger:
         self,
         found: Mapping[str, Memory],
         review_queue: Sequence[Memory],
-        observer: Any = None,
+        observer: object = None,
     ) -> JsonObject:
-        def brief(memory_id: str) -> dict[str, Any] | None:
+        def brief(memory_id: str) -> JsonObject | None:
             memory = found.get(memory_id)
             return memory_json(memory) if memory is not None else None
 
-        def briefs(ids: Iterable[str]) -> list[dict[str, Any]]:
+        def briefs(ids: Iterable[str]) -> list[JsonObject]:
             return [b for b in (brief(i) for i in ids) if b is not None]
 
         return {
@@ -67,7 +66,9 @@ class SessionLedger:
             "applied": briefs(self.applied_ids),
             "learned": briefs(self.learned_ids),
             "corrected": [
-                {**b, "correction": self.corrections[b["id"]]} for b in briefs(self.corrections)
+                {**b, "correction": self.corrections[memory_id]}
+                for memory_id in self.corrections
+                if (b := brief(memory_id)) is not None
             ],
             "needs_review": [memory_json(m) for m in review_queue],
             "observer": observer,
