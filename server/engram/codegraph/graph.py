@@ -162,6 +162,10 @@ _PRELOAD_IDS_OVER = 200
 _FULL_CLOSURE_OVER = 200
 
 
+#: Files whose definition names one resolution pass keeps (a few MB at most).
+_NAMES_KEPT = 10_000
+
+
 class _FileIds:
     """``files.path`` <-> ``files.id`` during one resolution pass, read as needed."""
 
@@ -170,6 +174,10 @@ class _FileIds:
         self._complete = preload
         self._by_path: dict[str, int | None] = {}
         self._by_id: dict[int, str | None] = {}
+        #: file id -> (names of its definitions, of its top-level ones); one pass reads a
+        #: much-imported file's names once, not once per importer (docs/codegraph.md,
+        #: "At 50,000 files")
+        self._names: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
         if preload:
             for file_id, path in conn.execute("SELECT id, path FROM files"):
                 self._by_path[str(path)] = int(file_id)
@@ -186,6 +194,26 @@ class _FileIds:
     def ids_of(self, paths: Iterable[str]) -> list[int]:
         return [i for i in (self.id_of(p) for p in paths) if i is not None]
 
+    def names(self, file_id: int) -> frozenset[str]:
+        """Names of the definitions in a file (what calls into it resolve to)."""
+        return self._definitions(file_id)[0]
+
+    def top_names(self, file_id: int) -> frozenset[str]:
+        """Names of a file's top-level definitions (what its package's other files see)."""
+        return self._definitions(file_id)[1]
+
+    def _definitions(self, file_id: int) -> tuple[frozenset[str], frozenset[str]]:
+        found = self._names.get(file_id)
+        if found is None:
+            rows = self._conn.execute(
+                "SELECT name, parent_id IS NULL FROM nodes WHERE file_id=?", (file_id,)
+            ).fetchall()
+            found = (frozenset(r[0] for r in rows), frozenset(r[0] for r in rows if r[1]))
+            if len(self._names) >= _NAMES_KEPT:  # bounded on a huge tree
+                self._names.clear()
+            self._names[file_id] = found
+        return found
+
     def path_of(self, file_id: int) -> str | None:
         if file_id not in self._by_id:
             if self._complete:
@@ -193,6 +221,41 @@ class _FileIds:
             row = self._conn.execute("SELECT path FROM files WHERE id=?", (file_id,)).fetchone()
             self._by_id[file_id] = str(row[0]) if row else None
         return self._by_id[file_id]
+
+
+class _Adjacency:
+    """``file_deps`` as ``src -> [(dst, weight)]`` in ``dst`` order, read per file as the
+    closure's walk meets it, or all at once for a rebuild of the whole closure."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._complete = False
+        self._by_src: dict[int, list[tuple[int, float]]] = {}
+
+    def load_all(self) -> None:
+        by_src: dict[int, list[tuple[int, float]]] = defaultdict(list)
+        for src, dst, weight in self._conn.execute(
+            "SELECT src, dst, weight FROM file_deps ORDER BY src, dst"
+        ):
+            by_src[src].append((dst, weight))
+        self._by_src = dict(by_src)
+        self._complete = True
+
+    def sources(self) -> set[int]:
+        return set(self._by_src)
+
+    def of(self, node: int) -> list[tuple[int, float]]:
+        found = self._by_src.get(node)
+        if found is None:
+            if self._complete:
+                return []
+            found = self._by_src[node] = [
+                (int(r[0]), float(r[1]))
+                for r in self._conn.execute(
+                    "SELECT dst, weight FROM file_deps WHERE src=? ORDER BY dst", (node,)
+                )
+            ]
+        return found
 
 
 @attrs.define
@@ -951,46 +1014,52 @@ class CodeGraph:
                VALUES ('imports', ?, ?, ?, ?, ?)""",
             import_edges,
         )
-        # names the calls may refer to
-        own = {r[0] for r in conn.execute("SELECT name FROM nodes WHERE file_id=?", (file_id,))}
+        # names the calls may refer to: the definitions of this file, of the files it
+        # depends on so far and (Go, Java) of its package's other files; a name defined in
+        # several of them means the one with the lowest file id
+        own = ids.names(file_id)
         dep_files = sorted(deps)
-        dep_defs: dict[str, list[int]] = defaultdict(list)
-        if dep_files:
-            marks = ",".join("?" * len(dep_files))
-            for fid, name in conn.execute(
-                f"SELECT file_id, name FROM nodes WHERE file_id IN ({marks})", dep_files
-            ):
-                dep_defs[name].append(int(fid))
-        package_defs: dict[str, list[int]] = defaultdict(list)
+        dep_set = set(dep_files)
+        siblings: list[int] = []
         if spec is not None and spec.package_is_directory:
-            siblings = ids.ids_of(
-                p
-                for p in resolver.files_in_dir(posixpath.dirname(rel), spec.extensions)
-                if p != rel
+            siblings = sorted(
+                ids.ids_of(
+                    p
+                    for p in resolver.files_in_dir(posixpath.dirname(rel), spec.extensions)
+                    if p != rel
+                )
             )
-            if siblings:
-                marks = ",".join("?" * len(siblings))
-                for fid, name in conn.execute(
-                    f"SELECT file_id, name FROM nodes WHERE file_id IN ({marks}) "
-                    "AND parent_id IS NULL",
-                    siblings,
-                ):
-                    package_defs[name].append(int(fid))
+        first_def: dict[str, int | None] = {}
+        first_sibling_def: dict[str, int | None] = {}
+
+        def defined_in_dep(name: str) -> int | None:
+            if name not in first_def:
+                first_def[name] = next((f for f in dep_files if name in ids.names(f)), None)
+            return first_def[name]
+
+        def defined_in_package(name: str) -> int | None:
+            if name not in first_sibling_def:
+                first_sibling_def[name] = next(
+                    (f for f in siblings if name in ids.top_names(f)), None
+                )
+            return first_sibling_def[name]
 
         def pick(name: str, obj: str | None) -> int | None:
             local = obj is None or obj in _RECEIVER_WORDS
             if local and name in own:
                 return file_id
             if obj is not None and obj in module_aliases:
-                hits = [f for f in module_aliases[obj] if f in dep_defs.get(name, [])]
-                if hits:
-                    return hits[0]
+                for f in module_aliases[obj]:
+                    if f in dep_set and name in ids.names(f):
+                        return f
             if name in imported_names:
                 return imported_names[name][0]
-            if name in dep_defs:
-                return dep_defs[name][0]
-            if name in package_defs:
-                return package_defs[name][0]
+            found = defined_in_dep(name)
+            if found is not None:
+                return found
+            found = defined_in_package(name)
+            if found is not None:
+                return found
             if name in own:
                 return file_id
             return None
@@ -1010,18 +1079,10 @@ class CodeGraph:
         return deps
 
     def _forward_bfs(
-        self, start: int, adjacency: dict[int, list[tuple[int, float]]]
+        self, start: int, adjacency: _Adjacency
     ) -> dict[int, tuple[int, float, list[int]]]:
         """Everything ``start`` depends on within MAX_DEPTH: ancestor -> (depth, weight, path)."""
-        conn = self._db()
-
-        def neighbours(node: int) -> list[tuple[int, float]]:
-            if node not in adjacency:
-                adjacency[node] = [
-                    (int(r[0]), float(r[1]))
-                    for r in conn.execute("SELECT dst, weight FROM file_deps WHERE src=?", (node,))
-                ]
-            return adjacency[node]
+        neighbours = adjacency.of
 
         best: dict[int, tuple[int, float, list[int]]] = {}
         frontier: list[tuple[int, float, list[int]]] = [(start, 1.0, [start])]
@@ -1072,22 +1133,26 @@ class CodeGraph:
             affected |= found
         # counting the files costs a pass over an index: only worth it when a rebuild from
         # scratch might be cheaper than recomputing each affected row (an edit: never)
+        adjacency = _Adjacency(conn)
         if len(affected) > _FULL_CLOSURE_OVER and len(affected) > (
             int(conn.execute("SELECT count(*) FROM files").fetchone()[0]) // 2
         ):
             conn.execute("DELETE FROM closure")
-            affected = {int(r[0]) for r in conn.execute("SELECT DISTINCT src FROM file_deps")}
+            adjacency.load_all()  # one scan instead of a query per file
+            affected = adjacency.sources()
         else:
             ids = sorted(affected)
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 conn.execute(f"DELETE FROM closure WHERE descendant IN ({marks})", chunk)
-        adjacency: dict[int, list[tuple[int, float]]] = {}
         rows: list[tuple[int, int, int, float, str]] = []
         for descendant in sorted(affected):
             for ancestor, (depth, weight, path) in self._forward_bfs(descendant, adjacency).items():
-                rows.append((ancestor, descendant, depth, weight, json.dumps(path[::-1])))
+                # the JSON text json.dumps writes for a list of ints, without its encoder
+                rows.append(
+                    (ancestor, descendant, depth, weight, f"[{', '.join(map(str, path[::-1]))}]")
+                )
             if len(rows) > 5000:
                 conn.executemany("INSERT OR REPLACE INTO closure VALUES (?, ?, ?, ?, ?)", rows)
                 rows = []

@@ -67,8 +67,12 @@ class ImportResolver:
             for start in range(len(parts)):
                 self._java_dirs[".".join(parts[start:])].append(directory)
         #: answers of :meth:`resolve`; valid as long as this snapshot of the file list is, so
-        #: re-indexing an edited file does not redo the string work for its unchanged imports
-        self._memo: dict[tuple[str, str, str, tuple[str, ...], bool, str | None], list[str]] = {}
+        #: re-indexing an edited file does not redo the string work for its unchanged imports.
+        #: Keyed by the importing file's folder where only the folder matters (a cold index
+        #: meets the same import in every file of a folder)
+        self._memo: dict[tuple[str, str, str, tuple[str, ...], bool], list[str]] = {}
+        #: absolute Python imports tried from the roots: the same in every importing file
+        self._python_absolute: dict[tuple[str, tuple[str, ...], bool], list[str]] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def files_in_dir(self, directory: str, suffixes: tuple[str, ...] = ()) -> list[str]:
@@ -98,15 +102,21 @@ class ImportResolver:
         self, resolver: str, source: str, ref: ImportRef, package: str | None = None
     ) -> list[str]:
         """Workspace files ``ref`` (found in ``source``) refers to; empty when external."""
-        key = (resolver, source, ref.module, tuple(ref.names), ref.wildcard, package)
+        # Rust's module folder depends on the file's name (mod.rs, lib.rs); the other
+        # languages resolve from the importing file's folder
+        where = source if resolver == "rust" else _dirname(source)
+        key = (resolver, where, ref.module, tuple(ref.names), ref.wildcard)
         cached = self._memo.get(key)
         if cached is None:
             if len(self._memo) >= _MEMO_LIMIT:  # bounded memory on a huge tree
                 self._memo.clear()
+                self._python_absolute.clear()
             cached = self._memo[key] = self._resolve_uncached(resolver, source, ref)
-        return list(cached)
+        return [t for t in cached if t != source]
 
     def _resolve_uncached(self, resolver: str, source: str, ref: ImportRef) -> list[str]:
+        """Targets of ``ref`` from ``source``'s folder; ``source`` itself is dropped by the
+        caller (the answer is shared by every file of the folder)."""
         method = {
             "python": self._python,
             "js": self._js,
@@ -116,8 +126,7 @@ class ImportResolver:
         }.get(resolver)
         if method is None:
             return []
-        targets = [t for t in method(source, ref) if t != source]
-        return sorted(set(targets))
+        return sorted(set(method(source, ref)))
 
     # -- Python ----------------------------------------------------------------------------
     def _python_module(self, base: str, dotted: str) -> str | None:
@@ -143,8 +152,17 @@ class ImportResolver:
             bases = [base]
             dotted = module[dots:]
         else:
-            bases = [*self._python_roots, _dirname(source)]
-            dotted = module
+            key = (module, tuple(ref.names), ref.wildcard)
+            from_roots = self._python_absolute.get(key)
+            if from_roots is None:
+                from_roots = self._python_absolute[key] = self._python_from(
+                    self._python_roots, module, ref
+                )
+            return from_roots or self._python_from([_dirname(source)], module, ref)
+        return self._python_from(bases, dotted, ref)
+
+    def _python_from(self, bases: list[str], dotted: str, ref: ImportRef) -> list[str]:
+        """The files ``dotted`` (with ``ref``'s names) means from the first base that has it."""
         for base in bases:
             found: list[str] = []
             module_file = self._python_module(base, dotted) if dotted else None
