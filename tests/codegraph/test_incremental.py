@@ -256,3 +256,46 @@ def test_an_edit_reads_only_the_paths_it_resolves(make_graph, tmp_path: Path) ->
     assert whole_table == [], whole_table
     assert set(graph.dependencies("b.py")) == {"d.py", "pkg/m7.py"}
     assert closure(graph) == fresh_closure(root, tmp_path)
+
+
+def _indexes(db_path: Path) -> set[str]:
+    conn = sqlite3.connect(db_path)
+    try:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    finally:
+        conn.close()
+
+
+def test_a_cold_index_builds_the_lookup_indexes_after_its_rows(tmp_path: Path) -> None:
+    """A cold index loads nodes and edges without the name and target indexes and builds
+    them once at the end (docs/codegraph.md, "How indexing works"); a run killed before
+    that leaves them out, and the next run or edit puts them back."""
+    write_tree(tmp_path / "ws", BASE)
+    graph = CodeGraph(Workspace.open(tmp_path / "ws"), db_path=tmp_path / "g.sqlite")
+    seen_while_loading: list[set[str]] = []
+
+    def progress(done: int, total: int, what: str) -> None:
+        if done == 2:
+            seen_while_loading.append(_indexes(tmp_path / "g.sqlite"))
+
+    graph.index(progress=progress)
+    deferred = {"nodes_name", "edges_dst"}
+    assert seen_while_loading and not deferred & seen_while_loading[0]
+    assert deferred <= _indexes(tmp_path / "g.sqlite")
+    assert graph.dependents("c.py")  # the graph itself is complete
+
+    conn = sqlite3.connect(tmp_path / "g.sqlite")
+    for name in deferred:  # what a cold run killed part-way leaves
+        conn.execute(f"DROP INDEX {name}")
+    conn.close()
+    (tmp_path / "ws" / "d.py").write_text("import c\ndef fd():\n    return c.fc()\n")
+    assert graph.reindex_file("d.py").changed
+    assert deferred <= _indexes(tmp_path / "g.sqlite")
+
+    conn = sqlite3.connect(tmp_path / "g.sqlite")
+    for name in deferred:
+        conn.execute(f"DROP INDEX {name}")
+    conn.close()
+    graph.index()  # an index run over a graph that has files keeps the indexes throughout
+    assert deferred <= _indexes(tmp_path / "g.sqlite")
+    graph.close()

@@ -78,3 +78,26 @@ def test_one_confinement_function(linked_repo: Workspace) -> None:
         ws.read_bytes("vendor/secret_helpers.py")
     with pytest.raises(WorkspaceError):
         ws.resolve("../home/credentials")
+
+
+def test_the_bulk_reader_answers_as_read_bytes_does(linked_repo: Workspace, tmp_path: Path) -> None:
+    """An index run reads through a reader that confines each folder once
+    (docs/codegraph.md, "At 50,000 files"): same bytes, same refusals, same messages."""
+    ws = linked_repo
+    reader = ws.bulk_reader()
+    for rel in ("src/app.py", "src/alias.py", "src/app.py"):  # twice: the folder is known
+        assert reader.read_bytes(rel) == ws.read_bytes(rel)
+    for rel in ("src/settings.py", "vendor/secret_helpers.py", "src/../../home/credentials",
+                "src/..", "src/missing.py", "src"):  # fmt: skip
+        with pytest.raises((WorkspaceError, OSError)) as direct:
+            ws.read_bytes(rel)
+        with pytest.raises(type(direct.value)) as bulk:
+            reader.read_bytes(rel)
+        assert str(bulk.value) == str(direct.value), rel
+    # a file replaced by a link after its folder was checked is still refused
+    (ws.root / "src" / "late.py").write_text("x = 1\n")
+    assert reader.read_bytes("src/late.py") == b"x = 1\n"
+    (ws.root / "src" / "late.py").unlink()
+    os.symlink(tmp_path / "home" / "credentials", ws.root / "src" / "late.py")
+    with pytest.raises(WorkspaceError, match="outside the workspace"):
+        reader.read_bytes("src/late.py")

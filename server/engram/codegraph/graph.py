@@ -153,6 +153,15 @@ CREATE INDEX IF NOT EXISTS closure_descendant ON closure(descendant);
 """
 
 
+#: Secondary indexes a cold index creates once its rows are in instead of growing them row by
+#: row (their keys arrive in no useful order); neither phase of a run reads them, edits and
+#: queries do, so every run and every edit makes sure they exist (docs/codegraph.md, "How
+#: indexing works").
+_DEFERRED_INDEXES = {
+    "nodes_name": "CREATE INDEX IF NOT EXISTS nodes_name ON nodes(name)",
+    "edges_dst": "CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst_file, kind, dst_name)",
+}
+
 #: Resolving more files than this at once reads every file id up front; fewer (an edit)
 #: looks up only the paths it meets: building the map was O(files) per edited file.
 _PRELOAD_IDS_OVER = 200
@@ -164,6 +173,8 @@ _FULL_CLOSURE_OVER = 200
 
 #: Files whose definition names one resolution pass keeps (a few MB at most).
 _NAMES_KEPT = 10_000
+#: Package folders whose name index one resolution pass keeps.
+_PACKAGES_KEPT = 2_000
 
 
 class _FileIds:
@@ -178,6 +189,8 @@ class _FileIds:
         #: much-imported file's names once, not once per importer (docs/codegraph.md,
         #: "At 50,000 files")
         self._names: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+        #: folder -> :meth:`package_names` of its files (Go and Java packages)
+        self._packages: dict[tuple[str, tuple[str, ...]], dict[str, list[int]]] = {}
         if preload:
             for file_id, path in conn.execute("SELECT id, path FROM files"):
                 self._by_path[str(path)] = int(file_id)
@@ -212,6 +225,28 @@ class _FileIds:
             if len(self._names) >= _NAMES_KEPT:  # bounded on a huge tree
                 self._names.clear()
             self._names[file_id] = found
+        return found
+
+    def package_names(
+        self, folder: str, extensions: tuple[str, ...], paths: list[str]
+    ) -> dict[str, list[int]]:
+        """``name -> the two lowest ids of files in paths (one folder's files of one
+        language: its package) with a top-level definition of that name``; a file's package
+        siblings are the others."""
+        key = (folder, extensions)
+        found = self._packages.get(key)
+        if found is None:
+            found = {}
+            for sibling in sorted(self.ids_of(paths)):
+                for name in self.top_names(sibling):
+                    hits = found.get(name)
+                    if hits is None:
+                        found[name] = [sibling]
+                    elif len(hits) < 2:
+                        hits.append(sibling)
+            if len(self._packages) >= _PACKAGES_KEPT:
+                self._packages.clear()
+            self._packages[key] = found
         return found
 
     def path_of(self, file_id: int) -> str | None:
@@ -519,6 +554,10 @@ class CodeGraph:
             }
             removed = sorted(set(known) - set(listed))
             added = [p for p in listed if p not in known]
+            if known:
+                self._ensure_indexes()  # a cold run killed before it built them
+            else:
+                self._drop_deferred_indexes()
             try:
                 self._phase_parse(listed, known, report, progress, cancel)
                 if removed:
@@ -536,6 +575,7 @@ class CodeGraph:
                 if conn.in_transaction:
                     conn.rollback()
                 raise
+            self._ensure_indexes()
             if progress is not None:
                 progress(report.files_seen, report.files_seen, "")
             report.project_facts = detect_project(self.workspace.root)
@@ -545,6 +585,26 @@ class CodeGraph:
         report.seconds = time.perf_counter() - started
         report.cpu_seconds = time.process_time() - cpu_started
         return report
+
+    def _drop_deferred_indexes(self) -> None:
+        conn = self._db()
+        conn.execute("BEGIN")
+        for name in _DEFERRED_INDEXES:
+            conn.execute(f"DROP INDEX IF EXISTS {name}")
+        conn.commit()
+
+    def _ensure_indexes(self) -> None:
+        """Create the deferred indexes that are missing (writes only when one is)."""
+        conn = self._db()
+        present = {
+            str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")
+        }
+        missing = [sql for name, sql in _DEFERRED_INDEXES.items() if name not in present]
+        if missing:
+            conn.execute("BEGIN")
+            for sql in missing:
+                conn.execute(sql)
+            conn.commit()
 
     def _list_files(self, outside: list[str] | None = None) -> tuple[list[str], list[str]]:
         listed: list[str] = []
@@ -567,6 +627,8 @@ class CodeGraph:
     ) -> None:
         conn = self._db()
         total = len(listed)
+        root = str(self.workspace.root)
+        reader = self.workspace.bulk_reader()
         conn.execute("BEGIN")
         in_batch = 0
         for done, rel in enumerate(listed):
@@ -575,9 +637,8 @@ class CodeGraph:
                 raise IndexInterrupted
             if progress is not None:
                 progress(done, total, rel)
-            absolute = self.workspace.root / rel
             try:
-                stat = absolute.stat()
+                stat = os.stat(f"{root}/{rel}")
             except OSError:
                 continue
             previous = known.get(rel)
@@ -589,7 +650,9 @@ class CodeGraph:
             ):
                 report.files_unchanged += 1
                 continue
-            outcome = self._store_path(rel, stat.st_size, stat.st_mtime_ns, previous)
+            outcome = self._store_path(
+                rel, stat.st_size, stat.st_mtime_ns, previous, read=reader.read_bytes
+            )
             if outcome is None:
                 report.files_unchanged += 1
                 continue
@@ -617,12 +680,15 @@ class CodeGraph:
         previous: tuple[str | None, int | None, int | None, str] | None,
         *,
         keep_tree: bool = False,
+        read: Callable[[str], bytes] | None = None,
     ) -> tuple[str, str | None] | None:
         """Read and store one file; ``None`` when its content hash is unchanged.
 
-        ``keep_tree`` keeps the syntax tree for an incremental re-parse of the next edit.
+        ``keep_tree`` keeps the syntax tree for an incremental re-parse of the next edit;
+        ``read`` is the confined reader (a bulk pass passes one that confines per folder).
         """
         conn = self._db()
+        new = previous is None
         if size > self.config.max_file_bytes:
             digest = f"size:{size}:{mtime_ns}"
             if previous is not None and previous[0] == digest:
@@ -630,23 +696,23 @@ class CodeGraph:
             note = (
                 f"skipped: {size} bytes is over index.max_file_bytes ({self.config.max_file_bytes})"
             )
-            self._write_file(rel, digest, size, mtime_ns, "skipped", note, None)
+            self._write_file(rel, digest, size, mtime_ns, "skipped", note, None, new=new)
             return "skipped", note
         try:
-            data = self.workspace.read_bytes(rel)
+            data = (read or self.workspace.read_bytes)(rel)
         except WorkspaceError as exc:
             note = f"skipped: {exc}"
-            self._write_file(rel, None, size, mtime_ns, "error", note, None)
+            self._write_file(rel, None, size, mtime_ns, "error", note, None, new=new)
             return "error", note
         except OSError as exc:
             note = f"unreadable: {exc.strerror or exc}"
-            self._write_file(rel, None, size, mtime_ns, "error", note, None)
+            self._write_file(rel, None, size, mtime_ns, "error", note, None, new=new)
             return "error", note
         digest = content_hash(data)
         if previous is not None and previous[0] == digest and previous[3] != "error":
             conn.execute("UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, rel))
             return None
-        return self._store_bytes(rel, data, digest, size, mtime_ns, keep_tree=keep_tree)
+        return self._store_bytes(rel, data, digest, size, mtime_ns, keep_tree=keep_tree, new=new)
 
     def _store_bytes(
         self,
@@ -657,10 +723,11 @@ class CodeGraph:
         mtime_ns: int,
         *,
         keep_tree: bool = False,
+        new: bool = False,
     ) -> tuple[str, str | None]:
         if b"\0" in data[:BINARY_SNIFF_BYTES]:
             binary_note = "skipped: binary content"
-            self._write_file(rel, digest, size, mtime_ns, "binary", binary_note, None)
+            self._write_file(rel, digest, size, mtime_ns, "binary", binary_note, None, new=new)
             return "binary", binary_note
         spec = language_for(rel)
         loaded = self._registry.get(spec) if spec is not None else None
@@ -677,7 +744,7 @@ class CodeGraph:
             if facts is not None and facts.has_errors:
                 note = "syntax errors: partial structure"
         file_id = self._write_file(
-            rel, digest, size, mtime_ns, "ok", note, spec.name if spec else None
+            rel, digest, size, mtime_ns, "ok", note, spec.name if spec else None, new=new
         )
         if facts is not None:
             self._write_facts(file_id, facts)
@@ -708,7 +775,11 @@ class CodeGraph:
         status: str,
         note: str | None,
         language: str | None,
+        *,
+        new: bool = False,
     ) -> int:
+        """Insert or update a file's row; a ``new`` file (not in the graph when the run
+        began) has no rows of its own to delete."""
         conn = self._db()
         row = conn.execute(
             """INSERT INTO files(path, language, hash, size, mtime_ns, status, note, stale_at,
@@ -722,6 +793,8 @@ class CodeGraph:
              posixpath.basename(rel)),
         ).fetchone()  # fmt: skip
         file_id = int(row[0])
+        if new:
+            return file_id
         # the file's own part of the graph is rebuilt from scratch
         conn.execute("DELETE FROM nodes WHERE file_id=?", (file_id,))
         conn.execute("DELETE FROM edges WHERE src_file=?", (file_id,))
@@ -1018,31 +1091,22 @@ class CodeGraph:
         # depends on so far and (Go, Java) of its package's other files; a name defined in
         # several of them means the one with the lowest file id
         own = ids.names(file_id)
-        dep_files = sorted(deps)
-        dep_set = set(dep_files)
-        siblings: list[int] = []
+        dep_set = set(deps)
+        dep_defs: dict[str, int] = {}
+        for dep in sorted(deps, reverse=True):  # the lowest id written last wins
+            dep_defs.update(dict.fromkeys(ids.names(dep), dep))
+        package_defs: dict[str, list[int]] = {}
         if spec is not None and spec.package_is_directory:
-            siblings = sorted(
-                ids.ids_of(
-                    p
-                    for p in resolver.files_in_dir(posixpath.dirname(rel), spec.extensions)
-                    if p != rel
-                )
+            folder = posixpath.dirname(rel)
+            package_defs = ids.package_names(
+                folder, spec.extensions, resolver.files_in_dir(folder, spec.extensions)
             )
-        first_def: dict[str, int | None] = {}
-        first_sibling_def: dict[str, int | None] = {}
-
-        def defined_in_dep(name: str) -> int | None:
-            if name not in first_def:
-                first_def[name] = next((f for f in dep_files if name in ids.names(f)), None)
-            return first_def[name]
 
         def defined_in_package(name: str) -> int | None:
-            if name not in first_sibling_def:
-                first_sibling_def[name] = next(
-                    (f for f in siblings if name in ids.top_names(f)), None
-                )
-            return first_sibling_def[name]
+            for sibling in package_defs.get(name, ()):
+                if sibling != file_id:
+                    return sibling
+            return None
 
         def pick(name: str, obj: str | None) -> int | None:
             local = obj is None or obj in _RECEIVER_WORDS
@@ -1054,7 +1118,7 @@ class CodeGraph:
                         return f
             if name in imported_names:
                 return imported_names[name][0]
-            found = defined_in_dep(name)
+            found = dep_defs.get(name)
             if found is not None:
                 return found
             found = defined_in_package(name)
@@ -1166,6 +1230,7 @@ class CodeGraph:
         absolute = self.workspace.root / rel
         with self._lock:
             conn = self._db()
+            self._ensure_indexes()
             existing = conn.execute(
                 "SELECT hash, size, mtime_ns, status FROM files WHERE path=?", (rel,)
             ).fetchone()
