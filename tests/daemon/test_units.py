@@ -172,3 +172,44 @@ def test_peer_uid_names_the_other_end() -> None:
         assert uid == os.getuid()
     else:
         assert uid is None
+
+
+def test_deferred_work_runs_after_the_reply_at_the_lowest_cpu_priority() -> None:
+    """Contradiction checks after a write run on their own thread at nice 19 (Linux), so a
+    request overlapping one keeps the CPU (docs/engine.md, "Writes"); a failing job is
+    logged and the next one still runs; jobs handed in after close are dropped."""
+    import contextlib
+    import os
+    import sys
+    import threading
+    from collections.abc import Iterator
+
+    from engram.daemon.server import DEFERRED_NICE, DeferredWork
+
+    engine = object()
+    seen: list[tuple[object, int | None]] = []
+    done = threading.Event()
+
+    @contextlib.contextmanager
+    def borrow() -> Iterator[object]:
+        yield engine
+
+    def job(lent: object) -> None:
+        nice = None
+        if sys.platform.startswith("linux"):
+            nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        seen.append((lent, nice))
+
+    def fails(_lent: object) -> None:
+        raise RuntimeError("boom")
+
+    work = DeferredWork(borrow)  # type: ignore[arg-type]
+    work.add(fails)
+    work.add(job)
+    work.add(lambda _e: done.set())
+    assert done.wait(30)
+    assert seen == [(engine, DEFERRED_NICE if sys.platform.startswith("linux") else None)]
+    work.close()  # joins the thread: the last job's count is settled
+    assert work.pending == 0
+    work.add(job)
+    assert work.pending == 0 and len(seen) == 1
