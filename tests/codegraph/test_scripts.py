@@ -82,6 +82,21 @@ def test_index_benchmark_on_a_tiny_repo(tmp_path: Path) -> None:
     assert result["peak_rss_mb"] > 0
 
 
+def test_graph_vs_bare_on_a_tiny_tree(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path / "ws",
+        {
+            "a.py": "import b\ndef fa():\n    return b.fb()\n",
+            "b.py": "def fb():\n    return 1\n",
+            "README.md": "# tiny\n",
+        },
+    )
+    result = run("scripts/bench/graph_vs_bare.py", str(tmp_path / "ws"), cwd=tmp_path)
+    assert result["files_parsed_bare"] == 2 and result["files_indexed"] == 3
+    assert result["closure_rows"] == 1 and result["graph_cpu_seconds"] > 0
+    assert result["ratio"] is not None and result["ratio"] >= 0
+
+
 def test_cosqa_lab_on_a_tiny_slice(tmp_path: Path) -> None:
     """The lab mixes a third list into the fusion with CV weights: a local ONNX model, or
     a docstring view through the configured model (docs/codegraph.md, issue 17)."""

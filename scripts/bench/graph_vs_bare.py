@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""The code graph's cold index next to bare tree-sitter, in one process, in CPU seconds.
+
+``scripts/bench/scale.py`` measures the same ratio through ``engram index --no-embed`` (the
+whole pipeline: chunks, history); this script isolates the graph so a change to it can be
+measured quickly and alternately against an older checkout (``PYTHONPATH=<old>/server``):
+
+* ``bare``: read + parse + the four queries over the files Engram would parse (the floor,
+  ``scripts/bench/index.py``'s ``bare_tree_sitter``);
+* ``graph``: ``CodeGraph.index()`` from nothing into a scratch database: parse, extract,
+  store, resolve, closure.
+
+``ratio`` = bare CPU seconds / graph CPU seconds (issue 18's goal: >= 0.8).
+
+Usage: scripts/bench/graph_vs_bare.py WORKSPACE   (run it with ``nice``; the last stdout
+line is one JSON object)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import logging
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workspace", type=Path)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+    import engram
+    from engram.codegraph import CodeGraph
+    from engram.codegraph.languages import language_for
+    from engram.codegraph.walk import iter_workspace_files
+    from engram.workspace import Workspace
+
+    spec = importlib.util.spec_from_file_location("bench_index", HERE / "index.py")
+    assert spec is not None and spec.loader is not None
+    bench_index = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_index)
+
+    files = [p for p in iter_workspace_files(args.workspace) if language_for(p) is not None]
+    for file in files:  # the same warm page cache for both
+        (args.workspace / file).read_bytes()
+    started = time.process_time()
+    _, size, parsed = bench_index.bare_tree_sitter(args.workspace, files)
+    bare_cpu = time.process_time() - started
+
+    with tempfile.TemporaryDirectory(prefix="engram-graph-vs-bare-") as scratch:
+        graph = CodeGraph(Workspace.open(args.workspace), db_path=Path(scratch) / "graph.sqlite")
+        started = time.process_time()
+        wall = time.perf_counter()
+        report = graph.index()
+        graph_cpu = time.process_time() - started
+        graph_wall = time.perf_counter() - wall
+        graph.close()
+    result = {
+        "engram": str(Path(engram.__file__).parent),
+        "files_parsed_bare": parsed,
+        "bytes": size,
+        "bare_cpu_seconds": round(bare_cpu, 2),
+        "graph_cpu_seconds": round(graph_cpu, 2),
+        "graph_wall_seconds": round(graph_wall, 2),
+        "files_indexed": report.files_indexed,
+        "nodes": report.nodes,
+        "edges": report.edges,
+        "closure_rows": report.closure_rows,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        "ratio": round(bare_cpu / graph_cpu, 3) if graph_cpu else None,
+    }
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
