@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from engram.codegraph import CodeGraph
 
 
@@ -150,3 +154,26 @@ def test_java_packages(make_graph) -> None:  # type: ignore[no-untyped-def]
         "src/main/java/com/acme/Base.java",  # same package, through `extends Base`
     }
     assert kinds(graph, "src/main/java/com/acme/App.java") == {"App": "class", "App.run": "method"}
+
+
+def test_an_import_two_roots_answer_means_one_file_whatever_the_hash_seed() -> None:
+    """Two copies of a package (pip's test data has simplewheel-1.0/ and -2.0/): the graph
+    used to pick one by string-set order, so the same tree gave different graphs per process."""
+    script = (
+        "from engram.codegraph.resolve import ImportResolver\n"
+        "from engram.codegraph.extract import ImportRef\n"
+        "files = ['a-1.0/pkg/__init__.py', 'a-2.0/pkg/__init__.py', 'user/setup.py']\n"
+        "files += [f'filler{i}/mod{i}/__init__.py' for i in range(40)]\n"
+        "print(ImportResolver(files).resolve('python', 'user/setup.py', ImportRef('pkg')))\n"
+    )
+    answers = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(6)
+    }
+    assert answers == {"['a-1.0/pkg/__init__.py']\n"}

@@ -87,7 +87,9 @@ class ImportResolver:
         top-level package (a folder with ``__init__.py`` whose parent has none).
         """
         roots: dict[str, None] = {"": None, "src": None, "lib": None}
-        for path in self.files:
+        # in path order: an import two roots can answer (two copies of one package) must
+        # mean the same file in every process, whatever the string hash seed
+        for path in sorted(self.files):
             if posixpath.basename(path) != "__init__.py":
                 continue
             package = _dirname(path)
