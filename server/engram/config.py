@@ -29,6 +29,7 @@ import attrs
 import cattrs
 
 from engram.approvals import ApprovalStore, user_config_dir
+from engram.errors import ConfigError as ConfigError  # re-exported: callers name it here
 from engram.workspace import Workspace, WorkspaceError
 from engram.workspace_trust import SettingsTrust, assess, split_workspace_settings
 
@@ -199,10 +200,6 @@ class EngramConfig:
     contradictions: ContradictionsConfig = attrs.field(factory=ContradictionsConfig)
     team: TeamConfig = attrs.field(factory=TeamConfig)
     store: StoreConfig = attrs.field(factory=StoreConfig)
-
-
-class ConfigError(ValueError):
-    """A configuration value has the wrong type; the message names the key."""
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -8,8 +8,16 @@ reported as such.
 
 from __future__ import annotations
 
-from engram.config import ConfigError
 from engram.workspace import WorkspaceError
+
+
+class ConfigError(ValueError):
+    """A configuration value has the wrong type; the message names the key.
+
+    Defined here, not in :mod:`engram.config` (which raises it and re-exports it), so that
+    naming the user errors costs no settings machinery: the CLI's parser checks arguments
+    with :class:`InvalidInput` long before any setting is read (docs/cli.md, start-up).
+    """
 
 
 class EngramError(Exception):

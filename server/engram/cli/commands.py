@@ -492,7 +492,8 @@ def run_command(args: argparse.Namespace) -> int:
         from engram.api import by_name
         from engram.cli.declared import run
 
-        return run(by_name(declared), args)
+        module = getattr(args, "_usecase_module", None)  # engram.cli.main.USECASE_MODULE_KEY
+        return run(by_name(declared, module if isinstance(module, str) else None), args)
     handler = COMMANDS.get(args.command)
     if handler is None:
         raise EngramError(f"unknown command {args.command}")

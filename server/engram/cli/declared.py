@@ -1,11 +1,13 @@
 """CLI subcommands derived from the use-case declarations (``engram.api``).
 
-Each declared CLI use case becomes ``engram <name>``: its parameters become positionals and
-flags (spellings, help, choices and defaults come from the declaration), every command gets
-``--json``, and running it is always the same: collect what was given, let the declaration
-check it (one line on error), run it, print the text rendering on stdout (or the JSON one
-with ``--json``) and the notes on stderr. docs/cli.md's reference is generated from the
-same declarations (``engram.cli.docs``).
+Each declared CLI use case becomes ``engram <name>`` (listed from the generated
+``engram.cli.declared_table``; :func:`add_arguments` fills its parser when the command is
+chosen): its parameters become positionals and flags (spellings, help, choices and
+defaults come from the declaration), every command gets ``--json``, and running it is
+always the same: collect what was given, let the declaration check it (one line on
+error), run it, print the text rendering on stdout (or the JSON one with ``--json``) and
+the notes on stderr. docs/cli.md's reference is generated from the same declarations
+(``engram.cli.docs``).
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from engram.api import Surface, UseCase, on
+from engram.api import Surface, UseCase
 from engram.api.declare import Kind, Param, excerpt
 from engram.errors import InvalidInput
 
@@ -46,33 +48,27 @@ def help_of(param: Param) -> str:
     return text.replace("%", "%%")
 
 
-def add_parsers(
-    sub: argparse._SubParsersAction[Any], parents: list[argparse.ArgumentParser]
-) -> None:
-    """One subparser per declared CLI use case."""
-    for usecase in on(CLI):
-        p = sub.add_parser(
-            usecase.cli, help=usecase.summary, description=usecase.summary, parents=parents
-        )
-        p.set_defaults(**{USECASE_KEY: usecase.name})
-        for spelling in usecase.spellings_on(CLI):
-            if spelling.positional:
-                p.add_argument(
-                    spelling.name,
-                    metavar=spelling.metavar,
-                    help=spelling.help,
-                    nargs=None if spelling.required else "?",
-                )
-            else:
-                p.add_argument(
-                    *spelling.cli_flags,
-                    dest=spelling.name,
-                    metavar=spelling.metavar,
-                    help=spelling.help,
-                )
-        for param in usecase.params(CLI):
-            _add_param(p, param)
-        p.add_argument("--json", action="store_true", help="print one JSON document")
+def add_arguments(p: argparse.ArgumentParser, usecase: UseCase[object, object]) -> None:
+    """The arguments of ``engram <usecase.cli>``: its spellings, its parameters, ``--json``."""
+    p.set_defaults(**{USECASE_KEY: usecase.name})
+    for spelling in usecase.spellings_on(CLI):
+        if spelling.positional:
+            p.add_argument(
+                spelling.name,
+                metavar=spelling.metavar,
+                help=spelling.help,
+                nargs=None if spelling.required else "?",
+            )
+        else:
+            p.add_argument(
+                *spelling.cli_flags,
+                dest=spelling.name,
+                metavar=spelling.metavar,
+                help=spelling.help,
+            )
+    for param in usecase.params(CLI):
+        _add_param(p, param)
+    p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def _add_param(p: argparse.ArgumentParser, param: Param) -> None:
@@ -197,4 +193,4 @@ def run(usecase: UseCase[object, object], args: argparse.Namespace) -> int:
     return usecase.exit_code(result)
 
 
-__all__ = ["USECASE_KEY", "add_parsers", "flags_of", "help_of", "raw_arguments", "run"]
+__all__ = ["USECASE_KEY", "add_arguments", "flags_of", "help_of", "raw_arguments", "run"]

@@ -1,19 +1,20 @@
 """Entry point of the ``engram`` console script.
 
-The parser is built (the declared use cases from ``engram.api``, which agent hooks and
-``serve`` skip: see :data:`LIGHT_COMMANDS`), argv parsed, and then the chosen command's
-module is imported. Every failure a user can cause ends as ONE line on
-stderr and a non-zero exit code; a bug ends as one line too, with a hint to set
-``ENGRAM_DEBUG=1`` for the traceback.
+The parser lists every command from tables (:data:`OWN_COMMANDS` and the generated
+``engram.cli.declared_table``) and builds only the parser argparse picks, so a command
+line imports the ``engram.api`` module of its own use case and nothing of the others
+(docs/cli.md, "Start-up"); then the chosen command's module is imported. Every failure a
+user can cause ends as ONE line on stderr and a non-zero exit code; a bug ends as one line
+too, with a hint to set ``ENGRAM_DEBUG=1`` for the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
-from collections.abc import Sequence
 
 from engram.cli.parser import (
     EXIT_ERROR,
@@ -21,62 +22,50 @@ from engram.cli.parser import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     OneLineParser,
+    Subcommands,
 )
+
+#: ``typing`` is not otherwise imported on the way to ``engram --help``; mypy reads it anyway
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
 #: Shells ``engram completion`` writes a script for (shtab generates each from the parser).
 COMPLETION_SHELLS = ("bash", "zsh", "fish")
 
 
-def _workspace_parent() -> OneLineParser:
-    parent = OneLineParser(add_help=False)
-    parent.add_argument(
+def _workspace_options(parser: OneLineParser) -> None:
+    """``--workspace`` and ``--verbose``, which every command takes after its name too."""
+    parser.add_argument(
         "--workspace",
         "-w",
         metavar="DIR",
         default=argparse.SUPPRESS,
         help="the workspace (default: the git root enclosing the current directory)",
     )
-    parent.add_argument(
+    parser.add_argument(
         "--verbose",
         "-V",
         action="store_true",
         default=argparse.SUPPRESS,
         help="say where the command ran (the workspace's engine, or in-process and why)",
     )
-    return parent
 
 
-#: Commands answered without the use-case declarations (their import costs a hook call
-#: ~0.1 s): agent hooks run once per tool call, the editor waits on ``serve``; the engine
-#: commands (docs/engine.md) are not use cases.
-LIGHT_COMMANDS = frozenset({"hook", "serve", "engine", "status", "stop"})
+#: ``argparse`` dest of the ``engram.api`` module that declares a command's use case.
+USECASE_MODULE_KEY = "_usecase_module"
 
 
-def build_parser(with_usecases: bool = True) -> OneLineParser:
-    """The ``engram`` parser: the declared use cases (``engram.api``) and the CLI's own."""
-    ws = _workspace_parent()
-    parser = OneLineParser(
-        prog="engram",
-        description=(
-            "Engram: code memory for editors and agents. Remember what was learned about a "
-            "codebase and get it back where it matters."
-        ),
-        epilog="Run 'engram COMMAND --help' for a command's options. Docs: docs/cli.md",
-    )
-    parser.add_argument("--workspace", "-w", metavar="DIR", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--verbose", "-V", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+def _declared(usecase: str, module: str, p: OneLineParser) -> None:
+    from engram.api import by_name
+    from engram.cli.declared import add_arguments
 
-    def add(name: str, help_text: str) -> OneLineParser:
-        return sub.add_parser(name, help=help_text, description=help_text, parents=[ws])
+    _workspace_options(p)
+    add_arguments(p, by_name(usecase, module))  # imports engram.api.<module> only
+    p.set_defaults(**{USECASE_MODULE_KEY: module})
 
-    if with_usecases:
-        from engram.cli.declared import add_parsers
 
-        add_parsers(sub, [ws])
-
-    p = add("index", "index the workspace: code graph, git history, memory embeddings")
+def _index(p: OneLineParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument(
         "--no-embed",
@@ -87,7 +76,8 @@ def build_parser(with_usecases: bool = True) -> OneLineParser:
         ),
     )
 
-    p = add("observe", "feed observer events (JSON or JSON lines) from stdin")
+
+def _observe(p: OneLineParser) -> None:
     p.add_argument(
         "--format",
         choices=["engram", "claude-code"],
@@ -100,23 +90,20 @@ def build_parser(with_usecases: bool = True) -> OneLineParser:
         help="also replay the hook payloads queued for this session (.engram/agents/inbox)",
     )
 
-    p = add("hook", "answer an agent hook (payload on stdin); always exits 0")
+
+def _hook(p: OneLineParser) -> None:
     p.add_argument("agent", metavar="AGENT", help="claude-code or codex")
 
-    p = add("digest", "the SQLite digest agent hooks read from")
+
+def _digest(p: OneLineParser) -> None:
     p.add_argument("--rebuild", action="store_true", help="rewrite it from the store")
 
-    sub.add_parser(
-        "mcp",
-        help="the lazy MCP hub: refresh | list | search | call | status | trust",
-        add_help=False,
-        prefix_chars="\x00",  # hand every argument, --help included, to engram.cli.mcp
-    ).add_argument("mcp_args", nargs=argparse.REMAINDER)
 
-    p = add(
-        "setup",
-        "write Engram into a coding agent's config (hooks, MCP, LSP) with this engram's path",
-    )
+def _mcp(p: OneLineParser) -> None:
+    p.add_argument("mcp_args", nargs=argparse.REMAINDER)
+
+
+def _setup(p: OneLineParser) -> None:
     p.add_argument(
         "agent",
         metavar="AGENT",
@@ -133,7 +120,8 @@ def build_parser(with_usecases: bool = True) -> OneLineParser:
     )
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
-    p = add("serve", "run the language server (stdio, or TCP with --tcp)")
+
+def _serve(p: OneLineParser) -> None:
     transport = p.add_mutually_exclusive_group()
     transport.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     # vscode-languageclient appends --stdio (and node clients --clientProcessId=PID) to the
@@ -151,54 +139,137 @@ def build_parser(with_usecases: bool = True) -> OneLineParser:
         "ENGRAM_LOG_LEVEL sets it too",
     )
 
-    add("mcp-serve", "run Engram as an MCP server on stdio (for agents)")
 
-    p = add(
-        "trust",
-        "show, approve or revoke the workspace settings that run code or send data",
-    )
+def _no_arguments(p: OneLineParser) -> None:
+    return None
+
+
+def _trust(p: OneLineParser) -> None:
     p.add_argument("--yes", "-y", action="store_true", help="approve what is shown, no prompt")
     p.add_argument("--hash", metavar="H", help="approve only if the content's hash starts with H")
     p.add_argument("--revoke", action="store_true", help="withdraw this workspace's approval")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
-    p = add("export", "export all memories (JSON or Markdown) to FILE or stdout")
+
+def _export(p: OneLineParser) -> None:
     p.add_argument("file", metavar="FILE", nargs="?")
     p.add_argument("--format", choices=["json", "md"], default=None, help="default: json")
 
-    p = add("import", "import an export, or CLAUDE.md / AGENTS.md / .cursorrules rules")
+
+def _import(p: OneLineParser) -> None:
     p.add_argument("file", metavar="FILE")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
-    p = add("status", "the workspace's engine: pid, uptime, memory, connected front ends")
+
+def _status(p: OneLineParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document")
-    add("stop", "stop the workspace's engine (front ends start a new one when needed)")
-    p = sub.add_parser(
-        "completion",
-        help="print a shell completion script (bash, zsh or fish)",
-        description=(
-            "Print a completion script for SHELL, generated from this parser by shtab. "
-            "bash: `source <(engram completion bash)` in ~/.bashrc; zsh: "
-            '`engram completion zsh > "${fpath[1]}/_engram"`; fish: `engram completion fish '
-            "> ~/.config/fish/completions/engram.fish` (docs/cli.md)."
-        ),
-    )
+
+
+def _completion(p: OneLineParser) -> None:
     p.add_argument("shell", metavar="SHELL", choices=COMPLETION_SHELLS, help="bash, zsh or fish")
-    # the engine process itself, started by front ends (docs/engine.md); not for people
-    p = sub.add_parser("engine", parents=[ws])
+
+
+def _engine(p: OneLineParser) -> None:
+    _workspace_options(p)
     p.add_argument("--key", help=argparse.SUPPRESS)
+
+
+#: The CLI's own commands (after the declared ones): name, one-line help, arguments.
+OWN_COMMANDS: tuple[tuple[str, str, Callable[[OneLineParser], None]], ...] = (
+    ("index", "index the workspace: code graph, git history, memory embeddings", _index),
+    ("observe", "feed observer events (JSON or JSON lines) from stdin", _observe),
+    ("hook", "answer an agent hook (payload on stdin); always exits 0", _hook),
+    ("digest", "the SQLite digest agent hooks read from", _digest),
+)
+#: Own commands listed after ``mcp`` (which takes its arguments raw, see below).
+OWN_COMMANDS_AFTER_MCP: tuple[tuple[str, str, Callable[[OneLineParser], None]], ...] = (
+    (
+        "setup",
+        "write Engram into a coding agent's config (hooks, MCP, LSP) with this engram's path",
+        _setup,
+    ),
+    ("serve", "run the language server (stdio, or TCP with --tcp)", _serve),
+    ("mcp-serve", "run Engram as an MCP server on stdio (for agents)", _no_arguments),
+    (
+        "trust",
+        "show, approve or revoke the workspace settings that run code or send data",
+        _trust,
+    ),
+    ("export", "export all memories (JSON or Markdown) to FILE or stdout", _export),
+    ("import", "import an export, or CLAUDE.md / AGENTS.md / .cursorrules rules", _import),
+    ("status", "the workspace's engine: pid, uptime, memory, connected front ends", _status),
+    (
+        "stop",
+        "stop the workspace's engine (front ends start a new one when needed)",
+        _no_arguments,
+    ),
+)
+COMPLETION_HELP = (
+    "Print a completion script for SHELL, generated from this parser by shtab. "
+    "bash: `source <(engram completion bash)` in ~/.bashrc; zsh: "
+    '`engram completion zsh > "${fpath[1]}/_engram"`; fish: `engram completion fish '
+    "> ~/.config/fish/completions/engram.fish` (docs/cli.md)."
+)
+
+
+def _with_workspace(build: Callable[[OneLineParser], None]) -> Callable[[OneLineParser], None]:
+    def both(p: OneLineParser) -> None:
+        _workspace_options(p)
+        build(p)
+
+    return both
+
+
+def build_parser(*, lazy: bool = False) -> OneLineParser:
+    """The ``engram`` parser: the declared use cases (``engram.api``) and the CLI's own.
+
+    ``lazy``: a command's parser is built only when argparse picks that command, and a
+    declared one imports only the ``engram.api`` module that declares it; the commands and
+    their one-line help come from :mod:`engram.cli.declared_table` (generated from the
+    declarations). Otherwise every parser is built (completion scripts, docs, tests).
+    """
+    from engram.cli.declared_table import DECLARED
+
+    parser = OneLineParser(
+        prog="engram",
+        description=(
+            "Engram: code memory for editors and agents. Remember what was learned about a "
+            "codebase and get it back where it matters."
+        ),
+        epilog="Run 'engram COMMAND --help' for a command's options. Docs: docs/cli.md",
+    )
+    parser.add_argument("--workspace", "-w", metavar="DIR", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--verbose", "-V", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=OneLineParser, action=Subcommands
+    )
+    assert isinstance(sub, Subcommands)
+    for name, usecase, module, summary in DECLARED:
+        declared = functools.partial(_declared, usecase, module)
+        sub.add_deferred(name, declared, help=summary, description=summary)
+    for name, text, build in OWN_COMMANDS:
+        sub.add_deferred(name, _with_workspace(build), help=text, description=text)
+    sub.add_deferred(
+        "mcp",
+        _mcp,
+        help="the lazy MCP hub: refresh | list | search | call | status | trust",
+        add_help=False,
+        prefix_chars="\x00",  # hand every argument, --help included, to engram.cli.mcp
+    )
+    for name, text, build in OWN_COMMANDS_AFTER_MCP:
+        sub.add_deferred(name, _with_workspace(build), help=text, description=text)
+    sub.add_deferred(
+        "completion",
+        _completion,
+        help="print a shell completion script (bash, zsh or fish)",
+        description=COMPLETION_HELP,
+    )
+    # the engine process itself, started by front ends (docs/engine.md); not for people
+    sub.add_deferred("engine", _engine)
+    if not lazy:
+        sub.build_all()
     return parser
-
-
-def _command_of(argv: Sequence[str]) -> str | None:
-    """The subcommand named in ``argv`` (skipping ``--workspace DIR``), if any."""
-    items = iter(argv)
-    for item in items:
-        if item in ("--workspace", "-w"):
-            next(items, None)
-        elif not item.startswith("-"):
-            return item
-    return None
 
 
 def _debug() -> bool:
@@ -264,7 +335,7 @@ def main(argv: Sequence[str] | None = None, *, try_engine: bool = True) -> int:
         return 0
     if forwarded is not None:
         return forwarded
-    parser = build_parser(with_usecases=_command_of(argv) not in LIGHT_COMMANDS)
+    parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     if args.version:
         from engram.version import version_string
@@ -277,9 +348,8 @@ def main(argv: Sequence[str] | None = None, *, try_engine: bool = True) -> int:
     if args.command == "completion":
         import shtab  # a static script from the parser: nothing runs at completion time
 
-        # the FULL parser, so the subcommands derived from the declarations complete too
-        full = parser if _command_of(argv) not in LIGHT_COMMANDS else build_parser(True)
-        sys.stdout.write(shtab.complete(full, shell=args.shell))
+        # every command's parser, so each command's options complete too
+        sys.stdout.write(shtab.complete(build_parser(), shell=args.shell))
         return 0
     if args.command == "hook":
         # hooks run once per agent tool call: no engine, no store, just the digest
