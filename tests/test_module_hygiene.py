@@ -5,6 +5,8 @@ long module says why it is long.
   heading), never at the design documents the project was seeded from ("V5 §16", a seed
   file's name or title): a reader of the repository cannot follow those. Every
   ``docs/<name>.md "Heading"`` citation must name a file and a heading that exist.
+* The docs (``docs/*.md``, README.md) do not cite those documents either: each states its
+  reason itself.
 * A module over :data:`MAX_LINES` lines states at its top why it is not split
   (``Long on purpose: ...`` in the module docstring; docs/architecture.md "Module size").
 """
@@ -72,6 +74,20 @@ def test_no_citation_of_outside_documents() -> None:
     assert not found, (
         f"comments cite documents outside the repository; point them at docs/*.md: {found}"
     )
+
+
+def _doc_files() -> list[Path]:
+    return [*sorted(DOCS.glob("*.md")), ROOT / "README.md"]
+
+
+def test_docs_cite_no_outside_documents() -> None:
+    found = [
+        f"{doc.relative_to(ROOT)}:{number}: {match.group(0)!r}"
+        for doc in _doc_files()
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1)
+        for match in OUTSIDE.finditer(line)
+    ]
+    assert not found, f"docs cite documents outside the repository; say the reason instead: {found}"
 
 
 def test_doc_citations_name_real_sections() -> None:
