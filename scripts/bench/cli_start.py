@@ -10,13 +10,16 @@ each round running every row once in turn so machine load hits all rows alike:
 * ``engram --help``: the command list (docs/cli.md, "Start-up");
 * ``engram search QUERY`` through the warm engine (the thin CLI forwards it; the engine
   parses the command line and runs it: docs/engine.md);
-* ``engram search --help``: one command's parser, built in the fresh process.
+* ``engram search --help``: one command's parser, built in the fresh process;
+* the engine's side of a forwarded ``search`` alone: connect, the ``cli`` request a thin
+  CLI sends, the reply (from this process, so no process start): what the engine spends
+  parsing and running the command line.
 
 It also prints what the thin CLI imports before its request is on the wire
 (``python -X importtime``: module count and total). The engine it started is stopped at
 the end. The code measured is whatever ``engram`` this interpreter imports (for a
 before/after, run it with ``PYTHONPATH=<other tree>/server``: the engine it starts
-inherits it).
+inherits it). The package's bytecode is compiled first, as an installation has it.
 
 Usage: scripts/bench/cli_start.py [--runs N] [--memories N] [--model NAME]
 Last stdout line: one JSON object with the figures (p50/p95/min in ms per row).
@@ -80,6 +83,23 @@ def thin_imports(engram: list[str], root: Path, env: dict[str, str]) -> dict[str
     return {"modules": len(rows), "total_ms": round(total_us / 1000, 1)}
 
 
+def round_trip(root: Path, env: dict[str, str], query: str) -> float:
+    """One forwarded ``search`` as the thin CLI sends it, minus the process start."""
+    from engram.daemon.client import connect
+
+    started = time.perf_counter()
+    connection = connect(str(root), "cli", start=False, environ=env)
+    try:
+        request = {"argv": ["search", "--workspace", str(root), query], "cwd": str(root)}
+        result = connection.call("cli", request)
+    finally:
+        connection.close()
+    elapsed = time.perf_counter() - started
+    if not isinstance(result, dict) or result.get("exit") != 0:
+        raise SystemExit(f"forwarded search failed: {result}")
+    return elapsed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20)
@@ -92,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     engram = [str(Path(sys.executable).with_name("engram"))]
     work = Path(tempfile.mkdtemp(prefix="engram-cli-start-"))
     runtime = Path(tempfile.mkdtemp(prefix="ecs-", dir="/tmp"))
-    root = work / "ws"
+    root = (work / "ws").resolve()
     root.mkdir()
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
     base = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
@@ -104,12 +124,22 @@ def main(argv: list[str] | None = None) -> int:
         "help": [],
         "search_engine": [],
         "search_help": [],
+        "search_round_trip": [],
     }
     commands = {
         "python_floor": [sys.executable, "-c", "pass"],
         "help": [*engram, "--help"],
         "search_help": [*engram, "search", "--help"],
     }
+    import engram as measured
+
+    # bytecode of the measured package, as pip writes it at install time: without it (a
+    # checkout under PYTHONDONTWRITEBYTECODE) every run would compile the modules it imports
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(Path(measured.__file__).parent)],
+        check=True,
+        capture_output=True,
+    )
     try:
         notes = root / "NOTES.md"
         notes.write_text(
@@ -126,18 +156,17 @@ def main(argv: list[str] | None = None) -> int:
         timed([*engram, "search", "warm up"], root, env)
         for i in range(args.runs):
             for name, values in rows.items():
-                if name == "search_engine":
-                    command = [*engram, "search", QUERIES[i % len(QUERIES)]]
-                else:
-                    command = commands[name]
+                query = QUERIES[i % len(QUERIES)]
+                if name == "search_round_trip":
+                    values.append(round_trip(root, env, query))
+                    continue
+                command = [*engram, "search", query] if name == "search_engine" else commands[name]
                 values.append(timed(command, root, env))
         imports = thin_imports(engram, root, env)
     finally:
         subprocess.run([*engram, "stop"], cwd=root, env=env, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(runtime, ignore_errors=True)
-    import engram as measured
-
     result = {
         "bench": "cli_start",
         "engram": str(Path(measured.__file__).parent),

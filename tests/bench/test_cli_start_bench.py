@@ -31,6 +31,12 @@ def test_cli_start_bench_prints_one_json_object() -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["bench"] == "cli_start"
-    assert set(result["rows"]) == {"python_floor", "help", "search_engine", "search_help"}
+    assert set(result["rows"]) == {
+        "python_floor",
+        "help",
+        "search_engine",
+        "search_help",
+        "search_round_trip",
+    }
     assert all(row["runs"] == 1 for row in result["rows"].values())
     assert result["thin_cli_imports"]["modules"] > 0
