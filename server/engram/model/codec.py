@@ -6,7 +6,8 @@ built one per record spent 190 of its 200 s there (docs/codegraph.md, "At 50,000
 So :func:`default_converter` builds one per process, configured once in
 :func:`make_converter` and never registered on afterwards; callers that want their own
 hooks still build one with :func:`make_converter`. Datetimes travel as ISO 8601 strings in
-UTC.
+UTC. cattrs itself is imported with the first converter: naming the model's types (the CLI
+parsing a command line, docs/cli.md "Start-up") needs none.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
 
 from engram.jsontypes import JsonObject
 from engram.model.memory import SCHEMA_VERSION, Memory
+
+if TYPE_CHECKING:
+    import cattrs
 
 
 class SchemaError(ValueError):
@@ -38,6 +41,8 @@ def _parse_dt(value: Any, _type: object) -> datetime:
 
 
 def make_converter() -> cattrs.Converter:
+    import cattrs
+
     conv = cattrs.Converter(forbid_extra_keys=False)
     conv.register_unstructure_hook(datetime, lambda dt: dt.astimezone(UTC).isoformat())
     conv.register_structure_hook(datetime, _parse_dt)
@@ -92,6 +97,8 @@ def memory_from_dict(raw: dict[str, Any], converter: cattrs.Converter | None = N
     except SchemaError:
         raise
     except Exception as exc:  # cattrs raises ClassValidationError groups; flatten to one line
+        import cattrs  # imported already: a converter ran
+
         if isinstance(exc, cattrs.BaseValidationError):
             detail = "; ".join(cattrs.transform_error(exc))
         else:
