@@ -26,6 +26,25 @@ log = logging.getLogger(__name__)
 KEEP_ENTRIES = 2000
 
 
+def walk(conn: sqlite3.Connection, start: int, target: int) -> set[str] | None:
+    """Ids the versions ``start`` -> ``target`` touched, following each entry's ``prev``;
+    None when the chain breaks. One walk for the engine's :class:`ChangeLog` and the hook's
+    digest, which reads the same file with sqlite3 alone (docs/storage.md); sqlite3 and JSON
+    errors are the caller's to judge."""
+    touched: set[str] = set()
+    current = start
+    while current < target:
+        row = conn.execute(
+            "SELECT version, ids FROM changes WHERE prev = ? ORDER BY version DESC LIMIT 1",
+            (current,),
+        ).fetchone()
+        if row is None or int(row[0]) <= current:
+            return None
+        current = int(row[0])
+        touched.update(json.loads(row[1]))
+    return touched
+
+
 class ChangeLog:
     """``changes(prev, version, ids)`` in a small SQLite file next to the table."""
 
@@ -78,19 +97,7 @@ class ChangeLog:
                 conn = self._connection()
                 if conn is None:
                     return None
-                touched: set[str] = set()
-                current = start
-                while current < target:
-                    row = conn.execute(
-                        "SELECT version, ids FROM changes WHERE prev = ? ORDER BY version DESC "
-                        "LIMIT 1",
-                        (current,),
-                    ).fetchone()
-                    if row is None or int(row[0]) <= current:
-                        return None
-                    current = int(row[0])
-                    touched.update(json.loads(row[1]))
-                return touched
+                return walk(conn, start, target)
             except (sqlite3.Error, ValueError) as exc:
                 log.info("store change log unreadable (%s); reloading", exc)
                 return None

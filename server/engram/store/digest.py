@@ -151,19 +151,10 @@ def _touched_between(workspace: Workspace, start: int, target: int) -> set[str] 
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
     except sqlite3.Error:
         return None
+    from engram.store.changelog import walk
+
     try:
-        touched: set[str] = set()
-        current = start
-        while current < target:
-            row = conn.execute(
-                "SELECT version, ids FROM changes WHERE prev = ? ORDER BY version DESC LIMIT 1",
-                (current,),
-            ).fetchone()
-            if row is None or int(row[0]) <= current:
-                return None
-            current = int(row[0])
-            touched.update(json.loads(row[1]))
-        return touched
+        return walk(conn, start, target)
     except (sqlite3.Error, ValueError):
         return None
     finally:
