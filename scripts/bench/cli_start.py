@@ -31,37 +31,15 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from frontends import summary, timed  # the same timing rules as the frontends bench
+
 QUERIES = ["payment cents", "flaky upload", "tenant cache key", "UTC timestamps"]
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {
-        "p50_ms": round(statistics.median(values) * 1000, 1),
-        "p95_ms": round(percentile(values, 0.95) * 1000, 1),
-        "min_ms": round(min(values) * 1000, 1),
-        "runs": len(values),
-    }
-
-
-def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, timeout=600)
-    elapsed = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed: {proc.stderr.decode()[-400:]}")
-    return elapsed
 
 
 def thin_imports(engram: list[str], root: Path, env: dict[str, str]) -> dict[str, float]:
