@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import attrs
+import pytest
 
 from engram.anchors import LineSpan
 from engram.app.history_sync import AnchorFinder
@@ -55,7 +57,9 @@ def test_one_content_hash_for_anchors_and_indexed_files() -> None:
     assert graph.content_hash is content_hash  # no second (blake2b) hash of file contents
 
 
-def test_a_swapped_engine_is_closed_by_its_last_user_never_before() -> None:
+def test_a_swapped_engine_is_closed_by_its_last_user_never_before(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """A settings change swaps the engine while a worker uses it: closed when it is done.
 
     The server used to close nothing it replaced until shutdown (every settings change
@@ -66,16 +70,19 @@ def test_a_swapped_engine_is_closed_by_its_last_user_never_before() -> None:
     closed: list[str] = []
     slot: Slot[str] = Slot(closed.append, "engine")
     slot.set("old")
-    worker = slot.acquire()  # a command running on the old engine
+    worker = slot.acquire("command search")  # a command running on the old engine
     assert worker is not None and worker.value == "old"
-    slot.set("new")  # the settings change
+    with caplog.at_level(logging.INFO, logger="engram.lsp.engines"):
+        slot.set("new")  # the settings change
     assert slot.current == "new" and closed == [] and slot.draining == 1
-    with slot.hold() as engine:  # new work sees the new engine
+    # the log says who the old engine waits for (a stuck swap is diagnosable)
+    assert "the replaced engine closes after: command search" in caplog.text
+    with slot.hold("test") as engine:  # new work sees the new engine
         assert engine == "new"
     worker.release()  # the command finished
     assert closed == ["old"] and slot.draining == 0
     slot.close()  # folder removed, nobody using it: closed at once
-    assert closed == ["old", "new"] and slot.current is None and slot.acquire() is None
+    assert closed == ["old", "new"] and slot.current is None and slot.acquire("test") is None
 
 
 def test_a_settings_change_names_the_sections_that_changed() -> None:

@@ -45,8 +45,18 @@ async def run_held_search(client: Any, hold: Path) -> tuple[asyncio.Task[Any], s
     return task, (hold / "started").read_text()
 
 
+async def closed(hold: Path, engine: str, what: str) -> None:
+    """Until ``close ENGINE`` is logged; a timeout shows the log (and the server's stderr,
+    at info, names who the engine still waited for)."""
+    try:
+        await wait_for(lambda: f"close {engine}" in log_lines(hold), what=what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; engines.log: {log_lines(hold)}") from None
+
+
 def session_args(hold: Path) -> dict[str, Any]:
-    env = {**os.environ, "ENGRAM_TEST_HOLD_DIR": str(hold)}
+    # info: the server logs who a replaced engine waits for (in the captured stderr)
+    env = {**os.environ, "ENGRAM_TEST_HOLD_DIR": str(hold), "ENGRAM_LOG_LEVEL": "info"}
     return {"server_command": [sys.executable, str(HELD_SERVER)], "server_env": env}
 
 
@@ -75,7 +85,7 @@ async def test_a_settings_change_lets_a_running_command_finish_then_closes_the_o
         (hold / "release").write_text("go")
         result = await asyncio.wait_for(task, 60)
         assert result is not None  # the command completed, no error
-        await wait_for(lambda: f"close {old}" in log_lines(hold), what="the old engine closed")
+        await closed(hold, old, "the old engine closed")
         lines = log_lines(hold)
         assert lines.index(f"search done {old}") < lines.index(f"close {old}")
         # the new engine serves: a command after the change runs on it
@@ -106,6 +116,6 @@ async def test_a_removed_folder_closes_its_engine_only_after_the_running_command
         (hold / "release").write_text("go")
         result = await asyncio.wait_for(task, 60)
         assert result is not None
-        await wait_for(lambda: f"close {old}" in log_lines(hold), what="the engine closed")
+        await closed(hold, old, "the engine closed")
         lines = log_lines(hold)
         assert lines.index(f"search done {old}") < lines.index(f"close {old}")

@@ -48,11 +48,11 @@ CODE_ACTION_COMMANDS = frozenset(
 )
 
 
-async def lease_engine(folder: Folder, timeout: float = START_TIMEOUT) -> Lease[Engine]:
-    """A lease on the folder's in-process engine, waiting while it opens."""
+async def lease_engine(folder: Folder, who: str, timeout: float = START_TIMEOUT) -> Lease[Engine]:
+    """A lease on the folder's in-process engine for ``who``, waiting while it opens."""
     deadline = time.monotonic() + timeout
     while True:
-        lease = folder.engines.acquire()
+        lease = folder.engines.acquire(who)
         if lease is not None:
             return lease
         if folder.link is not None and folder.ready:  # served by the workspace engine
@@ -73,7 +73,8 @@ class ServerContext:
 
     async def call(self, fn: Callable[[Engine], T], file: str | None = None) -> T:
         folder = self.ls.session.folder_for_file(file)
-        with await lease_engine(folder) as engine:
+        who = f"command ({getattr(fn, '__qualname__', 'call')})"
+        with await lease_engine(folder, who) as engine:
             return await asyncio.to_thread(fn, engine)
 
     async def in_engine(
@@ -87,7 +88,7 @@ class ServerContext:
             if time.monotonic() > deadline:
                 raise EngramError("Engram is still starting; try again in a moment")
             await asyncio.sleep(0.02)
-        lease = folder.links.acquire()
+        lease = folder.links.acquire(f"command {usecase}")
         if lease is None:
             return None
         from engram.daemon.wire import WireError
@@ -108,7 +109,7 @@ class ServerContext:
         self, ids: Sequence[str], review: int, file: str | None = None
     ) -> tuple[dict[str, Memory], list[Memory]]:
         folder = self.ls.session.folder_for_file(file)
-        lease = folder.links.acquire()
+        lease = folder.links.acquire("memories")
         if lease is not None:
             from engram.daemon.wire import WireError
 
@@ -165,7 +166,7 @@ class ServerContext:
         self, files: Sequence[str] | None, file: str | None = None
     ) -> IndexReport | JsonObject:
         folder = self.ls.session.folder_for_file(file)
-        with await lease_engine(folder) as engine:
+        with await lease_engine(folder, "reindex command") as engine:
             return await reindex(self.ls, folder, engine, files)
 
     async def show_message(self, text: str) -> None:

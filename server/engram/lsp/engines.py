@@ -27,15 +27,16 @@ T = TypeVar("T")
 class Lease(Generic[T]):
     """One use of a slot's value; :meth:`release` exactly once (``with`` does it)."""
 
-    def __init__(self, slot: Slot[T], value: T) -> None:
+    def __init__(self, slot: Slot[T], value: T, who: str) -> None:
         self._slot = slot
         self.value = value
+        self.who = who
         self._released = False
 
     def release(self) -> None:
         if not self._released:
             self._released = True
-            self._slot._returned(self.value)
+            self._slot._returned(self)
 
     def __enter__(self) -> T:
         return self.value
@@ -56,25 +57,28 @@ class Slot(Generic[T]):
         self._uses: dict[int, int] = {}
         #: replaced values still leased: closed when their count reaches zero
         self._draining: dict[int, T] = {}
+        #: who holds the leases out (a log line names them when a swap must wait)
+        self._holders: dict[int, list[str]] = {}
 
     @property
     def current(self) -> T | None:
         """The value new work should use (``None``: there is none)."""
         return self._current
 
-    def acquire(self) -> Lease[T] | None:
-        """A lease on the current value, or ``None`` when there is none."""
+    def acquire(self, who: str) -> Lease[T] | None:
+        """A lease on the current value for ``who`` (named in logs), or ``None``."""
         with self._lock:
             value = self._current
             if value is None:
                 return None
             self._uses[id(value)] = self._uses.get(id(value), 0) + 1
-            return Lease(self, value)
+            self._holders.setdefault(id(value), []).append(who)
+            return Lease(self, value, who)
 
     @contextlib.contextmanager
-    def hold(self) -> Iterator[T | None]:
-        """``with slot.hold() as value:`` the current value, leased for the block."""
-        lease = self.acquire()
+    def hold(self, who: str) -> Iterator[T | None]:
+        """``with slot.hold(who) as value:`` the current value, leased for the block."""
+        lease = self.acquire(who)
         try:
             yield None if lease is None else lease.value
         finally:
@@ -91,8 +95,12 @@ class Slot(Generic[T]):
             old = self._current
             self._current = value
             idle = old is not None and old is not value and not self._uses.get(id(old))
+            waits_for: list[str] = []
             if old is not None and old is not value and not idle:
                 self._draining[id(old)] = old
+                waits_for = list(self._holders.get(id(old), []))
+        if waits_for:
+            log.info("the replaced %s closes after: %s", self._what, ", ".join(waits_for))
         if idle and old is not None:
             self._close_quietly(old)
 
@@ -106,14 +114,18 @@ class Slot(Generic[T]):
         with self._lock:
             return len(self._draining)
 
-    def _returned(self, value: T) -> None:
+    def _returned(self, lease: Lease[T]) -> None:
         with self._lock:
-            key = id(value)
+            key = id(lease.value)
+            holders = self._holders.get(key, [])
+            if lease.who in holders:
+                holders.remove(lease.who)
             left = self._uses.get(key, 0) - 1
             if left > 0:
                 self._uses[key] = left
                 return
             self._uses.pop(key, None)
+            self._holders.pop(key, None)
             retired = self._draining.pop(key, None)
         if retired is not None:
             log.info("closing a replaced %s: its last user finished", self._what)

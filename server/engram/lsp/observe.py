@@ -138,7 +138,10 @@ class EditorEventFeed:
 
     def _deliver(self, folder: Folder, event: dict[str, Any]) -> None:
         # leased: a settings change may swap the engine while this thread observes
-        with folder.engines.hold() as engine, folder.links.hold() as link:
+        with (
+            folder.engines.hold("editor event") as engine,
+            folder.links.hold("editor event") as link,
+        ):
             self._deliver_to(folder, event, engine, link)
 
     def _deliver_to(
@@ -194,7 +197,10 @@ class EditorEventFeed:
         self._queue.put(_STOP)
         self._thread.join(timeout)
         for folder in list(self._observed.values()):
-            with folder.engines.hold() as engine, folder.links.hold() as link:
+            with (
+                folder.engines.hold("session end") as engine,
+                folder.links.hold("session end") as link,
+            ):
                 self._end_session(engine, link)
 
     def _end_session(self, engine: Engine | None, link: EngineLink | None) -> None:

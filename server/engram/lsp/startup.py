@@ -121,7 +121,7 @@ async def start_folder(ls: EngramLanguageServer, folder: Folder) -> None:
         await refresh_folder(ls, folder)
         request_pull_refresh(ls)
         if folder.has_graph and engine.config.index.index_on_start:
-            lease = folder.engines.acquire()
+            lease = folder.engines.acquire("index on start")
             if lease is not None:  # None: the folder was removed meanwhile
                 with lease as current:
                     await index_folder(ls, folder, current, None, token)
@@ -144,7 +144,7 @@ async def start_remote(
     await refresh_folder(ls, folder)
     request_pull_refresh(ls)
     if folder.has_graph and config.index.index_on_start:
-        lease = folder.links.acquire()
+        lease = folder.links.acquire("index on start")
         if lease is None:
             return
         folder.indexing = "indexing"

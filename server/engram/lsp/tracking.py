@@ -84,7 +84,7 @@ async def refresh_document(
 async def _snapshot(doc: DocumentState, lines: list[str], reindex: bool) -> FileSnapshot | None:
     """From the workspace engine when linked, else the in-process engine; None: no answer."""
     folder = doc.folder
-    link_lease = folder.links.acquire()
+    link_lease = folder.links.acquire("document snapshot")
     if link_lease is not None:
         from engram.daemon.client import EngineError
         from engram.daemon.wire import WireError
@@ -102,7 +102,7 @@ async def _snapshot(doc: DocumentState, lines: list[str], reindex: bool) -> File
         return FileSnapshot(
             memories, locate_spans(memories, doc.rel, lines, symbols), symbols, partners
         )
-    lease = folder.engines.acquire()
+    lease = folder.engines.acquire("document snapshot")
     if lease is None:
         return None
     with lease as engine:
@@ -136,7 +136,7 @@ async def show_digest(ls: EngramLanguageServer, doc: DocumentState) -> None:
 async def compute_impact(folder: Folder, rel: str) -> None:
     if not folder.has_graph:
         return
-    link_lease = folder.links.acquire()
+    link_lease = folder.links.acquire("impact")
     if link_lease is not None:
         try:
             with link_lease as link:
@@ -144,7 +144,7 @@ async def compute_impact(folder: Folder, rel: str) -> None:
         except Exception as exc:  # no summary rather than no hover
             log.debug("impact of %s unavailable: %s", rel, exc)
         return
-    lease = folder.engines.acquire()
+    lease = folder.engines.acquire("impact")
     if lease is None:
         return
     with lease as engine:

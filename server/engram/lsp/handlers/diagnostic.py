@@ -80,7 +80,7 @@ FEATURE = Feature(
 async def _folder_reports(
     ls: EngramLanguageServer, folder: Folder, previous: dict[str, str]
 ) -> list[Any]:
-    link_lease = folder.links.acquire() if folder.engine is None else None
+    link_lease = folder.links.acquire("workspace diagnostics") if folder.engine is None else None
     if link_lease is not None:
         with link_lease as link:
             by_file, partners = await asyncio.to_thread(link.anchored)
@@ -89,7 +89,7 @@ async def _folder_reports(
                 return link.snapshot(rel, folder.has_graph)[1]
 
             return await _reports(ls, folder, previous, by_file, partners, symbols_of)
-    lease = folder.engines.acquire()
+    lease = folder.engines.acquire("workspace diagnostics")
     if lease is None:
         return []
     with lease as engine:

@@ -132,14 +132,21 @@ async def register_watchers(ls: EngramLanguageServer) -> None:
     options = types.DidChangeWatchedFilesRegistrationOptions(
         watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
     )
-    await ls.client_register_capability_async(
-        types.RegistrationParams(
-            registrations=[
-                types.Registration(
-                    id=WATCH_REGISTRATION_ID,
-                    method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                    register_options=options,
-                )
-            ]
+    from pygls.exceptions import JsonRpcException
+
+    try:
+        await ls.client_register_capability_async(
+            types.RegistrationParams(
+                registrations=[
+                    types.Registration(
+                        id=WATCH_REGISTRATION_ID,
+                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                        register_options=options,
+                    )
+                ]
+            )
         )
-    )
+    except JsonRpcException as exc:
+        # the client said it could register watchers, then refused: files changed
+        # outside the editor are seen when opened or on the next index, no traceback
+        log.warning("the client refused file watchers (%s): outside changes are seen later", exc)

@@ -71,7 +71,7 @@ def team_dir(folder: Folder) -> str:
 async def sync_team(ls: EngramLanguageServer, folder: Folder) -> None:
     """Read the team folder into the store (after a pull or checkout), then refresh."""
     config = folder.config  # this run's settings snapshot
-    link_lease = folder.links.acquire() if folder.engine is None else None
+    link_lease = folder.links.acquire("team sync") if folder.engine is None else None
     if link_lease is not None:
         with link_lease as link:
             if not (folder.ready and config is not None and config.team.auto_sync):
@@ -82,7 +82,7 @@ async def sync_team(ls: EngramLanguageServer, folder: Folder) -> None:
                 log.warning("team sync in %s failed: %s", folder.root, exc)
         await refresh_folder(ls, folder)
         return
-    lease = folder.engines.acquire()
+    lease = folder.engines.acquire("team sync")
     if lease is None:
         return
     with lease as engine:
@@ -101,7 +101,7 @@ async def sync_team(ls: EngramLanguageServer, folder: Folder) -> None:
 
 
 async def reindex_files(ls: EngramLanguageServer, folder: Folder, rels: Sequence[str]) -> None:
-    link_lease = folder.links.acquire() if folder.engine is None else None
+    link_lease = folder.links.acquire("reindex files") if folder.engine is None else None
     if link_lease is not None:
         with link_lease as link:
             if folder.ready and folder.has_graph:
@@ -112,7 +112,7 @@ async def reindex_files(ls: EngramLanguageServer, folder: Folder, rels: Sequence
         _forget(folder, rels)
         await refresh_folder(ls, folder)
         return
-    lease = folder.engines.acquire()
+    lease = folder.engines.acquire("reindex files")
     if lease is None:
         return
     with lease as engine:
