@@ -15,7 +15,7 @@ import pytest
 from lsprotocol import types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from tests.lsp.conftest import lsp_session
 
 from .conftest import EngineEnv
 from .test_engine_process import _ran_in_engine
@@ -42,31 +42,15 @@ async def _mcp_confirm(engine_env: EngineEnv, memory_id: str) -> None:
 
 
 async def _lsp_agent_flag(engine_env: EngineEnv, memory_id: str) -> None:
-    config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "engram", "serve"],
-        server_env=engine_env.env,
-    )
-    client = await config.start()
-    assert isinstance(client, LanguageClient)
-    root = engine_env.root
-    try:
-        await client.initialize_session(
-            types.InitializeParams(
-                capabilities=client_capabilities("visual-studio-code"),
-                root_uri=root.as_uri(),
-                workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
-                client_info=types.ClientInfo(name="claude-code"),
-            )
-        )
+    async with lsp_session(
+        [engine_env.root], client_name="claude-code", server_env=engine_env.env, fast=False
+    ) as client:
         await client.workspace_execute_command_async(
             types.ExecuteCommandParams(
                 command="engram.flag",
                 arguments=[{"id": memory_id, "kind": "outdated", "note": "seen in review"}],
             )
         )
-        await client.shutdown_session()
-    finally:
-        await client.stop()
 
 
 @pytest.mark.timeout(300)

@@ -16,7 +16,7 @@ import pytest
 from lsprotocol import types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from tests.lsp.conftest import lsp_session
 
 from .conftest import EngineEnv
 from .test_engine_process import _ran_in_engine
@@ -113,22 +113,12 @@ async def test_editor_commands_run_in_the_warm_engine(
 ) -> None:
     (engine_env.root / "billing.py").write_text("def charge(amount):\n    return amount\n")
     modules = tmp_path / "modules.json"
-    config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "engram", "serve"],
+    async with lsp_session(
+        [engine_env.root],
+        client_name="claude-code",
         server_env={**engine_env.env, "ENGRAM_LSP_MODULES_FILE": str(modules)},
-    )
-    client = await config.start()
-    assert isinstance(client, LanguageClient)
-    root = engine_env.root
-    try:
-        await client.initialize_session(
-            types.InitializeParams(
-                capabilities=client_capabilities("visual-studio-code"),
-                root_uri=root.as_uri(),
-                workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
-                client_info=types.ClientInfo(name="claude-code"),
-            )
-        )
+        fast=False,
+    ) as client:
         made = await client.workspace_execute_command_async(
             types.ExecuteCommandParams(
                 command="engram.remember",
@@ -150,9 +140,6 @@ async def test_editor_commands_run_in_the_warm_engine(
         (lsp,) = _clients(status, "lsp")
         maps = Path(f"/proc/{lsp['pid']}/maps").read_text()
         assert not [h for h in HEAVY_MAPS if h in maps], "the language server loaded a store"
-        await client.shutdown_session()
-    finally:
-        await client.stop()
     loaded = set(json.loads(modules.read_text()))
     assert not [m for m in loaded if m.split(".")[0] in HEAVY_MODULES]
     assert "engram.app.engine" not in loaded

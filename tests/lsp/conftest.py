@@ -83,8 +83,13 @@ async def lsp_session(
     before_init: Callable[[LanguageClient], None] | None = None,
     server_command: list[str] | None = None,
     server_env: dict[str, str] | None = None,
+    fast: bool = True,
 ) -> AsyncIterator[LanguageClient]:
-    """A real ``engram serve`` process driven by a pytest-lsp client."""
+    """A real ``engram serve`` process driven by a pytest-lsp client.
+
+    ``fast`` adds :data:`FAST` to the initialization options; tests of the workspace
+    engine pass False so the editor asks for nothing the engine's own settings lack.
+    """
     config = ClientServerConfig(
         server_command=server_command or [sys.executable, "-m", "engram", "serve"],
         server_env=server_env,
@@ -103,7 +108,7 @@ async def lsp_session(
                 capabilities=caps,
                 root_uri=folders[0].uri,
                 workspace_folders=folders,
-                initialization_options={**FAST, **(options or {})},
+                initialization_options={**(FAST if fast else {}), **(options or {})},
                 client_info=types.ClientInfo(name=client_name or preset),
             )
         )

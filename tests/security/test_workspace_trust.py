@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from tests.lsp.conftest import lsp_session
 from tests.security.conftest import Recorder, engram, events_text
 
 from engram.workspace import Workspace
@@ -193,22 +193,8 @@ async def test_mcp_serve_observe_does_not_run_the_plugin(
 async def test_language_server_warns_and_does_not_run_the_plugin(
     hostile_repo: Workspace, recorder: Recorder
 ) -> None:
-    config = ClientServerConfig(server_command=[sys.executable, "-m", "engram", "serve"])
-    client = await config.start()
-    assert isinstance(client, LanguageClient)
     root = hostile_repo.root
-    try:
-        await client.initialize_session(
-            types.InitializeParams(
-                capabilities=client_capabilities("visual-studio-code"),
-                root_uri=root.as_uri(),
-                workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
-                initialization_options={
-                    "embed": {"model": "none"},
-                    "index": {"embedInBackground": False},
-                },
-            )
-        )
+    async with lsp_session([root]) as client:
         target = root / "app" / "auth.py"
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(
@@ -226,8 +212,5 @@ async def test_language_server_warns_and_does_not_run_the_plugin(
         assert warnings and warnings[0].type == types.MessageType.Warning
         assert "tools/x.py" in warnings[0].message
         await asyncio.sleep(4)  # the issue saw the plugin run within 4 s of didOpen
-        await client.shutdown_session()
-    finally:
-        await client.stop()
     assert not marker(hostile_repo).exists()
     assert recorder.requests == []
