@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 #: 2: ``files.basename`` (indexed) for naming-convention lookups (docs/codegraph.md)
 SCHEMA_VERSION = 2
 MAX_DEPTH = 3
+#: Files whose dependents :meth:`CodeGraph.dependents` remembers (per graph version).
+DEPENDENTS_CACHED = 16
 BATCH_SIZE = 100
 BINARY_SNIFF_BYTES = 8192
 #: Syntax trees kept for incremental re-parsing of files edited through ``reindex_file``
@@ -382,6 +384,11 @@ class CodeGraph:
         self._manifest_paths: list[str] | None = None
         #: path -> (language, source, tree) of the last few files re-indexed one by one
         self._recent_trees: OrderedDict[str, tuple[str, bytes, Tree]] = OrderedDict()
+        #: (file id, depth) -> its named dependents, valid for ``_dependents_version``
+        self._dependents_cache: OrderedDict[
+            tuple[int, int], tuple[tuple[str, int, float, tuple[str, ...]], ...]
+        ] = OrderedDict()
+        self._dependents_version: tuple[int, int] | None = None
 
     # -- connection ------------------------------------------------------------------------
     @property
@@ -511,6 +518,8 @@ class CodeGraph:
                 self._conn.close()
                 self._conn = None
             self._recent_trees.clear()
+            self._dependents_cache.clear()
+            self._dependents_version = None
 
     def __enter__(self) -> CodeGraph:
         return self
@@ -1406,30 +1415,74 @@ class CodeGraph:
     ) -> list[tuple[str, int, float, list[str]]]:
         """``(file, depth, weight, path)`` of files depending on ``target``, nearest first.
 
-        ``path`` runs from the target to the dependent.
+        ``path`` runs from the target to the dependent. Answered from the closure table in
+        one query and remembered for the graph's current version (:meth:`_version`): an
+        impact report asks for a file's dependents at full depth and at depth 2, and a hub
+        has a thousand of them (docs/codegraph.md, "At 50,000 files").
         """
         with self._lock:
             conn = self._db()
             file_id = self._file_id(target)
             if file_id is None:
                 return []
-            rows = conn.execute(
-                "SELECT descendant, depth, weight, path FROM closure WHERE ancestor=? AND depth<=? "
-                "ORDER BY depth, weight DESC",
-                (file_id, max_depth),
-            ).fetchall()
-            needed: set[int] = set()
-            decoded = []
-            for descendant, depth, weight, path in rows:
-                ids = [int(x) for x in json.loads(path)]
-                needed.update(ids)
-                decoded.append((int(descendant), int(depth), float(weight), ids))
-            id_to_name = self._names_for(needed)
-            return [
-                (id_to_name[d], depth, weight, [id_to_name[i] for i in ids if i in id_to_name])
-                for d, depth, weight, ids in decoded
-                if d in id_to_name
-            ]
+            version = self._version()
+            if self._dependents_version != version:
+                self._dependents_cache.clear()
+                self._dependents_version = version
+            rows = self._dependents_cache.get((file_id, MAX_DEPTH))
+            if rows is None:
+                rows = self._dependents_cache.get((file_id, max_depth))
+            else:
+                rows = tuple(r for r in rows if r[1] <= max_depth)
+            if rows is None:
+                rows = self._read_dependents(conn, file_id, target, max_depth)
+                self._dependents_cache[(file_id, max_depth)] = rows
+                while len(self._dependents_cache) > DEPENDENTS_CACHED:
+                    self._dependents_cache.popitem(last=False)
+            return [(file, depth, weight, list(path)) for file, depth, weight, path in rows]
+
+    def _read_dependents(
+        self, conn: sqlite3.Connection, file_id: int, target: str, max_depth: int
+    ) -> tuple[tuple[str, int, float, tuple[str, ...]], ...]:
+        """The closure rows of ``file_id`` with their paths named, ordered as
+        :meth:`dependents` returns them.
+
+        Every file on a stored path is itself a dependent at a smaller depth (its prefix
+        is a path too), so the join that names the dependents names the paths; ids it
+        does not name (a closure older than its files) are looked up, and dropped when
+        the file is gone, as before.
+        """
+        rows = conn.execute(
+            "SELECT c.descendant, c.depth, c.weight, c.path, f.path FROM closure c "
+            "LEFT JOIN files f ON f.id = c.descendant WHERE c.ancestor=? AND c.depth<=? "
+            "ORDER BY c.depth, c.weight DESC, c.descendant",
+            (file_id, max_depth),
+        ).fetchall()
+        if not rows:
+            return ()
+        id_to_name: dict[int, str] = {file_id: target}
+        for descendant, _, _, _, name in rows:
+            if name is not None:
+                id_to_name[int(descendant)] = str(name)
+        # one decode of all paths: each is the JSON text of a list of ints
+        paths: list[list[int]] = json.loads("[" + ",".join(r[3] for r in rows) + "]")
+        missing = {i for ids in paths for i in ids if i not in id_to_name}
+        if missing:
+            id_to_name.update(self._names_for(missing))
+        name_of = id_to_name.__getitem__
+        # a file on a path that is gone is left out of the path, as before
+        kept = [[i for i in ids if i in id_to_name] for ids in paths] if missing else paths
+        return tuple(
+            (str(name), int(depth), float(weight), tuple(map(name_of, ids)))
+            for (_, depth, weight, _, name), ids in zip(rows, kept, strict=True)
+            if name is not None
+        )
+
+    def _version(self) -> tuple[int, int]:
+        """Changes when the stored graph may have: another connection committed
+        (``PRAGMA data_version``) or this one wrote (``total_changes``)."""
+        conn = self._db()
+        return int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
 
     def _names_for(self, ids: Iterable[int]) -> dict[int, str]:
         wanted = list(ids)

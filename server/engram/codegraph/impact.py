@@ -335,7 +335,7 @@ class ImpactAnalyzer:
                 # the symbol's users, then what depends on them
                 by_file = {d[0]: d for d in dependents}
                 narrowed: dict[str, tuple[str, int, float, list[str]]] = {}
-                for user in users:
+                for user in sorted(users):  # one answer whatever the hash seed
                     narrowed[user] = by_file.get(user, (user, 1, 0.8, [file, user]))
                     if narrowed[user][1] != 1:
                         narrowed[user] = (user, 1, narrowed[user][2], [file, user])
@@ -366,7 +366,7 @@ class ImpactAnalyzer:
             report.notes.append("no git history source: co-change not considered")
         report.cochange = [CoChangePartner(p, round(c, 4), s) for p, c, s in partners[:10]]
         tests = {d.file for d in (*report.direct_dependents, *report.transitive_dependents)
-                 if is_test_file(d.file) and d.depth <= 2}  # fmt: skip
+                 if d.depth <= 2 and is_test_file(d.file)}  # fmt: skip
         tests.update(p for p in naming_partners(file, graph) if is_test_file(p))
         report.tests = sorted(tests)
         report.ranked_files = _rank(file, graph, self.cochange, self.coaccess, k, partners)

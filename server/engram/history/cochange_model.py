@@ -295,44 +295,75 @@ def candidate_features(
     log = math.log
     my_name = names.get(file, "")
     never = math.log1p(max(end, 1))
-    for i, other in enumerate(files):
-        s = support.get(other, 0)
-        n_other = bisect.bisect_left(index.touching.get(other, []), end)
-        other_name = names.get(other, "")
-        for j, feature in enumerate(features):
-            if feature == "plain_confidence":
-                value = log(s / len(mine) + FLOOR) if mine else log(FLOOR)
-            elif feature == "short_confidence":
-                value = log(short.get(other, 0.0) / n_short + FLOOR) if n_short else log(FLOOR)
-            elif feature == "log_support":
-                value = math.log1p(s)
-            elif feature == "reverse_confidence":
-                value = log(s / n_other + FLOOR) if n_other else log(FLOOR)
-            elif feature == "partner_rate":
-                value = log(max(stats.rates.get(other, 0.0), floor_rate))
-            elif feature == "structure":
-                value = log(prior.get(other, 0.0) + FLOOR)
-            elif feature == "no_history":
-                value = float(s == 0)
-            elif feature == "size_confidence":
-                value = log(sized.get(other, 0.0) / n_size + FLOOR) if n_size else log(FLOOR)
-            elif feature == "own_recent_confidence":
-                value = log(own.get(other, 0.0) / n_own + FLOOR) if n_own else log(FLOOR)
-            elif feature == "last_together_age":
-                value = math.log1p(newest - together[other]) if other in together else never
-            elif feature == "partner_age":
-                value = math.log1p(newest - stats.last[other]) if other in stats.last else never
-            elif feature == "partner_recent_rate":
-                value = log(max(stats.recent.get(other, 0.0), floor_rate))
-            elif feature == "path_proximity":
-                value = path_proximity(my_name, other_name) if my_name and other_name else 0.0
-            elif feature == "name_match":
-                value = name_match(my_name, other_name) if my_name and other_name else 0.0
-            elif feature == "session_confidence":
-                value = log(session.get(other, 0) / len(mine) + FLOOR) if mine else log(FLOOR)
-            else:
-                raise ValueError(f"unknown co-change feature {feature!r}")
-            rows[i, j] = value
+    # one column per feature, each a comprehension over the candidates (a hub's impact
+    # has a thousand of them; the same arithmetic as per cell, docs/codegraph.md)
+    counts = [support.get(other, 0) for other in files]
+    for j, feature in enumerate(features):
+        column: list[float]
+        if feature == "plain_confidence":
+            n_mine = len(mine)
+            column = (
+                [log(s / n_mine + FLOOR) for s in counts] if mine else [log(FLOOR)] * len(files)
+            )
+        elif feature == "short_confidence":
+            column = (
+                [log(short.get(other, 0.0) / n_short + FLOOR) for other in files]
+                if n_short
+                else [log(FLOOR)] * len(files)
+            )
+        elif feature == "log_support":
+            column = [math.log1p(s) for s in counts]
+        elif feature == "reverse_confidence":
+            column = []
+            for other, s in zip(files, counts, strict=True):
+                n_other = bisect.bisect_left(index.touching.get(other, []), end)
+                column.append(log(s / n_other + FLOOR) if n_other else log(FLOOR))
+        elif feature == "partner_rate":
+            column = [log(max(stats.rates.get(other, 0.0), floor_rate)) for other in files]
+        elif feature == "structure":
+            column = [log(prior.get(other, 0.0) + FLOOR) for other in files]
+        elif feature == "no_history":
+            column = [float(s == 0) for s in counts]
+        elif feature == "size_confidence":
+            column = (
+                [log(sized.get(other, 0.0) / n_size + FLOOR) for other in files]
+                if n_size
+                else [log(FLOOR)] * len(files)
+            )
+        elif feature == "own_recent_confidence":
+            column = (
+                [log(own.get(other, 0.0) / n_own + FLOOR) for other in files]
+                if n_own
+                else [log(FLOOR)] * len(files)
+            )
+        elif feature == "last_together_age":
+            column = [
+                math.log1p(newest - together[other]) if other in together else never
+                for other in files
+            ]
+        elif feature == "partner_age":
+            column = [
+                math.log1p(newest - stats.last[other]) if other in stats.last else never
+                for other in files
+            ]
+        elif feature == "partner_recent_rate":
+            column = [log(max(stats.recent.get(other, 0.0), floor_rate)) for other in files]
+        elif feature in ("path_proximity", "name_match"):
+            measure = path_proximity if feature == "path_proximity" else name_match
+            column = []
+            for other in files:
+                other_name = names.get(other, "")
+                column.append(measure(my_name, other_name) if my_name and other_name else 0.0)
+        elif feature == "session_confidence":
+            column = (
+                [log(session.get(other, 0) / len(mine) + FLOOR) for other in files]
+                if mine
+                else [log(FLOOR)] * len(files)
+            )
+        else:
+            raise ValueError(f"unknown co-change feature {feature!r}")
+        if files:
+            rows[:, j] = column
     return Candidates(files, rows, [support.get(f, 0) for f in files])
 
 

@@ -29,7 +29,6 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections import ChainMap
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -181,6 +180,37 @@ class TeamFolderFacts:
 
 class GitCommandFailed(RuntimeError):
     """A git command Engram ran on the user's behalf failed; the message is git's."""
+
+
+class _NameOverlay(Mapping[int, str]):
+    """Paths by history id: ``first`` (files git has not seen, negative ids) over
+    ``second`` (the commit index's names), without copying either.
+
+    ``collections.ChainMap`` does the same, but its ``get`` goes through ``__contains__``
+    and ``any``: a hub's impact asks it a few thousand times (docs/codegraph.md)."""
+
+    __slots__ = ("first", "second")
+
+    def __init__(self, first: Mapping[int, str], second: Mapping[int, str]) -> None:
+        self.first, self.second = first, second
+
+    def __getitem__(self, key: int) -> str:
+        found = self.first.get(key)
+        return self.second[key] if found is None else found
+
+    def get(self, key: int, default: Any = None) -> Any:
+        found = self.first.get(key)
+        return self.second.get(key, default) if found is None else found
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.first or key in self.second
+
+    def __iter__(self) -> Iterator[int]:
+        yield from self.first
+        yield from (k for k in self.second if k not in self.first)
+
+    def __len__(self) -> int:
+        return len(self.first) + sum(1 for k in self.second if k not in self.first)
 
 
 class GitHistory:
@@ -857,7 +887,7 @@ class GitHistory:
         stats = self._index_stats(index)
         ids, popular = self._index_lookups(index, stats)
         unseen: dict[int, str] = {}
-        names: Mapping[int, str] = ChainMap(unseen, index.names)
+        names = _NameOverlay(unseen, index.names)
         prior: dict[int, float] = {}
         for path, weight in structure.items():
             cid = ids.get(path)
