@@ -20,7 +20,8 @@ as child processes (each measured alone, ``nice`` applied by the caller):
   into a fresh database, wall and CPU seconds, then once more with nothing new;
 * ``memories``: ``--memories`` (default 100,000) memories anchored to random indexed files
   and symbols, bulk-loaded;
-* ``incremental`` (p50/p95 of ``CodeGraph.reindex_file`` on an edited, much-imported file)
+* ``incremental`` (p50/p95 of ``CodeGraph.reindex_file`` on an edited, much-imported file:
+  a comment appended, then, as ``incremental_shift``, a line inserted above everything)
   and ``impact`` (p50/p95 of ``Engine.impact`` over random files);
 * ``embedding``: what the background embedding child does (``CodeSearch.index_chunks``
   with the bundled model) on a fixed random sample of ``--embed-sample`` files (embedding
@@ -456,6 +457,10 @@ def child_graph_latency(workspace: Path, edits: int, impacts: int, seed: int) ->
         )
         edit_ms: list[float] = []
         edit_cpu_ms: list[float] = []
+        # and edits that move every definition down a line or back (a line added above
+        # them): every row of the file changes, the whole re-index runs
+        shift_ms: list[float] = []
+        shift_cpu_ms: list[float] = []
         try:
             for edit in range(edits):
                 path.write_bytes(original + comment * (edit % 2 + 1))
@@ -463,6 +468,12 @@ def child_graph_latency(workspace: Path, edits: int, impacts: int, seed: int) ->
                 graph.reindex_file(target)
                 edit_ms.append((time.perf_counter() - t0) * 1000)
                 edit_cpu_ms.append((time.process_time() - c0) * 1000)
+            for edit in range(edits):
+                path.write_bytes(comment.lstrip(b"\n") * (edit % 2 + 1) + original)
+                t0, c0 = time.perf_counter(), time.process_time()
+                graph.reindex_file(target)
+                shift_ms.append((time.perf_counter() - t0) * 1000)
+                shift_cpu_ms.append((time.process_time() - c0) * 1000)
         finally:
             path.write_bytes(original)
             graph.reindex_file(target)
@@ -483,6 +494,9 @@ def child_graph_latency(workspace: Path, edits: int, impacts: int, seed: int) ->
         "incremental_p50_ms": round(percentile(edit_ms, 0.5), 2),
         "incremental_p95_ms": round(percentile(edit_ms, 0.95), 2),
         "incremental_cpu_p95_ms": round(percentile(edit_cpu_ms, 0.95), 2),
+        "incremental_shift_p50_ms": round(percentile(shift_ms, 0.5), 2),
+        "incremental_shift_p95_ms": round(percentile(shift_ms, 0.95), 2),
+        "incremental_shift_cpu_p95_ms": round(percentile(shift_cpu_ms, 0.95), 2),
         "impact_p50_ms": round(percentile(impact_ms, 0.5), 2),
         "impact_p95_ms": round(percentile(impact_ms, 0.95), 2),
         "impact_cpu_p50_ms": round(percentile(impact_cpu_ms, 0.5), 2),

@@ -72,6 +72,7 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     assert result["memories"]["digest_memories"] == 300
     latency = result["latency"]
     assert latency["incremental_p95_ms"] > 0 and latency["impact_p95_ms"] > 0
+    assert latency["incremental_shift_p95_ms"] > 0 and latency["impact_cpu_p95_ms"] > 0
     embedding = result["embedding"]
     assert embedding["sample_files"] == 3 and embedding["sample_chunks"] > 0, embedding
     assert embedding["embedded_after_second"] == embedding["sample_chunks"], embedding

@@ -299,3 +299,77 @@ def test_a_cold_index_builds_the_lookup_indexes_after_its_rows(tmp_path: Path) -
     graph.index()  # an index run over a graph that has files keeps the indexes throughout
     assert deferred <= _indexes(tmp_path / "g.sqlite")
     graph.close()
+
+
+def graph_rows(db_path: Path) -> dict[str, set[tuple[object, ...]]]:
+    """Every stored fact with files named instead of numbered (row ids may differ)."""
+    conn = sqlite3.connect(db_path)
+    queries = {
+        "files": "SELECT path, language, hash, status, note, package, stale_at IS NULL FROM files",
+        "nodes": """SELECT f.path, n.kind, n.name, n.qualname, n.start_line, n.end_line,
+                    p.qualname, n.exported FROM nodes n JOIN files f ON f.id=n.file_id
+                    LEFT JOIN nodes p ON p.id=n.parent_id""",
+        "edges": """SELECT s.path, e.kind, e.dst_name, d.path, e.target, e.weight, e.line,
+                    n.qualname FROM edges e JOIN files s ON s.id=e.src_file
+                    LEFT JOIN files d ON d.id=e.dst_file LEFT JOIN nodes n ON n.id=e.src_node""",
+        "imports": """SELECT f.path, i.module, i.names, i.wildcard, i.line, i.resolved
+                      FROM imports i JOIN files f ON f.id=i.file_id""",
+        "file_deps": """SELECT s.path, d.path, x.weight, x.kinds FROM file_deps x
+                        JOIN files s ON s.id=x.src JOIN files d ON d.id=x.dst""",
+    }
+    out = {name: set(conn.execute(sql).fetchall()) for name, sql in queries.items()}
+    conn.close()
+    return out
+
+
+def test_an_edit_that_stores_the_same_rows_rewrites_none(make_graph, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A second edit whose content stores the rows the first stored (a comment added at
+    the end, a changed literal) moves only the file's hash: no rows rewritten, nothing
+    resolved again, and the graph is the one a fresh index builds."""
+    graph = make_graph(BASE)
+    root = graph.workspace.root
+    original = (root / "b.py").read_text()
+    (root / "b.py").write_text(original + "# one\n")
+    assert graph.reindex_file("b.py").changed  # the first edit stores its rows
+    ids = {r[0] for r in graph._db().execute("SELECT id FROM nodes")}
+    statements: list[str] = []
+    graph._db().set_trace_callback(statements.append)
+    (root / "b.py").write_text(original + "# one\n# two\n")
+    assert graph.reindex_file("b.py").changed
+    graph._db().set_trace_callback(None)
+    writes = [s for s in statements if s.lstrip().startswith(("INSERT", "DELETE"))]
+    assert writes == [], writes
+    assert {r[0] for r in graph._db().execute("SELECT id FROM nodes")} == ids
+    fresh = CodeGraph(Workspace.open(root), db_path=tmp_path / "fresh.sqlite")
+    fresh.index()
+    fresh.close()
+    assert graph_rows(graph.db_path) == graph_rows(tmp_path / "fresh.sqlite")
+    assert closure(graph) == fresh_closure(root, tmp_path / "again")
+    # a structural change after it is stored in full
+    (root / "b.py").write_text("import d\ndef fb():\n    return d.fd()\n")
+    graph.reindex_file("b.py")
+    assert set(graph.dependencies("b.py")) == {"d.py"}
+
+
+def test_rows_another_connection_wrote_are_never_kept(make_graph, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """What this connection stored last is kept only while nobody wrote since: here another
+    process stored a different version of the file in between."""
+    graph = make_graph(BASE)
+    root = graph.workspace.root
+    original = (root / "b.py").read_text()
+    (root / "b.py").write_text(original + "# one\n")
+    graph.reindex_file("b.py")
+    other = CodeGraph(Workspace.open(root))
+    try:
+        (root / "b.py").write_text("import d\ndef fb():\n    return d.fd()\n")
+        other.reindex_file("b.py")
+    finally:
+        other.close()
+    (root / "b.py").write_text(original + "# one\n# two\n")  # same rows as this one stored
+    graph.reindex_file("b.py")
+    assert set(graph.dependencies("b.py")) == {"c.py"}
+    (tmp_path / "again").mkdir()
+    fresh = CodeGraph(Workspace.open(root), db_path=tmp_path / "again" / "fresh.sqlite")
+    fresh.index()
+    fresh.close()
+    assert graph_rows(graph.db_path) == graph_rows(tmp_path / "again" / "fresh.sqlite")

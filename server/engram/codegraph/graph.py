@@ -354,6 +354,25 @@ class IndexInterrupted(Exception):
     """Raised inside a run when the cancel callback says stop; the run is resumable."""
 
 
+def _stored_form(
+    facts: FileFacts | None, note: str | None, language: str | None
+) -> tuple[object, ...]:
+    """What :meth:`CodeGraph._write_file` and ``_write_facts`` store of one file's facts,
+    without row ids: two contents with the same form leave the same graph."""
+    if facts is None:
+        return (language, note, None)
+    return (
+        language,
+        note,
+        facts.package,
+        tuple((d.kind, d.name, d.qualname, d.start_line, d.end_line, d.parent, d.exported)
+              for d in facts.definitions),
+        tuple((i.module, tuple(i.names), i.wildcard, i.line) for i in facts.imports),
+        tuple((c.name, c.obj, c.line, c.caller) for c in facts.calls),
+        tuple((r.class_name, r.base, r.kind, r.line) for r in facts.inheritance),
+    )  # fmt: skip
+
+
 class CodeGraph:
     """The code graph of one workspace, stored in ``.engram/graph.sqlite``.
 
@@ -384,6 +403,13 @@ class CodeGraph:
         self._manifest_paths: list[str] | None = None
         #: path -> (language, source, tree) of the last few files re-indexed one by one
         self._recent_trees: OrderedDict[str, tuple[str, bytes, Tree]] = OrderedDict()
+        #: path -> (what its last re-index stored, the graph version after that commit):
+        #: an edit that stores the same rows again needs no rewrite and no resolution
+        self._kept_facts: OrderedDict[str, tuple[tuple[object, ...], tuple[int, int]]] = (
+            OrderedDict()
+        )
+        #: set by ``_store_bytes`` when the rows of the file were left as they were
+        self._rows_kept = False
         #: (file id, depth) -> its named dependents, valid for ``_dependents_version``
         self._dependents_cache: OrderedDict[
             tuple[int, int], tuple[tuple[str, int, float, tuple[str, ...]], ...]
@@ -520,6 +546,7 @@ class CodeGraph:
             self._recent_trees.clear()
             self._dependents_cache.clear()
             self._dependents_version = None
+            self._kept_facts.clear()
 
     def __enter__(self) -> CodeGraph:
         return self
@@ -752,9 +779,25 @@ class CodeGraph:
                 note = f"parse failed: {exc}"
             if facts is not None and facts.has_errors:
                 note = "syntax errors: partial structure"
-        file_id = self._write_file(
-            rel, digest, size, mtime_ns, "ok", note, spec.name if spec else None, new=new
-        )
+        language = spec.name if spec else None
+        if keep_tree and not new:
+            key = _stored_form(facts, note, language)
+            kept = self._kept_facts.pop(rel, None)
+            if kept is not None and kept == (key, self._version()):
+                # the rows this content gives are the ones stored by this connection's last
+                # re-index of the file, and nothing was written since (by anyone): only the
+                # file's hash moves (docs/codegraph.md, "Re-indexing one file")
+                self._db().execute(
+                    "UPDATE files SET hash=?, size=?, mtime_ns=? WHERE path=?",
+                    (digest, size, mtime_ns, rel),
+                )
+                self._rows_kept = True
+            self._kept_facts[rel] = (key, (-1, -1))  # its version is set after the commit
+            while len(self._kept_facts) > RECENT_TREES:
+                self._kept_facts.popitem(last=False)
+            if self._rows_kept:
+                return "ok", note
+        file_id = self._write_file(rel, digest, size, mtime_ns, "ok", note, language, new=new)
         if facts is not None:
             self._write_facts(file_id, facts)
         return "ok", note
@@ -1257,12 +1300,13 @@ class CodeGraph:
             stat = absolute.stat()
             previous = (existing[0], existing[1], existing[2], existing[3]) if existing else None
             conn.execute("BEGIN")
+            self._rows_kept = False
             try:
                 names_before = self._defined_names(rel) if existing is not None else set()
                 outcome = self._store_path(
                     rel, stat.st_size, stat.st_mtime_ns, previous, keep_tree=True
                 )
-                if outcome is not None and existing is not None:
+                if outcome is not None and existing is not None and not self._rows_kept:
                     # an edited known file: store and resolve in one transaction (one commit,
                     # and readers never see its facts without their resolution); callers of
                     # a name it no longer defines (or now defines) are resolved again too
@@ -1271,7 +1315,11 @@ class CodeGraph:
                 conn.commit()
             except BaseException:
                 conn.rollback()
+                self._kept_facts.pop(rel, None)
                 raise
+            kept = self._kept_facts.get(rel)
+            if kept is not None and kept[1] == (-1, -1):  # stored (or kept) by this call
+                self._kept_facts[rel] = (kept[0], self._version())
             if outcome is None:
                 elapsed = (time.perf_counter() - started) * 1000
                 return ReindexResult(rel, changed=False, milliseconds=elapsed)
