@@ -16,9 +16,14 @@ picks those four on the **dev** part of the public pairs only (docs/lifecycle.md
   broken down by source category only.
 
 NLI scores are computed once per pair and cached, so the grid costs only the rules.
+
+* ``--fresh FILE``: every pair of another frozen file (the fresh unseen set,
+  ``contradiction_fresh_pairs.jsonl``), scored the same way, once the rule is fixed.
+
 Usage: scripts/eval/contradictions_cv.py [FILE] [--folds 5] [--repeats 5] [--heldout]
-       [--no-model] [--mirrors DIR] [--json]
-Last stdout line: {"dev_cv": {...}, "chosen": {...}, "dev_full": {...}, "heldout": {...}}
+       [--fresh FILE] [--no-model] [--mirrors DIR] [--json]
+Last stdout line: {"dev_cv": {...}, "chosen": {...}, "dev_full": {...}, "heldout": {...},
+"fresh": {...}}
 """
 
 from __future__ import annotations
@@ -130,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--min-precision", type=float, default=0.9)
     parser.add_argument("--heldout", action="store_true", help="score the chosen setting once")
+    parser.add_argument("--fresh", type=Path, help="another pair file to score once")
     parser.add_argument("--no-model", action="store_true", help="no embeddings (no cosines)")
     parser.add_argument("--no-nli", action="store_true", help="the gate only matters with NLI")
     parser.add_argument("--mirrors", type=Path, default=base.DEFAULT_MIRRORS)
@@ -203,15 +209,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "before": base.scores(table[before], labels),
         },
     }
-    if args.heldout:
-        held = base.load(args.file, "heldout", args.mirrors)
-        gold = [bool(r["conflict"]) for r in held]
-        held_cos = cosines_of(held)
-        result: dict[str, Any] = {"items": len(held), "conflicts": sum(gold)}
+
+    def score_once(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """The chosen setting and the one before on ``rows``, by source category."""
+        gold = [bool(r["conflict"]) for r in rows]
+        row_cos = cosines_of(rows)
+        result: dict[str, Any] = {"items": len(rows), "conflicts": sum(gold)}
         for name, setting in (("chosen", settings[chosen]), ("before", BEFORE)):
-            pred = predict(held, held_cos, setting, nli, cache)
+            pred = predict(rows, row_cos, setting, nli, cache)
             by_source: dict[str, dict[str, int]] = {}
-            for row, p, y in zip(held, pred, gold, strict=True):
+            for row, p, y in zip(rows, pred, gold, strict=True):
                 cell = by_source.setdefault(
                     str(row.get("source")), {"caught": 0, "missed": 0, "false_alarms": 0}
                 )
@@ -220,7 +227,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 elif p:
                     cell["false_alarms"] += 1
             result[name] = {**base.scores(pred, gold), "by_source": by_source}
-        summary["heldout"] = result
+        return result
+
+    if args.heldout:
+        summary["heldout"] = score_once(base.load(args.file, "heldout", args.mirrors))
+    if args.fresh is not None:
+        # another frozen set (every row, whatever its split), scored with the setting fixed
+        # on dev: docs/lifecycle.md "A fresh unseen set"
+        try:
+            fresh = base.load(args.fresh, "all", args.mirrors)
+        except base.MissingSource as exc:
+            print(f"contradictions_cv: {exc} (fetch it, or pass --mirrors)", file=sys.stderr)
+            return 2
+        summary["fresh"] = {"dataset": args.fresh.stem, **score_once(fresh)}
     print(json.dumps(summary) if args.json else json.dumps(summary, indent=2))
     return 0
 

@@ -351,8 +351,104 @@ def test_cv_script_smoke(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "fresh" not in summary
     assert summary["dev_items"] == 4 and summary["dev_conflicts"] == 2
     assert summary["dev_cv"]["recall"]["mean"] == 1.0 and summary["dev_cv"]["folds"] == 2
     assert summary["dev_full"]["chosen"]["recall"] == 1.0
     held = summary["heldout"]["chosen"]
     assert held["by_source"] == {"doc-edit": {"caught": 1, "missed": 0, "false_alarms": 0}}
+
+
+def test_cv_script_scores_a_fresh_file_with_the_setting_fixed_on_dev(tmp_path: Path) -> None:
+    """``--fresh FILE`` scores every pair of another file once, with the setting chosen on
+    dev (a smoke test of the script: the figures on the real fresh set are in
+    docs/lifecycle.md, not asserted here)."""
+    import subprocess
+    import sys
+
+    dev = [
+        {"a": "enable the cache", "b": "disable the cache", "conflict": True},
+        {"a": "the job timeout is 30s", "b": "the job timeout is 90s", "conflict": True},
+        {"a": "use logging instead of print", "b": "don't use print", "conflict": False},
+        {"a": "the cache lives in /tmp", "b": "the cache is cleared nightly", "conflict": False},
+    ]
+    fresh = [
+        {"a": "retries are on", "b": "retries are off", "conflict": True, "split": "heldout2",
+         "source": "doc-edit"},
+        {"a": "Default: 4096 (4kb)", "b": "Default: 4096 (4 KiB)", "conflict": False,
+         "split": "heldout2", "source": "doc-edit"},
+    ]  # fmt: skip
+    (tmp_path / "dev.jsonl").write_text("\n".join(json.dumps(row) for row in dev))
+    (tmp_path / "fresh.jsonl").write_text("\n".join(json.dumps(row) for row in fresh))
+    script = Path(__file__).resolve().parents[2] / "scripts" / "eval" / "contradictions_cv.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "dev.jsonl"), "--json", "--no-model",
+         "--no-nli", "--folds", "2", "--repeats", "1", "--fresh", str(tmp_path / "fresh.jsonl")],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    scored = summary["fresh"]
+    assert scored["dataset"] == "fresh" and scored["items"] == 2 and scored["conflicts"] == 1
+    assert set(scored["chosen"]) >= {"precision", "recall", "f1", "flagged", "by_source"}
+    assert "heldout" not in summary
+
+
+def test_fresh_pair_set_is_references_only_and_from_unseen_repositories() -> None:
+    """The fresh unseen set (docs/lifecycle.md): references only, one split, no repository
+    any earlier public pair came from."""
+    fresh_file = PAIRS.parent / "contradiction_fresh_pairs.jsonl"
+    public_file = PAIRS.parent / "contradiction_public_pairs.jsonl"
+    fresh = [json.loads(line) for line in fresh_file.read_text().splitlines() if line.strip()]
+    public = [json.loads(line) for line in public_file.read_text().splitlines() if line.strip()]
+    assert len(fresh) >= 80 and sum(r["conflict"] for r in fresh) >= 35
+    assert {r["split"] for r in fresh} == {"heldout2"}
+    seen = {side["repo"] for r in public for side in (r["a"], r["b"]) if "repo" in side}
+    for row in fresh:
+        for side in (row["a"], row["b"]):
+            assert {"repo", "commit", "path", "lines"} <= set(side)
+            assert side["repo"] not in seen
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # one literal swapped for another in the same sentence (docs/lifecycle.md, "One
+        # value swapped"); none names a default the value readers know
+        ("Returns the matching route when found, otherwise `undefined`, so callers check it.",
+         "Returns the matching route when found, otherwise `false`, so callers check it."),
+        ('The worker writes its log to "worker.log" in the working directory of the process.',
+         'The worker writes its log to "stderr" in the working directory of the process.'),
+        ("`max_length`: the longest string a field accepts (default: `2 ** 16`)",
+         "`max_length`: the longest string a field accepts (default: `None`)"),
+        # the same state, once under a condition and once without one
+        ("response.body is only available after calling .load().",
+         "The response.body attribute is now always available, except for streamed bodies."),
+    ],
+)  # fmt: skip
+def test_a_value_swapped_in_the_same_sentence_and_a_lifted_condition_are_found(
+    old: str, new: str
+) -> None:
+    (found,) = find_contradictions(gotcha(new), [(gotcha(old), None)])
+    assert found.kind == "value"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # the same value written another way
+        ("- **Default:** `4096` (4kb)", "- **Default:** `4096` (4 KiB)"),
+        ("whether bindings will be sent or not (default: ``True``).",
+         "whether bindings will be sent or not (default: ``yes``)."),
+        # a value swapped together with the setting it belongs to: another setting
+        ("Examples of code with `{ allowAny: false }` for this rule:",
+         "Examples of code with `{ allowNever: true }` for this rule:"),
+        # a word swapped that is no value
+        ("Concurrency is better on specific scenarios that involve a lot of waiting.",
+         "Concurrency is better in specific scenarios that involve a lot of waiting."),
+        # the condition kept
+        ("response.body is only available after calling .load().",
+         "response.body is now available only after calling .load()."),
+    ],
+)  # fmt: skip
+def test_value_swap_look_alikes_are_not_contradictions(old: str, new: str) -> None:
+    assert find_contradictions(gotcha(new), [(gotcha(old), None)]) == []

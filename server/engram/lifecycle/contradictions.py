@@ -336,6 +336,8 @@ def screen_contradictions(
             flip, kind = _value_change(other.content, new.content), "value"
         if flip is None and not planned:
             kind, flip = _change(other.content, new.content) or (kind, None)
+        if flip is None and not planned:
+            flip, kind = _substitution(other.content, new.content), "value"
         if flip is not None and (same_symbol or overlap >= MIN_OVERLAP_FOR_FLIPS or close):
             found[other.id] = Contradiction(other, kind, flip, round(overlap, 3))
             continue
@@ -661,6 +663,8 @@ _COPULA_NOW = re.compile(
     r"^(?P<subject>.+?)\s+(?:is|are)\s+now\s+(?:always\s+)?(?P<value>.+)$", re.I
 )
 _COPULA = re.compile(r"^(?P<subject>.+?)\s+(?:is|are)\s+(?:only\s+)?(?P<value>.+)$", re.I)
+_ALWAYS = re.compile(r"\balways\s*$", re.I)
+_ONLY = re.compile(r"\bonly\s*$", re.I)
 #: the replaced thing's words that must be stated in the other note
 SUPERSEDED_COVERAGE = 0.6
 #: how much of the shorter subject's words the other subject must hold
@@ -712,7 +716,17 @@ def _copula_change(stated: str, change: str) -> str | None:
                 continue
             their_subject = _content(was.group("subject"))
             their_value = _content_head(was.group("value"))
-            if their_value is None or their_value == value:
+            if their_value is None:
+                continue
+            if their_value == value:
+                # "X is only available after read()" / "X is now always available": the
+                # same state, once under a condition and once without one
+                if (
+                    _ALWAYS.search(now.group(0)[: now.start("value")])
+                    and _ONLY.search(was.group(0)[: was.start("value")])
+                    and _overlap(subject, their_subject) >= SAME_SUBJECT
+                ):
+                    return f"{' '.join(sorted(subject & their_subject)[:3])}: only vs always"
                 continue
             if _overlap(subject, their_subject) >= SAME_SUBJECT and not (
                 {value} & _content(was.group("value")) or {their_value} & _content(sentence)
@@ -754,3 +768,78 @@ def _change(old: str, new: str) -> tuple[str, str] | None:
             if reason is not None:
                 return kind, reason
     return None
+
+
+# -- one value swapped in the same sentence --------------------------------------------------
+# A documentation line edited to describe a changed behaviour often keeps every word but the
+# value: "the best match when true, otherwise undefined" / "… otherwise false",
+# "``exclusive`` (default: ``False``)" / "(default: ``True``)". Neither names a default the
+# value readers know ("defaults to", "=") nor carries a number after a value cue, so the
+# rules above leave it open; the NLI model scores such near-identical pairs low. Read as an
+# edit: the same words in the same order around one or two swapped spans, each span a
+# literal (a truth value, an empty value, a number, a quoted string) whose meaning differs
+# (docs/lifecycle.md, "One value swapped").
+_LITERAL_CLASS = {
+    **dict.fromkeys(("true", "yes", "on", "enabled"), "true"),
+    **dict.fromkeys(("false", "no", "off", "disabled"), "false"),
+    **dict.fromkeys(("none", "null", "undefined", "nil", "unset"), "null"),
+}
+_EDIT_TOKEN = re.compile(r"\"[^\"\n]{1,30}\"|'[^'\n]{1,30}'|[a-z0-9_][\w.+-]*")
+_NUMBER = re.compile(r"^(\d+(?:\.\d+)*)")
+#: words that may sit in a swapped span next to its literal without changing what is swapped
+_SPAN_FILLER = frozenset(
+    {"a", "an", "the", "is", "be", "to", "of", "s", "ms", "sec", "second", "seconds", "minute",
+     "minutes", "hour", "hours", "day", "days", "kb", "kib", "mb", "mib", "gb", "gib", "b",
+     "byte", "bytes", "percent", "now"}
+)  # fmt: skip
+#: the words the two notes share, around the swap, at least (and this share of the longer)
+MIN_EDIT_CONTEXT = 4
+EDIT_SHARE = 0.6
+MAX_SWAPS = 2
+
+
+def _edit_tokens(text: str) -> list[str]:
+    lowered = text.lower().replace("`", " ").replace("*", " ")
+    return [t.rstrip(".,:") or t for t in _EDIT_TOKEN.findall(lowered)]
+
+
+def _literal(span: Sequence[str]) -> tuple[str, ...] | None:
+    """What a swapped span means as a value (``("true",)``, ``("num", "120")``), or None
+    when it holds any word that is not a literal or a unit."""
+    meaning: list[str] = []
+    for token in span:
+        if token in _LITERAL_CLASS:
+            meaning.append(_LITERAL_CLASS[token])
+        elif token[0] in "\"'":
+            meaning.append("str:" + token.strip("\"'"))
+        elif number := _NUMBER.match(token):
+            meaning.append("num:" + number.group(1))
+        elif token not in _SPAN_FILLER:
+            return None
+    return tuple(meaning) or None
+
+
+def _substitution(old: str, new: str) -> str | None:
+    """The same sentence with a literal value swapped for another of a different meaning."""
+    import difflib
+
+    a, b = _edit_tokens(old), _edit_tokens(new)
+    if not a or not b:
+        return None
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    shared = sum(block.size for block in matcher.get_matching_blocks())
+    if shared < MIN_EDIT_CONTEXT or shared < EDIT_SHARE * max(len(a), len(b)):
+        return None
+    swaps = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if not swaps or len(swaps) > MAX_SWAPS or any(op[0] != "replace" for op in swaps):
+        return None
+    changed = []
+    for _, i1, i2, j1, j2 in swaps:
+        left, right = _literal(a[i1:i2]), _literal(b[j1:j2])
+        if left is None or right is None:
+            return None
+        if left != right:
+            changed.append((" ".join(a[i1:i2]), " ".join(b[j1:j2])))
+    if not changed:
+        return None
+    return f"{changed[0][0]} vs {changed[0][1]}"
