@@ -445,6 +445,8 @@ def test_a_value_swapped_in_the_same_sentence_and_a_lifted_condition_are_found(
         # a word swapped that is no value
         ("Concurrency is better on specific scenarios that involve a lot of waiting.",
          "Concurrency is better in specific scenarios that involve a lot of waiting."),
+        # numbers that name which thing is meant, not a value
+        ("local note 0: cache 0 warms on boot", "local note 1: cache 1 warms on boot"),
         # the condition kept
         ("response.body is only available after calling .load().",
          "response.body is now available only after calling .load()."),

@@ -792,6 +792,8 @@ _SPAN_FILLER = frozenset(
      "minutes", "hour", "hours", "day", "days", "kb", "kib", "mb", "mib", "gb", "gib", "b",
      "byte", "bytes", "percent", "now"}
 )  # fmt: skip
+#: a swapped number is a value after these (as for ``_VALUE_CUES``), else it names a thing
+_NUMBER_CUES = _VALUE_CUES | {"default", "defaults"}
 #: the words the two notes share, around the swap, at least (and this share of the longer)
 MIN_EDIT_CONTEXT = 4
 EDIT_SHARE = 0.6
@@ -838,6 +840,9 @@ def _substitution(old: str, new: str) -> str | None:
         left, right = _literal(a[i1:i2]), _literal(b[j1:j2])
         if left is None or right is None:
             return None
+        numbers = any(m.startswith("num:") for m in left + right)
+        if numbers and (i1 == 0 or a[i1 - 1] not in _NUMBER_CUES):
+            return None  # "note 0" / "note 1", "album 3" / "album 4" name two things
         if left != right:
             changed.append((" ".join(a[i1:i2]), " ".join(b[j1:j2])))
     if not changed:
