@@ -7,31 +7,50 @@ must know the workspace, and so the engine to call, before it imports anything e
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+
+#: ``typing`` costs a forwarding CLI milliseconds; mypy reads the names anyway
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def find_workspace_root(start: Path) -> Path:
     """The enclosing git root of ``start``, or ``start`` itself outside git."""
-    start = start.resolve()
-    probe = start if start.is_dir() else start.parent
-    for candidate in (probe, *probe.parents):
-        if (candidate / ".git").exists():
+    from pathlib import Path
+
+    return Path(workspace_root(os.fspath(start)))
+
+
+def workspace_root(start: str) -> str:
+    """:func:`find_workspace_root` on strings (``pathlib`` costs a forwarding CLI
+    ``urllib.parse`` and ``ipaddress``; ``subprocess`` is imported only outside a checkout
+    with a ``.git`` of its own)."""
+    start = os.path.realpath(start)
+    probe = start if os.path.isdir(start) else os.path.dirname(start)
+    candidate = probe
+    while True:
+        if os.path.exists(os.path.join(candidate, ".git")):
             return candidate
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            break
+        candidate = parent
     import subprocess
 
     try:
         out = subprocess.run(
-            ["git", "-C", str(probe), "rev-parse", "--show-toplevel"],
+            ["git", "-C", probe, "rev-parse", "--show-toplevel"],
             capture_output=True,
             text=True,
             timeout=5,
             check=False,
         )
         if out.returncode == 0 and out.stdout.strip():
-            return Path(out.stdout.strip()).resolve()
+            return os.path.realpath(out.stdout.strip())
     except (OSError, subprocess.TimeoutExpired):
         pass
     return probe
 
 
-__all__ = ["find_workspace_root"]
+__all__ = ["find_workspace_root", "workspace_root"]

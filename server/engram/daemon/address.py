@@ -1,6 +1,9 @@
 """Where the engine of a workspace listens, and who may reach it (docs/engine.md, "Security").
 
-Standard library only: every forwarding front end imports this before anything else.
+Standard library only, and only its cheap part: every forwarding front end imports this
+before anything else, so paths are strings here (``pathlib`` pulls in ``urllib.parse`` and
+``ipaddress``) and the hash is the interpreter's own SHA-256 (``hashlib`` loads OpenSSL);
+the :class:`~pathlib.Path` views are built when someone asks for them.
 
 The address lives in a per-user runtime directory that only the user can enter: the
 ``engram`` folder of ``$XDG_RUNTIME_DIR`` (a tmpfs the login session owns), else
@@ -19,14 +22,17 @@ settings of the environment, so a differently configured front end gets its own 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import socket
 import stat
 import sys
-from collections.abc import Mapping
-from pathlib import Path
+
+#: ``typing`` costs a forwarding CLI milliseconds; mypy reads the names anyway
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import Iterator, Mapping
+    from pathlib import Path
 
 #: Unix socket paths longer than this do not bind on every platform (108 on Linux, 104 on
 #: macOS, counting the terminating NUL).
@@ -45,14 +51,16 @@ def unix_sockets_available(environ: Mapping[str, str] | None = None) -> bool:
     env = os.environ if environ is None else environ
     if env.get(TRANSPORT_ENV, "").strip().lower() == "tcp":
         return False
+    import socket
+
     return hasattr(socket, "AF_UNIX")
 
 
-def _private_dir(path: Path) -> Path | None:
+def _private_dir(path: str) -> str | None:
     """``path`` created ``0700``, or ``None`` when it is not ours alone."""
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = path.lstat()
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.lstat(path)
     except OSError:
         return None
     if not stat.S_ISDIR(info.st_mode):
@@ -69,35 +77,47 @@ def _private_dir(path: Path) -> Path | None:
     return path
 
 
-def runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
+def _candidates(env: Mapping[str, str]) -> Iterator[str]:
+    """The runtime directories to try, in order (the temporary one computed last: it
+    imports ``tempfile``)."""
+    explicit = env.get(RUNTIME_DIR_ENV)
+    if explicit:
+        yield explicit
+        return
+    xdg = env.get("XDG_RUNTIME_DIR")
+    if xdg:
+        yield os.path.join(xdg, "engram")
+    cache = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    yield os.path.join(cache, "engram", "run")
+    uid = getattr(os, "getuid", lambda: 0)()
+    user = env.get("USER") or env.get("USERNAME") or str(uid)
+    import tempfile
+
+    yield os.path.join(tempfile.gettempdir(), f"engram-{uid if uid else user}")
+
+
+def runtime_directory(environ: Mapping[str, str] | None = None) -> str:
     """The user's private directory for engine sockets and locks (see the module doc)."""
     env = os.environ if environ is None else environ
-    explicit = env.get(RUNTIME_DIR_ENV)
-    candidates: list[Path] = []
-    if explicit:
-        candidates.append(Path(explicit))
-    else:
-        xdg = env.get("XDG_RUNTIME_DIR")
-        if xdg:
-            candidates.append(Path(xdg) / "engram")
-        cache = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        candidates.append(Path(cache) / "engram" / "run")
-        uid = getattr(os, "getuid", lambda: 0)()
-        user = env.get("USER") or env.get("USERNAME") or str(uid)
-        import tempfile
-
-        candidates.append(Path(tempfile.gettempdir()) / f"engram-{uid if uid else user}")
-    for candidate in candidates:
-        if unix_sockets_available(env) and len(str(candidate)) + 26 > MAX_SOCKET_PATH:
+    unix = unix_sockets_available(env)
+    tried: list[str] = []
+    for candidate in _candidates(env):
+        tried.append(candidate)
+        if unix and len(candidate) + 26 > MAX_SOCKET_PATH:
             continue
         found = _private_dir(candidate)
         if found is not None:
             return found
     raise NoRuntimeDir(
-        "no private runtime directory for the engine (tried "
-        + ", ".join(str(c) for c in candidates)
-        + ")"
+        "no private runtime directory for the engine (tried " + ", ".join(tried) + ")"
     )
+
+
+def runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """:func:`runtime_directory` as a :class:`~pathlib.Path`."""
+    from pathlib import Path
+
+    return Path(runtime_directory(environ))
 
 
 def config_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -109,14 +129,29 @@ def config_environment(environ: Mapping[str, str] | None = None) -> dict[str, st
 def engine_key(root: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> str:
     """The engine's name: the workspace's real path and its environment settings, hashed."""
     ident = json.dumps([os.path.realpath(root), config_environment(environ)], sort_keys=True)
-    return hashlib.sha256(ident.encode("utf-8")).hexdigest()[:20]
+    return _sha256_hex(ident.encode("utf-8"))[:20]
+
+
+def _sha256_hex(data: bytes) -> str:
+    """SHA-256 without ``hashlib``, whose OpenSSL load costs a forwarding CLI 3-15 ms: the
+    interpreter's built-in module (``_sha2`` from Python 3.12, ``_sha256`` before; the same
+    digest), else ``hashlib``'s."""
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+        except ImportError:
+            from hashlib import sha256  # type: ignore[assignment,unused-ignore]
+    return str(sha256(data).hexdigest())
 
 
 class Address:
-    """The files of one engine in the runtime directory."""
+    """The files of one engine in the runtime directory (``*_file``: their paths as
+    strings, for the forwarding CLI; the :class:`~pathlib.Path` properties for the rest)."""
 
-    def __init__(self, directory: Path, key: str, unix: bool) -> None:
-        self.directory = directory
+    def __init__(self, directory: str | os.PathLike[str], key: str, unix: bool) -> None:
+        self.folder = os.fspath(directory)
         self.key = key
         self.unix = unix
 
@@ -124,7 +159,19 @@ class Address:
     def for_workspace(
         cls, root: str | os.PathLike[str], environ: Mapping[str, str] | None = None
     ) -> Address:
-        return cls(runtime_dir(environ), engine_key(root, environ), unix_sockets_available(environ))
+        return cls(
+            runtime_directory(environ), engine_key(root, environ), unix_sockets_available(environ)
+        )
+
+    def file(self, suffix: str) -> str:
+        """``<runtime dir>/<key><suffix>``."""
+        return os.path.join(self.folder, f"{self.key}{suffix}")
+
+    @property
+    def directory(self) -> Path:
+        from pathlib import Path
+
+        return Path(self.folder)
 
     @property
     def socket_path(self) -> Path:
@@ -144,12 +191,14 @@ class Address:
 
     def read_port(self) -> tuple[int, str] | None:
         """(port, token) of a loopback engine, if its file is there and ours alone."""
+        path = self.file(".port")
         try:
-            info = self.port_file.stat()
+            info = os.stat(path)
             getuid = getattr(os, "getuid", None)
             if getuid is not None and (info.st_uid != getuid() or info.st_mode & 0o077):
                 return None
-            data = json.loads(self.port_file.read_text(encoding="utf-8"))
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
             return int(data["port"]), str(data["token"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -157,7 +206,8 @@ class Address:
     def read_pid(self) -> dict[str, object] | None:
         """What the engine wrote in its pid file (pid, workspace, build), if anything."""
         try:
-            data = json.loads(self.pid_file.read_text(encoding="utf-8"))
+            with open(self.file(".pid"), encoding="utf-8") as fh:
+                data = json.load(fh)
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
@@ -176,6 +226,8 @@ def write_private(path: Path, text: str) -> None:
 
 def peer_uid(sock: socket.socket) -> int | None:
     """The uid of the process at the other end of a Unix socket, where the OS tells it."""
+    import socket
+
     so_peercred = getattr(socket, "SO_PEERCRED", None)
     if so_peercred is None or not sys.platform.startswith("linux"):
         return None
@@ -196,6 +248,7 @@ __all__ = [
     "engine_key",
     "peer_uid",
     "runtime_dir",
+    "runtime_directory",
     "unix_sockets_available",
     "write_private",
 ]

@@ -19,14 +19,13 @@ frozen engine is noticed within :data:`QUIET_SECONDS`.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import itertools
 import os
 import socket
 import sys
-import threading
 import time
-from collections.abc import Callable, Mapping
 
 from engram.daemon.address import Address, NoRuntimeDir
 from engram.daemon.wire import (
@@ -42,8 +41,9 @@ from engram.daemon.wire import (
 
 #: ``typing`` costs a forwarding CLI milliseconds; mypy reads the names anyway
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # nor does it need these: imported where used
+if TYPE_CHECKING:  # nor does it need these: imported where used (``threading`` too)
     import subprocess
+    from collections.abc import Callable, Mapping
     from concurrent.futures import Future
 
 #: ``ENGRAM_ENGINE=off`` keeps every front end in-process (tests, debugging).
@@ -104,14 +104,16 @@ def engine_enabled(environ: Mapping[str, str] | None = None) -> bool:
 def _open_socket(address: Address) -> tuple[socket.socket, str | None]:
     """A connected socket to the engine (and the token a loopback engine wants)."""
     if address.unix:
-        path = address.socket_path
-        if not path.exists():
-            raise EngineUnavailable("no engine is running")
+        path = address.file(".sock")
+        try:
+            info = os.stat(path)
+        except OSError:
+            raise EngineUnavailable("no engine is running") from None
         owner = getattr(os, "getuid", None)
-        if owner is not None and path.stat().st_uid != owner():
+        if owner is not None and info.st_uid != owner():
             raise EngineUnavailable(f"{path} belongs to another user; not connecting")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        target: object = str(path)
+        target: object = path
         token = None
     else:
         found = address.read_port()
@@ -139,9 +141,10 @@ class Connection:
         self.info = info
         self._reader = FrameReader(sock)
         self._ids = itertools.count(1)
-        self._send_lock = threading.Lock()
+        # ``_thread``'s lock is ``threading.Lock`` without importing ``threading``
+        self._send_lock = _thread.allocate_lock()
         self._pending: dict[int, Future[object]] = {}
-        self._pending_lock = threading.Lock()
+        self._pending_lock = _thread.allocate_lock()
         self._listening = False
         self._closed = False
         self._last_frame = time.monotonic()
@@ -267,6 +270,8 @@ class Connection:
 
     def listen(self, on_event: Callable[[Json], None] | None = None) -> None:
         """Route replies from a reader thread, so several threads may call at once."""
+        import threading
+
         self.on_event = on_event
         self._listening = True
         thread = threading.Thread(target=self._read_loop, name="engram-engine-reader", daemon=True)
@@ -407,6 +412,8 @@ def _spawn(root: str, address: Address, environ: Mapping[str, str]) -> subproces
         creationflags=flags,
     )
     # reap it when it exits, so a long-lived front end never keeps a zombie
+    import threading
+
     threading.Thread(target=child.wait, name="engram-engine-reaper", daemon=True).start()
     return child
 
@@ -470,7 +477,7 @@ def _start(
 ) -> Connection:
     from filelock import FileLock, Timeout
 
-    lock = FileLock(str(address.start_lock), mode=0o600)
+    lock = FileLock(address.file(".start"), mode=0o600)
     try:
         lock.acquire(timeout=START_SECONDS)
     except Timeout as exc:

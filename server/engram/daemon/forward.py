@@ -16,7 +16,6 @@ runs in-process (a ``remember`` asked twice merges into one memory).
 
 from __future__ import annotations
 
-import base64
 import os
 import sys
 
@@ -102,11 +101,9 @@ def _flags(argv: Sequence[str]) -> list[str]:
 def _root(workspace: str | None) -> str:
     if workspace is not None:
         return os.path.realpath(os.path.expanduser(workspace))
-    from pathlib import Path
+    from engram.gitroot import workspace_root
 
-    from engram.gitroot import find_workspace_root
-
-    return str(find_workspace_root(Path.cwd()))
+    return workspace_root(os.getcwd())
 
 
 #: Options of the forwarded commands that take a value (so the value is not FILE).
@@ -209,7 +206,9 @@ def forward(
         "stream_stderr": True,  # progress lines and notes while it runs, not at the end
     }
     if data:
-        request["stdin"] = base64.b64encode(data).decode("ascii")
+        from binascii import b2a_base64  # what ``base64`` calls, without ``re`` and ``struct``
+
+        request["stdin"] = b2a_base64(data, newline=False).decode("ascii")
     from engram.daemon.client import EngineUnavailable, connect
     from engram.daemon.wire import WireError
 

@@ -24,14 +24,14 @@ Frames:
 from __future__ import annotations
 
 import json
-import socket
-from collections.abc import Mapping
 
 from engram import __version__
 
 #: ``typing`` costs a forwarding CLI milliseconds; mypy reads the names anyway
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import socket
+    from collections.abc import Mapping
     from typing import Final
 
 #: Bump on any incompatible change of frames or ops; an engine of another protocol is
