@@ -352,3 +352,37 @@ def test_git_log_runs_with_bounded_pack_memory(
     assert logs, calls.read_text()
     for line in logs:
         assert "core.packedGitWindowSize=8m" in line and "core.packedGitLimit=64m" in line
+
+
+def test_head_commit_follows_every_way_head_moves(
+    repo: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``head_commit`` is kept between remembers (no git process each time) and still
+    answers what git says after a commit, a checkout, a reset, pack-refs and a detach."""
+    first = repo.touch("a.py")
+    history = open_history(repo.root)
+    assert history.head_commit() == first
+    asked: list[tuple[str, ...]] = []
+    ask_git = history._git
+
+    def counted(*args: str, timeout: float | None = None) -> str | None:
+        asked.append(args)
+        return ask_git(*args, timeout=timeout)
+
+    monkeypatch.setattr(history, "_git", counted)
+    assert history.head_commit() == first
+    assert asked == []  # nothing moved: no git process
+    second = repo.touch("a.py")
+    assert history.head_commit() == second
+    git(repo.root, "checkout", "-q", "-b", "side", first)
+    assert history.head_commit() == first
+    third = repo.touch("b.py")
+    assert history.head_commit() == third
+    git(repo.root, "pack-refs", "--all")
+    assert history.head_commit() == third
+    git(repo.root, "reset", "-q", "--hard", first)
+    assert history.head_commit() == first
+    git(repo.root, "checkout", "-q", "--detach", second)
+    assert history.head_commit() == second
+    git(repo.root, "checkout", "-q", "main")
+    assert history.head_commit() == second

@@ -58,6 +58,8 @@ QUIET_SECONDS = 20.0
 TIMEOUT_ENV = "ENGRAM_ENGINE_TIMEOUT"
 #: How long a started engine may take to accept connections.
 START_SECONDS = 60.0
+#: The id of the request sent with the hello (``Connection.open(first=...)``).
+FIRST_ID = 1
 
 
 class EngineUnavailable(ConnectionError):
@@ -134,12 +136,19 @@ def _open_socket(address: Address) -> tuple[socket.socket, str | None]:
 class Connection:
     """One connection to an engine, after a successful hello."""
 
-    def __init__(self, sock: socket.socket, address: Address, info: Json) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        address: Address,
+        info: Json,
+        reader: FrameReader | None = None,
+    ) -> None:
         self.sock = sock
         self.address = address
         #: the engine's hello: pid, protocol, version, workspace, client_id
         self.info = info
-        self._reader = FrameReader(sock)
+        #: the reader that read the hello keeps what came after it (a pipelined reply)
+        self._reader = reader or FrameReader(sock)
         self._ids = itertools.count(1)
         # ``_thread``'s lock is ``threading.Lock`` without importing ``threading``
         self._send_lock = _thread.allocate_lock()
@@ -164,8 +173,15 @@ class Connection:
         *,
         subscribe: bool = False,
         version: str | None = None,
+        first: tuple[str, Mapping[str, object]] | None = None,
     ) -> Connection:
-        """Connect and say hello; :class:`EngineUnavailable` when that is not possible."""
+        """Connect and say hello; :class:`EngineUnavailable` when that is not possible.
+
+        ``first``: a request (op, params) sent in the same write as the hello, so a
+        one-shot caller (a forwarded CLI command) waits for one exchange, not two; its
+        reply is :meth:`reply` to :data:`FIRST_ID`. An engine that refuses the hello
+        closes the connection without reading it, so a refused request never runs.
+        """
         from engram import __version__
 
         sock, token = _open_socket(address)
@@ -179,9 +195,13 @@ class Connection:
         }
         if token is not None:
             hello["token"] = token
+        data = encode(hello)
+        if first is not None:
+            data += encode({"id": FIRST_ID, "op": first[0], **first[1]})
         try:
-            sock.sendall(encode(hello))
-            reply = FrameReader(sock).read(min(HELLO_SECONDS, quiet_seconds()))
+            sock.sendall(data)
+            reader = FrameReader(sock)
+            reply = reader.read(min(HELLO_SECONDS, quiet_seconds()))
         except (WireError, OSError) as exc:
             sock.close()
             raise EngineUnavailable(f"the engine did not answer hello ({exc})") from exc
@@ -199,7 +219,10 @@ class Connection:
                 )
             raise EngineUnavailable(f"the engine refused the connection: {message}")
         result = reply.get("result")
-        return cls(sock, address, result if isinstance(result, dict) else {})
+        connection = cls(sock, address, result if isinstance(result, dict) else {}, reader)
+        if first is not None:
+            next(connection._ids)  # FIRST_ID is taken
+        return connection
 
     # ------------------------------------------------------------------ requests
 
@@ -218,25 +241,30 @@ class Connection:
         """
         request_id = next(self._ids)
         frame: Json = {"id": request_id, "op": op, **(params or {})}
-        if self._listening:
-            from concurrent.futures import Future
-
-            future: Future[object] = Future()
-            with self._pending_lock:
-                if self._closed:
-                    raise WireError("the connection to the engine is closed")
-                self._pending[request_id] = future
+        if not self._listening:
             self._send(frame)
-            sent = time.monotonic()
-            while True:
-                try:
-                    return future.result(timeout=1.0)
-                except TimeoutError:
-                    quiet = quiet_seconds()
-                    if time.monotonic() - max(self._last_frame, sent) > quiet:
-                        self.close()
-                        raise WireError(f"the engine sent nothing for {quiet:g}s") from None
+            return self.reply(request_id, on_stderr)
+        from concurrent.futures import Future
+
+        future: Future[object] = Future()
+        with self._pending_lock:
+            if self._closed:
+                raise WireError("the connection to the engine is closed")
+            self._pending[request_id] = future
         self._send(frame)
+        sent = time.monotonic()
+        while True:
+            try:
+                return future.result(timeout=1.0)
+            except TimeoutError:
+                quiet = quiet_seconds()
+                if time.monotonic() - max(self._last_frame, sent) > quiet:
+                    self.close()
+                    raise WireError(f"the engine sent nothing for {quiet:g}s") from None
+
+    def reply(self, request_id: int, on_stderr: Callable[[str], None] | None = None) -> object:
+        """Wait for the reply to a request already sent (not while listening): see
+        :meth:`call`; ``FIRST_ID`` for the request :meth:`open` sent with the hello."""
         while True:
             message = self._reader.read(quiet_seconds())
             if "event" in message:
@@ -426,8 +454,13 @@ def connect(
     subscribe: bool = False,
     environ: Mapping[str, str] | None = None,
     note: Callable[[str], None] | None = None,
+    first: tuple[str, Mapping[str, object]] | None = None,
 ) -> Connection:
-    """A connection to the workspace's engine, started (race-free) when needed."""
+    """A connection to the workspace's engine, started (race-free) when needed.
+
+    ``first``: a request sent with the hello (:meth:`Connection.open`); the connection
+    returned is the one that carried it (a refused hello never ran it).
+    """
     env = dict(os.environ if environ is None else environ)
     if not engine_enabled(env):
         raise EngineUnavailable(f"{POLICY_ENV}={env.get(POLICY_ENV)}")
@@ -437,20 +470,24 @@ def connect(
     except NoRuntimeDir as exc:
         raise EngineUnavailable(str(exc)) from exc
     try:
-        return _hello_or_replace(address, kind, subscribe, note)
+        return _hello_or_replace(address, kind, subscribe, note, first)
     except (_Mismatch, _Newer):
         raise
     except EngineUnavailable:
         if not start:
             raise
-    return _start(root, address, kind, subscribe, env, note)
+    return _start(root, address, kind, subscribe, env, note, first)
 
 
 def _hello_or_replace(
-    address: Address, kind: str, subscribe: bool, note: Callable[[str], None] | None
+    address: Address,
+    kind: str,
+    subscribe: bool,
+    note: Callable[[str], None] | None,
+    first: tuple[str, Mapping[str, object]] | None = None,
 ) -> Connection:
     try:
-        return Connection.open(address, kind, subscribe=subscribe)
+        return Connection.open(address, kind, subscribe=subscribe, first=first)
     except _Mismatch as mismatch:
         from engram import __version__
 
@@ -474,6 +511,7 @@ def _start(
     subscribe: bool,
     env: Mapping[str, str],
     note: Callable[[str], None] | None,
+    first: tuple[str, Mapping[str, object]] | None = None,
 ) -> Connection:
     from filelock import FileLock, Timeout
 
@@ -484,7 +522,8 @@ def _start(
         raise EngineUnavailable("another front end has been starting the engine too long") from exc
     try:
         with contextlib.suppress(EngineUnavailable):
-            return Connection.open(address, kind, subscribe=subscribe)  # someone was faster
+            # someone was faster
+            return Connection.open(address, kind, subscribe=subscribe, first=first)
         if note is not None:
             note(f"starting the engine for {root}")
         child = _spawn(root, address, env)
@@ -493,7 +532,7 @@ def _start(
         last: Exception | None = None
         while time.monotonic() < deadline:
             try:
-                return Connection.open(address, kind, subscribe=subscribe)
+                return Connection.open(address, kind, subscribe=subscribe, first=first)
             except _Mismatch:
                 raise
             except EngineUnavailable as exc:
@@ -510,6 +549,7 @@ def _start(
 
 
 __all__ = [
+    "FIRST_ID",
     "POLICY_ENV",
     "QUIET_SECONDS",
     "Connection",

@@ -209,7 +209,7 @@ def forward(
         from binascii import b2a_base64  # what ``base64`` calls, without ``re`` and ``struct``
 
         request["stdin"] = b2a_base64(data, newline=False).decode("ascii")
-    from engram.daemon.client import EngineUnavailable, connect
+    from engram.daemon.client import FIRST_ID, EngineUnavailable, connect
     from engram.daemon.wire import WireError
 
     def streamed(text: str) -> None:
@@ -218,13 +218,14 @@ def forward(
 
     for attempt in (1, 2):
         try:
-            connection = connect(root, "cli", note=why if verbose else None)
+            # the request goes out with the hello: one exchange with the engine, not two
+            connection = connect(root, "cli", note=why if verbose else None, first=("cli", request))
         except EngineUnavailable as exc:
             why(f"in-process: {exc}")
             _give_back(data)
             return None
         try:
-            result = connection.call("cli", request, on_stderr=streamed)
+            result = connection.reply(FIRST_ID, on_stderr=streamed)
         except WireError as exc:
             why(f"the engine went away ({exc})" + ("; once more" if attempt == 1 else ""))
             continue

@@ -53,6 +53,8 @@ from engram.jsontypes import JsonObject
 from engram.progress import Progress
 from engram.workspace import Workspace
 
+#: what HEAD reads and (inode, size, mtime) of each file that moves it (None: missing)
+HeadStamp = tuple[str, tuple[tuple[int, int, int] | None, ...]]
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
@@ -254,6 +256,8 @@ class GitHistory:
         #: per commit index: path -> canonical id and the popular files (both O(files) to
         #: build; impact asks per query, docs/codegraph.md "At 50,000 files")
         self._index_lookup_cache: tuple[CommitIndex, dict[str, int], list[int]] | None = None
+        #: HEAD's sha and the stamp of the files it was read from (:meth:`head_commit`)
+        self._head_cache: tuple[HeadStamp, str | None] | None = None
 
     # ------------------------------------------------------------------ repository access
 
@@ -1083,11 +1087,50 @@ class GitHistory:
         return path
 
     def head_commit(self) -> str | None:
-        """The sha of ``rev`` (HEAD), for a new memory's provenance; ``None`` without history."""
+        """The sha of ``rev`` (HEAD), for a new memory's provenance; ``None`` without history.
+
+        Every ``remember`` asks, and ``git rev-parse`` is a process start (15-20 ms of a
+        warm engine's remember): the answer is kept while the files git moves HEAD with
+        (``HEAD``, the branch's loose ref, ``packed-refs``, a reftable's table list) keep
+        their inode, size and modification time (see :meth:`_head_stamp`).
+        """
         if not self.available:
             return None
+        stamp = self._head_stamp()
+        cached = self._head_cache
+        if stamp is not None and cached is not None and cached[0] == stamp:
+            return cached[1]
         out = self._git("rev-parse", f"{self.rev}^{{commit}}")
-        return out.strip() if out else None
+        sha = out.strip() if out else None
+        if stamp is not None:
+            self._head_cache = (stamp, sha)
+        return sha
+
+    def _head_stamp(self) -> HeadStamp | None:
+        """What changes whenever HEAD moves (commit, checkout, reset, pack-refs, another
+        worktree's commit on the same branch), or ``None``: ask git (``rev`` is not HEAD)."""
+        repo = self._repo
+        if self.rev != "HEAD" or repo is None:
+            return None
+        try:
+            git_dir = Path(repo.git_dir)
+            common = Path(repo.common_dir)
+            head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+        except (OSError, ValueError):
+            return None
+        files = [git_dir / "HEAD", common / "packed-refs", common / "reftable" / "tables.list"]
+        if head.startswith("ref:"):
+            ref = head[4:].strip()
+            files += [git_dir / ref, common / ref]
+
+        def stat(path: Path) -> tuple[int, int, int] | None:
+            try:
+                info = path.stat()
+            except OSError:
+                return None
+            return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+        return head, tuple(stat(f) for f in files)
 
     def user_name(self) -> str | None:
         """``git config user.name``: who shares a memory (``engram share``); None if unset."""
