@@ -105,6 +105,11 @@ class FakeStore:
         ]
         return sorted(scored, key=lambda x: -x[1])[:k]
 
+    @property
+    def version(self) -> int:
+        """Moves with every write, as a table version does (``MemoryStore.version``)."""
+        return self.writes
+
     def take_writes(self) -> list[tuple[int, int]]:
         """No table versions here: the digest's version chain is MemoryStore's."""
         return []

@@ -498,3 +498,43 @@ def test_consolidate_links_a_default_flip_on_one_symbol(engine: Engine, fake_sto
     fake_store.add(stored)
     (conflict,) = consolidate(engine, dry_run=True).conflicts
     assert conflict.startswith(f"{stored[1].id} vs {stored[0].id}: flip, catch_exceptions")
+
+
+def test_the_early_duplicate_search_is_used_only_while_the_store_stands_still(
+    dense_engine: Engine, fake_store
+):
+    """A single remember runs its duplicate keyword search while it embeds; another write
+    in between makes it search again under the write lock (the old order's answer)."""
+    from engram.app.remember import _EarlyKeywordSearch
+    from engram.model import Memory
+
+    first = remember(dense_engine, "Payments are integer cents", type="pattern").memory
+    new = Memory(content="payments are cents", type=MemoryType.PATTERN)
+    early = _EarlyKeywordSearch.start(dense_engine, [new])
+    assert early is not None and early.result(new) == [first.id]
+
+    early = _EarlyKeywordSearch.start(dense_engine, [new])
+    assert early is not None
+    remember(dense_engine, "Never floats for payments", type="pattern")  # another writer
+    assert early.result(new) is None  # searched again by the caller
+
+    assert _EarlyKeywordSearch.start(dense_engine, [new, first]) is None  # batches: per memory
+
+
+def test_remember_finds_a_duplicate_written_while_it_embedded(dense_engine: Engine, fake_store):
+    """The write lands between the early keyword search and the write lock."""
+    embedder = dense_engine.embedder
+    assert embedder is not None
+    embed = embedder.embed
+    interloper: list[str] = []
+
+    def embed_while_someone_writes(texts):  # type: ignore[no-untyped-def]
+        if not interloper:
+            interloper.append("writing")
+            interloper[0] = remember(dense_engine, "retry uploads three times").memory.id
+        return embed(texts)
+
+    embedder.embed = embed_while_someone_writes  # type: ignore[method-assign]
+    again = remember(dense_engine, "Retry uploads three times")
+    assert again.merged and again.memory.id == interloper[0]
+    assert fake_store.count() == 1

@@ -47,6 +47,8 @@ from engram.model import (
 from engram.progress import Progress
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import numpy as np
     import numpy.typing as npt
 
@@ -176,6 +178,7 @@ def remember_many(
         return []
     now = engine.clock()
     stamped = [attrs.evolve(m, updated_at=now) for m, _ in prepared]
+    early = _EarlyKeywordSearch.start(engine, stamped)
     vectors = embed_memories(engine, stamped, progress)
     results: list[RememberResult] = []
     entries: list[AuditEntry] = []
@@ -190,7 +193,10 @@ def remember_many(
         for index, (memory, (_, kinds)) in enumerate(zip(stamped, prepared, strict=True)):
             who = actor or app_trust.actor_for_source(engine, memory.source)
             vector = vectors[index] if vectors is not None else None
-            candidates = _duplicate_candidates(engine, memory, vector, batch_pool, to_update)
+            keyword_ids = early.result(memory) if early is not None else None
+            candidates = _duplicate_candidates(
+                engine, memory, vector, batch_pool, to_update, keyword_ids
+            )
             # "the timeout is 30s" / "… 90s" read as near-duplicates by text ratio, but
             # merging would keep one value and lose the other: contradictions never merge
             conflicts, later = _contradictions(engine, memory, candidates)
@@ -467,21 +473,79 @@ def _duplicate(
         disputed.add(match.memory.id)
 
 
+def _keyword_candidates(engine: Engine, memory: Memory) -> list[str]:
+    """Ids of the stored memories of ``memory``'s type whose words are nearest (BM25)."""
+    flt = engine.filter(types=[memory.type])
+    try:
+        found = engine.store.keyword_search(memory.content, DUPLICATE_CANDIDATES, flt)
+    except Exception as exc:  # an FTS hiccup must not block remembering
+        log.debug("keyword dedup search failed: %s", exc)
+        return []
+    return [mid for mid, _score in found]
+
+
+@attrs.define
+class _EarlyKeywordSearch:
+    """The duplicate check's keyword search of a single remember, run while it embeds.
+
+    Both wait on something else (LanceDB's FTS in its own threads, the embedding in its
+    child process or onnxruntime), so a warm ``remember`` pays the longer of the two, not
+    their sum (docs/engine.md, "Figures"). What it found is used only when the store is
+    still at the version it was at before the search began; otherwise (another write came
+    in between) the search runs again under the write lock, as it always did.
+    """
+
+    memory: Memory
+    store: MemoryStore
+    version: int
+    future: Future[list[str]]
+
+    @classmethod
+    def start(cls, engine: Engine, memories: Sequence[Memory]) -> _EarlyKeywordSearch | None:
+        if len(memories) != 1 or engine.embedder is None:
+            return None  # nothing to overlap with (or a batch: one search per memory)
+        import threading
+        from concurrent.futures import Future
+
+        memory, store = memories[0], engine.store
+        version = store.version
+        future: Future[list[str]] = Future()
+
+        def search() -> None:
+            try:
+                future.set_result(_keyword_candidates(engine, memory))
+            except BaseException as exc:  # handed to the request thread by result()
+                future.set_exception(exc)
+
+        threading.Thread(target=search, name="engram-dedup-search", daemon=True).start()
+        return cls(memory, store, version, future)
+
+    def result(self, memory: Memory) -> list[str] | None:
+        """The ids found for ``memory``, or ``None``: search again (the store moved on)."""
+        ids = self.future.result()
+        if memory.id != self.memory.id or memory.content != self.memory.content:
+            return None
+        return ids if self.store.version == self.version else None
+
+
 def _duplicate_candidates(
     engine: Engine,
     memory: Memory,
     vector: Vectors | None,
     batch_pool: Sequence[Memory],
     pending: dict[str, Memory],
+    keyword_ids: Sequence[str] | None = None,
 ) -> list[tuple[Memory, float | None]]:
+    """Stored memories a new one may restate: keyword (BM25) and vector neighbours of its
+    type (``keyword_ids``: the keyword search already done, see :class:`_EarlyKeywordSearch`),
+    and the batch's earlier ones."""
     store = engine.store
     flt = engine.filter(types=[memory.type])
     scores: dict[str, float | None] = {}
-    try:
-        for mid, _score in store.keyword_search(memory.content, DUPLICATE_CANDIDATES, flt):
-            scores.setdefault(mid, None)
-    except Exception as exc:  # an FTS hiccup must not block remembering
-        log.debug("keyword dedup search failed: %s", exc)
+    if keyword_ids is None:
+        keyword_ids = _keyword_candidates(engine, memory)
+    for mid in keyword_ids:
+        scores.setdefault(mid, None)
     if vector is not None:
         for mid, cosine in store.vector_search(
             vector, DUPLICATE_CANDIDATES, flt, model_id=engine.loaded_model_id
