@@ -286,3 +286,42 @@ def test_progress_goes_on_while_chunks_are_embedded(make_graph) -> None:  # type
     assert len(beats) >= 3  # one per embedding batch of 64, not one per write
     assert beats[-1] == (2, 2, f"embedded {report.embedded}/{report.embedded} chunks")
     assert report.embedded >= 150
+
+
+def test_a_cold_keyword_index_writes_bounded_batches_and_skips_compaction(  # type: ignore[no-untyped-def]
+    make_graph, monkeypatch
+) -> None:
+    """Issue 18: the cold index's peak RSS must follow the batch, not the repository.
+
+    Chunks go to the store in writes of at most one batch (plus the last file's chunks),
+    and the whole-table compaction that set the 58k-file peak is not run; keyword search
+    still finds chunks of every write (the FTS index is built at the bulk's end).
+    """
+    from engram.codegraph import search as search_module
+    from engram.store import ChunkStore
+
+    monkeypatch.setattr(search_module, "KEYWORD_WRITE_BATCH_CHUNKS", 10)
+    files = {
+        f"src/m{i}.py": "\n\n".join(f"def fn_{i}_{j}(x):\n    return x + {j}\n" for j in range(4))
+        for i in range(12)
+    }
+    graph = make_graph(files)
+    rows_per_add: list[int] = []
+    compactions: list[int] = []
+    real_replace = ChunkStore.replace_files
+
+    def counting_replace(self, files, records, vectors=None, model_id=None):  # type: ignore[no-untyped-def]
+        rows_per_add.append(len(records))
+        return real_replace(self, files, records, vectors, model_id)
+
+    monkeypatch.setattr(ChunkStore, "replace_files", counting_replace)
+    monkeypatch.setattr(ChunkStore, "compact", lambda self: compactions.append(1))
+    search = CodeSearch(graph.workspace, graph, None)
+    report = search.index_chunks()
+    assert report.chunks == sum(rows_per_add) >= 48
+    assert len(rows_per_add) >= 4  # several writes, each one batch (+ one file's chunks)
+    assert max(rows_per_add) < 10 + 5
+    assert compactions == []
+    assert search.search("fn_0_1", k=1)[0].name == "fn_0_1"
+    assert search.search("fn_11_3", k=1)[0].name == "fn_11_3"
+    search.close()

@@ -8,6 +8,7 @@ docs/lsp.md say what each costs and where it runs.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -119,21 +120,37 @@ def run_index(
         return report
 
     run = IndexRun(engine.codegraph.index(progress=stage(CODE), cancel=cancel))
+    _log_peak_rss(CODE)
     if run.code.interrupted:
         return run
     if options.chunks:
         run.chunks = index_chunks(
             engine, progress=stage(CHUNKS), cancel=cancel, embed=options.embed_chunks
         )
+        _log_peak_rss(CHUNKS)
     if options.seed and not engine.read_only:
         run.seeded = seed_workspace(engine, run.code)
     if options.history and not engine.read_only:
         run.history = sync_history(engine, progress=stage(HISTORY), cancel=cancel)
+        _log_peak_rss(HISTORY)
     if options.team and engine.config.team.auto_sync and not engine.read_only:
         run.team = sync_team(engine)
     if options.embed_memories and not engine.read_only:
         run.memories = embed_missing(engine, progress=stage(EMBEDDING))
+        _log_peak_rss(EMBEDDING)
     return run
+
+
+def _log_peak_rss(stage: str) -> None:
+    """Debug-log the process's peak RSS so far after a stage (issue 18: which stage of a
+    cold index sets the peak; ``ENGRAM_DEBUG=1 engram index`` shows it, no profiler)."""
+    if not log.isEnabledFor(logging.DEBUG) or sys.platform == "win32":
+        return
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    mib = peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+    log.debug("peak RSS after %s: %.0f MiB", stage, mib)
 
 
 def index(

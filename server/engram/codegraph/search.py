@@ -242,6 +242,11 @@ class ChunkCoverage:
 
 #: Chunks of at most this many files are embedded and written as one LanceDB version.
 WRITE_BATCH_CHUNKS = EMBED_BATCH * 16
+#: Keyword-only runs (``--no-embed``) write more chunks per version: nothing waits for a
+#: model between writes, and a cold index of 500k chunks then leaves ~60 fragments instead
+#: of ~500, so it can skip the whole-table compaction (see :meth:`CodeSearch.index_chunks`).
+#: Either way a write holds one batch in memory, never the repository's chunks.
+KEYWORD_WRITE_BATCH_CHUNKS = 8192
 LEGACY_DB_NAME = "code_chunks.sqlite"
 
 
@@ -359,11 +364,9 @@ class CodeSearch:
                 stored_state.setdefault(record.file, (file_hash, chunk_model))
                 if model_id is not None and chunk_model == model_id and digest:
                     reusable.setdefault(digest, record.id)
-            writes = 0  # LanceDB versions this run adds
             if files is None:
                 removed = sorted(set(stored_state) - set(graph_files))
                 if removed:
-                    writes += 1
                     store.replace_files(removed, [])
                     report.files_removed = len(removed)
                 wanted = sorted(graph_files)
@@ -376,6 +379,7 @@ class CodeSearch:
             ]
             pending: list[_PendingFile] = []
             pending_chunks = 0
+            batch = WRITE_BATCH_CHUNKS if self.embedder is not None else KEYWORD_WRITE_BATCH_CHUNKS
             # a first index writes hundreds of batches: index upkeep once, at the end
             with store.bulk() if len(todo) > 1 else contextlib.nullcontext():
                 for done, file in enumerate(todo):
@@ -389,8 +393,7 @@ class CodeSearch:
                         continue  # nothing stored, nothing to store (e.g. an empty __init__.py)
                     pending.append(_PendingFile(file, graph_files[file][1], chunks))
                     pending_chunks += len(chunks)
-                    if pending_chunks >= WRITE_BATCH_CHUNKS:
-                        writes += 1
+                    if pending_chunks >= batch:
                         report.embedded += self._write(
                             pending,
                             model_id,
@@ -402,15 +405,17 @@ class CodeSearch:
                         report.files_chunked += len(pending)
                         pending, pending_chunks = [], 0
                 if pending:
-                    writes += 1
                     report.embedded += self._write(
                         pending, model_id, stored_state, reusable,
                         _beat(progress, len(todo), todo),
                     )  # fmt: skip
                     report.chunks += pending_chunks
                     report.files_chunked += len(pending)
-            if writes > 1:
-                store.compact()  # merge the fragments a large run wrote; small runs skip it
+            # No compaction here: the bulk's end brings the FTS index up to date (building
+            # it over a cold run's fragments), and LanceDB's optimize() reads every fragment
+            # below its 1M-row target, i.e. the whole table: on the 58k-file workspace it
+            # set the index's peak RSS (issue 18; docs/codegraph.md "At 50,000 files").
+            # The store's periodic upkeep compacts later, as for any other writes.
             if not report.interrupted:
                 self._drop_legacy_db()
         report.seconds = time.perf_counter() - started
