@@ -300,7 +300,7 @@ def test_a_cold_keyword_index_writes_bounded_batches_and_skips_compaction(  # ty
     from engram.codegraph import search as search_module
     from engram.store import ChunkStore
 
-    monkeypatch.setattr(search_module, "KEYWORD_WRITE_BATCH_CHUNKS", 10)
+    monkeypatch.setattr(search_module, "WRITE_BATCH_CHUNKS", 10)
     files = {
         f"src/m{i}.py": "\n\n".join(f"def fn_{i}_{j}(x):\n    return x + {j}\n" for j in range(4))
         for i in range(12)
