@@ -29,6 +29,7 @@ Standard library only, and imported by the agent hooks, so it stays cheap to imp
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections import Counter
@@ -521,3 +522,11 @@ __all__ = [
     "redact_value",
     "shannon_entropy",
 ]
+
+
+class RedactingFormatter(logging.Formatter):
+    """Log lines with secrets redacted: a background child's stderr and the engine's log are
+    files under ``.engram/logs/`` (docs/security.md), and a log line may quote tool output."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_secrets(super().format(record)).text

@@ -500,16 +500,6 @@ def run_command(args: argparse.Namespace) -> int:
     return handler(args)
 
 
-class RedactingFormatter(logging.Formatter):
-    """Log lines with secrets redacted: a background child's stderr is a file under
-    ``.engram/logs/`` (docs/security.md), and a log line may quote tool output."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        from engram.redaction import redact_secrets
-
-        return redact_secrets(super().format(record)).text
-
-
 def _quiet_logging() -> None:
     """Library chatter stays out of the way; our own warnings are one line each."""
     import os
@@ -520,8 +510,13 @@ def _quiet_logging() -> None:
         format="engram: %(levelname)s: %(message)s",
         stream=sys.stderr,
     )
+    from engram.redaction import RedactingFormatter
+
     for handler in logging.getLogger().handlers:
-        handler.setFormatter(RedactingFormatter("engram: %(levelname)s: %(message)s"))
+        # a handler that already redacts keeps its format: in the engine, a forwarded
+        # command runs here too, and engine.log keeps its timestamps and pid
+        if not isinstance(handler.formatter, RedactingFormatter):
+            handler.setFormatter(RedactingFormatter("engram: %(levelname)s: %(message)s"))
     if not debug:
         for name in ("lancedb", "pylance", "fastembed", "onnxruntime", "httpx", "urllib3"):
             logging.getLogger(name).setLevel(logging.ERROR)

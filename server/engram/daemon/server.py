@@ -865,8 +865,10 @@ def _setup_logging(root: Path) -> None:
     handler = logging.handlers.RotatingFileHandler(
         path, maxBytes=5 * 1024 * 1024, backupCount=2, encoding="utf-8"
     )
+    from engram.redaction import RedactingFormatter
+
     handler.setFormatter(
-        logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+        RedactingFormatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     )
     root_logger = logging.getLogger()
     root_logger.addHandler(handler)
