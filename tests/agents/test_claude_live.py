@@ -1,9 +1,10 @@
 """The plugin's hooks inside a live Claude Code session: the real CLI, a stand-in model.
 
 ``claude -p`` (the real Claude Code 2.1.197 from scripts/setup-e2e) runs with the plugin
-loaded by ``--plugin-dir``, HOME in a temporary folder and PATH as a desktop session starts
-an agent (no venv: Engram is found the way the README install leaves it, through
-``engram setup claude-code --plugin`` and bin/find-engram). Only the model is replaced:
+installed as the README says (``claude plugin marketplace add`` this repository, ``claude
+plugin install engram@engram``), HOME in a temporary folder and PATH as a desktop session
+starts an agent: Engram is where ``pipx install .`` puts it (``~/.local/bin``, not on that
+PATH) and bin/find-engram finds it there. Only the model is replaced:
 ``ANTHROPIC_BASE_URL`` points at :mod:`tests.agents.fake_anthropic`, which plays a scripted
 conversation (Write a new file, Edit it, answer) and keeps every request Claude Code sent.
 What reached the model is read from those requests, so this proves where Claude Code puts
@@ -31,10 +32,7 @@ from pathlib import Path
 from tests.agents.fake_anthropic import FakeAnthropic, Recorded, Text, ToolCall, request_text
 from tests.agents.test_claude_cli import claude_binary
 
-from engram.agents.setup import apply_setup, plan_setup
-
 ROOT = Path(__file__).resolve().parents[2]
-PLUGIN = ROOT / "clients" / "claude-code"
 ENGRAM = str(Path(sys.executable).absolute().parent / "engram")
 PROMPT = "Fix the session key in src/keys.py so tenants do not share it"
 # the model must see each memory, but no hook may spend the machine's model on it
@@ -101,8 +99,11 @@ def test_hooks_reach_the_model_in_a_live_claude_code_session(tmp_path: Path) -> 
         remember(project, "--allow-missing", *gotcha, "src/jobs.py", f"The job timeout is {s}s.")
         for s in (30, 90)
     ]
-    # the README install: `engram setup claude-code --plugin` records this engram for the plugin
-    apply_setup(plan_setup("claude-code", project, home=home, command=[ENGRAM], plugin=True))
+    # the README install: `pipx install .` leaves `engram` in ~/.local/bin (a link into its own
+    # venv), which is not on the agent's PATH; the plugin comes from this repository's marketplace
+    local_bin = home / ".local" / "bin"
+    local_bin.mkdir(parents=True)
+    (local_bin / "engram").symlink_to(ENGRAM)
 
     jobs_py = str(project / "src/jobs.py")
     script = [
@@ -121,8 +122,17 @@ def test_hooks_reach_the_model_in_a_live_claude_code_session(tmp_path: Path) -> 
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             **QUIET,
         }
+        for step in (("marketplace", "add", str(ROOT)), ("install", "engram@engram")):
+            subprocess.run(
+                [str(claude), "plugin", *step],
+                env=env,
+                cwd=project,
+                capture_output=True,
+                check=True,
+                timeout=300,
+            )
         done = subprocess.run(
-            [str(claude), "-p", PROMPT, "--plugin-dir", str(PLUGIN), *CLAUDE_ARGS],
+            [str(claude), "-p", PROMPT, *CLAUDE_ARGS],
             env=env,
             cwd=project,
             capture_output=True,
