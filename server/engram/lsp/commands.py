@@ -13,7 +13,7 @@ the few commands that talk back to the client (``engram.open``, ``engram.reindex
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -28,19 +28,20 @@ if TYPE_CHECKING:
 LSP = Surface.LSP
 
 #: An editor-only addition to a command's JSON: ``(ctx, args, result, json) -> json``.
-Extra = Callable[[CommandContext, Any, Any, "JsonObject"], Awaitable["JsonObject"]]
+Extra = Callable[[CommandContext, object, object, "JsonObject"], Awaitable["JsonObject"]]
 
 
-def _bare_event(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+def _bare_event(raw: Mapping[str, object]) -> Mapping[str, object]:
     """``engram.observe`` takes the event itself or ``{"event": {...}}`` (docs/commands.md)."""
     return raw if set(raw) == {"event"} else {"event": dict(raw)}
 
 
 #: Argument shapes an editor may send that the declaration spells another way.
-RESHAPE: dict[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {"observe": _bare_event}
+Reshape = Callable[[Mapping[str, object]], Mapping[str, object]]
+RESHAPE: dict[str, Reshape] = {"observe": _bare_event}
 
 
-async def _open(ctx: CommandContext, args: Any, result: Any, out: JsonObject) -> JsonObject:
+async def _open(ctx: CommandContext, args: object, result: object, out: JsonObject) -> JsonObject:
     """Show the memory's first anchor (or related file); read from the JSON rendering, so
     it is the same whether the engine or this process ran ``open``."""
     memory = out.get("memory")
@@ -57,7 +58,7 @@ async def _open(ctx: CommandContext, args: Any, result: Any, out: JsonObject) ->
     return {**out, "shown": shown}
 
 
-async def _stats(ctx: CommandContext, args: Any, result: Any, out: JsonObject) -> JsonObject:
+async def _stats(ctx: CommandContext, args: object, result: object, out: JsonObject) -> JsonObject:
     status = ctx.status()
     return {
         **out,
@@ -67,7 +68,9 @@ async def _stats(ctx: CommandContext, args: Any, result: Any, out: JsonObject) -
     }
 
 
-async def _session(ctx: CommandContext, args: Any, result: Any, out: JsonObject) -> JsonObject:
+async def _session(
+    ctx: CommandContext, args: object, result: object, out: JsonObject
+) -> JsonObject:
     """The editor session's ledger, with the observer's own card under ``observer``."""
     ledger = ctx.session()
     found, review_queue = await ctx.memories(ledger.all_ids(), 50)
@@ -85,12 +88,13 @@ class Given:
     """A command's arguments: as the client sent them (reshaped), for the engine to check
     again, and as this process checked them."""
 
-    raw: Mapping[str, Any]
-    args: Any
+    raw: Mapping[str, object]
+    #: the declaration's argument object (``usecase.args``; erased: one handler per use case)
+    args: object
 
 
 def command_handler(
-    usecase: UseCase[Any, Any],
+    usecase: UseCase[object, object],
 ) -> Callable[[CommandContext, Given], Awaitable[JsonObject]]:
     """The executeCommand handler of one declared use case."""
     extra = EXTRAS.get(usecase.name)
@@ -99,7 +103,10 @@ def command_handler(
         args = given.args
         file = usecase.folder_file(args)
         if usecase.name == "reindex":
-            result = await ctx.reindex(args.files, file)
+            from engram.api.workspace import ReindexArgs  # declared with the use case
+
+            files = args.files if isinstance(args, ReindexArgs) else None
+            result = await ctx.reindex(files, file)
             return to_jsonable(result)  # type: ignore[no-any-return]
         try:
             reply = await ctx.in_engine(usecase.name, given.raw, file)
@@ -129,7 +136,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 async def _in_process(
-    ctx: CommandContext, usecase: UseCase[Any, Any], args: Any, file: str | None
+    ctx: CommandContext, usecase: UseCase[object, object], args: object, file: str | None
 ) -> JsonObject:
     """The command on this process's engine: no workspace engine serves the folder."""
     extra = EXTRAS.get(usecase.name)
@@ -171,7 +178,9 @@ def register_commands(registry: CommandRegistry) -> None:
         reshape = RESHAPE.get(usecase.name)
 
         def parse(
-            raw: Mapping[str, Any], u: UseCase[Any, Any] = usecase, r: Any = reshape
+            raw: Mapping[str, object],
+            u: UseCase[object, object] = usecase,
+            r: Reshape | None = reshape,
         ) -> Given:
             shaped = r(raw) if r is not None else raw
             return Given(shaped, u.parse(shaped, LSP))

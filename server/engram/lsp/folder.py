@@ -15,7 +15,7 @@ import logging
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -190,7 +190,7 @@ class Folder:
 # --------------------------------------------------------------------------- worker side
 
 
-def open_engine_blocking(root: Path, overrides: Mapping[str, Any]) -> Engine:
+def open_engine_blocking(root: Path, overrides: Mapping[str, object]) -> Engine:
     """Import and open the engine; a bad setting falls back to the files' settings."""
     from engram.app import Engine
     from engram.config import ConfigError

@@ -29,9 +29,9 @@ engine).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypedDict
 
 import attrs
 
@@ -39,6 +39,7 @@ from engram.lsp.registry import Args, CommandContext, CommandRegistry
 
 if TYPE_CHECKING:
     from engram.app import Engine
+    from engram.app.remember import RememberResult
     from engram.config import EngramConfig
     from engram.jsontypes import JsonObject
     from engram.mcphub.hub import McpHub
@@ -71,7 +72,7 @@ class SearchArgs(Args):
 @attrs.define
 class CallArgs(Args):
     tool: str
-    arguments: dict[str, Any] = attrs.field(factory=dict)
+    arguments: dict[str, object] = attrs.field(factory=dict)
     file: str | None = None
     timeout: float | None = None
 
@@ -102,7 +103,7 @@ class SuggestArgs(Args):
 @attrs.define
 class RunArgs(Args):
     tool: str
-    arguments: dict[str, Any] = attrs.field(factory=dict)
+    arguments: dict[str, object] = attrs.field(factory=dict)
     file: str | None = None
     ALIASES: ClassVar[dict[str, str]] = {"args": "arguments", "name": "tool", "uri": "file"}
 
@@ -112,7 +113,7 @@ MAX_SELECTION_ARGUMENT = 2000
 MAX_SHOWN_RESULT = 400
 
 
-def selection_arguments(schema: Any, selection: str) -> dict[str, Any] | None:
+def selection_arguments(schema: object, selection: str) -> dict[str, str] | None:
     """Arguments that call a tool with just the selection, or ``None`` when it needs more."""
     if not isinstance(schema, dict):
         return {}
@@ -127,16 +128,27 @@ def selection_arguments(schema: Any, selection: str) -> dict[str, Any] | None:
     return None
 
 
-def tool_action_specs(tools: Sequence[dict[str, Any]], selection: str) -> list[dict[str, Any]]:
+class ToolActionSpec(TypedDict):
+    """A code action that runs one tool with the selection as its argument."""
+
+    title: str
+    tool: str
+    arguments: dict[str, str]
+
+
+def tool_action_specs(
+    tools: Sequence[Mapping[str, object]], selection: str
+) -> list[ToolActionSpec]:
     """``[{title, tool, arguments}]`` for the found tools that the selection can drive."""
-    specs: list[dict[str, Any]] = []
+    specs: list[ToolActionSpec] = []
     for tool in tools:
         arguments = selection_arguments(tool.get("input_schema"), selection)
         if arguments is None:
             continue
         about = " ".join(str(tool.get("description") or "").split())[:60]
-        title = f"MCP: {tool['name']}" + (f" — {about}" if about else "")
-        specs.append({"title": title, "tool": tool["name"], "arguments": arguments})
+        name = str(tool["name"])
+        title = f"MCP: {name}" + (f" — {about}" if about else "")
+        specs.append({"title": title, "tool": name, "arguments": arguments})
     return specs
 
 
@@ -168,22 +180,29 @@ class HubCache:
 
 async def code_actions(
     cache: HubCache, ctx: CommandContext, file: str | None, selection: str, k: int = 3
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """Tool code actions for a selection: ``[{title, command, arguments}]`` (cheap: cache only)."""
     text = " ".join(selection.split())
     if not text:
         return []
     hub = await cache.hub(ctx, file)
     found = hub.search_sync(text[:300], file=file, k=k * 2, with_schema=True)
+    listed = found.get("tools")
+    tools = [t for t in listed if isinstance(t, dict)] if isinstance(listed, list) else []
+    scores = {t.get("name"): t.get("score") for t in tools}
     return [
         {
             "title": spec["title"],
             "command": "engram.mcp.run",
             "arguments": {"tool": spec["tool"], "arguments": spec["arguments"], "file": file},
         }
-        for spec in tool_action_specs(found.get("tools", []), selection.strip())[:k]
-        if float(next((t["score"] for t in found["tools"] if t["name"] == spec["tool"]), 0)) > 0.05
+        for spec in tool_action_specs(tools, selection.strip())[:k]
+        if _score(scores.get(spec["tool"])) > 0.05
     ]
+
+
+def _score(value: object) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 async def _save_drafts(
@@ -192,7 +211,7 @@ async def _save_drafts(
     ids: list[str] = []
     for draft in drafts:
 
-        def remember(engine: Engine, d: ObservationDraft = draft) -> Any:
+        def remember(engine: Engine, d: ObservationDraft = draft) -> RememberResult:
             from engram.app.remember import remember as remember_memory
 
             return remember_memory(engine, d.content, **d.remember_kwargs())

@@ -27,20 +27,22 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, ClassVar, NoReturn, Protocol, TypeVar, cast
 
 import attrs
 import cattrs
 
 from engram.config import ConfigError
 from engram.errors import EngramError, InvalidInput, NotFound
+from engram.jsontypes import JsonObject
 from engram.workspace import WorkspaceError
 
 if TYPE_CHECKING:
     from engram.app import Engine
+    from engram.codegraph import IndexReport
     from engram.daemon.calls import CallReply
-    from engram.jsontypes import JsonObject
     from engram.lifecycle.trust import Actor
+    from engram.lsp.ledger import SessionLedger
     from engram.model import Memory
 
 log = logging.getLogger(__name__)
@@ -95,7 +97,7 @@ class CommandContext(Protocol):
         from git), an agent when the client is one (docs/trust.md "Agents are not people")."""
         ...
 
-    def session(self, file: str | None = None) -> Any:
+    def session(self, file: str | None = None) -> SessionLedger:
         """This server session's ledger (applied / learned / corrected memory ids)."""
         ...
 
@@ -103,7 +105,9 @@ class CommandContext(Protocol):
         """Readiness of the folder: ``{"ready": bool, "indexing": str | None}``."""
         ...
 
-    async def reindex(self, files: Sequence[str] | None, file: str | None = None) -> Any:
+    async def reindex(
+        self, files: Sequence[str] | None, file: str | None = None
+    ) -> IndexReport | JsonObject:
         """Re-index the code graph (all, or the given files) with progress."""
         ...
 
@@ -116,10 +120,13 @@ class CommandContext(Protocol):
         ...
 
 
-Handler = Callable[[CommandContext, Any], Awaitable[Any]]
+#: A command's handler with its argument type erased: the registry hands it only what
+#: :meth:`CommandRegistry.structure` built for it (``arg_type`` or ``parse``), and returns
+#: its result to the client as it is (pygls serialises it).
+Handler = Callable[[CommandContext, object], Awaitable[object]]
 #: ``(ctx, file, selection) -> [{title, command, arguments}]``: extra code actions an
 #: extension offers for a selection (e.g. the MCP hub's matching tools).
-ActionProvider = Callable[[CommandContext, str | None, str], Awaitable[list[dict[str, Any]]]]
+ActionProvider = Callable[[CommandContext, str | None, str], Awaitable[list[JsonObject]]]
 #: Called once at shutdown (e.g. to end MCP child processes).
 Closer = Callable[[], Awaitable[None]]
 
@@ -127,11 +134,11 @@ Closer = Callable[[], Awaitable[None]]
 @attrs.frozen
 class CommandSpec:
     name: str
-    arg_type: type[Any] | None
+    arg_type: type[object] | None
     handler: Handler
     summary: str = ""
     #: the use case's own argument check (``engram.api``); ``None``: cattrs on ``arg_type``
-    parse: Callable[[Mapping[str, Any]], Any] | None = None
+    parse: Callable[[Mapping[str, object]], object] | None = None
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
@@ -141,8 +148,8 @@ def _snake(key: str) -> str:
     return _CAMEL.sub(r"_\1", key).replace("-", "_").lower()
 
 
-def _strict(kind: type[Any], name: str) -> Callable[[Any, Any], Any]:
-    def structure(value: Any, _type: Any) -> Any:
+def _strict(kind: type[object], name: str) -> Callable[[object, object], object]:
+    def structure(value: object, _type: object) -> object:
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
         if kind is not bool and isinstance(value, bool):
@@ -164,7 +171,7 @@ MAX_LIST_ITEMS = 10_000
 MAX_MESSAGE_CHARS = 300
 
 
-def _text(value: Any, _type: Any) -> str:
+def _text(value: object, _type: object) -> str:
     if isinstance(value, bool) or not isinstance(value, str):
         raise ValueError(f"expected a string, got {type(value).__name__}")
     if len(value) > MAX_STRING_CHARS:
@@ -174,21 +181,21 @@ def _text(value: Any, _type: Any) -> str:
     return value
 
 
-def _is_list_of(hint: Any) -> bool:
+def _is_list_of(hint: object) -> bool:
     import typing
 
     return typing.get_origin(hint) in (list, Sequence) and len(typing.get_args(hint)) == 1
 
 
-def _list_hook(conv: cattrs.Converter) -> Callable[[Any], Callable[[Any, Any], Any]]:
+def _list_hook(conv: cattrs.Converter) -> Callable[[object], Callable[[object, object], object]]:
     """``list[X]`` that refuses a string (cattrs would split it into characters) and caps
     the number of items."""
     import typing
 
-    def factory(hint: Any) -> Callable[[Any, Any], Any]:
+    def factory(hint: object) -> Callable[[object, object], object]:
         (item,) = typing.get_args(hint)
 
-        def structure(value: Any, _type: Any) -> list[Any]:
+        def structure(value: object, _type: object) -> list[object]:
             if not isinstance(value, list | tuple):
                 raise ValueError(f"expected a list, got {type(value).__name__}")
             if len(value) > MAX_LIST_ITEMS:
@@ -212,10 +219,12 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook(
         dict, lambda v, _t: v if isinstance(v, dict) else _fail("expected a JSON object")
     )
+    # ``object``: a value passed through as the client sent it (a tool's own arguments)
+    conv.register_structure_hook_func(lambda t: t is object, lambda v, _t: v)
     return conv
 
 
-def _fail(message: str) -> Any:
+def _fail(message: str) -> NoReturn:
     raise ValueError(message)
 
 
@@ -246,7 +255,7 @@ class CommandRegistry:
         self,
         name: str,
         arg_type: type[A] | None,
-        handler: Callable[[CommandContext, A], Awaitable[Any]],
+        handler: Callable[[CommandContext, A], Awaitable[object]],
         *,
         summary: str = "",
     ) -> None:
@@ -255,20 +264,22 @@ class CommandRegistry:
             raise ValueError(f"command {name} is registered twice")
         if arg_type is not None and not attrs.has(arg_type):
             raise TypeError(f"{name}: argument type must be an attrs class")
-        self._commands[name] = CommandSpec(name, arg_type, handler, summary)
+        # erased to ``Handler``: structure() builds an ``arg_type`` for exactly this handler
+        self._commands[name] = CommandSpec(name, arg_type, cast("Handler", handler), summary)
 
     def register_parsed(
         self,
         name: str,
-        parse: Callable[[Mapping[str, Any]], A],
-        handler: Callable[[CommandContext, A], Awaitable[Any]],
+        parse: Callable[[Mapping[str, object]], A],
+        handler: Callable[[CommandContext, A], Awaitable[object]],
         *,
         summary: str = "",
     ) -> None:
         """Add a command whose arguments a declared use case checks (``engram.api``)."""
         if name in self._commands:
             raise ValueError(f"command {name} is registered twice")
-        self._commands[name] = CommandSpec(name, None, handler, summary, parse)
+        # erased to ``Handler``: structure() calls ``parse`` for exactly this handler
+        self._commands[name] = CommandSpec(name, None, cast("Handler", handler), summary, parse)
 
     def names(self) -> list[str]:
         return sorted(self._commands)
@@ -279,7 +290,7 @@ class CommandRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._commands
 
-    def structure(self, spec: CommandSpec, raw_args: Sequence[Any] | None) -> Any:
+    def structure(self, spec: CommandSpec, raw_args: Sequence[object] | None) -> object:
         """``arguments`` -> the command's argument object, or :class:`CommandError`."""
         args = list(raw_args or [])
         if len(args) > 1:
@@ -301,7 +312,7 @@ class CommandRegistry:
         if not isinstance(raw, Mapping):
             raise CommandError(f"{spec.name}: the argument must be a JSON object")
         aliases: Mapping[str, str] = getattr(spec.arg_type, "ALIASES", {})
-        normalised: dict[str, Any] = {}
+        normalised: dict[str, object] = {}
         for key, value in raw.items():
             name = _snake(str(key))
             name = aliases.get(name, name)
@@ -319,7 +330,9 @@ class CommandRegistry:
         except (ValueError, TypeError) as exc:
             raise CommandError(f"{spec.name}: {_one_line(str(exc))}") from exc
 
-    async def execute(self, ctx: CommandContext, name: str, raw_args: Sequence[Any] | None) -> Any:
+    async def execute(
+        self, ctx: CommandContext, name: str, raw_args: Sequence[object] | None
+    ) -> object:
         """Validate and run; every failure becomes a :class:`CommandError`."""
         spec = self._commands.get(name)
         if spec is None:

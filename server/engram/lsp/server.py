@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -32,6 +32,9 @@ from engram import __version__
 from engram.lsp.observe import EditorEventFeed
 from engram.lsp.registry import CommandRegistry
 from engram.lsp.session import DocumentState, Session
+
+if TYPE_CHECKING:
+    from pygls.server import ServerErrors
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,7 @@ class EngramLanguageServer(LanguageServer):
         self.registry = CommandRegistry()
         #: editor events to the observer, one session per server process
         self.editor_events = EditorEventFeed()
-        self.tasks: set[asyncio.Future[Any]] = set()
+        self.tasks: set[asyncio.Future[object]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -63,7 +66,7 @@ class EngramLanguageServer(LanguageServer):
         task = asyncio.ensure_future(coro)
         self.tasks.add(task)
 
-        def done(fut: asyncio.Future[Any]) -> None:
+        def done(fut: asyncio.Future[object]) -> None:
             self.tasks.discard(fut)
             if not fut.cancelled() and fut.exception() is not None:
                 log.error("%s failed: %s", what, fut.exception(), exc_info=fut.exception())
@@ -94,7 +97,7 @@ class EngramLanguageServer(LanguageServer):
         with contextlib.suppress(Exception):
             self.window_log_message(types.LogMessageParams(type=kind, message=message))
 
-    def report_server_error(self, error: Exception, source: Any) -> None:
+    def report_server_error(self, error: Exception, source: ServerErrors) -> None:
         """Out-of-band failures go to the log, not to a pop-up per keystroke."""
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 

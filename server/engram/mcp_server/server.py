@@ -24,8 +24,8 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
@@ -36,7 +36,9 @@ from engram.model import to_jsonable
 from engram.workspace import Workspace
 
 if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
+    from mcp_types import PaginatedRequestParams
 
     from engram.app import Engine
     from engram.daemon.calls import CallReply, EngineCalls
@@ -46,6 +48,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MCP = Surface.MCP
+#: What the server's lifespan hands each request: nothing (the holders live in closures).
+Lifespan: TypeAlias = dict[str, object]
 
 INSTRUCTIONS = (
     "Engram remembers what was learned in this repository: gotchas, decisions, dead ends, "
@@ -100,7 +104,7 @@ def _spelling_schema(spelling: Spelling) -> JsonObject:
     return {"type": types if len(types) > 1 else types[0], "description": spelling.help}
 
 
-def input_schema(usecase: UseCase[Any, Any]) -> JsonObject:
+def input_schema(usecase: UseCase[object, object]) -> JsonObject:
     """The JSON Schema of a use case's MCP arguments, from its declaration."""
     properties: dict[str, object] = {}
     required: list[JsonValue] = []
@@ -116,7 +120,7 @@ def input_schema(usecase: UseCase[Any, Any]) -> JsonObject:
     return schema
 
 
-def description(usecase: UseCase[Any, Any]) -> str:
+def description(usecase: UseCase[object, object]) -> str:
     summary = usecase.summary[0].upper() + usecase.summary[1:]
     return f"{summary}. {usecase.guidance}".strip()
 
@@ -254,7 +258,8 @@ async def _run_hub_tool(hub: McpHub, name: str, args: dict[str, object]) -> Json
     if name == "engram_find_tools":
         query, k = str(args["query"]), int(args["k"])  # type: ignore[call-overload]
         found = await hub.search(query, file=file, k=k)
-        if found.get("notes") and any("not cached" in n for n in found["notes"]):
+        notes = found.get("notes")
+        if isinstance(notes, list) and any("not cached" in str(n) for n in notes):
             # first use: the one-time introspection of trusted servers, then search again
             await hub.refresh()
             found = await hub.search(query, file=file, k=k)
@@ -358,7 +363,7 @@ MAX_ERROR_CHARS = 300
 
 def build_server(
     workspace: str | None = None, overrides: dict[str, object] | None = None
-) -> Server[Any]:
+) -> Server[Lifespan]:
     """The MCP server with Engram's tools; ``workspace`` defaults to the enclosing git root."""
     import anyio
     import mcp_types as types
@@ -394,7 +399,7 @@ def build_server(
     ]
 
     @contextlib.asynccontextmanager
-    async def lifespan(_server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(_server: Server[Lifespan]) -> AsyncIterator[Lifespan]:
         try:
             yield {}
         finally:
@@ -403,7 +408,9 @@ def build_server(
                 remote.close()
             holder.close()
 
-    async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+    async def list_tools(
+        _ctx: ServerRequestContext[Lifespan], _params: PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
     def answer(data: JsonObject, error: bool = False) -> types.CallToolResult:
@@ -423,7 +430,9 @@ def build_server(
             content=[types.TextContent(type="text", text=message)], is_error=True
         )
 
-    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        _ctx: ServerRequestContext[Lifespan], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         raw = params.arguments or {}
         try:
             if params.name in HUB_TOOLS:
@@ -466,7 +475,7 @@ def build_server(
             log.exception("tool %s failed", params.name)
             return failure(exc)
 
-    server: Server[Any] = Server(
+    server: Server[Lifespan] = Server(
         "engram",
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -492,7 +501,5 @@ def run_stdio(workspace: str | None = None) -> None:
 
     anyio.run(main)
 
-
-Handler = Callable[[Any, Any], Awaitable[Any]]
 
 __all__ = ["INSTRUCTIONS", "build_server", "description", "input_schema", "run_stdio"]

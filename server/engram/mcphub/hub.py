@@ -20,10 +20,11 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engram.approvals import user_config_dir
 from engram.config import EngramConfig, McpConfig
+from engram.jsontypes import JsonObject
 from engram.mcphub.errors import (
     ConfigChanged,
     InvalidToolArguments,
@@ -32,7 +33,7 @@ from engram.mcphub.errors import (
     ServerUnavailable,
     ToolNotFound,
 )
-from engram.mcphub.pool import ConnectionPool, PoolSettings, describe_exception
+from engram.mcphub.pool import Clock, ConnectionPool, PoolSettings, describe_exception
 from engram.mcphub.registry import (
     CachedServer,
     Registry,
@@ -91,7 +92,7 @@ class McpHub:
         environ: Mapping[str, str] | None = None,
         approvals: ApprovalStore | None = None,
         opener: SessionOpener | None = None,
-        clock: Any = time.monotonic,
+        clock: Clock = time.monotonic,
         embedder: Embedder | None = None,
         memory_hook: ToolMemoryHook | None = None,
         memory_sink: ObservationSink | None = None,
@@ -211,7 +212,7 @@ class McpHub:
 
     # ------------------------------------------------------------------ use cases
 
-    async def list(self, server: str | None = None, *, with_schema: bool = False) -> dict[str, Any]:
+    async def list(self, server: str | None = None, *, with_schema: bool = False) -> JsonObject:
         """Every known tool (optionally of one server) and every server's state."""
         snapshot = self.snapshot()
         if server is not None and server not in snapshot.servers:
@@ -236,7 +237,7 @@ class McpHub:
         phase: str | None = None,
         k: int | None = None,
         with_schema: bool = True,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Synchronous :meth:`search` (it never does I/O beyond the small registry files)."""
         rel = self._relative(file)
         limit = self.config.search_limit if k is None else k
@@ -262,7 +263,7 @@ class McpHub:
         phase: str | None = None,
         k: int | None = None,
         with_schema: bool = True,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """The focused list: best ``k`` (default ``mcp.search_limit``) tools with schemas."""
         return self.search_sync(
             query, file=file, module=module, phase=phase, k=k, with_schema=with_schema
@@ -270,7 +271,7 @@ class McpHub:
 
     def suggest_tools(
         self, file: str | None, selection_text: str | None, k: int = 3
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> builtins.list[JsonObject]:
         """Best tools for a selection in a file, for the LSP's code actions (no schemas)."""
         rel = self._relative(file)
         context = SearchContext(file=rel, selection=None)
@@ -281,12 +282,12 @@ class McpHub:
     async def call(
         self,
         tool: str,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, object] | None = None,
         *,
         file: str | None = None,
         timeout: float | None = None,
         memory_sink: ObservationSink | None = None,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Call one tool (connecting its server lazily); returns the ``CallToolResult`` dict.
 
         A notable result (an error, a precondition, a timing issue) is handed as an
@@ -335,7 +336,7 @@ class McpHub:
             "observation": observation,
         }
 
-    async def status(self) -> dict[str, Any]:
+    async def status(self) -> JsonObject:
         snapshot = self.snapshot()
         return {
             "workspace": str(self.workspace.root),
@@ -352,7 +353,7 @@ class McpHub:
 
     async def refresh(
         self, names: Sequence[str] | None = None, *, force: bool = False
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Introspect servers whose tools are unknown or whose config changed.
 
         ``names`` limits it to those servers (and re-introspects them even if current);
@@ -434,12 +435,12 @@ class McpHub:
             "servers": [e.to_status() for e in fresh.servers.values()],
         }
 
-    async def trust(self, names: Sequence[str]) -> dict[str, Any]:
+    async def trust(self, names: Sequence[str]) -> JsonObject:
         """Approve workspace servers' current configurations (the user's explicit consent)."""
         if not names:
             raise InvalidToolArguments("name at least one MCP server to trust")
         snapshot = self.registry.load()
-        approved: builtins.list[dict[str, Any]] = []
+        approved: builtins.list[JsonObject] = []
         already: builtins.list[str] = []
         for name in names:
             entry = snapshot.servers.get(name)

@@ -29,13 +29,17 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import attrs
 
+from engram.jsontypes import JsonObject
 from engram.mcphub.errors import CallTimeout, PoolExhausted, ServerUnavailable, ToolCallFailed
 from engram.mcphub.sources import ServerSpec
 from engram.mcphub.transport import McpSession, SessionOpener
+
+if TYPE_CHECKING:
+    from mcp.types import PaginatedRequestParams
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +49,8 @@ _CONNECTION_CLOSED_CODE = -32000
 _CLOSE_WAIT_SECONDS = 15.0
 
 Clock = Callable[[], float]
+#: What a request settles with: a ``tools/call`` result or the ``tools/list`` pages, as JSON.
+Reply: TypeAlias = JsonObject | list[JsonObject]
 
 
 class ConnectionLost(Exception):
@@ -105,9 +111,9 @@ def describe_exception(exc: BaseException) -> str:
 @attrs.define
 class _Request:
     kind: Literal["call", "list_tools"]
-    future: asyncio.Future[Any]
+    future: asyncio.Future[Reply]
     tool: str = ""
-    arguments: dict[str, Any] = attrs.field(factory=dict)
+    arguments: JsonObject = attrs.field(factory=dict)
     timeout: float = 60.0
 
 
@@ -135,9 +141,9 @@ class Connection:
         self.active_calls = 0
         self.calls = 0
         self.closed = False
-        self.server_info: dict[str, Any] | None = None
+        self.server_info: JsonObject | None = None
         self.instructions: str | None = None
-        self._pending: set[asyncio.Future[Any]] = set()
+        self._pending: set[asyncio.Future[Reply]] = set()
         #: set by the owner when anything changes that may free a slot
         self.on_idle: Callable[[], None] = lambda: None
 
@@ -170,12 +176,12 @@ class Connection:
         kind: Literal["call", "list_tools"],
         *,
         tool: str = "",
-        arguments: dict[str, Any] | None = None,
+        arguments: JsonObject | None = None,
         timeout: float,
-    ) -> Any:
+    ) -> Reply:
         if not self.alive:
             raise ConnectionLost("connection is closed")
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._pending.add(future)
         self.active_calls += 1
         self.calls += 1
@@ -287,7 +293,10 @@ class Connection:
                 with anyio.fail_after(req.timeout):
                     if req.kind == "call":
                         result = await session.call_tool(req.tool, req.arguments)
-                        value: Any = _dump(result)
+                        dumped = _dump(result)
+                        value: Reply = (
+                            dumped if isinstance(dumped, dict) else {"content": [], "raw": dumped}
+                        )
                     else:
                         value = await _list_all_tools(session)
             except TimeoutError:
@@ -324,7 +333,7 @@ class Connection:
         for future in list(self._pending):
             _settle(future, exc=ConnectionLost("connection closed"))
 
-    def status(self, now: float, ttl: float | None) -> dict[str, Any]:
+    def status(self, now: float, ttl: float | None) -> JsonObject:
         idle = now - self.last_used
         return {
             "server": self.name,
@@ -339,30 +348,35 @@ class Connection:
 
 
 def _settle(
-    future: asyncio.Future[Any], *, value: Any = None, exc: BaseException | None = None
+    future: asyncio.Future[Reply], *, value: Reply | None = None, exc: BaseException | None = None
 ) -> None:
     if future.done():
         return
     if exc is not None:
         future.set_exception(exc)
-    else:
+    elif value is not None:
         future.set_result(value)
 
 
-def _dump(result: Any) -> Any:
-    if hasattr(result, "model_dump"):
-        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+def _dump(result: object) -> object:
+    """An SDK (pydantic) result as JSON data; anything else (a test's fake) as it is."""
+    dump = getattr(result, "model_dump", None)
+    if callable(dump):
+        dumped: object = dump(mode="json", by_alias=True, exclude_none=True)
+        return dumped
     return result
 
 
-async def _list_all_tools(session: McpSession) -> list[dict[str, Any]]:
+async def _list_all_tools(session: McpSession) -> list[JsonObject]:
     """``tools/list`` with pagination, as plain dicts (schema under ``inputSchema``)."""
-    tools: list[dict[str, Any]] = []
-    params: Any = None
+    tools: list[JsonObject] = []
+    params: PaginatedRequestParams | None = None
     for _ in range(100):  # a server that paginates forever is cut off
         page = await session.list_tools(params=params)
         for tool in getattr(page, "tools", []) or []:
-            tools.append(_dump(tool))
+            dumped = _dump(tool)
+            if isinstance(dumped, dict):
+                tools.append(dumped)
         cursor = getattr(page, "next_cursor", None)
         if not cursor:
             break
@@ -370,6 +384,11 @@ async def _list_all_tools(session: McpSession) -> list[dict[str, Any]]:
 
         params = PaginatedRequestParams(cursor=cursor)
     return tools
+
+
+def _tool_list(reply: Reply) -> list[JsonObject]:
+    """A ``list_tools`` reply (a ``tools/call`` reply here would be a bug: no tools)."""
+    return reply if isinstance(reply, list) else []
 
 
 @attrs.define
@@ -419,23 +438,19 @@ class ConnectionPool:
         return [name for name, conn in self._conns.items() if conn.alive]
 
     async def call_tool(
-        self, spec: ServerSpec, tool: str, arguments: dict[str, Any], timeout: float | None = None
-    ) -> dict[str, Any]:
+        self, spec: ServerSpec, tool: str, arguments: JsonObject, timeout: float | None = None
+    ) -> JsonObject:
         """Call one tool; lazy connect, one reconnect after a crash, clear errors."""
         result = await self._with_retry(spec, "call", tool, arguments, timeout)
         return result if isinstance(result, dict) else {"content": [], "raw": result}
 
-    async def list_tools(
-        self, spec: ServerSpec
-    ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    async def list_tools(self, spec: ServerSpec) -> tuple[list[JsonObject], JsonObject | None]:
         """Tools of a server through the pool (connects if needed)."""
         tools = await self._with_retry(spec, "list_tools", "", {}, None)
         conn = self._conns.get(spec.name)
-        return tools, conn.server_info if conn else None
+        return _tool_list(tools), conn.server_info if conn else None
 
-    async def introspect(
-        self, spec: ServerSpec
-    ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    async def introspect(self, spec: ServerSpec) -> tuple[list[JsonObject], JsonObject | None]:
         """Connect, list tools, disconnect, outside the pool (does not evict anyone)."""
         conn = Connection(
             spec,
@@ -446,7 +461,7 @@ class ConnectionPool:
         await conn.start()
         try:
             tools = await conn.request("list_tools", timeout=self.settings.call_timeout_seconds)
-            return tools, conn.server_info
+            return _tool_list(tools), conn.server_info
         except ConnectionLost as exc:
             raise ServerUnavailable(
                 f"MCP server {spec.name} closed the connection while listing tools ({exc})"
@@ -470,7 +485,7 @@ class ConnectionPool:
             self.expirations += 1
         return [c.name for c in expired]
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> JsonObject:
         now = self._clock()
         return {
             "max_connections": self.max_connections,
@@ -529,9 +544,9 @@ class ConnectionPool:
         spec: ServerSpec,
         kind: Literal["call", "list_tools"],
         tool: str,
-        arguments: dict[str, Any],
+        arguments: JsonObject,
         timeout: float | None,
-    ) -> Any:
+    ) -> Reply:
         if self._closed:
             raise ServerUnavailable("the MCP hub is shutting down")
         timeout = timeout or self.settings.call_timeout_seconds

@@ -16,7 +16,7 @@ import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
@@ -41,9 +41,9 @@ class ToolInfo:
     server: str
     name: str
     description: str = ""
-    input_schema: Mapping[str, Any] = attrs.field(factory=dict)
+    input_schema: Mapping[str, object] = attrs.field(factory=dict)
     title: str | None = None
-    annotations: Mapping[str, Any] | None = None
+    annotations: Mapping[str, object] | None = None
 
     @property
     def qualified_name(self) -> str:
@@ -109,7 +109,7 @@ class CachedServer:
     scope: str
     introspected_at: float
     tools: list[ToolInfo]
-    server_info: Mapping[str, Any] | None = None
+    server_info: Mapping[str, object] | None = None
     error: str | None = None
 
     def to_cache(self) -> JsonObject:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TypedDict
 
 import attrs
 
@@ -31,6 +31,18 @@ _MAX_TEXT = 2000
 _MAX_CONTENT = 400
 
 
+class RememberKwargs(TypedDict):
+    """The keyword arguments of ``engram.app.remember.remember`` a draft fills in."""
+
+    type: str
+    source: str
+    needs_review: bool
+    confidence: float
+    tags: list[str]
+    related_files: list[str]
+    extra: dict[str, object]
+
+
 @attrs.frozen
 class ObservationDraft:
     """A memory the engine may store.
@@ -42,7 +54,7 @@ class ObservationDraft:
     tool: str  # qualified name
     observation_type: str  # precondition | timing | mcp_gotcha
     file: str | None = None
-    arguments: Mapping[str, Any] = attrs.field(factory=dict)
+    arguments: Mapping[str, object] = attrs.field(factory=dict)
 
     def declared_args(self) -> dict[str, object]:
         """The declared ``remember`` use case's arguments for this draft, as an MCP client
@@ -55,7 +67,7 @@ class ObservationDraft:
             "tags": ["mcp", self.tool, self.observation_type],
         }
 
-    def remember_kwargs(self) -> dict[str, Any]:
+    def remember_kwargs(self) -> RememberKwargs:
         return {
             "type": "e2e_observation",
             "source": "mcp_auto",

@@ -27,11 +27,12 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
 from engram.approvals import user_config_dir
+from engram.jsontypes import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class SourceScan:
     files: list[str]
 
 
-def _canonical(spec: ServerSpec) -> dict[str, Any]:
+def _canonical(spec: ServerSpec) -> JsonObject:
     return {
         "transport": spec.transport,
         "command": spec.command,
@@ -246,8 +247,8 @@ def parse_server(name: str, raw: object, *, origin: str, scope: Scope) -> Server
     )
 
 
-def _servers_block(data: dict[str, Any], cfg: ConfigFile, workspace_root: Path) -> list[Any]:
-    blocks: list[Any] = []
+def _servers_block(data: JsonObject, cfg: ConfigFile, workspace_root: Path) -> list[object]:
+    blocks: list[object] = []
     if cfg.key is None:
         blocks.append(data.get("mcpServers", data.get("servers")))
     else:

@@ -17,19 +17,26 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from engram.mcphub.sources import ResolvedLaunch, ServerSpec, resolve_launch
+
+if TYPE_CHECKING:
+    from mcp.types import PaginatedRequestParams
 
 log = logging.getLogger(__name__)
 
 
 class McpSession(Protocol):
-    """What the pool needs from a connected session (``mcp.ClientSession`` satisfies it)."""
+    """What the pool needs from a connected session (``mcp.ClientSession`` satisfies it).
 
-    async def list_tools(self, *, params: Any = None) -> Any: ...
+    Results are ``object``: the pool reads them as JSON (``model_dump`` on the SDK's
+    pydantic results, ``pool._dump``) and never relies on their Python type.
+    """
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any: ...
+    async def list_tools(self, *, params: PaginatedRequestParams | None = None) -> object: ...
+
+    async def call_tool(self, name: str, arguments: dict[str, object] | None = None) -> object: ...
 
 
 #: Opens a connected, initialised session for a server; used as ``async with opener(spec)``.
@@ -49,7 +56,7 @@ def sdk_opener(
     async def open_session(spec: ServerSpec) -> AsyncIterator[McpSession]:
         launch = resolve_launch(spec, environ=environ, workspace_root=workspace_root, home=home)
         with contextlib.ExitStack() as files:
-            errlog: IO[str] | None = None
+            errlog: TextIO | None = None
             if log_dir is not None and spec.transport == "stdio":
                 log_dir.mkdir(parents=True, exist_ok=True)
                 errlog = files.enter_context(
@@ -63,7 +70,7 @@ def sdk_opener(
 
 @contextlib.asynccontextmanager
 async def _session(
-    spec: ServerSpec, launch: ResolvedLaunch, errlog: IO[str] | None
+    spec: ServerSpec, launch: ResolvedLaunch, errlog: TextIO | None
 ) -> AsyncIterator[McpSession]:
     from mcp import ClientSession
     from mcp.types import Implementation
@@ -81,7 +88,7 @@ async def _session(
             params = StdioServerParameters(
                 command=launch.command, args=launch.args, env=launch.env, cwd=launch.cwd
             )
-            sink: Any = errlog if errlog is not None else sys.stderr
+            sink: TextIO = errlog if errlog is not None else sys.stderr
             if errlog is None and not _has_fileno(sys.stderr):
                 sink = stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115
             read, write = await stack.enter_async_context(stdio_client(params, errlog=sink))
@@ -108,9 +115,12 @@ async def _session(
         yield session
 
 
-def _has_fileno(stream: Any) -> bool:
+def _has_fileno(stream: object) -> bool:
+    fileno = getattr(stream, "fileno", None)
+    if not callable(fileno):
+        return False
     try:
-        stream.fileno()
-    except (AttributeError, OSError, ValueError):
+        fileno()
+    except (OSError, ValueError):
         return False
     return True
