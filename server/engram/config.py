@@ -23,7 +23,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 import attrs
 import cattrs
@@ -34,6 +34,10 @@ from engram.workspace import Workspace, WorkspaceError
 from engram.workspace_trust import SettingsTrust, assess, split_workspace_settings
 
 log = logging.getLogger(__name__)
+
+#: A tree of settings as read (TOML, editor JSON, environment): keys are normalised and
+#: values checked only when :func:`config_from_dict` structures it into an EngramConfig.
+Settings: TypeAlias = dict[str, object]
 
 
 @attrs.define
@@ -105,7 +109,7 @@ class ObserverConfig:
     methodology: str = "native"
     #: per session type overrides of the promotion gate table (engram.observer.sessions),
     #: e.g. {"interactive": {"max_memories": 5, "triggers": ["commit"]}}
-    session_gates: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    session_gates: dict[str, dict[str, object]] = attrs.field(factory=dict)
     #: extra methodology plugins: "module:Class" or "path/to/file.py:Class"
     plugins: list[str] = attrs.field(factory=list)
     coaccess_half_life_days: float = 30.0
@@ -202,29 +206,30 @@ class EngramConfig:
     store: StoreConfig = attrs.field(factory=StoreConfig)
 
 
-def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def _deep_merge(base: Settings, override: Settings) -> Settings:
     merged = dict(base)
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
+        current = merged.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            merged[key] = _deep_merge(current, value)
         else:
             merged[key] = value
     return merged
 
 
-def merge_settings(*layers: dict[str, Any]) -> dict[str, Any]:
+def merge_settings(*layers: Settings) -> Settings:
     """Settings layers merged, later over earlier, after normalising every key.
 
     Normalising first matters: an editor's ``trustLevel`` must override an
     initialisation option's ``trust_level``, not sit beside it.
     """
-    merged: dict[str, Any] = {}
+    merged: Settings = {}
     for layer in layers:
         merged = _deep_merge(merged, _normalise_tree(layer))
     return merged
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path) -> Settings:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
@@ -235,7 +240,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return {}
 
 
-def _read_workspace_toml(workspace: Workspace, rel: str) -> dict[str, Any]:
+def _read_workspace_toml(workspace: Workspace, rel: str) -> Settings:
     """A settings file of the workspace, confined (a link pointing outside is not read)."""
     try:
         path = workspace.resolve(rel)
@@ -246,7 +251,11 @@ def _read_workspace_toml(workspace: Workspace, rel: str) -> dict[str, Any]:
 
 
 def _converter() -> cattrs.Converter:
-    return cattrs.Converter(forbid_extra_keys=False)
+    conv = cattrs.Converter(forbid_extra_keys=False)
+    # ``object``: a free-form value its reader checks (``observer.session_gates`` rows are
+    # structured by ``engram.observer.sessions.gate_table``)
+    conv.register_structure_hook_func(lambda t: t is object, lambda v, _t: v)
+    return conv
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
@@ -256,10 +265,10 @@ def _normalise_key(key: str) -> str:
     return _CAMEL.sub(r"_\1", key).replace("-", "_").lower()
 
 
-def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def env_overrides(environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from ``ENGRAM_<SECTION>__<KEY>`` variables (double underscore between levels)."""
     environ = os.environ if environ is None else environ
-    result: dict[str, Any] = {}
+    result: Settings = {}
     for name, text in environ.items():
         if not name.startswith("ENGRAM_") or "__" not in name:
             continue
@@ -267,19 +276,22 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         if len(path) < 2:
             continue
         try:
-            value: Any = tomllib.loads(f"v = {text}")["v"]
+            value: object = tomllib.loads(f"v = {text}")["v"]
         except tomllib.TOMLDecodeError:
             value = text
         node = result
         for part in path[:-1]:
-            node = node.setdefault(part, {})
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):  # ENGRAM_A__B=1 and ENGRAM_A__B__C=2: the table wins
+                child = node[part] = {}
+            node = child
         node[path[-1]] = value
     return result
 
 
-def _drop_unknown(raw: dict[str, Any], cls: type, prefix: str = "") -> dict[str, Any]:
+def _drop_unknown(raw: Settings, cls: type, prefix: str = "") -> Settings:
     known = {a.name: a for a in attrs.fields(attrs.resolve_types(cls))}
-    clean: dict[str, Any] = {}
+    clean: Settings = {}
     for key, value in raw.items():
         name = _normalise_key(key)
         if name not in known:
@@ -293,7 +305,7 @@ def _drop_unknown(raw: dict[str, Any], cls: type, prefix: str = "") -> dict[str,
     return clean
 
 
-def config_from_dict(raw: dict[str, Any]) -> EngramConfig:
+def config_from_dict(raw: Settings) -> EngramConfig:
     """Structure a merged settings dict; a wrong type raises :class:`ConfigError`."""
     try:
         return _converter().structure(_drop_unknown(raw, EngramConfig), EngramConfig)
@@ -305,7 +317,7 @@ def config_from_dict(raw: dict[str, Any]) -> EngramConfig:
 _CONNECTION_KEYS = ("uri", "endpoint", "allow_http", "region")
 
 
-def _without_connections(layer: dict[str, Any], where: str) -> dict[str, Any]:
+def _without_connections(layer: Settings, where: str) -> Settings:
     """A repository's settings minus anything that would make Engram connect somewhere.
 
     A cloned repository is untrusted input: a ``store.uri`` of ``s3://…`` (or an endpoint)
@@ -338,12 +350,10 @@ class LoadedConfig:
     trust: SettingsTrust
 
 
-def read_workspace_settings(workspace: Workspace) -> tuple[dict[str, Any], list[str]]:
+def read_workspace_settings(workspace: Workspace) -> tuple[Settings, list[str]]:
     """The settings the repository carries (normalised, merged) and the files they came from."""
-    pyproject = _read_workspace_toml(workspace, "pyproject.toml").get("tool", {}).get("engram", {})
-    pyproject = _without_connections(
-        pyproject if isinstance(pyproject, dict) else {}, "pyproject.toml"
-    )
+    tool = _table(_read_workspace_toml(workspace, "pyproject.toml").get("tool"))
+    pyproject = _without_connections(_table(tool.get("engram")), "pyproject.toml")
     local = _without_connections(
         _read_workspace_toml(workspace, ".engram/config.toml"), ".engram/config.toml"
     )
@@ -355,7 +365,12 @@ def read_workspace_settings(workspace: Workspace) -> tuple[dict[str, Any], list[
         )
         if layer
     ]
-    return merge_settings(pyproject if isinstance(pyproject, dict) else {}, local), sources
+    return merge_settings(pyproject, local), sources
+
+
+def _table(value: object) -> Settings:
+    """A TOML table, or nothing when the file has a value of another kind there."""
+    return value if isinstance(value, dict) else {}
 
 
 def workspace_settings_trust(
@@ -372,7 +387,7 @@ def workspace_settings_trust(
 
 def load_settings(
     workspace: Workspace,
-    overrides: dict[str, Any] | None = None,
+    overrides: Settings | None = None,
     environ: Mapping[str, str] | None = None,
     approvals: ApprovalStore | None = None,
 ) -> LoadedConfig:
@@ -399,19 +414,19 @@ def load_settings(
 
 def load_config(
     workspace: Workspace,
-    overrides: dict[str, Any] | None = None,
+    overrides: Settings | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> EngramConfig:
     """The merged configuration (see :func:`load_settings` for what was held back)."""
     return load_settings(workspace, overrides, environ).config
 
 
-def _normalise_tree(raw: dict[str, Any]) -> dict[str, Any]:
+def _normalise_tree(raw: Settings) -> Settings:
     """Normalise keys at every level so that camelCase and snake_case merge together.
 
     Values of free-form mappings (``diagnostics.severity`` maps memory types) keep their keys.
     """
-    out: dict[str, Any] = {}
+    out: Settings = {}
     for key, value in raw.items():
         name = _normalise_key(key)
         if isinstance(value, dict) and name not in _FREE_FORM:

@@ -34,7 +34,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import attrs
 
@@ -482,7 +481,7 @@ def _redact_assigned_values(text: str, note: Callable[[str], None]) -> str:
     return "".join(out)
 
 
-def redact_value(value: Any, kinds: list[str] | None = None) -> Any:
+def redact_value(value: object, kinds: list[str] | None = None) -> object:
     """``value`` (a decoded JSON document: dicts, lists, strings) with every string redacted.
 
     For payloads written to disk as they came (an agent hook's tool input and output);

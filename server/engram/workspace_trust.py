@@ -27,7 +27,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
@@ -56,7 +56,7 @@ class GatedSetting:
     """One setting from the workspace that needs the user's approval, and what it would do."""
 
     key: str  # dotted: "observer.plugins"
-    value: Any
+    value: object  # as the settings file has it (shown to the user, hashed)
     effect: str
 
 
@@ -113,14 +113,14 @@ class SettingsTrust:
 
 
 def split_workspace_settings(
-    layer: Mapping[str, Any],
-) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    layer: Mapping[str, object],
+) -> tuple[dict[str, object], dict[str, object], list[str]]:
     """``(safe, gated, ignored)`` of a workspace's normalised settings tree.
 
     ``safe`` applies at once; ``gated`` only after approval; ``ignored`` keys never apply.
     """
-    safe: dict[str, Any] = {}
-    gated: dict[str, Any] = {}
+    safe: dict[str, object] = {}
+    gated: dict[str, object] = {}
     ignored: list[str] = []
     for section, body in layer.items():
         if not isinstance(body, Mapping):
@@ -140,11 +140,13 @@ def split_workspace_settings(
                 and value not in (None, [], "")
             )
             target = gated if is_gated else safe
-            target.setdefault(section, {})[key] = value
+            table = target.setdefault(section, {})
+            assert isinstance(table, dict)  # only this loop sets a section to a value
+            table[key] = value
     return safe, gated, ignored
 
 
-def _plugin_file(spec: Any, root: Path) -> Path | None:
+def _plugin_file(spec: object, root: Path) -> Path | None:
     target = str(spec).rpartition(":")[0]
     if not target.endswith(".py"):
         return None
@@ -159,10 +161,10 @@ def _file_digest(path: Path) -> str:
         return f"unreadable: {exc.strerror or exc}"
 
 
-def content_hash(root: Path, gated: Mapping[str, Any]) -> str:
+def content_hash(root: Path, gated: Mapping[str, object]) -> str:
     """SHA-256 of the gated settings and of the contents of every plugin file they name."""
     files: dict[str, str] = {}
-    for spec in _as_list(gated.get("observer", {}).get("plugins")):
+    for spec in _as_list(_section(gated, "observer").get("plugins")):
         path = _plugin_file(spec, root)
         if path is not None:
             files[str(spec)] = _file_digest(path)
@@ -172,15 +174,20 @@ def content_hash(root: Path, gated: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _as_list(value: Any) -> list[Any]:
+def _section(settings: Mapping[str, object], name: str) -> Mapping[str, object]:
+    body = settings.get(name)
+    return body if isinstance(body, Mapping) else {}
+
+
+def _as_list(value: object) -> list[object]:
     if value is None:
         return []
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def _effects(root: Path, gated: Mapping[str, Any]) -> list[GatedSetting]:
+def _effects(root: Path, gated: Mapping[str, object]) -> list[GatedSetting]:
     out: list[GatedSetting] = []
-    for spec in _as_list(gated.get("observer", {}).get("plugins")):
+    for spec in _as_list(_section(gated, "observer").get("plugins")):
         path = _plugin_file(spec, root)
         if path is None:
             effect = f"import and run the Python module {str(spec).rpartition(':')[0]}"
@@ -201,7 +208,7 @@ def _effects(root: Path, gated: Mapping[str, Any]) -> list[GatedSetting]:
             out.append(GatedSetting(f"llm.{key}", value, effect))
     elif llm:
         out.append(GatedSetting("llm", llm, "configure an LLM endpoint"))
-    model = gated.get("embed", {}).get("model")
+    model = _section(gated, "embed").get("model")
     if model is not None:
         out.append(
             GatedSetting(
@@ -215,7 +222,7 @@ def _effects(root: Path, gated: Mapping[str, Any]) -> list[GatedSetting]:
 
 def assess(
     root: Path,
-    gated: Mapping[str, Any],
+    gated: Mapping[str, object],
     ignored: list[str],
     sources: list[str],
     approvals: ApprovalStore,

@@ -36,6 +36,7 @@ from engram.model import (
     MemoryType,
     UniversalPhase,
     memory_json,
+    to_json_object,
     to_jsonable,
 )
 
@@ -475,9 +476,7 @@ def _context(engine: Engine, a: ContextArgs) -> ContextPack:
 
 
 def _context_json(pack: ContextPack) -> JsonObject:
-    data = to_jsonable(pack)
-    assert isinstance(data, dict)
-    return data
+    return to_json_object(pack)
 
 
 CONTEXT: UseCase[ContextArgs, ContextPack] = UseCase(
@@ -583,7 +582,7 @@ def _last_session(engine: Engine) -> JsonObject | None:
     if not summary.get("found"):
         return None
     data = to_jsonable(summary)
-    return data if isinstance(data, dict) else None
+    return dict(data) if isinstance(data, dict) else None
 
 
 def _list_json(result: MemoryList) -> JsonObject:

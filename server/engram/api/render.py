@@ -17,6 +17,7 @@ from engram.model import (
     memory_json,
     shared_by_text,
     team_origin,
+    to_json_object,
     to_jsonable,
     utcnow,
 )
@@ -255,10 +256,8 @@ def one_line_summary(report: object) -> str:
 def impact_text(report: ImpactReport) -> str:
     """Ranked files a change may break, with why (its notes are the caller's)."""
     out: list[str] = []
-    data = to_jsonable(report)
-    if not isinstance(data, dict):
-        return str(data)
-    target = data.get("target", "?") + (f"::{data['symbol']}" if data.get("symbol") else "")
+    data = to_json_object(report)
+    target = str(data.get("target", "?")) + (f"::{data['symbol']}" if data.get("symbol") else "")
     score = data.get("score")
     score_text = f" (impact score {float(score):.2f})" if isinstance(score, int | float) else ""
     refs = data.get("symbol_references")
@@ -268,13 +267,14 @@ def impact_text(report: ImpactReport) -> str:
         if not refs:
             out.append("  none resolved from other files")
         for ref in refs:
-            out.append(f"  {ref.get('file')}:{ref.get('line')}  {ref.get('kind')}")
+            if isinstance(ref, dict):
+                out.append(f"  {ref.get('file')}:{ref.get('line')}  {ref.get('kind')}")
     out.append(f"impact of {target}{score_text}")
-    items: list[object] = next(
+    items = next(
         (
-            data[key]
+            found
             for key in ("ranked_files", "affected", "items", "direct_dependents")
-            if isinstance(data.get(key), list) and data[key]
+            if isinstance(found := data.get(key), list) and found
         ),
         [],
     )

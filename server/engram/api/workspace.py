@@ -37,7 +37,7 @@ EDITOR = frozenset({CLI, LSP})
 
 def _json(value: object) -> JsonObject:
     data = to_jsonable(value)
-    return data if isinstance(data, dict) else {"result": data}
+    return dict(data) if isinstance(data, dict) else {"result": data}
 
 
 # --------------------------------------------------------------------------- impact

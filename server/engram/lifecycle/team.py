@@ -146,11 +146,12 @@ def render_team_file(memory: Memory, *, shared_by: str | None, shared_at: dateti
     record = memory_to_dict(memory, make_converter())
     for key in _LOCAL_FIELDS:
         record.pop(key, None)
-    provenance = dict(record.get("provenance") or {})
+    found = record.get("provenance")
+    provenance = dict(found) if isinstance(found, dict) else {}
     provenance.pop("session_id", None)
     provenance.pop("confirmed_by_sessions", None)
     record["provenance"] = provenance
-    record["tags"] = [t for t in record.get("tags", []) if t != TEAM_TAG]
+    record["tags"] = [t for t in memory.tags if t != TEAM_TAG]
     record["shared"] = {
         "format": TEAM_FORMAT,
         "by": shared_by,

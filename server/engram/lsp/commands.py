@@ -20,7 +20,7 @@ import attrs
 from engram.api import Surface, UseCase, on
 from engram.api.declare import with_actor
 from engram.lsp.registry import CommandContext, CommandRegistry
-from engram.model import Memory, to_jsonable
+from engram.model import Memory, to_json_object, to_jsonable
 
 if TYPE_CHECKING:
     from engram.api.declare import JsonObject
@@ -74,7 +74,7 @@ async def _session(
     """The editor session's ledger, with the observer's own card under ``observer``."""
     ledger = ctx.session()
     found, review_queue = await ctx.memories(ledger.all_ids(), 50)
-    summary: JsonObject = to_jsonable(ledger.summary(found, review_queue, out))
+    summary = to_json_object(ledger.summary(found, review_queue, out))
     return summary
 
 
@@ -107,7 +107,7 @@ def command_handler(
 
             files = args.files if isinstance(args, ReindexArgs) else None
             result = await ctx.reindex(files, file)
-            return to_jsonable(result)  # type: ignore[no-any-return]
+            return to_json_object(result)
         try:
             reply = await ctx.in_engine(usecase.name, given.raw, file)
         except Exception as exc:

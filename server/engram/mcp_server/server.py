@@ -268,7 +268,7 @@ async def _run_hub_tool(hub: McpHub, name: str, args: dict[str, object]) -> Json
         arguments = args["arguments"]
         assert isinstance(arguments, dict)
         out = to_jsonable(await hub.call(str(args["tool"]), arguments, file=file))
-    return out if isinstance(out, dict) else {"result": out}
+    return dict(out) if isinstance(out, dict) else {"result": out}
 
 
 # --------------------------------------------------------------------------- the server

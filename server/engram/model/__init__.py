@@ -6,6 +6,7 @@ from engram.model.codec import (
     memory_from_dict,
     memory_json,
     memory_to_dict,
+    to_json_object,
     to_jsonable,
 )
 from engram.model.memory import (
@@ -62,6 +63,7 @@ __all__ = [
     "new_memory_id",
     "shared_by_text",
     "team_origin",
+    "to_json_object",
     "to_jsonable",
     "utcnow",
 ]

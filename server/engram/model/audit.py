@@ -13,7 +13,6 @@ if TYPE_CHECKING:
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
 import attrs
 
@@ -31,8 +30,8 @@ class AuditEntry:
     event: str
     actor: str
     cause: str = ""
-    before: Mapping[str, Any] = attrs.field(factory=dict)
-    after: Mapping[str, Any] = attrs.field(factory=dict)
+    before: Mapping[str, object] = attrs.field(factory=dict)
+    after: Mapping[str, object] = attrs.field(factory=dict)
     note: str | None = None
 
     def to_dict(self) -> JsonObject:
@@ -48,14 +47,19 @@ class AuditEntry:
         }
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> AuditEntry:
+    def from_dict(cls, raw: Mapping[str, object]) -> AuditEntry:
         return cls(
             memory_id=str(raw["memory_id"]),
             at=datetime.fromisoformat(str(raw["at"])),
             event=str(raw["event"]),
             actor=str(raw.get("actor") or ""),
             cause=str(raw.get("cause") or ""),
-            before=dict(raw.get("before") or {}),
-            after=dict(raw.get("after") or {}),
-            note=raw.get("note"),
+            before=_mapping(raw.get("before")),
+            after=_mapping(raw.get("after")),
+            note=str(note) if (note := raw.get("note")) is not None else None,
         )
+
+
+def _mapping(value: object) -> dict[str, object]:
+    """A ``before``/``after`` snapshot as read from a log line (anything else: nothing)."""
+    return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else {}

@@ -17,11 +17,11 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import attrs
 
-from engram.jsontypes import JsonObject
+from engram.jsontypes import JsonObject, JsonValue
 from engram.model.memory import SCHEMA_VERSION, Memory
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class SchemaError(ValueError):
     """A stored or imported record cannot be read as a memory."""
 
 
-def _parse_dt(value: Any, _type: object) -> datetime:
+def _parse_dt(value: object, _type: object) -> datetime:
     if isinstance(value, datetime):
         dt = value
     else:
@@ -49,7 +49,8 @@ def make_converter() -> cattrs.Converter:
     conv.register_unstructure_hook_func(
         lambda t: isinstance(t, type) and issubclass(t, enum.Enum), lambda e: e.value
     )
-    conv.register_structure_hook(Any, lambda v, _t: v)
+    # ``object`` (``Memory.extra``): free-form JSON kept as it was stored
+    conv.register_structure_hook_func(lambda t: t is object, lambda v, _t: v)
     return conv
 
 
@@ -59,7 +60,7 @@ def default_converter() -> cattrs.Converter:
     return make_converter()
 
 
-def _v0_to_v1(raw: dict[str, Any]) -> dict[str, Any]:
+def _v0_to_v1(raw: JsonObject) -> JsonObject:
     """v0 (pre-release exports) kept ``file``/``symbol`` flat on the record."""
     if "file" in raw and not raw.get("anchors"):
         raw["anchors"] = [{"file": raw.pop("file"), "symbol": raw.pop("symbol", None)}]
@@ -69,11 +70,12 @@ def _v0_to_v1(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 #: ``MIGRATIONS[n]`` upgrades a raw record from schema n to n+1.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _v0_to_v1}
+MIGRATIONS: dict[int, Callable[[JsonObject], JsonObject]] = {0: _v0_to_v1}
 
 
-def migrate(raw: dict[str, Any]) -> dict[str, Any]:
-    version = int(raw.get("schema_version", 0))
+def migrate(raw: JsonObject) -> JsonObject:
+    found = raw.get("schema_version", 0)
+    version = found if isinstance(found, int) else int(str(found))
     if version > SCHEMA_VERSION:
         raise SchemaError(
             f"memory {raw.get('id', '?')} has schema {version}, newer than this Engram "
@@ -86,12 +88,12 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-def memory_to_dict(memory: Memory, converter: cattrs.Converter | None = None) -> dict[str, Any]:
-    result: dict[str, Any] = (converter or default_converter()).unstructure(memory)
+def memory_to_dict(memory: Memory, converter: cattrs.Converter | None = None) -> JsonObject:
+    result: JsonObject = (converter or default_converter()).unstructure(memory)
     return result
 
 
-def memory_from_dict(raw: dict[str, Any], converter: cattrs.Converter | None = None) -> Memory:
+def memory_from_dict(raw: JsonObject, converter: cattrs.Converter | None = None) -> Memory:
     try:
         return (converter or default_converter()).structure(migrate(dict(raw)), Memory)
     except SchemaError:
@@ -116,30 +118,44 @@ def memory_json(memory: Memory) -> JsonObject:
     return data
 
 
-def to_jsonable(value: Any) -> Any:
+def to_json_object(value: object) -> JsonObject:
+    """:func:`to_jsonable` of a value that renders as a JSON object (a record, a mapping)."""
+    data = to_jsonable(value)
+    if not isinstance(data, dict):
+        raise TypeError(f"{type(value).__name__} does not render as a JSON object")
+    out: JsonObject = dict(data)
+    return out
+
+
+def to_jsonable(value: object) -> JsonValue:
     """Any engine result (memories, attrs records with ``to_dict``, enums, paths, dates) as
     plain JSON data: one rendering for the CLI's ``--json``, LSP commands and MCP tools."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, Memory):
-        return memory_json(value)
+        return {k: to_jsonable(v) for k, v in memory_json(value).items()}
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
-        return to_jsonable(to_dict())
+        rendered: object = to_dict()
+        return to_jsonable(rendered)
     if isinstance(value, enum.Enum):
-        return value.value
+        member: object = value.value
+        return to_jsonable(member)
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, Path):
         return value.as_posix()
     if attrs.has(type(value)):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in attrs.fields(type(value))}
+        record = cast("attrs.AttrsInstance", value)
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in attrs.fields(type(record))}
     if isinstance(value, Mapping):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, Sequence | set | frozenset):
         return [to_jsonable(v) for v in value]
-    if hasattr(value, "tolist"):  # NumPy scalars and arrays
-        return value.tolist()
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):  # NumPy scalars and arrays
+        listed: object = tolist()
+        return to_jsonable(listed)
     if hasattr(value, "__dict__"):
         return {k: to_jsonable(v) for k, v in vars(value).items() if not k.startswith("_")}
     return str(value)
