@@ -22,10 +22,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 
+from engram.jsontypes import JsonObject
 from engram.marks import conflict_markers, together
 from engram.quoting import quote_shared
 from engram.redaction import redact_secrets, redact_value
@@ -196,7 +196,7 @@ def pack(
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add) File: (.+)$", re.MULTILINE)
 
 
-def _tool_files(payload: dict[str, Any]) -> list[str]:
+def _tool_files(payload: JsonObject) -> list[str]:
     """Files a tool call touched: Claude Code's ``file_path``, or Codex's apply_patch headers."""
     tool_input = payload.get("tool_input")
     if not isinstance(tool_input, dict):
@@ -213,7 +213,7 @@ def _tool_files(payload: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(files))
 
 
-def _output(event: str, context: str) -> dict[str, Any] | None:
+def _output(event: str, context: str) -> JsonObject | None:
     if not context:
         return None
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
@@ -269,7 +269,7 @@ def _rebuild_now(workspace: Workspace) -> bool:
     return done.returncode == 0
 
 
-def _queue_observation(workspace: Workspace, payload: dict[str, Any]) -> None:
+def _queue_observation(workspace: Workspace, payload: JsonObject) -> None:
     """Append the hook payload, secrets redacted, to the session's observer inbox.
 
     Tool output is whatever the agent saw (a ``cat .env``, a failing ``curl`` with its
@@ -284,11 +284,11 @@ def _queue_observation(workspace: Workspace, payload: dict[str, Any]) -> None:
 
 def run_claude_code_hook(
     workspace: Workspace,
-    payload: dict[str, Any],
+    payload: JsonObject,
     budget: HookBudget | None = None,
     *,
     background: bool = True,
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     """Answer one Claude Code hook payload; ``None`` means print nothing."""
     budget = budget or HookBudget()
     event = str(payload.get("hook_event_name") or "")
@@ -350,7 +350,7 @@ def run_claude_code_hook(
 def _file_context(
     workspace: Workspace,
     digest: Digest,
-    payload: dict[str, Any],
+    payload: JsonObject,
     budget: HookBudget,
     seen: set[str],
 ) -> tuple[str, list[str]]:

@@ -28,7 +28,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from engram.jsontypes import JsonObject
@@ -43,7 +43,7 @@ _EXIT_CODE = re.compile(
 _MAX_OUT = 6000
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
@@ -54,7 +54,7 @@ def _text(value: Any) -> str:
         return str(value)[:_MAX_OUT]
 
 
-def _files(tool_input: dict[str, Any]) -> list[str]:
+def _files(tool_input: JsonObject) -> list[str]:
     files = []
     for key in ("file_path", "notebook_path"):
         value = tool_input.get(key)
@@ -63,9 +63,9 @@ def _files(tool_input: dict[str, Any]) -> list[str]:
     return files
 
 
-def _tool_fields(tool: str, tool_input: dict[str, Any]) -> JsonObject:
+def _tool_fields(tool: str, tool_input: JsonObject) -> JsonObject:
     """Event fields that come from a tool's input (shared by the call and the result)."""
-    fields: dict[str, Any] = {"tool": tool}
+    fields: JsonObject = {"tool": tool}
     files = _files(tool_input)
     if files:
         fields["files"] = files
@@ -91,8 +91,8 @@ def _tool_fields(tool: str, tool_input: dict[str, Any]) -> JsonObject:
     return fields
 
 
-def _response_fields(tool: str, response: Any) -> JsonObject:
-    fields: dict[str, Any] = {}
+def _response_fields(tool: str, response: object) -> JsonObject:
+    fields: JsonObject = {}
     if isinstance(response, str):
         fields["output"] = response[:_MAX_OUT]
         match = _EXIT_CODE.search(response[:200])
@@ -127,7 +127,7 @@ def _response_fields(tool: str, response: Any) -> JsonObject:
     return fields
 
 
-def adapt(payload: dict[str, Any]) -> list[dict[str, Any]]:
+def adapt(payload: object) -> list[JsonObject]:
     """Observer events for one Claude Code hook payload (empty for hooks we do not use).
 
     Raises ``InvalidEvent`` only when the payload is not a hook payload at all.
@@ -142,12 +142,12 @@ def adapt(payload: dict[str, Any]) -> list[dict[str, Any]]:
         raise InvalidEvent("not a Claude Code hook payload (no hook_event_name)")
     if not isinstance(session_id, str) or not session_id:
         raise InvalidEvent("Claude Code hook payload has no session_id")
-    base: dict[str, Any] = {"session_id": session_id}
+    base: JsonObject = {"session_id": session_id}
     if isinstance(payload.get("agent_id"), str) and payload["agent_id"]:
         base["agent_id"] = payload["agent_id"]
     tool = payload.get("tool_name") if isinstance(payload.get("tool_name"), str) else None
     raw_input = payload.get("tool_input")
-    tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
+    tool_input: JsonObject = raw_input if isinstance(raw_input, dict) else {}
     tool_use_id = payload.get("tool_use_id")
     if isinstance(tool_use_id, str) and tool_use_id:
         base["tool_use_id"] = tool_use_id
@@ -187,7 +187,7 @@ def adapt(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 event["extra"] = {"interrupted": True}
         return [event]
     if hook in ("Stop", "SubagentStop"):
-        events: list[dict[str, Any]] = []
+        events: list[JsonObject] = []
         message = payload.get("last_assistant_message")
         if isinstance(message, str) and message.strip():
             events.append({**base, "kind": "reasoning", "text": message[-4000:]})
@@ -217,7 +217,7 @@ def _context_output(hook: str, lines: list[str]) -> str | None:
 
 def handle_hook(
     observer: Observer,
-    payload: Any,
+    payload: object,
     *,
     work_state: Callable[[], Sequence[Memory]] | None = None,
 ) -> str | None:
@@ -230,6 +230,8 @@ def handle_hook(
         events = adapt(payload)
         for event in events:
             observer.observe(event)
+        if not isinstance(payload, dict):  # adapt() refused it already
+            return None
         hook = payload.get("hook_event_name")
         if hook == "PostToolUse" and payload.get("tool_name") in ("Read", "Edit", "Write"):
             raw_input = payload.get("tool_input")
@@ -251,7 +253,7 @@ def handle_hook(
 
 HOOK_COMMAND = 'engram observe --format claude-code --workspace "$CLAUDE_PROJECT_DIR"'
 #: A ready `.claude/settings.json` for a project (also printed in docs/observer.md).
-SETTINGS_SNIPPET: dict[str, Any] = {
+SETTINGS_SNIPPET: JsonObject = {
     "hooks": {
         name: [
             {

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
 import enum
 import re
-from typing import Any
 
 import attrs
 import cattrs
@@ -106,7 +105,7 @@ class ObservedEvent:
     outcome: str | None = None  # session_end: success / failure / abandoned
     memory_ids: list[str] = attrs.field(factory=list)  # applied: which memories were injected
     tool_use_id: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict)
+    extra: JsonObject = attrs.field(factory=dict)
 
     def to_dict(self) -> JsonObject:
         """Compact JSON form (defaults left out) used for the scratchpad checkpoint."""
@@ -120,7 +119,7 @@ _INT_FIELDS = ("exit_code", "tokens", "start_line", "end_line", "planned_steps")
 _TEXT_LIMITS = {"output": MAX_TEXT, "error": MAX_TEXT, "text": MAX_TEXT}
 
 
-def _coerce(raw: dict[str, Any]) -> JsonObject:
+def _coerce(raw: JsonObject) -> JsonObject:
     """Tolerant renames (``type`` for ``kind``, ``file`` for ``files``) and truncation."""
     data = dict(raw)
     if "kind" not in data and "type" in data:
@@ -134,9 +133,11 @@ def _coerce(raw: dict[str, Any]) -> JsonObject:
             data["files"] = [single, *files]
     if "tool_name" in data and "tool" not in data:
         data["tool"] = data.pop("tool_name")
-    if isinstance(data.get("kind"), str):
-        data["kind"] = data["kind"].strip().lower().replace("-", "_")
-    extra = dict(data.get("extra") or {}) if isinstance(data.get("extra"), dict) else None
+    kind = data.get("kind")
+    if isinstance(kind, str):
+        data["kind"] = kind.strip().lower().replace("-", "_")
+    given = data.get("extra")
+    extra: JsonObject | None = dict(given) if isinstance(given, dict) else None
     if extra is None and "extra" in data:
         raise InvalidEvent("'extra' must be an object")
     for key in [k for k in data if k not in _FIELDS]:
@@ -175,7 +176,7 @@ def _coerce(raw: dict[str, Any]) -> JsonObject:
     return data
 
 
-def parse_event(raw: Any) -> ObservedEvent:
+def parse_event(raw: object) -> ObservedEvent:
     """Validate one event dict; :class:`InvalidEvent` with a one-line reason otherwise."""
     if not isinstance(raw, dict):
         raise InvalidEvent("an observer event must be a JSON object")
@@ -220,7 +221,7 @@ def parse_event(raw: Any) -> ObservedEvent:
     return event
 
 
-def event_from_checkpoint(data: dict[str, Any]) -> ObservedEvent:
+def event_from_checkpoint(data: JsonObject) -> ObservedEvent:
     """Rebuild an event written by :meth:`ObservedEvent.to_dict` (already validated)."""
     return _CONVERTER.structure(data, ObservedEvent)
 

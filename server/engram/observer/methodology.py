@@ -26,7 +26,7 @@ import importlib.util
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from engram.errors import InvalidInput
 from engram.model import UniversalPhase, WorkUnitRef
@@ -189,7 +189,7 @@ BUILTIN_PLUGINS: dict[str, type[_TablePlugin]] = {
 }
 
 
-def _load_spec(spec: str, workspace_root: Path | None) -> Any:
+def _load_spec(spec: str, workspace_root: Path | None) -> object:
     """``module:Class`` or ``path/to/file.py:Class`` -> an instance."""
     target, _, attr = spec.rpartition(":")
     if not target or not attr:
@@ -208,7 +208,7 @@ def _load_spec(spec: str, workspace_root: Path | None) -> Any:
             module = importlib.import_module(target)
         except ImportError as exc:
             raise InvalidInput(f"cannot import observer plugin module {target}: {exc}") from exc
-    factory = getattr(module, attr, None)
+    factory: object = getattr(module, attr, None)
     if factory is None:
         raise InvalidInput(f"observer plugin {spec}: {target} has no {attr}")
     return factory() if isinstance(factory, type) else factory

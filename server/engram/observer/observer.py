@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import attrs
 
@@ -101,11 +101,21 @@ OUTCOME_ALIASES = {
 }
 
 
+class Remembered(Protocol):
+    """One stored memory as the engine reports it (``engram.app.remember.RememberResult``)."""
+
+    @property
+    def memory(self) -> Memory: ...
+
+    @property
+    def merged(self) -> bool: ...
+
+
 @runtime_checkable
 class MemorySink(Protocol):
     """What the observer needs from the engine (``Engine`` satisfies it)."""
 
-    def remember_many(self, memories: Sequence[Memory]) -> Sequence[Any]: ...
+    def remember_many(self, memories: Sequence[Memory]) -> Sequence[Remembered | Memory]: ...
 
     def list(self, *, type: str, limit: int) -> Sequence[Memory]: ...
 
@@ -213,7 +223,7 @@ class Observer:
 
     # ------------------------------------------------------------------ observe
 
-    def observe(self, raw: dict[str, Any] | ObservedEvent) -> ObserveResult:
+    def observe(self, raw: JsonObject | ObservedEvent) -> ObserveResult:
         """Validate one event, update its session, checkpoint it, and promote if it validated.
 
         Raises :class:`InvalidEvent` (one line) for an event that cannot be used.
@@ -233,7 +243,7 @@ class Observer:
             except Exception:  # a detector bug must never break the editor or the agent
                 log.exception("observer signal detection failed for one event")
                 signals = []
-            record: dict[str, Any] = {"ts": ts, "event": event.to_dict()}
+            record: JsonObject = {"ts": ts, "event": event.to_dict()}
             kept = [s.to_dict() for s in signals if s.kind == "parallel_conflict"]
             if kept:
                 record["signals"] = kept
@@ -322,11 +332,11 @@ class Observer:
             step_limit=lambda s: resolve_gate(self.gates, s.session_type).step_limit,
         )
         for record in self.scratchpads.load(session_id):
-            if "promoted" in record:
-                mark = record["promoted"]
-                state.promoted_upto = max(state.promoted_upto, int(mark.get("upto", -1)))
-                state.promoted_keys.update(mark.get("keys", []))
-                state.promoted_ids.extend(mark.get("ids", []))
+            mark = record.get("promoted")
+            if mark is not None:
+                state.promoted_upto = max(state.promoted_upto, mark["upto"])
+                state.promoted_keys.update(mark["keys"])
+                state.promoted_ids.extend(mark["ids"])
                 continue
             try:
                 event = event_from_checkpoint(record["event"])
@@ -334,14 +344,16 @@ class Observer:
                 log.warning("skipping an unreadable checkpoint record of %s: %s", session_id, exc)
                 continue
             for sig in record.get("signals", []):
-                if sig.get("kind") == "parallel_conflict" and sig.get("files"):
-                    data = sig.get("data", {})
-                    conflicts[(int(sig.get("step", 0)), sig["files"][0])] = (
+                files, data, step = sig.get("files"), sig.get("data"), sig.get("step", 0)
+                if sig.get("kind") == "parallel_conflict" and isinstance(files, list) and files:
+                    data = data if isinstance(data, dict) else {}
+                    agent = data.get("other_agent")
+                    conflicts[(step if isinstance(step, int) else 0, str(files[0]))] = (
                         str(data.get("other_session")),
-                        data.get("other_agent"),
+                        agent if isinstance(agent, str) else None,
                     )
             try:
-                signals = replay.apply(state, event, float(record.get("ts") or 0.0))
+                signals = replay.apply(state, event, record.get("ts", 0.0))
             except Exception:
                 log.exception("replaying a checkpoint event failed")
                 continue
@@ -599,9 +611,9 @@ class Observer:
         if memories:
             try:
                 results = list(self.sink.remember_many(memories))
-                stored = [getattr(r, "memory", r) for r in results]
+                stored = [r if isinstance(r, Memory) else r.memory for r in results]
                 report.merged_ids = [
-                    getattr(r, "memory", r).id for r in results if getattr(r, "merged", False)
+                    r.memory.id for r in results if not isinstance(r, Memory) and r.merged
                 ]
                 report.promoted = [m for m in stored if isinstance(m, Memory)]
             except EngramError as exc:

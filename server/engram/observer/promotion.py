@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from engram.jsontypes import JsonObject
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import attrs
 
@@ -45,7 +44,7 @@ from engram.model import (
 from engram.observer.methodology import MethodologyPlugin
 from engram.observer.patterns import echoes, module_of
 from engram.observer.sessions import SessionGate
-from engram.observer.signals import SIGNAL_PRIORITY, SessionState
+from engram.observer.signals import SIGNAL_PRIORITY, BacktrackRecord, SessionState
 from engram.observer.stats import ObserverStats
 
 #: Minimum sessions (or in-session occurrences) per signal class (docs/observer.md table).
@@ -93,7 +92,7 @@ class Candidate:
     source: MemorySource = MemorySource.OBSERVER_INFERRED
     anchor: bool = False
     cross_session: bool = False
-    extra: dict[str, Any] = attrs.field(factory=dict)
+    extra: JsonObject = attrs.field(factory=dict)
     score: float = 0.0
     novelty: float = 1.0
     reinforces: str | None = None
@@ -235,7 +234,7 @@ def session_candidates(
                 extra={"fingerprint": err.fingerprint, "retries": err.count},
             )
         )
-    by_file: dict[str, list[Any]] = {}
+    by_file: dict[str, list[BacktrackRecord]] = {}
     for backtrack in state.backtracks:
         if within(backtrack.step):
             by_file.setdefault(backtrack.file, []).append(backtrack)
@@ -694,8 +693,9 @@ def to_memory(
         unit = state.units.get(key)
         if unit is not None:
             unit_ref = plugin.work_unit_ref(unit.hierarchy, unit.label or None)
-    if cand.type is MemoryType.WORK_UNIT_OUTCOME and "work_unit" in cand.extra:
-        unit_ref = WorkUnitRef(**cand.extra["work_unit"])
+    work_unit = cand.extra.get("work_unit")
+    if cand.type is MemoryType.WORK_UNIT_OUTCOME and isinstance(work_unit, dict):
+        unit_ref = WorkUnitRef(**work_unit)
     scope = MemoryScope.MODULE if cand.files else MemoryScope.GLOBAL
     if cand.type is MemoryType.WORK_UNIT_OUTCOME:
         scope = MemoryScope.WORK_UNIT

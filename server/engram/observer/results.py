@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from engram.jsontypes import JsonObject
 
-from typing import Any
 
 import attrs
 
@@ -68,7 +67,7 @@ class ObserveResult:
     reason: str | None = None
 
     def to_dict(self) -> JsonObject:
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "accepted": self.accepted,
             "session_id": self.session_id,
             "step": self.step,

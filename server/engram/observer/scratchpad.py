@@ -17,7 +17,7 @@ import logging
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 from urllib.parse import quote, unquote
 
 from engram.jsontypes import JsonObject
@@ -27,6 +27,55 @@ log = logging.getLogger(__name__)
 
 #: Finished scratchpads kept in ``done/`` (they are handy traces for observer_replay.py).
 KEEP_DONE = 50
+
+
+class PromotedMark(TypedDict):
+    """How far a session's events were promoted, and what into."""
+
+    upto: int
+    keys: list[str]
+    ids: list[str]
+
+
+class ScratchpadRecord(TypedDict, total=False):
+    """One scratchpad line: an observed event (``ts``, ``event``, ``signals``) or a
+    promotion mark (``promoted``)."""
+
+    ts: float
+    event: JsonObject
+    signals: list[JsonObject]
+    promoted: PromotedMark
+
+
+def checked_record(raw: JsonObject) -> ScratchpadRecord:
+    """A line read back from disk, checked (the file is ours, but a crash can tear it);
+    ``ValueError`` or ``TypeError`` names what is wrong."""
+    mark = raw.get("promoted")
+    if mark is not None:
+        if not isinstance(mark, dict):
+            raise ValueError("'promoted' is not an object")
+        upto = mark.get("upto", -1)
+        if not isinstance(upto, int):
+            raise ValueError("'promoted.upto' is not a number")
+        return {
+            "promoted": {
+                "upto": upto,
+                "keys": [str(k) for k in _items(mark.get("keys"))],
+                "ids": [str(i) for i in _items(mark.get("ids"))],
+            }
+        }
+    event = raw.get("event")
+    if not isinstance(event, dict):
+        raise ValueError("no 'event' object")
+    ts = raw.get("ts") or 0.0
+    if not isinstance(ts, int | float):
+        raise ValueError("'ts' is not a number")
+    signals = [s for s in _items(raw.get("signals")) if isinstance(s, dict)]
+    return {"ts": float(ts), "event": event, "signals": signals}
+
+
+def _items(value: object) -> list[object]:
+    return list(value) if isinstance(value, list) else []
 
 
 class ScratchpadStore:
@@ -50,7 +99,7 @@ class ScratchpadStore:
     def exists(self, session_id: str) -> bool:
         return self.path(session_id).is_file()
 
-    def load(self, session_id: str) -> Iterator[dict[str, Any]]:
+    def load(self, session_id: str) -> Iterator[ScratchpadRecord]:
         path = self.path(session_id)
         try:
             with path.open(encoding="utf-8") as fh:
@@ -65,8 +114,13 @@ class ScratchpadStore:
             except json.JSONDecodeError:
                 log.warning("%s line %d is torn or not JSON; skipped", path.name, number)
                 continue
-            if isinstance(record, dict):
-                yield record
+            if not isinstance(record, dict):
+                log.warning("%s line %d is not a JSON object; skipped", path.name, number)
+                continue
+            try:
+                yield checked_record(record)
+            except (TypeError, ValueError) as exc:
+                log.warning("%s line %d is not a checkpoint (%s); skipped", path.name, number, exc)
 
     def active(self) -> list[tuple[str, float]]:
         """(session id, last modification time) of every unfinished scratchpad."""

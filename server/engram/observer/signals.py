@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 import attrs
 
@@ -108,7 +107,7 @@ class Signal:
     step: int
     files: list[str] = attrs.field(factory=list)
     detail: str = ""
-    data: dict[str, Any] = attrs.field(factory=dict)
+    data: JsonObject = attrs.field(factory=dict)
     tainted: bool = False
 
     @property
@@ -116,7 +115,7 @@ class Signal:
         return SIGNAL_PRIORITY.get(self.kind, 0.5)
 
     def to_dict(self) -> JsonObject:
-        out: dict[str, Any] = {"kind": self.kind, "step": self.step}
+        out: JsonObject = {"kind": self.kind, "step": self.step}
         if self.files:
             out["files"] = list(self.files)
         if self.detail:

@@ -20,7 +20,6 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from engram.observer.patterns import module_of
 
@@ -350,7 +349,7 @@ class ObserverStats:
         return other_session, (str(other_agent) if other_agent else None)
 
 
-def _edge(edge: Any) -> tuple[str, str, float] | None:
+def _edge(edge: object) -> tuple[str, str, float] | None:
     if isinstance(edge, tuple | list) and len(edge) >= 2:
         weight = float(edge[2]) if len(edge) > 2 else 1.0
         return str(edge[0]), str(edge[1]), weight
