@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Iterable, Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -71,10 +71,20 @@ def length_batches(texts: Sequence[str], max_batch: int) -> list[list[int]]:
     return batches
 
 
+class TextEmbeddingModel(Protocol):
+    """What the embedder calls on a fastembed ``TextEmbedding`` (fastembed has no types)."""
+
+    def embed(
+        self, documents: list[str], batch_size: int = ...
+    ) -> Iterable[npt.NDArray[np.number]]: ...
+
+
 class FastEmbedEmbedder:
     """A fastembed ``TextEmbedding`` behind a lock, embedding in length-bounded batches."""
 
-    def __init__(self, model: Any, model_id: str, dim: int, batch_size: int = 32) -> None:
+    def __init__(
+        self, model: TextEmbeddingModel, model_id: str, dim: int, batch_size: int = 32
+    ) -> None:
         self._model = model
         self._model_id = model_id
         self._dim = dim

@@ -226,7 +226,7 @@ class GitHistory:
     def __init__(
         self,
         workspace: Workspace,
-        config: HistoryConfig | Any | None = None,
+        config: object = None,  # a HistoryConfig, or a config whose .history is one
         *,
         db_path: Path | None = None,
         rev: str = "HEAD",

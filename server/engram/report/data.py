@@ -18,7 +18,7 @@ import posixpath
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 import attrs
 import numpy as np
@@ -28,6 +28,20 @@ from engram.model import Memory
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+S = TypeVar("S", bound=np.generic)
+
+
+class MemoryRow(TypedDict, total=False):
+    """Columns of one row of a memory frame (``engram.store.frame``), as Python values."""
+
+    id: str
+    type: str
+    created_at: datetime
+    files: list[str]
+    content: str
+    shared_by: str | None
+
 
 #: Modules shown by name in "memories by module"; the rest are summed as "other".
 TOP_MODULES = 8
@@ -184,7 +198,7 @@ class MemoryColumns:
 
         table = table.combine_chunks()
 
-        def np_of(name: str, dtype: Any) -> npt.NDArray[Any]:
+        def np_of(name: str, dtype: type[S]) -> npt.NDArray[S]:
             column = table.column(name)
             if pa.types.is_timestamp(column.type):
                 column = column.cast(pa.int64())
@@ -230,12 +244,12 @@ class MemoryColumns:
 
         return cls.of(frame_from_memories(memories))
 
-    def rows(self, rows: Sequence[int], *names: str) -> list[dict[str, Any]]:
+    def rows(self, rows: Sequence[int], *names: str) -> list[MemoryRow]:
         """A few rows as Python values (for the tables that list memories by name)."""
         import pyarrow as pa
 
         picked = self.table.select(list(names)).take(pa.array(list(rows), pa.int64()))
-        out: list[dict[str, Any]] = picked.to_pylist()
+        out: list[MemoryRow] = picked.to_pylist()  # the frame's schema (store.frame)
         return out
 
 
@@ -252,20 +266,22 @@ def _bucket_unit(span_days: float) -> str:
     return "month"
 
 
-def _buckets(created_us: npt.NDArray[np.int64], unit: str) -> npt.NDArray[Any]:
+def _buckets(created_us: npt.NDArray[np.int64], unit: str) -> npt.NDArray[np.datetime64]:
     """The start of each moment's bucket (UTC day, Monday of its week, first of its month)."""
     days = (created_us // _US_PER_DAY).astype("datetime64[D]")
     if unit == "day":
         return days
     if unit == "week":
         # 1970-01-01 was a Thursday: weekday (Monday 0) is (days + 3) mod 7
-        monday: npt.NDArray[Any] = days - ((days.astype(np.int64) + 3) % 7).astype("m8[D]")
+        weekday = ((days.astype(np.int64) + 3) % 7).astype("m8[D]")
+        monday: npt.NDArray[np.datetime64] = days - weekday
         return monday
-    first_of_month: npt.NDArray[Any] = days.astype("datetime64[M]").astype("datetime64[D]")
+    month = days.astype("datetime64[M]")
+    first_of_month: npt.NDArray[np.datetime64] = month.astype("datetime64[D]")
     return first_of_month
 
 
-def _periods(first: np.datetime64, last: np.datetime64, unit: str) -> npt.NDArray[Any]:
+def _periods(first: np.datetime64, last: np.datetime64, unit: str) -> npt.NDArray[np.datetime64]:
     """Every bucket from ``first`` to ``last`` (so gaps show as zero, not as a jump)."""
     if unit == "day":
         return np.arange(first, last + np.timedelta64(1, "D"), dtype="datetime64[D]")

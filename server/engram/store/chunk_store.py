@@ -311,8 +311,7 @@ class ChunkStore:
     def keyword_search(self, query: str, k: int) -> list[tuple[str, float]]:
         with self._mutex:
             self.refresh()
-            rows = self._table.keyword_search(query, k, None, ["id"])
-            return [(str(r["id"]), float(r["_score"])) for r in rows]
+            return self._table.keyword_search(query, k, None)
 
     def vector_search(self, vector: npt.NDArray[np.float32], k: int) -> list[tuple[str, float]]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)

@@ -32,10 +32,10 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
@@ -46,6 +46,8 @@ from engram.store.lock import WriteLock
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from lancedb.db import DBConnection
+    from lancedb.table import Table
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +124,7 @@ class HybridTable:
         text_column: str,
         lock: WriteLock | None,
         read_only: bool = False,
-        migrate: Callable[[Any, int], None] | None = None,
+        migrate: Callable[[Table, int], None] | None = None,
         cleanup_after: timedelta = CLEANUP_AFTER,
     ) -> None:
         if isinstance(location, Path):
@@ -145,8 +147,8 @@ class HybridTable:
         self.read_only = read_only
         self._lock = lock
         self._migrate = migrate
-        self._db: Any = None
-        self._table: Any = None
+        self._db: DBConnection | None = None
+        self._table: Table | None = None
         self._mutex = threading.RLock()
         self._writes_since_optimize = 0
         #: inside :meth:`bulk`: index upkeep waits for the end of the run
@@ -176,7 +178,7 @@ class HybridTable:
 
     # ------------------------------------------------------------------ opening
 
-    def _connect(self) -> Any:
+    def _connect(self) -> DBConnection:
         if self._db is None:
             import lancedb
 
@@ -200,11 +202,11 @@ class HybridTable:
 
         return self.guard("open", names)
 
-    def table(self) -> Any | None:
+    def table(self) -> Table | None:
         """The open table at its latest version, or ``None`` when it does not exist yet."""
         return self._current()[0]
 
-    def _current(self) -> tuple[Any | None, bool]:
+    def _current(self) -> tuple[Table | None, bool]:
         """The table, and whether it may have moved since the last look (see below)."""
         with self._mutex:
             if self._table is None:
@@ -247,7 +249,7 @@ class HybridTable:
         self._stamp = stamp if settled else None
         return True
 
-    def _check_version(self, table: Any) -> None:
+    def _check_version(self, table: Table) -> None:
         meta = self.guard("read", lambda: table.schema.metadata) or {}
         found = int(meta.get(META_TABLE_VERSION, b"1"))
         if found > self.table_version:
@@ -280,7 +282,7 @@ class HybridTable:
                 self._version = int(self.guard("read", lambda: table.version))
             return self._version
 
-    def _hold(self) -> Any:
+    def _hold(self) -> AbstractContextManager[None]:
         if self._lock is None:
             raise StoreError(f"the Engram store at {self.path} was opened read-only")
         return self._lock.hold()
@@ -337,31 +339,31 @@ class HybridTable:
 
         return self._with_retry("read", attempt)
 
-    def keyword_search(
-        self, query: str, k: int, where: str | None, columns: Sequence[str]
-    ) -> list[dict[str, Any]]:
-        """BM25 over the text column: rows (``columns`` + ``_score``), best first."""
+    def keyword_search(self, query: str, k: int, where: str | None) -> list[tuple[str, float]]:
+        """BM25 over the text column: ``(key, score)`` of the best ``k`` rows, best first."""
         terms = query_terms(query)
         if not terms or k <= 0:
             return []
 
-        def attempt() -> list[dict[str, Any]]:
+        def attempt() -> list[tuple[str, float]]:
             table = self.table()
             if table is None or not self._has_fts(table):
                 return []
             builder = (
                 table.search(" ".join(terms), query_type="fts", fts_columns=self.text_column)
                 .limit(k)
-                .select([*columns, "_score"])
+                .select([self.key_column, "_score"])
             )
             if where:
                 builder = builder.where(where, prefilter=True)
-            rows: list[dict[str, Any]] = builder.to_arrow().to_pylist()
-            return rows
+            found = builder.to_arrow()
+            keys = found.column(self.key_column).to_pylist()
+            scores = found.column("_score").to_pylist()
+            return [(str(key), float(score)) for key, score in zip(keys, scores, strict=True)]
 
         return self._with_retry("search", attempt)
 
-    def _has_fts(self, table: Any) -> bool:
+    def _has_fts(self, table: Table) -> bool:
         indices = self.guard("read", table.list_indices)
         return any(
             getattr(ix, "index_type", "") == "FTS" and self.text_column in ix.columns
@@ -372,7 +374,7 @@ class HybridTable:
 
     def write(
         self,
-        fn: Callable[[Any], None],
+        fn: Callable[[Table], object],
         *,
         before: Callable[[int], None] | None = None,
         after: Callable[[WriteResult], None] | None = None,
@@ -425,14 +427,14 @@ class HybridTable:
                 after(result)
             return result
 
-    def _latest(self) -> Any | None:
+    def _latest(self) -> Table | None:
         """The table re-read at its latest version (after losing a commit race)."""
         with self._mutex:
             self._stamp = None
             self._checked_at = 0.0
             return self.table()
 
-    def upsert(self, table: Any, rows: pa.Table) -> None:
+    def upsert(self, table: Table, rows: pa.Table) -> None:
         """Insert ``rows``, replacing rows with the same key (one new version)."""
         if rows.num_rows == 0:
             return
@@ -443,7 +445,7 @@ class HybridTable:
             .execute(rows)
         )
 
-    def _create(self) -> Any:
+    def _create(self) -> Table:
         db = self._connect()
         if self._local_path is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -492,7 +494,7 @@ class HybridTable:
                     with self._hold():
                         self._after_write(table, counted=True)
 
-    def _after_write(self, table: Any, *, counted: bool = False) -> None:
+    def _after_write(self, table: Table, *, counted: bool = False) -> None:
         if not counted:
             self._writes_since_optimize += 1
         if self._bulk:
@@ -515,14 +517,14 @@ class HybridTable:
         ):
             self._optimize(table)
 
-    def _unindexed_rows(self, table: Any) -> int:
+    def _unindexed_rows(self, table: Table) -> int:
         try:
             stats = table.index_stats(f"{self.text_column}_idx")
         except Exception:
             return 0
         return int(getattr(stats, "num_unindexed_rows", 0) or 0) if stats else 0
 
-    def _optimize(self, table: Any) -> None:
+    def _optimize(self, table: Table) -> None:
         self.guard("compact", lambda: table.optimize(cleanup_older_than=self.cleanup_after))
         self._writes_since_optimize = 0
 

@@ -8,17 +8,24 @@ rows are updated in place, so a write costs O(batch), not O(store).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-class GrowColumn:
+
+#: the NumPy scalar type of a column
+S = TypeVar("S", bound=np.generic)
+
+
+class GrowColumn(Generic[S]):
     """A 1-D NumPy array that grows by doubling; ``view()`` is the used prefix."""
 
-    def __init__(self, dtype: npt.DTypeLike, capacity: int = 64) -> None:
-        self.data: npt.NDArray[Any] = np.zeros(max(capacity, 1), dtype=dtype)
+    def __init__(self, dtype: type[S], capacity: int = 64) -> None:
+        self.data: npt.NDArray[S] = np.zeros(max(capacity, 1), dtype=dtype)
         self.size = 0
 
     def append(self, value: bool | int | float) -> int:
@@ -30,11 +37,11 @@ class GrowColumn:
         self.size += 1
         return self.size - 1
 
-    def view(self) -> npt.NDArray[Any]:
+    def view(self) -> npt.NDArray[S]:
         return self.data[: self.size]
 
     @classmethod
-    def from_array(cls, values: npt.ArrayLike, dtype: npt.DTypeLike) -> GrowColumn:
+    def from_array(cls, values: npt.ArrayLike, dtype: type[S]) -> GrowColumn[S]:
         column = cls(dtype, capacity=max(64, np.size(values) * 5 // 4))
         array = np.asarray(values)
         column.data[: len(array)] = array
@@ -177,7 +184,7 @@ def normalise(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 
 
 def vectors_from_binary(
-    column: Any, dims: Sequence[int]
+    column: pa.Array | pa.ChunkedArray, dims: Sequence[int]
 ) -> dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
     """Group a binary column of float32 bytes by dimension: dim -> (rows, matrix).
 
@@ -230,7 +237,7 @@ class RecordColumn:
     dict on top.
     """
 
-    def __init__(self, base: Any | None = None) -> None:
+    def __init__(self, base: pa.Array | pa.ChunkedArray | None = None) -> None:
         if base is not None and hasattr(base, "combine_chunks"):
             base = base.combine_chunks()  # one array: O(1) row access
         self._base = base
@@ -261,7 +268,7 @@ class RecordColumn:
         for row in range(self._size):
             yield self[row]
 
-    def arrow(self) -> Any:
+    def arrow(self) -> pa.Array:
         """Every row as one Arrow string array (null for a dropped row): the loaded column
         with the rows written since patched in by one ``take``, no ``str`` per loaded row."""
         import pyarrow as pa
