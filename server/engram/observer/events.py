@@ -13,11 +13,6 @@ cost milliseconds in every later regular expression.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from engram.jsontypes import JsonObject
-
 import enum
 import re
 
@@ -25,6 +20,7 @@ import attrs
 import cattrs
 
 from engram.errors import InvalidInput
+from engram.jsontypes import JsonObject
 
 #: Longest output / error / reasoning text kept per event (characters).
 MAX_TEXT = 4000
@@ -114,6 +110,8 @@ class ObservedEvent:
 
 
 _CONVERTER = cattrs.Converter(forbid_extra_keys=True)
+# ``object`` (``extra``): free-form JSON, kept as the event carried it
+_CONVERTER.register_structure_hook_func(lambda t: t is object, lambda v, _t: v)
 _FIELDS = frozenset(a.name for a in attrs.fields(ObservedEvent))
 _INT_FIELDS = ("exit_code", "tokens", "start_line", "end_line", "planned_steps")
 _TEXT_LIMITS = {"output": MAX_TEXT, "error": MAX_TEXT, "text": MAX_TEXT}

@@ -23,15 +23,11 @@ so a promotion rule is read once (docs/observer.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from engram.jsontypes import JsonObject
-
 from collections.abc import Callable, Sequence
 
 import attrs
 
+from engram.jsontypes import JsonObject
 from engram.model import (
     CodeAnchor,
     Memory,

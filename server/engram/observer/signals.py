@@ -14,16 +14,12 @@ each is short, and they are read as a set (docs/observer.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from engram.jsontypes import JsonObject
-
 from collections import deque
 from collections.abc import Callable
 
 import attrs
 
+from engram.jsontypes import JsonObject
 from engram.observer.events import EventKind, ObservedEvent, ValidationKind
 from engram.observer.patterns import (
     DEAD_END_PATTERNS,
