@@ -300,7 +300,7 @@ def test_reader_on_a_cleaned_up_version_reopens_and_retries(tmp_workspace: Works
     two._table._maybe_changed = lambda: False  # type: ignore[method-assign]  # stale handle
     one.add([Memory("apricot pie")])
     one.compact()  # removes the files of the version ``two`` still points at
-    two._table.keyword_search("apricot", 5, None, ["id"])  # stale or retried, never raises
+    two._table.keyword_search("apricot", 5, None)  # stale or retried, never raises
     del two._table._maybe_changed
     assert len(two.keyword_search("apricot", 5)) == 2
     calls: list[int] = []

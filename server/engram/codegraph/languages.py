@@ -13,7 +13,7 @@ import sys
 import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -160,7 +160,7 @@ class LanguageRegistry:
     def _load(self, spec: LanguageSpec) -> LoadedLanguage:
         from tree_sitter import Language, Query
 
-        module: Any = importlib.import_module(spec.module)
+        module = importlib.import_module(spec.module)
         language = Language(getattr(module, spec.function)())
         queries: dict[str, Query] = {}
         sources: list[str] = []

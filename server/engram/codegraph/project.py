@@ -17,7 +17,6 @@ import logging
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import attrs
 
@@ -160,7 +159,8 @@ def _node(root: Path) -> list[ProjectFact]:
                                  f"Node libraries in use: {', '.join(frameworks)}.",
                                  "module_insight", "package.json", 0.85))  # fmt: skip
     tests = _found(deps, _NODE_TEST)
-    scripts: dict[str, Any] = data["scripts"] if isinstance(data.get("scripts"), dict) else {}
+    found = data.get("scripts")
+    scripts: dict[str, object] = found if isinstance(found, dict) else {}
     if tests or (scripts and "test" in scripts):
         how = ", ".join(tests) if tests else f"`{scripts['test']}`"
         facts.append(ProjectFact("project.tests.node", f"Tests run with {how}.",

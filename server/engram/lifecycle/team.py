@@ -31,7 +31,10 @@ import logging
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import cattrs
 
 import attrs
 
@@ -234,7 +237,9 @@ def _anchor_problem(memory: Memory) -> str | None:
     return None
 
 
-def _entry(raw: Any, name: str, text: str, stem: str, converter: Any) -> TeamEntry | str:
+def _entry(
+    raw: object, name: str, text: str, stem: str, converter: cattrs.Converter
+) -> TeamEntry | str:
     """One shared file as the memory it states, or why it is skipped (named, never fatal).
 
     Personal types are not imported (a teammate's work state is not where *your* last

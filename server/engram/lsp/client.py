@@ -7,7 +7,6 @@ without a server (docs/lsp.md, "Diagnostics settings": ``client_kind``, ``mode``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import attrs
 from lsprotocol import types
@@ -32,7 +31,7 @@ class ClientInfo:
 
     name: str = ""
     #: ``initializationOptions`` (the editor's settings for every folder)
-    options: Mapping[str, Any] = attrs.field(factory=dict)
+    options: Mapping[str, object] = attrs.field(factory=dict)
     #: the client said it is an agent (name, clientKind, agentSeverity)
     agent: bool = False
 

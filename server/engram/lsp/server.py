@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVarTuple
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from pygls.server import ServerErrors
 
 log = logging.getLogger(__name__)
+
+Ts = TypeVarTuple("Ts")
 
 
 class EngramLanguageServer(LanguageServer):
@@ -73,7 +75,7 @@ class EngramLanguageServer(LanguageServer):
 
         task.add_done_callback(done)
 
-    def threadsafe(self, fn: Callable[..., object], *args: object) -> None:
+    def threadsafe(self, fn: Callable[[*Ts], object], *args: *Ts) -> None:
         """Call ``fn(*args)`` on the event loop (from a worker thread)."""
         loop = self._loop
         if loop is not None and not loop.is_closed():

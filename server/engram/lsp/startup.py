@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -53,7 +53,7 @@ def configure_folder(
 async def fetch_overrides(ls: EngramLanguageServer, folder: Folder) -> JsonObject:
     """initializationOptions under the editor's ``engram`` settings for this folder."""
     client = ls.session.client
-    merged: dict[str, Any] = {
+    merged: JsonObject = {
         k: v for k, v in client.options.items() if k not in ("clientKind", "client_kind")
     }
     caps = ls.client_capabilities.workspace

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -160,7 +160,7 @@ def _parse_chunk(records: pa.Array) -> pa.Table | None:
     return table if table.num_rows == len(records) else None
 
 
-def _stamp(values: Any) -> Any:
+def _stamp(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """ISO 8601 strings as UTC timestamps (null where a string is not one)."""
     import pyarrow as pa
     import pyarrow.compute as pc
