@@ -19,6 +19,7 @@ on the same machine at the same load.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -168,6 +169,30 @@ def direct_times(plugin: Path, home: Path, project: Path, payload: Path, runs: i
     return out
 
 
+def wait_for_drain(project: Path, timeout: float = 120.0) -> None:
+    """Let the observer drain the last Stop/SessionEnd started finish before the workspace is
+    removed (it runs detached, holding .engram/agents/observe.lock)."""
+    agents = project / ".engram" / "agents"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queued = any((agents / "inbox").glob("*.jsonl")) or any(
+            (agents / "inbox").glob("*.draining")
+        )
+        lock = agents / "observe.lock"
+        if not queued and lock.exists():
+            fd = os.open(lock, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pass
+            finally:
+                os.close(fd)
+        elif not queued:
+            return
+        time.sleep(0.5)
+
+
 def summary(values: list[float]) -> dict[str, float]:
     return {
         "n": len(values),
@@ -191,6 +216,7 @@ def main() -> None:
         for line in times.read_text().splitlines():
             event, start, end = line.split()
             hooks.setdefault(event, []).append((int(end) - int(start)) / 1e6)
+        wait_for_drain(project)
         # Stop/SessionEnd would start a drain per run: the baseline covers the answering hooks
         direct = {
             event: direct_times(
