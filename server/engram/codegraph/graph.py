@@ -31,13 +31,14 @@ import time
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
 from engram.codegraph.extract import HIDDEN_KINDS, FileFacts, ImportRef
 from engram.codegraph.languages import (
     LanguageRegistry,
+    LanguageSpec,
     LoadedLanguage,
     is_indexable,
     language_for,
@@ -1095,7 +1096,7 @@ class CodeGraph:
         self,
         file_id: int,
         rel: str,
-        spec: Any,
+        spec: LanguageSpec | None,
         resolver: ImportResolver,
         ids: _FileIds,
     ) -> dict[int, tuple[float, set[str]]]:
@@ -1417,7 +1418,7 @@ class CodeGraph:
                     f"WHERE ancestor IN ({marks}) AND depth<=?",
                 )
             )
-            params: list[Any] = list(ids) if depth == 1 else [*ids, depth]
+            params: list[int] = list(ids) if depth == 1 else [*ids, depth]
             for sql in queries:
                 for other, weight in conn.execute(sql, params):
                     other = int(other)

@@ -14,7 +14,12 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from engram.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    import cattrs
 
 import attrs
 
@@ -57,14 +62,14 @@ AUDIT_KEY = "audit"
 Trails = Mapping[str, Sequence[AuditEntry]]
 
 
-def _record(memory: Memory, conv: Any, audit: Trails | None) -> dict[str, Any]:
+def _record(memory: Memory, conv: cattrs.Converter, audit: Trails | None) -> JsonObject:
     data = memory_to_dict(memory, conv)
     if audit is not None:
         data[AUDIT_KEY] = [entry.to_dict() for entry in audit.get(memory.id, ())]
     return data
 
 
-def _read_record(raw: dict[str, Any], conv: Any, out: ParsedImport) -> None:
+def _read_record(raw: JsonObject, conv: cattrs.Converter, out: ParsedImport) -> None:
     """One exported record into ``out``: the memory, and its trail when it has one."""
     raw = dict(raw)
     trail = raw.pop(AUDIT_KEY, None)
@@ -105,7 +110,7 @@ def export_memories(
 
 
 def _export_markdown(
-    memories: Sequence[Memory], now: datetime, conv: Any, audit: Trails | None
+    memories: Sequence[Memory], now: datetime, conv: cattrs.Converter, audit: Trails | None
 ) -> str:
     lines = [
         "# Engram memories",

@@ -10,10 +10,10 @@ let the user edit it and pass ``text`` in the same command arguments.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from lsprotocol import types
 
+from engram.jsontypes import JsonObject
 from engram.lsp.diagnostics import SOURCE
 from engram.model import CorrectionKind, Memory
 
@@ -59,7 +59,7 @@ def selection_text(lines: Sequence[str], rng: types.Range) -> str:
     return "\n".join(chunk).strip()
 
 
-def _command(title: str, name: str, args: dict[str, Any]) -> types.Command:
+def _command(title: str, name: str, args: JsonObject) -> types.Command:
     return types.Command(title=title, command=name, arguments=[args])
 
 
@@ -76,7 +76,7 @@ def teach_actions(
         end_line -= 1  # a selection that ends at column 0 does not include that line
     actions: list[types.CodeAction] = []
     for mtype, label in TEACH_TYPES:
-        args: dict[str, Any] = {
+        args: JsonObject = {
             "text": text,
             "type": mtype,
             "file": rel_path,
@@ -187,7 +187,7 @@ def build_code_actions(
                 )
     if impact_available:
         target = f"`{symbol}`" if symbol else rel_path
-        args: dict[str, Any] = {"file": rel_path}
+        args: JsonObject = {"file": rel_path}
         if symbol:
             args["symbol"] = symbol
         actions.append(

@@ -13,11 +13,13 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from lancedb.table import Table
+
     from engram.store.location import StoreLocation
 
 log = logging.getLogger(__name__)
@@ -147,10 +149,10 @@ class SharedChangeLog:
         self.name = name
         self.read_only = read_only
         self._lock = threading.Lock()
-        self._table: Any = None
+        self._table: Table | None = None
         self._writes = 0
 
-    def _open(self, create: bool) -> Any | None:
+    def _open(self, create: bool) -> Table | None:
         if self._table is None:
             import lancedb
             import pyarrow as pa
@@ -191,7 +193,8 @@ class SharedChangeLog:
                 table = self._open(create=False)
                 if table is None:
                     return None
-                table.checkout_latest()
+                refresh: Callable[[], object] = table.checkout_latest  # untyped in lancedb
+                refresh()
                 rows = (
                     table.search().where(f"version > {int(start)}")
                     .select(["prev", "version", "ids"]).limit(None).to_arrow().to_pylist()

@@ -19,7 +19,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -374,7 +374,7 @@ class Digest:
         mirrored = self._version(conn) if conn is not None else None
         return mirrored, lance_table_version(self.workspace)
 
-    def _rows(self, sql: str, params: Sequence[Any]) -> list[Brief]:
+    def _rows(self, sql: str, params: Sequence[str | int | float]) -> list[Brief]:
         conn = self._connect(create=False)
         if conn is None:
             return []
@@ -426,7 +426,7 @@ class Digest:
         """Active memories of ``types`` (optionally only ``scopes``), best first."""
         if not types:
             return []
-        params: list[Any] = list(types)
+        params: list[str | int | float] = list(types)
         where = f"m.type IN ({','.join('?' * len(types))}) AND m.active = 1"
         if scopes:
             where += f" AND m.scope IN ({','.join('?' * len(scopes))})"
