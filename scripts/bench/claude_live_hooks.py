@@ -23,6 +23,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -122,6 +123,7 @@ def one_session(
             "DISABLE_AUTOUPDATER": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "ENGRAM_BENCH_HOOK_TIMES": str(times),
+            **{k: v for k, v in os.environ.items() if k.startswith("ENGRAM_")},
             **QUIET,
         }
         started = time.monotonic()
@@ -151,7 +153,13 @@ def direct_times(plugin: Path, home: Path, project: Path, payload: Path, runs: i
     """The same hook command with the same payload, started from a plain process (no Claude
     Code running): the baseline the live figures compare to, on the same machine and load."""
     body = json.loads(payload.read_text())
-    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "CLAUDE_PLUGIN_ROOT": str(plugin), **QUIET}
+    env = {
+        "HOME": str(home),
+        "PATH": "/usr/bin:/bin",
+        "CLAUDE_PLUGIN_ROOT": str(plugin),
+        **{k: v for k, v in os.environ.items() if k.startswith("ENGRAM_")},
+        **QUIET,
+    }
     out: list[float] = []
     for run in range(runs):
         body["session_id"] = f"bench-direct-{run}"  # a fresh session: nothing handed yet
@@ -193,6 +201,16 @@ def wait_for_drain(project: Path, timeout: float = 120.0) -> None:
         time.sleep(0.5)
 
 
+def stop_engines(runtime: Path) -> None:
+    """End the workspace engines started in ``runtime`` (their pid files name them)."""
+    for pid_file in runtime.glob("*.pid"):
+        try:
+            pid = int(json.loads(pid_file.read_text(encoding="utf-8"))["pid"])
+            os.kill(pid, signal.SIGTERM)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+
+
 def summary(values: list[float]) -> dict[str, float]:
     return {
         "n": len(values),
@@ -209,6 +227,11 @@ def main() -> None:
     claude = claude_binary()
     with tempfile.TemporaryDirectory(prefix="engram-live-hooks-") as tmp:
         base = Path(tmp)
+        own_runtime = not os.environ.get("ENGRAM_RUNTIME_DIR")
+        if own_runtime:  # engines this run starts live here, and end with it
+            (base / "run").mkdir(mode=0o700)
+            os.environ["ENGRAM_RUNTIME_DIR"] = str(base / "run")
+            os.environ.setdefault("ENGRAM_ENGINE_IDLE_SECONDS", "20")
         project, home, plugin = seed(base)
         times = base / "hook-times.txt"
         sessions = [one_session(claude, project, home, plugin, times) for _ in range(args.runs)]
@@ -225,6 +248,8 @@ def main() -> None:
             for event in sorted(hooks)
             if not event.startswith(("Stop", "SessionEnd"))
         }
+        if own_runtime:
+            stop_engines(base / "run")
     result = {
         "runs": args.runs,
         "claude_code": CLAUDE_VERSION,

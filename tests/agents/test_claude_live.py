@@ -51,20 +51,18 @@ def remember(project: Path, *args: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def drained(project: Path) -> bool:
-    """The background observer drain the Stop/SessionEnd hooks start has finished."""
-    agents = project / ".engram" / "agents"
-    if any((agents / "inbox").glob("*.jsonl")) or any((agents / "inbox").glob("*.draining")):
-        return False
-    lock = agents / "observe.lock"
+def drain_running(project: Path) -> bool:
+    """Whether the background observer drain (started by Stop/SessionEnd) still runs: it
+    holds .engram/agents/observe.lock from before it starts until it exits (engram.jobs)."""
+    lock = project / ".engram" / "agents" / "observe.lock"
     if not lock.exists():
-        return True
+        return False
     fd = os.open(lock, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
         return False
+    except BlockingIOError:
+        return True
     finally:
         os.close(fd)
 
@@ -120,6 +118,9 @@ def test_hooks_reach_the_model_in_a_live_claude_code_session(tmp_path: Path) -> 
             "DISABLE_TELEMETRY": "1",
             "DISABLE_AUTOUPDATER": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            # the suite's engine settings (tests/conftest.py: private runtime dir, short idle),
+            # so no engine a hook or the plugin's servers start outlives the test
+            **{k: v for k, v in os.environ.items() if k.startswith("ENGRAM_")},
             **QUIET,
         }
         for step in (("marketplace", "add", str(ROOT)), ("install", "engram@engram")):
@@ -169,11 +170,16 @@ def test_hooks_reach_the_model_in_a_live_claude_code_session(tmp_path: Path) -> 
 
     # PostToolUse and Stop: the observer got the session (drained in the background)
     deadline = time.monotonic() + 120
-    while not drained(project) and time.monotonic() < deadline:
+    while drain_running(project) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert drained(project)
+    assert not drain_running(project)
     session = json.loads(first.body["metadata"]["user_id"])["session_id"]
-    recorded = project / ".engram" / "observer" / "done" / f"{session}.jsonl"
+    # an ended session's events move to observer/done/ (the observer's own layout)
+    observer = project / ".engram" / "observer"
+    recorded = next(
+        p for p in (observer / "done" / f"{session}.jsonl", observer / f"{session}.jsonl")
+        if p.exists()
+    )  # fmt: skip
     events = [json.loads(x)["event"] for x in recorded.read_text().splitlines() if '"event"' in x]
     assert [(e["kind"], e.get("tool"), e.get("files")) for e in events if "tool" in e] == [
         ("tool_call", "Write", ["src/jobs.py"]),  # PreToolUse
@@ -182,7 +188,14 @@ def test_hooks_reach_the_model_in_a_live_claude_code_session(tmp_path: Path) -> 
         ("tool_result", "Edit", ["src/jobs.py"]),
     ]
     kinds = [e["kind"] for e in events]
-    assert kinds[0] == "session_start" and kinds[-1] == "session_end", kinds
+    assert kinds[0] == "session_start" and "turn_end" in kinds, kinds
+    # SessionEnd comes a moment after Stop: when the drain Stop started has already taken the
+    # inbox, SessionEnd's payload waits in it for the session's next drain (engram.jobs starts
+    # one drain at a time), so it is in one place or the other
+    queued = project / ".engram" / "agents" / "inbox" / f"{session}.jsonl"
+    assert "session_end" in kinds or '"SessionEnd"' in (
+        queued.read_text() if queued.exists() else ""
+    ), kinds
     assert (events[1]["kind"], events[1]["text"]) == ("reasoning", PROMPT)  # UserPromptSubmit
     ledger = json.loads((project / ".engram/agents/sessions" / f"{session}.json").read_text())
     assert set(ledger["handed"]) == {decision, keys, *jobs}
