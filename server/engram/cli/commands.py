@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -142,18 +143,24 @@ _SAFE_SESSION = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 def _drain_inbox(engine: Engine, events: list[Any]) -> list[Any]:
-    """The hook payloads queued for the sessions named in ``events`` (oldest first).
+    """The hook payloads queued in the inbox (oldest first per session).
 
     ``engram hook`` appends every payload to ``.engram/agents/inbox/<session>.jsonl``; at
     Stop/SessionEnd it runs ``observe --drain-inbox`` in the background. The file is
-    renamed before reading so payloads appended meanwhile go to a fresh file.
+    renamed before reading so payloads appended meanwhile go to a fresh file. Every
+    session's file is drained, not only the ones ``events`` name: a SessionEnd that came
+    while the previous drain still ran could start no drain of its own (one job of a kind
+    at a time) and would otherwise wait forever (docs/agents.md, "A live Claude Code
+    session").
     """
     inbox = engine.workspace.engram_dir / "agents" / "inbox"
     sessions = {
         _SAFE_SESSION.sub("_", str(e.get("session_id") or "default"))[:128]
         for e in events
         if isinstance(e, dict)
-    } or {"default"}
+    }
+    if inbox.is_dir():
+        sessions |= {p.stem for p in inbox.glob("*.jsonl") if not p.is_symlink()}
     queued: list[Any] = []
     for session in sorted(sessions):
         path = inbox / f"{session}.jsonl"
@@ -168,6 +175,12 @@ def _drain_inbox(engine: Engine, events: list[Any]) -> list[Any]:
                 continue
         draining.unlink()
     return queued
+
+
+#: After a drain, how long the job waits for payloads that came while it ran (a SessionEnd
+#: right after Stop finds this job running and starts none), and how often it looks again.
+DRAIN_GRACE_S = 0.25
+DRAIN_PASSES = 2
 
 
 def cmd_digest(args: argparse.Namespace) -> int:
@@ -219,13 +232,23 @@ def cmd_observe(args: argparse.Namespace) -> int:
                 observer = observer_of(engine)
             except Exception as exc:
                 log.warning("engram claude-code hook ignored: %s", exc)
-                events = []
-            for payload in events:
-                out = handle_hook(observer, payload, work_state=lambda: recent_work_state(engine))
-                if out is not None:
-                    outputs.append(out)
-            if args.drain_inbox:
+                return 0
+            for drain_pass in range(DRAIN_PASSES + 1):
+                for payload in events:
+                    out = handle_hook(
+                        observer, payload, work_state=lambda: recent_work_state(engine)
+                    )
+                    if out is not None:
+                        outputs.append(out)
+                if not args.drain_inbox:
+                    break
                 _settle_agent_sessions(engine, events)
+                if drain_pass == DRAIN_PASSES:
+                    break
+                time.sleep(DRAIN_GRACE_S)
+                events = _drain_inbox(engine, [])
+                if not events:
+                    break
             for out in outputs:
                 sys.stdout.write(out if isinstance(out, str) else json.dumps(out) + "\n")
             return 0
