@@ -149,6 +149,58 @@ async def test_editor_commands_run_in_the_warm_engine(
     ]
 
 
+def _time_hub(engine_env: EngineEnv, home: Path) -> dict[str, str]:
+    """``mcp-server-time`` from PyPI as a server the repository defines (``.mcp.json``), and
+    the environment of a user whose settings have not approved it yet."""
+    home.mkdir()
+    time_server = Path(sys.executable).with_name("mcp-server-time")
+    (engine_env.root / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"time": {"command": str(time_server)}}})
+    )
+    (engine_env.root / "src").mkdir(exist_ok=True)
+    (engine_env.root / "src" / "clock.py").write_text("TZ = 'UTC'\n")
+    env = {**engine_env.env, "HOME": str(home)}
+    env.pop("XDG_CONFIG_HOME", None)
+    return env
+
+
+async def _failing_call(session: ClientSession) -> dict[str, object]:
+    """A hub call whose result is worth remembering (an unknown timezone), from a file."""
+    failed = await _tool(
+        session,
+        "engram_call_tool",
+        {
+            "tool": "time/get_current_time",
+            "arguments": {"timezone": "Mars/Olympus"},
+            "file": "src/clock.py",
+        },
+    )
+    assert failed["observation"] is not None, failed
+    return failed
+
+
+def _hub_observation(engine_env: EngineEnv, env: dict[str, str]) -> dict[str, object]:
+    """The memory the hub saved, checked as the tool's word (issue 15 regression: the MCP
+    server recorded it as the agent's own, ``agent_explicit`` at 0.7, without its file or
+    the tool's argument names; docs/mcp-hub.md "Tool results as memories")."""
+    listed = engine_env.run("list", "--json", "--review", env=env)
+    assert listed.code == 0, listed.err
+    memories = json.loads(listed.out)["memories"]
+    (saved,) = [m for m in memories if "Mars/Olympus" in m["content"]]
+    assert saved["type"] == "e2e_observation" and saved["needs_review"] is True
+    assert saved["source"] == "mcp_auto" and saved["confidence"] == pytest.approx(0.6)
+    assert saved["related_files"] == ["src/clock.py"] and not saved["user_verified"]
+    assert {"mcp", "time__get_current_time"} <= set(saved["tags"]), saved["tags"]
+    assert saved["extra"]["argument_names"] == ["timezone"], saved["extra"]
+    assert saved["extra"]["mcp_tool"] == "time__get_current_time"
+    trail = engine_env.run("log", str(saved["id"]), "--json", env=env)
+    assert trail.code == 0, trail.err
+    (created,) = json.loads(trail.out)["entries"]
+    assert (created["event"], created["actor"]) == ("create", "agent:mcp")
+    assert created["cause"] == "mcp hub: result of time__get_current_time via mcp tool"
+    return dict(saved)
+
+
 @pytest.mark.timeout(300)
 async def test_mcp_hub_tools_keep_the_server_light_and_save_through_the_engine(
     engine_env: EngineEnv, tmp_path: Path
@@ -156,15 +208,9 @@ async def test_mcp_hub_tools_keep_the_server_light_and_save_through_the_engine(
     """The hub tools start the user's real MCP servers (``mcp-server-time`` from PyPI) from
     the MCP server's process, behind the trust gate, with no engine in it: what a tool
     result taught is saved as the declared ``remember`` in the workspace engine, by
-    ``agent:mcp``, in review (docs/engine.md "Front ends", docs/trust.md)."""
-    home = tmp_path / "home"
-    home.mkdir()
-    time_server = Path(sys.executable).with_name("mcp-server-time")
-    (engine_env.root / ".mcp.json").write_text(
-        json.dumps({"mcpServers": {"time": {"command": str(time_server)}}})
-    )
-    env = {**engine_env.env, "HOME": str(home)}
-    env.pop("XDG_CONFIG_HOME", None)
+    ``agent:mcp``, as the tool's word (``mcp_auto``, 0.6, in review; docs/engine.md "Front
+    ends", docs/trust.md)."""
+    env = _time_hub(engine_env, tmp_path / "home")
     async with mcp_session(engine_env, env) as session:
         # a server the repository defines runs only once the user approved it
         refused = await session.call_tool(
@@ -183,12 +229,7 @@ async def test_mcp_hub_tools_keep_the_server_light_and_save_through_the_engine(
         )
         assert "UTC" in json.dumps(now) and now["observation"] is None
         # a failing call is worth remembering: saved in the engine, by the MCP client
-        failed = await _tool(
-            session,
-            "engram_call_tool",
-            {"tool": "time/get_current_time", "arguments": {"timezone": "Mars/Olympus"}},
-        )
-        assert failed["observation"] is not None, failed
+        await _failing_call(session)
 
         status = _status(engine_env)
         (mcp,) = _clients(status, "mcp")
@@ -196,10 +237,23 @@ async def test_mcp_hub_tools_keep_the_server_light_and_save_through_the_engine(
         maps = Path(f"/proc/{mcp['pid']}/maps").read_text()
         assert not [h for h in HEAVY_MAPS if h in maps], "the MCP server loaded a store"
 
-    listed = engine_env.run("list", "--json", "--review", env=env)
-    assert listed.code == 0, listed.err
-    memories = json.loads(listed.out)["memories"]
-    (saved,) = [m for m in memories if "Mars/Olympus" in m["content"]]
-    assert saved["type"] == "e2e_observation" and saved["needs_review"] is True
-    assert {"mcp", "time__get_current_time"} <= set(saved["tags"]), saved["tags"]
-    assert _trail_actors(engine_env, saved["id"]) == [("create", "agent:mcp")]
+    _hub_observation(engine_env, env)
+
+
+@pytest.mark.timeout(300)
+async def test_mcp_hub_saves_the_same_in_process_without_an_engine(
+    engine_env: EngineEnv, tmp_path: Path
+) -> None:
+    """No engine can be reached: the MCP server saves the observation on its own engine,
+    with the same declaration and arguments, so the memory is the same as the engine's."""
+    env = _time_hub(engine_env, tmp_path / "home")
+    blocker = engine_env.runtime / "not-a-dir"
+    blocker.write_text("")
+    env = {**env, "ENGRAM_RUNTIME_DIR": str(blocker)}
+    trusted = engine_env.run("mcp", "trust", "time", env=env)
+    assert trusted.code == 0, trusted.err
+    async with mcp_session(engine_env, env) as session:
+        await _tool(session, "engram_find_tools", {"query": "current time in a timezone"})
+        await _failing_call(session)
+    assert engine_env.engine_pids() == []
+    _hub_observation(engine_env, {**env, "ENGRAM_ENGINE": "off"})

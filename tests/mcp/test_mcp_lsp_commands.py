@@ -13,6 +13,7 @@ from mcp_helpers import WriteConfig, fake_server
 from engram.config import EngramConfig
 from engram.lsp.mcp_commands import register_commands
 from engram.lsp.registry import CommandError, CommandRegistry
+from engram.model import MemorySource
 from engram.workspace import Workspace
 
 T = TypeVar("T")
@@ -44,6 +45,12 @@ class FakeContext:
 
     async def call(self, fn: Callable[[Any], T], file: str | None = None) -> T:
         return fn(self.engine)
+
+    async def in_engine(self, usecase: str, raw: Any, file: str | None = None) -> None:
+        return None  # no workspace engine serves the folder: commands run in-process
+
+    def actor(self) -> None:
+        return None  # the person at the editor
 
     async def memories_changed(self, memories: Sequence[Any], file: str | None = None) -> None:
         self.changed.extend(memories)
@@ -90,7 +97,10 @@ async def test_commands_list_search_call_status_refresh_suggest(
         assert failed["isError"] and failed["memory_ids"] == ["m1"]
         content, kwargs = engine.remembered[0]
         assert "dev server" in content
-        assert kwargs["source"] == "mcp_auto" and kwargs["needs_review"]
+        # the declared remember's one rule for a hub observation (observed_by: mcp_hub)
+        assert kwargs["source"] == MemorySource.MCP_AUTO and kwargs["needs_review"]
+        assert kwargs["related_files"] == ["src/x.py"]
+        assert kwargs["cause"] == "mcp hub: result of f__fail via lsp executeCommand"
         assert ctx.changed
         status = await registry.execute(ctx, "engram.mcp.status", [{}])
         assert status["pool"]["live"] == 1

@@ -252,9 +252,9 @@ async def test_notable_result_becomes_a_memory_draft(
     finally:
         await hub.close()
     [draft] = drafts
-    kwargs = draft.remember_kwargs()
-    assert kwargs["source"] == "mcp_auto" and kwargs["needs_review"] is True
-    assert kwargs["type"] == "e2e_observation" and kwargs["related_files"] == ["src/app.py"]
+    declared = draft.declared_args()  # what both hubs send to the declared remember
+    assert declared["observed_by"] == "mcp_hub" and declared["tool"] == "f__fail"
+    assert declared["type"] == "e2e_observation" and declared["related_files"] == ["src/app.py"]
     assert "dev server must be running" in draft.content
     # usage was recorded per module, and lifts the tool for that module
     hub2 = McpHub(tmp_workspace, McpConfig(), home=user_home, environ=environ)

@@ -500,6 +500,7 @@ ENUM_LABELS = {
     "MemoryScope": "scope",
     "UniversalPhase": "phase",
     "CorrectionKind": "correction kind",
+    "ObservedBy": "observed_by value",
 }
 
 

@@ -11,6 +11,7 @@ the helpers above and are read as the contract (docs/commands.md is generated fr
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -128,6 +129,20 @@ def is_agent(actor: Actor | None) -> bool:
     return actor is not None and actor.kind is ActorKind.AGENT
 
 
+class ObservedBy(enum.StrEnum):
+    """A front end that records, for an agent, what something *else* taught (docs/trust.md
+    "What may move a memory"): the memory is that tool's, never the agent's own word."""
+
+    #: the MCP hub (``engram_call_tool``, ``engram.mcp.call``): a downstream tool's result
+    MCP_HUB = "mcp_hub"
+
+
+#: The front ends that speak for an agent and run the MCP hub.
+HUB_SURFACES = frozenset({LSP, MCP})
+#: Most argument names of a tool call kept with an observation.
+MAX_TOOL_ARGUMENTS = 100
+
+
 @attrs.frozen
 class RememberArgs:
     text: str = attrs.field(
@@ -178,7 +193,10 @@ class RememberArgs:
     related_files: list[str] = attrs.field(
         factory=list,
         metadata=spec(
-            "other files it applies to", max_length=100, path=True, surfaces=frozenset({LSP})
+            "other files it applies to (not anchored)",
+            max_length=100,
+            path=True,
+            surfaces=HUB_SURFACES,
         ),
     )
     scope: MemoryScope | None = attrs.field(
@@ -213,13 +231,73 @@ class RememberArgs:
             surfaces=frozenset({LSP}),
         ),
     )
+    observed_by: ObservedBy | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "set by a front end recording a tool's result for an agent: the memory is the "
+            "tool's (source mcp_auto, confidence at most 0.6, in review); it only ever "
+            "lowers trust",
+            surfaces=HUB_SURFACES,
+        ),
+    )
+    tool: str | None = attrs.field(
+        default=None,
+        metadata=spec(
+            "with observed_by: the tool whose result taught it (server/tool)",
+            max_length=300,
+            surfaces=HUB_SURFACES,
+        ),
+    )
+    tool_arguments: list[str] = attrs.field(
+        factory=list,
+        metadata=spec(
+            "with observed_by: the names of the arguments the tool was called with",
+            max_length=MAX_TOOL_ARGUMENTS,
+            surfaces=HUB_SURFACES,
+        ),
+    )
     cause: str = attrs.field(default="", metadata=CAUSE)
     actor: str = attrs.field(default="", metadata=ACTOR)
+
+
+def observed(a: RememberArgs) -> RememberArgs:
+    """The one rule for a memory a front end records from a tool's result (the MCP hub of
+    the MCP server and of the language server alike; docs/trust.md, docs/mcp-hub.md "Tool
+    results as memories"): its source is ``mcp_auto`` whatever was asked, its confidence
+    at most that source's creation cap, it waits in review, and the audit cause names the
+    hub (and the surface that carried it). ``observed_by`` can only lower trust: no
+    combination with it starts a memory higher than an agent's own would."""
+    from engram.lifecycle.trust import CREATION_CAP
+
+    if a.observed_by is None:
+        if a.tool is not None or a.tool_arguments:
+            raise InvalidInput("tool and tool_arguments describe a tool's result: set observed_by")
+        return a
+    source = MemorySource.MCP_AUTO
+    cap = CREATION_CAP[source]
+    confidence = min(a.confidence, cap) if a.confidence is not None else None
+    extra: dict[str, object] = dict(a.extra or {})
+    extra["observed_by"] = a.observed_by.value
+    if a.tool is not None:
+        extra["mcp_tool"] = a.tool
+    if a.tool_arguments:
+        extra["argument_names"] = sorted(set(a.tool_arguments))
+    what = f"result of {a.tool}" if a.tool else "a tool result"
+    via = f" via {a.cause}" if a.cause else ""
+    return attrs.evolve(
+        a,
+        source=source,
+        confidence=confidence,
+        needs_review=True,
+        extra=extra,
+        cause=f"mcp hub: {what}{via}",
+    )
 
 
 def _remember(engine: Engine, a: RememberArgs) -> RememberResult:
     from engram.app.remember import remember
 
+    a = observed(a)
     extra = dict(a.extra or {})
     if a.supersedes:
         extra["supersedes"] = a.supersedes

@@ -38,6 +38,7 @@ import attrs
 from engram.lsp.registry import Args, CommandContext, CommandRegistry
 
 if TYPE_CHECKING:
+    from engram.api.memories import RememberArgs
     from engram.app import Engine
     from engram.app.remember import RememberResult
     from engram.config import EngramConfig
@@ -208,16 +209,30 @@ def _score(value: object) -> float:
 async def _save_drafts(
     ctx: CommandContext, drafts: Sequence[ObservationDraft], file: str | None
 ) -> list[str]:
+    """Each draft saved as the declared ``remember`` with the same arguments the MCP server's
+    ``engram_call_tool`` sends (``draft.declared_args()``: ``observed_by: mcp_hub``, so one
+    rule makes it an ``mcp_auto`` memory in review on both hubs; docs/mcp-hub.md). In the
+    workspace engine when it serves the folder, else in-process, with this client's actor."""
+    from engram.api.declare import Surface, with_actor
+    from engram.api.memories import REMEMBER
+
     ids: list[str] = []
     for draft in drafts:
-
-        def remember(engine: Engine, d: ObservationDraft = draft) -> RememberResult:
-            from engram.app.remember import remember as remember_memory
-
-            return remember_memory(engine, d.content, **d.remember_kwargs())
-
+        raw = draft.declared_args()
         try:
-            result = await ctx.call(remember, file)
+            reply = await ctx.in_engine(REMEMBER.name, raw, file)
+            if reply is not None:  # its write events refresh the open documents
+                ids.append(str(reply.json["id"]))
+                continue
+            args = REMEMBER.parse(raw, Surface.LSP)
+            who = ctx.actor()
+            if who is not None:
+                args = with_actor(args, who.label)
+
+            def save(engine: Engine, a: RememberArgs = args) -> RememberResult:
+                return REMEMBER.execute(engine, a, Surface.LSP)
+
+            result = await ctx.call(save, file)
         except Exception as exc:  # a memory failure must not fail the tool call
             log.warning("could not save MCP observation: %s", exc)
             continue

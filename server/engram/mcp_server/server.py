@@ -15,7 +15,8 @@ cannot be reached is an engine opened here, on that first call (the MCP handshak
 fast either way). Calls run in a worker thread so a slow search never stalls the stdio
 loop. The hub tools run here, on the MCP servers this process starts, with the workspace's
 settings read here (no engine needed) and what a tool result taught saved as the declared
-``remember`` of an MCP client, through the engine like every other tool.
+``remember`` of an MCP client, marked ``observed_by: mcp_hub`` (docs/mcp-hub.md), through
+the engine like every other tool.
 """
 
 from __future__ import annotations
@@ -380,8 +381,10 @@ def build_server(
     remember = usecases["engram_remember"]
 
     def save_observation(draft: ObservationDraft) -> object:
-        """A notable tool result, saved as the declared ``remember`` of an MCP client
-        (``agent:mcp``: an e2e_observation in review), in the engine when it answers."""
+        """A notable tool result, saved as the declared ``remember`` of an MCP client with
+        ``observed_by: mcp_hub`` (the tool's word, not the agent's: ``mcp_auto``, 0.6, in
+        review, by ``agent:mcp``), in the engine when it answers, else here: the engine
+        checks the same arguments with the same declaration, so both record the same."""
         raw = draft.declared_args()
         if remote is not None:
             reply = remote.call(remember.name, MCP.value, raw)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import TypedDict
 
 import attrs
 
@@ -31,24 +30,10 @@ _MAX_TEXT = 2000
 _MAX_CONTENT = 400
 
 
-class RememberKwargs(TypedDict):
-    """The keyword arguments of ``engram.app.remember.remember`` a draft fills in."""
-
-    type: str
-    source: str
-    needs_review: bool
-    confidence: float
-    tags: list[str]
-    related_files: list[str]
-    extra: dict[str, object]
-
-
 @attrs.frozen
 class ObservationDraft:
-    """A memory the engine may store.
-
-    ``remember(engine, draft.content, **draft.remember_kwargs())`` stores it.
-    """
+    """A memory the engine may store: :meth:`declared_args` are the arguments of the
+    declared ``remember`` use case that store it."""
 
     content: str
     tool: str  # qualified name
@@ -57,33 +42,26 @@ class ObservationDraft:
     arguments: Mapping[str, object] = attrs.field(factory=dict)
 
     def declared_args(self) -> dict[str, object]:
-        """The declared ``remember`` use case's arguments for this draft, as an MCP client
-        would send them (``engram.api``): the MCP server saves it that way, through the
-        workspace engine, as ``agent:mcp`` (in review; docs/trust.md). The tool and the
-        kind of observation travel as tags, the only fields the MCP surface takes."""
-        return {
+        """The declared ``remember`` use case's arguments for this draft (``engram.api``),
+        as both hub front ends send them: the MCP server's ``engram_call_tool`` and the
+        language server's ``engram.mcp.call``, to the workspace engine or in-process.
+        ``observed_by: mcp_hub`` makes it the tool's memory, not the agent's: source
+        ``mcp_auto``, confidence 0.6, in review, an audit cause naming the hub
+        (docs/mcp-hub.md "Tool results as memories", docs/trust.md)."""
+        out: dict[str, object] = {
             "text": self.content,
             "type": "e2e_observation",
             "tags": ["mcp", self.tool, self.observation_type],
+            "observed_by": "mcp_hub",
+            "tool": self.tool,
+            "tool_arguments": sorted(str(name) for name in self.arguments),
         }
-
-    def remember_kwargs(self) -> RememberKwargs:
-        return {
-            "type": "e2e_observation",
-            "source": "mcp_auto",
-            "needs_review": True,
-            "confidence": 0.6,
-            "tags": ["mcp", self.tool, self.observation_type],
-            "related_files": [self.file] if self.file else [],
-            "extra": {
-                "mcp_tool": self.tool,
-                "observation_type": self.observation_type,
-                "argument_names": sorted(self.arguments),
-            },
-        }
+        if self.file:
+            out["related_files"] = [self.file]
+        return out
 
 
-#: Receives drafts; the engine's implementation calls ``engram.app.remember.remember``.
+#: Receives drafts; the front ends save them with the declared ``remember`` (:meth:`declared_args`).
 ObservationSink = Callable[[ObservationDraft], object]
 
 
