@@ -5,12 +5,13 @@ exactly as an in-request verdict would (docs/trust.md, "Conflicts")."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
 from engram.app import Engine
 from engram.app.engine import Deferred
-from engram.app.remember import remember
+from engram.app.remember import remember, resume_checks
 from engram.app.trust import audit_log
 from engram.lifecycle.contradictions import ContradictionJudges
 from engram.lifecycle.nli import NliFiles, NliJudge
@@ -120,3 +121,83 @@ def test_a_near_duplicate_the_judges_have_not_read_is_read_before_it_merges(
     engine._judges = ContradictionJudges(nli=nli2)
     merged = remember(engine, "`Response.history` now keeps every redirect response!")
     assert merged.merged
+
+
+# ------------------------------------------------------------------ owed across a stop
+
+
+def _reopened(engine: Engine, nli: ScriptedNli) -> Engine:
+    """The next engine on the same workspace and store (the last one stopped)."""
+    store = engine.store
+    engine.close()
+    again = Engine(
+        engine.workspace,
+        engine.config,
+        store=store,
+        clock=engine.clock,
+        filter_factory=engine._filter_factory,
+    )
+    again._judges = ContradictionJudges(nli=nli)
+    return again
+
+
+def test_a_check_is_owed_until_judged(engine: Engine) -> None:
+    jobs = judged_engine(engine, ScriptedNli())
+    remember(engine, OLD)
+    new = remember(engine, NEW).memory
+    (owed,) = engine.pending_checks.all()
+    assert owed.memory_id == new.id and [oid for oid, _ in owed.pairs]
+    jobs.pop()(engine)
+    assert engine.pending_checks.all() == []
+
+
+def test_a_check_dropped_when_the_engine_stopped_runs_at_the_next_start(engine: Engine) -> None:
+    """The queue dies with the engine process (``DeferredWork.close``); the next engine
+    hands the owed check to its own deferred thread and the conflict is linked."""
+    jobs = judged_engine(engine, ScriptedNli())
+    old = remember(engine, OLD).memory
+    new = remember(engine, NEW).memory
+    jobs.clear()  # stopped before its deferred thread reached the check
+    assert conflicts_of(engine, new.id) == []
+
+    nli = ScriptedNli()
+    again = _reopened(engine, nli)
+    queued: list[Deferred] = []
+    again.defer = queued.append
+    assert resume_checks(again) == [] and len(queued) == 1  # handed off, not run in start
+    queued.pop()(again)
+    assert nli.asked == [(OLD, NEW)]
+    assert conflicts_of(again, new.id) == [old.id] and conflicts_of(again, old.id) == [new.id]
+    assert again.pending_checks.all() == []
+
+
+def test_consolidate_in_process_runs_the_owed_checks(engine: Engine) -> None:
+    from engram.app.maintenance import consolidate
+
+    jobs = judged_engine(engine, ScriptedNli())
+    old = remember(engine, OLD).memory
+    new = remember(engine, NEW).memory
+    jobs.clear()
+    again = _reopened(engine, ScriptedNli())  # a CLI process with no engine: defer unset
+    consolidate(again, dry_run=True)
+    assert len(again.pending_checks.all()) == 1  # a dry run changes nothing, owes it still
+    report = consolidate(again)
+    # the owed check links the pair first; consolidate's own scan then finds it linked
+    assert report.conflicts == [f"{new.id} vs {old.id}: nli, NLI model: contradiction 0.999"]
+    assert conflicts_of(again, new.id) == [old.id]
+    assert again.pending_checks.all() == []
+    trail = [(e.event, e.actor) for e in audit_log(again, new.id)]
+    assert ("conflict", "system") in trail
+
+
+def test_a_check_that_fails_is_not_owed_forever(engine: Engine) -> None:
+    class Broken(ScriptedNli):
+        def contradiction(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+            raise RuntimeError("model file is corrupt")
+
+    jobs = judged_engine(engine, Broken())
+    remember(engine, OLD)
+    remember(engine, NEW)
+    with contextlib.suppress(RuntimeError):  # the deferred thread logs it
+        jobs.pop()(engine)
+    assert engine.pending_checks.all() == []

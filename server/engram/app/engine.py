@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from engram.lifecycle.contradictions import ContradictionJudges
     from engram.observer import Observer
     from engram.retrieval import Retriever
-    from engram.store import AuditLog, MemoryFilter, MemoryStore, StoreLocation
+    from engram.store import AuditLog, MemoryFilter, MemoryStore, PendingChecks, StoreLocation
     from engram.store.digest import Digest
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,7 @@ class Engine:
         self._judges_lock = threading.Lock()
         self._retriever: Retriever | None = None
         self._audit: AuditLog | None = None
+        self._pending: PendingChecks | None = None
         #: who "a person" is here (``app.trust.person_name``), looked up once
         self.person_name: str | None = None
         self._codegraph: CodeGraph | None = None
@@ -376,6 +377,19 @@ class Engine:
                     self._audit = AuditLog(self.workspace, read_only=self.read_only)
         return self._audit
 
+    @property
+    def pending_checks(self) -> PendingChecks:
+        """Contradiction checks handed to :attr:`defer` and not judged yet
+        (``.engram/pending_checks.sqlite``): they outlive the engine process that took them
+        (``app.remember.resume_checks``)."""
+        if self._pending is None:
+            with self._init_lock:
+                if self._pending is None:
+                    from engram.store.pending import PendingChecks
+
+                    self._pending = PendingChecks(self.workspace, read_only=self.read_only)
+        return self._pending
+
     # ------------------------------------------------------------------ shared helpers
 
     def filter(
@@ -458,6 +472,9 @@ class Engine:
             if self._audit is not None:
                 self._audit.close()
                 self._audit = None
+            if self._pending is not None:
+                self._pending.close()
+                self._pending = None
 
     def __enter__(self) -> Engine:
         return self

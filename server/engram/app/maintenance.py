@@ -75,6 +75,11 @@ def consolidate(
     report = ConsolidateReport(dry_run=dry_run)
     if not dry_run:
         engine.check_writable()
+        # checks a stopped engine still owed (docs/engine.md "Writes"): judged first, with
+        # the NLI model, exactly as that engine would have
+        from engram.app.remember import resume_checks
+
+        report.conflicts.extend(resume_checks(engine, in_request=True))
     entries: list[AuditEntry] = []
     system = rules.Actor.system()
     now = engine.clock()

@@ -45,6 +45,7 @@ from engram.model import (
     check_memory_id,
 )
 from engram.progress import Progress
+from engram.store.pending import PendingCheck
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -234,11 +235,12 @@ def remember_many(
             to_add = [linked if m.id == mid else m for m in to_add]
         _write(engine, store, to_add, add_vectors, list(to_update.values()))
         app_trust.record(engine, entries)
+        checks = [PendingCheck(mid, tuple(pairs), cause) for mid, pairs in deferred]
+        if checks:  # owed until judged, even if this engine stops first (resume_checks)
+            engine.pending_checks.add(checks)
     if engine.defer is not None:
-        for memory_id, pairs in deferred:
-            engine.defer(
-                functools.partial(judge_remembered, memory_id=memory_id, pairs=pairs, cause=cause)
-            )
+        for check in checks:
+            engine.defer(functools.partial(judge_check, check=check))
     # results hold the final state of merged records (a later one may merge again)
     final = {m.id: m for m in [*to_add, *to_update.values()]}
     return [attrs.evolve(r, memory=final.get(r.memory.id, r.memory)) for r in results]
@@ -324,6 +326,34 @@ def link_contradictions(
             entries.append(back.entry)
         notes.append(f"{other.id}: {reason}")
     return memory, notes
+
+
+def judge_check(engine: Engine, check: PendingCheck) -> list[str]:
+    """Run one owed check (:func:`judge_remembered`) and strike it from the pending list;
+    a check whose judging failed is struck too (it would fail again at every start, and
+    ``engram consolidate`` reads every pair anyway)."""
+    try:
+        return judge_remembered(engine, check.memory_id, check.pairs, cause=check.cause)
+    finally:
+        engine.pending_checks.done(check.memory_id)
+
+
+def resume_checks(engine: Engine, *, in_request: bool = False) -> list[str]:
+    """The contradiction checks an engine took and did not judge before it stopped
+    (``.engram/pending_checks.sqlite``, docs/engine.md "Writes"): handed to
+    :attr:`Engine.defer` when it is set and ``in_request`` is not (the engine process, at
+    start), else judged here (``engram consolidate``). Returns the notes of what was
+    linked here, ``"new vs other: kind, reason"``."""
+    checks = engine.pending_checks.all()
+    if checks:
+        log.info("%d contradiction checks owed from before", len(checks))
+    notes: list[str] = []
+    for check in checks:
+        if engine.defer is not None and not in_request:
+            engine.defer(functools.partial(judge_check, check=check))
+        else:
+            notes += [f"{check.memory_id} vs {note}" for note in judge_check(engine, check)]
+    return notes
 
 
 def judge_remembered(

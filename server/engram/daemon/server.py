@@ -281,7 +281,9 @@ class DeferredWork:
     loaded machine, and the write it judges is already stored and acknowledged
     (docs/engine.md, "Writes"). Each job borrows the engine current when it runs. When the
     engine stops, the job in hand may finish (``DRAIN_SECONDS``) and those still waiting
-    are dropped with a log line: what they would have linked, ``engram consolidate`` finds.
+    are dropped with a log line; a contradiction check stays owed in
+    ``.engram/pending_checks.sqlite`` and runs at the next engine start or in-process
+    ``engram consolidate`` (``app.remember.resume_checks``).
     """
 
     def __init__(self, borrow: Callable[[], contextlib.AbstractContextManager[Engine]]) -> None:
@@ -376,6 +378,12 @@ class EngineSlot:
         with self._lock:
             self._engine = engine
         self.ready.set()
+        try:  # what the last engine took and could not judge before it stopped
+            from engram.app.remember import resume_checks
+
+            resume_checks(engine)
+        except Exception as exc:  # bookkeeping: the engine serves without it
+            log.warning("could not resume the owed contradiction checks: %s", exc)
 
     def replace(self) -> None:
         """Settings changed: new requests get a fresh engine, this one retires."""

@@ -3,6 +3,7 @@
 Public surface: :class:`MemoryStore`, :class:`AuditLog`, :class:`MemoryFilter`, :class:`ChunkStore`,
 :class:`CodeChunkRecord`, :class:`HybridTable`, :class:`StoreError`, :class:`StoreLocked`,
 :class:`StoreLocation` (``.engram/`` or a shared ``s3://`` store, docs/team.md),
+:class:`PendingChecks` (contradiction checks the engine still owes, ``.engram/``),
 ``is_remote_uri``, and :class:`Digest` (the SQLite mirror of the memories that agent hooks
 read without LanceDB). Importing this package imports none of them until a name is used (PEP 562):
 ``engram.store.digest`` stays light for hooks, and LanceDB and pyarrow are imported only
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from engram.store.hybrid import HybridTable
     from engram.store.location import StoreLocation, is_remote_uri
     from engram.store.memory_store import MemoryFilter, MemoryStore
+    from engram.store.pending import PendingCheck, PendingChecks
 
 _HOME = {
     "AuditLog": "engram.store.audit",
@@ -32,6 +34,8 @@ _HOME = {
     "is_remote_uri": "engram.store.location",
     "MemoryFilter": "engram.store.memory_store",
     "MemoryStore": "engram.store.memory_store",
+    "PendingCheck": "engram.store.pending",
+    "PendingChecks": "engram.store.pending",
 }
 
 
@@ -54,6 +58,8 @@ __all__ = [
     "HybridTable",
     "MemoryFilter",
     "MemoryStore",
+    "PendingCheck",
+    "PendingChecks",
     "StoreError",
     "StoreLocation",
     "StoreLocked",
