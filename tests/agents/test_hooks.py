@@ -270,3 +270,40 @@ def test_pre_tool_use_edit_injects_the_files_gotchas_before_the_edit(ws: Workspa
     read = _post(ws, "billing.py", "e2", tool="Read")
     read["hook_event_name"] = "PreToolUse"
     assert run_claude_code_hook(ws, read, background=False) is None, "only before changes"
+
+
+def test_digest_writes_find_a_memory_by_index_not_by_scan(ws: Workspace) -> None:
+    """Replacing or deleting one memory must not scan the digest (a rebuild of 100,000
+    memories at the 58k-file bench did not finish in 30 minutes: each put deleted its text
+    and files by an unindexed id); replaced and deleted texts leave no trace in search."""
+    import sqlite3
+
+    digest = Digest(ws, rules=mirror_rules())
+    first = _gotcha("charge() wants cents", "billing.py")
+    other = _gotcha("refunds are queued overnight", "billing.py")
+    digest.rebuild([first, other])
+    first.content = "charge() wants whole euros"
+    digest.apply([first])
+    conn = sqlite3.connect(ws.engram_dir / "digest.sqlite")
+    try:
+        plan = " ".join(
+            str(row)
+            for sql in (
+                "DELETE FROM memory_files WHERE id = 'x'",
+                "DELETE FROM memory_text WHERE rowid = 1",
+            )
+            for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}")
+        )
+        texts = dict(conn.execute("SELECT id, content FROM memory_text").fetchall())
+    finally:
+        conn.close()
+    assert "USING INDEX memory_files_id" in plan, plan
+    assert "INDEX 0:=" in plan, plan  # FTS5's rowid lookup (by ``id`` it reads every row)
+    assert texts == {first.id: "charge() wants whole euros", other.id: other.content}
+    digest.apply(deleted_ids=[first.id])
+    conn = sqlite3.connect(ws.engram_dir / "digest.sqlite")
+    try:
+        left = [r[0] for r in conn.execute("SELECT id FROM memory_text").fetchall()]
+    finally:
+        conn.close()
+    assert left == [other.id]
