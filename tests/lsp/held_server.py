@@ -30,7 +30,9 @@ def note(line: str) -> None:
 
 def held_search(engine: Engine, query: str, **kwargs: Any) -> Any:
     if query == "HOLD":
-        (HOLD_DIR / "started").write_text(str(id(engine)))
+        # written whole, then renamed: the test never reads a half-written file
+        (HOLD_DIR / "started.tmp").write_text(str(id(engine)))
+        (HOLD_DIR / "started.tmp").replace(HOLD_DIR / "started")
         deadline = time.monotonic() + 60
         while not (HOLD_DIR / "release").exists() and time.monotonic() < deadline:
             time.sleep(0.02)

@@ -41,8 +41,14 @@ async def run_held_search(client: Any, hold: Path) -> tuple[asyncio.Task[Any], s
             types.ExecuteCommandParams(command="engram.search", arguments=[{"query": "HOLD"}])
         )
     )
-    await wait_for(lambda: (hold / "started").exists(), what="the held search to start")
-    return task, (hold / "started").read_text()
+    started = hold / "started"
+    # the engine's id, once written (an empty read is a file created but not yet written:
+    # the CI failure of stop 20 read '' there and waited for "close " ever after)
+    engine = await wait_for(
+        lambda: started.read_text().strip() if started.exists() else "",
+        what="the held search to start",
+    )
+    return task, str(engine)
 
 
 async def closed(hold: Path, engine: str, what: str) -> None:
