@@ -17,6 +17,7 @@ code or send data apply only once the user approved them (:mod:`engram.workspace
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 import re
@@ -30,6 +31,7 @@ import cattrs
 
 from engram.approvals import ApprovalStore, user_config_dir
 from engram.errors import ConfigError as ConfigError  # re-exported: callers name it here
+from engram.errors import EngramError
 from engram.workspace import Workspace, WorkspaceError
 from engram.workspace_trust import SettingsTrust, assess, split_workspace_settings
 
@@ -204,6 +206,55 @@ class EngramConfig:
     contradictions: ContradictionsConfig = attrs.field(factory=ContradictionsConfig)
     team: TeamConfig = attrs.field(factory=TeamConfig)
     store: StoreConfig = attrs.field(factory=StoreConfig)
+
+
+class Reload(enum.Enum):
+    """What a change of one settings section needs (docs/architecture.md, "Settings")."""
+
+    #: baked into a component when the engine opens it (the store's location, the
+    #: embedding model and its vectors, the code graph's index rules, the observer): a
+    #: new engine
+    ENGINE = "engine"
+    #: read per request, or by a lazily built component the engine drops and rebuilds
+    #: (``Engine.reconfigure``): the open engine takes it in place
+    REQUEST = "request"
+
+
+#: Every section of :class:`EngramConfig` and what its change needs. A section missing
+#: here fails ``tests/config/test_reload_classes.py``: classify it when you add it.
+SECTION_RELOAD: dict[str, Reload] = {
+    "embed": Reload.ENGINE,  # the embedder and the store's vector width
+    "store": Reload.ENGINE,  # where the store is (uri, endpoint, locks)
+    "index": Reload.ENGINE,  # CodeGraph(workspace, config) keeps config.index
+    "observer": Reload.ENGINE,  # the Observer is built once with its gates and plugins
+    "mcp": Reload.ENGINE,  # the MCP hub's pool is sized and timed at construction
+    "retrieval": Reload.REQUEST,  # Retriever: dropped and rebuilt on change
+    "contradictions": Reload.REQUEST,  # the judges: dropped and rebuilt on change
+    "llm": Reload.REQUEST,  # the judges' LLM client: dropped and rebuilt on change
+    "safety": Reload.REQUEST,  # read by each remember/consolidate
+    "team": Reload.REQUEST,  # read by each sync and team command
+    "diagnostics": Reload.REQUEST,  # read only by the language server's views
+}
+
+
+class SectionReloadError(EngramError):
+    """A settings change an open engine cannot take: it needs a new engine."""
+
+    def __init__(self, sections: list[str]) -> None:
+        super().__init__(f"settings {', '.join(sections)} need a new engine (reopen it)")
+        self.sections = sections
+
+
+def changed_sections(old: EngramConfig, new: EngramConfig) -> frozenset[str]:
+    """The top-level sections whose values differ between two configs."""
+    return frozenset(
+        f.name for f in attrs.fields(EngramConfig) if getattr(old, f.name) != getattr(new, f.name)
+    )
+
+
+def sections_of(kind: Reload) -> frozenset[str]:
+    """The sections whose change needs ``kind``."""
+    return frozenset(name for name, reload in SECTION_RELOAD.items() if reload is kind)
 
 
 def _deep_merge(base: Settings, override: Settings) -> Settings:

@@ -294,6 +294,33 @@ class Engine:
                     )
         return self._retriever
 
+    def reconfigure(self, config: EngramConfig) -> frozenset[str]:
+        """Take new settings for the sections read per request, keeping the open store.
+
+        Returns the sections that changed. A change of a section baked in at open
+        (``config.SECTION_RELOAD``: embed, store, index, observer, mcp) raises
+        ``EngramError``: that needs a new engine. The config is a snapshot never mutated
+        after load and is swapped by one attribute assignment, so a thread that already
+        read ``self.config`` (or holds the old retriever or judges) finishes with the old
+        settings while the next request sees the new ones; the components built from a
+        changed section are dropped and rebuilt lazily from the new snapshot. The old
+        retriever only reads the store, which the new one shares.
+        """
+        from engram.config import Reload, SectionReloadError, changed_sections, sections_of
+
+        changed = changed_sections(self.config, config)
+        baked = changed & sections_of(Reload.ENGINE)
+        if baked:
+            raise SectionReloadError(sorted(baked))
+        with self._init_lock:
+            self.config = config
+            if "retrieval" in changed:
+                self._retriever = None
+        if changed & {"contradictions", "llm"}:
+            with self._judges_lock:
+                self._judges = None
+        return changed
+
     def graph_or_none(self) -> CodeGraph | None:
         """The code graph, or ``None`` when it cannot open (retrieval works without it)."""
         try:

@@ -35,6 +35,7 @@ def features() -> tuple[Feature, ...]:
     listed = (
         lifecycle.FEATURE,
         settings.ENGINE,
+        settings.ENGINE_SETTINGS,
         documents.FEATURE,
         watched_files.FEATURE,
         hover.FEATURE,

@@ -1,10 +1,12 @@
 """workspace/didChangeConfiguration: re-read a folder's settings and reconfigure only the
 features that read a section that changed (docs/lsp.md "Settings").
 
-The in-process engine is one of those features (``ENGINE``): it reads every section but
-``diagnostics``, so a diagnostics-only change keeps the open store, and any other change
-opens a new engine for new work while the old one finishes what it is doing and is
-closed by its last user (:mod:`engram.lsp.engines`).
+The in-process engine is two of those features, split by ``config.SECTION_RELOAD``:
+``ENGINE_SETTINGS`` (retrieval, safety, contradictions, llm, team: read per request) is
+applied to the open engine in place (``Engine.reconfigure``), keeping its store and model;
+``ENGINE`` (embed, store, index, observer, mcp: baked in at open) opens a new engine for
+new work while the old one finishes what it is doing and is closed by its last user
+(:mod:`engram.lsp.engines`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from engram.lsp.feature import Feature, SettingsChange, changed_sections, config_sections
+from engram.config import Reload, SectionReloadError, sections_of
+from engram.lsp.feature import Feature, SettingsChange, changed_sections
 from engram.lsp.folder import load_config_blocking, open_engine_blocking
 from engram.lsp.startup import configure_folder, fetch_overrides
 
@@ -82,10 +85,38 @@ async def reopen_engine(ls: EngramLanguageServer, change: SettingsChange) -> Non
     await refresh_folder(ls, folder)
 
 
-#: The in-process engine's settings: everything but what only the editor's view reads.
+async def retune_engine(ls: EngramLanguageServer, change: SettingsChange) -> None:
+    """Only sections read per request changed: the open engine takes them in place
+    (``Engine.reconfigure``), keeping its store and model; a command running with the
+    old snapshot finishes with it."""
+    folder = change.folder
+    if change.sections & sections_of(Reload.ENGINE):
+        return  # reopen_engine replaces the engine, which opens with the new settings
+    with folder.engines.hold("settings") as engine:
+        if engine is None:
+            return
+        try:
+            await asyncio.to_thread(engine.reconfigure, change.new)
+        except SectionReloadError as exc:  # the engine opened with other baked settings
+            log.info("%s: reopening the engine", exc)
+        else:
+            return
+    await reopen_engine(ls, change)
+
+
+#: The in-process engine's settings baked in when it opens (``config.SECTION_RELOAD``):
+#: a change opens a new engine through the leased slot.
 ENGINE = Feature(
     "engine",
     lambda server: None,
-    settings=config_sections() - {"diagnostics"},
+    settings=sections_of(Reload.ENGINE),
     reconfigure=reopen_engine,
+)
+
+#: The engine's settings read per request: a change keeps the open engine.
+ENGINE_SETTINGS = Feature(
+    "engine settings",
+    lambda server: None,
+    settings=sections_of(Reload.REQUEST) - {"diagnostics"},
+    reconfigure=retune_engine,
 )
