@@ -127,43 +127,38 @@ async def test_a_removed_folder_closes_its_engine_only_after_the_running_command
         assert lines.index(f"search done {old}") < lines.index(f"close {old}")
 
 
-def hits(result: Any) -> list[str]:
-    """The contents ``engram.search`` returned."""
-    return [item["content"] for item in result["results"]]
-
-
 async def test_a_retrieval_change_applies_at_once_on_the_open_engine(
     app_workspace: Workspace, tmp_path: Path
 ) -> None:
     """retrieval is read per request (config.SECTION_RELOAD): the open engine takes it in
-    place, so the next search obeys it and no engine is opened or closed."""
+    place, so the next context pack obeys it and no engine is opened or closed."""
     root = app_workspace.root
-    second = dict(GOTCHA_SEED, content="parse_config reads the path relative to the root")
-    seed(root, [dict(GOTCHA_SEED), second])
+    seed(root, [dict(GOTCHA_SEED)])
     hold = tmp_path / "hold"
     hold.mkdir()
-    search = types.ExecuteCommandParams(
-        command="engram.search", arguments=[{"query": "parse_config path"}]
+    context = types.ExecuteCommandParams(
+        command="engram.context", arguments=[{"query": "parse_config path"}]
     )
     async with lsp_session([root], configuration={}, **session_args(hold)) as client:
         await wait_ready(client)
         await open_doc(client, root / "src" / "app.py")
-        before = hits(await client.workspace_execute_command_async(search))
-        assert len(before) == 2
+        before = await client.workspace_execute_command_async(context)
+        assert before["budget_tokens"] == 2000  # the default
         opened = [line for line in log_lines(hold) if line.startswith("open ")]
         assert len(opened) == 1
 
-        client.set_configuration({"retrieval": {"default_k": 1}}, section="engram")
+        client.set_configuration({"retrieval": {"default_budget_tokens": 123}}, section="engram")
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
 
-        async def one_hit() -> bool:
-            return len(hits(await client.workspace_execute_command_async(search))) == 1
+        async def budget() -> int:
+            pack = await client.workspace_execute_command_async(context)
+            return int(pack["budget_tokens"])
 
         for _ in range(600):  # the change is applied by a spawned task: poll the outcome
-            if await one_hit():
+            if await budget() == 123:
                 break
             await asyncio.sleep(0.05)
-        assert await one_hit()
+        assert await budget() == 123
         lines = log_lines(hold)
         assert [line for line in lines if line.startswith("open ")] == opened
         assert not any(line.startswith("close ") for line in lines)
