@@ -5,6 +5,10 @@ are confined to the workspace, an anchor gets the hash of its lines, the context
 embedded (outside the writer lock: it is the slow part), contradictions with stored
 memories are linked for review and never merged, near-duplicates merge into the existing
 memory, and the batch is written once (docs/lifecycle.md, docs/architecture.md "Data flow").
+
+Long on purpose: the write path and the contradiction checks it defers (queued with the
+write under the same lock, judged after the reply, resumed after a stop) share the
+re-read-under-the-lock rule; apart, the two halves could disagree on what a conflict is.
 """
 
 from __future__ import annotations
