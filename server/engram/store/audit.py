@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
-import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from pathlib import Path
 
 from engram.model import AuditEntry
-from engram.workspace import Workspace
+from engram.store.sidefile import SqliteSideFile
 
 log = logging.getLogger(__name__)
 
@@ -40,37 +37,11 @@ CREATE INDEX IF NOT EXISTS entries_memory ON entries(memory_id, seq);
 MAX_READ = 10_000
 
 
-class AuditLog:
+class AuditLog(SqliteSideFile):
     """``.engram/audit.sqlite``: append entries, read them per memory or newest first."""
 
-    def __init__(self, workspace: Workspace, *, read_only: bool = False) -> None:
-        self.workspace = workspace
-        self.read_only = read_only
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def path(self) -> Path:
-        return self.workspace.engram_dir / AUDIT_FILE
-
-    def _connect(self, create: bool) -> sqlite3.Connection | None:
-        if self._conn is not None:
-            return self._conn
-        if not self.path.exists() and (not create or self.read_only):
-            return None
-        if create:
-            self.workspace.ensure_engram_dir()
-        conn = sqlite3.connect(self.path, timeout=15.0, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.executescript(_SCHEMA)
-        self._conn = conn
-        return conn
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+    FILE = AUDIT_FILE
+    SCHEMA = _SCHEMA
 
     def append(self, entries: Iterable[AuditEntry]) -> int:
         """Add ``entries`` in order; returns how many were written."""

@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
-import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 import attrs
 
-from engram.workspace import Workspace
+from engram.store.sidefile import SqliteSideFile
 
 log = logging.getLogger(__name__)
 
@@ -47,31 +44,11 @@ class PendingCheck:
     cause: str = ""
 
 
-class PendingChecks:
+class PendingChecks(SqliteSideFile):
     """``.engram/pending_checks.sqlite``: add a check, drop it when judged, list the rest."""
 
-    def __init__(self, workspace: Workspace, *, read_only: bool = False) -> None:
-        self.workspace = workspace
-        self.read_only = read_only
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def path(self) -> Path:
-        return self.workspace.engram_dir / PENDING_FILE
-
-    def _connect(self, create: bool) -> sqlite3.Connection | None:
-        if self._conn is not None:
-            return self._conn
-        if not self.path.exists() and (not create or self.read_only):
-            return None
-        if create:
-            self.workspace.ensure_engram_dir()
-        conn = sqlite3.connect(self.path, timeout=15.0, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.executescript(_SCHEMA)
-        self._conn = conn
-        return conn
+    FILE = PENDING_FILE
+    SCHEMA = _SCHEMA
 
     def add(self, checks: Sequence[PendingCheck]) -> None:
         """Remember ``checks`` (a later add for the same memory replaces its pairs)."""
@@ -120,12 +97,6 @@ class PendingChecks:
                 continue
             out.append(PendingCheck(str(memory_id), parsed, str(cause)))
         return out
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
 
 
 __all__ = ["PENDING_FILE", "PendingCheck", "PendingChecks"]
