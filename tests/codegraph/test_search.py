@@ -325,3 +325,35 @@ def test_a_cold_keyword_index_writes_bounded_batches_and_skips_compaction(  # ty
     assert search.search("fn_0_1", k=1)[0].name == "fn_0_1"
     assert search.search("fn_11_3", k=1)[0].name == "fn_11_3"
     search.close()
+
+
+def test_deciding_what_to_rechunk_reads_three_columns_not_the_chunks(  # type: ignore[no-untyped-def]
+    make_graph, monkeypatch
+) -> None:
+    """Issue 18: at 500k chunks the language server's start-up index went from 1 GB to
+    4.3 GB RSS before its first file, building every chunk's code and text as Python
+    objects only to learn each file's stored hash. The check now reads ``(id, file,
+    content_hash)``; a re-run over unchanged files writes nothing, and a changed file is
+    still re-chunked."""
+    from engram.store import ChunkStore
+
+    files = {f"src/m{i}.py": f"def fn_{i}(x):\n    return x + {i}\n" for i in range(3)}
+    graph = make_graph(files)
+    first = CodeSearch(graph.workspace, graph, None)
+    assert first.index_chunks().files_chunked == 3
+    first.close()
+
+    def no_snapshot(self):  # type: ignore[no-untyped-def]
+        raise AssertionError("the whole chunk snapshot was built")
+
+    monkeypatch.setattr(ChunkStore, "refresh", no_snapshot)
+    again = CodeSearch(graph.workspace, graph, None)
+    assert again.index_chunks().files_chunked == 0
+    (graph.workspace.root / "src/m1.py").write_text("def fn_new(x):\n    return x\n")
+    graph.index()
+    assert again.index_chunks().files_chunked == 1
+    coverage = again.coverage()
+    assert coverage.chunks == 3 and coverage.embedded == 0
+    monkeypatch.undo()
+    assert again.search("fn_new", k=1)[0].name == "fn_new"
+    again.close()

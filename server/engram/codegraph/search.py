@@ -357,11 +357,11 @@ class CodeSearch:
             }
             stored_state: dict[str, tuple[str, str]] = {}
             reusable: dict[str, str] = {}  # chunk digest -> id of a stored chunk with a vector
-            for record in store.all_chunks():
-                file_hash, chunk_model, digest = parse_stored_hash(record.content_hash)
-                stored_state.setdefault(record.file, (file_hash, chunk_model))
+            for chunk_id, chunk_file, content_hash in store.stored_hashes():
+                file_hash, chunk_model, digest = parse_stored_hash(content_hash or "")
+                stored_state.setdefault(chunk_file, (file_hash, chunk_model))
                 if model_id is not None and chunk_model == model_id and digest:
-                    reusable.setdefault(digest, record.id)
+                    reusable.setdefault(digest, chunk_id)
             if files is None:
                 removed = sorted(set(stored_state) - set(graph_files))
                 if removed:
@@ -504,11 +504,12 @@ class CodeSearch:
     def coverage(self) -> ChunkCoverage:
         """Stored chunks and how many of them the current model embedded (no model: none)."""
         model_id = self.embedder.model_id if self.embedder is not None else None
-        records = self._chunks().all_chunks()
-        embedded = 0
-        if model_id is not None:
-            embedded = sum(1 for r in records if parse_stored_hash(r.content_hash)[1] == model_id)
-        return ChunkCoverage(chunks=len(records), embedded=embedded, model_id=model_id)
+        chunks = embedded = 0
+        for _id, _file, content_hash in self._chunks().stored_hashes():
+            chunks += 1
+            if model_id is not None and parse_stored_hash(content_hash or "")[1] == model_id:
+                embedded += 1
+        return ChunkCoverage(chunks=chunks, embedded=embedded, model_id=model_id)
 
     # -- searching -------------------------------------------------------------------------
     def _load(self) -> _Snapshot:

@@ -290,15 +290,23 @@ class HybridTable:
     # ------------------------------------------------------------------ reading
 
     def read_all(self, columns: Sequence[str] | None = None) -> tuple[pa.Table | None, int]:
-        """All rows (optionally some columns) and the version they were read at."""
+        """All rows (optionally some columns) and the version they were read at.
+
+        ``columns`` are projected in the scan, so the columns left out are never read:
+        reading the whole table and selecting afterwards held every text column of a
+        200k-memory or 500k-chunk table in memory at once (issue 18, docs/lsp.md
+        "Memory at scale").
+        """
 
         def attempt() -> tuple[pa.Table | None, int]:
             table = self.table()
             if table is None:
                 return None, 0
             version = int(table.version)
-            data = table.to_arrow()
-            return (data if columns is None else data.select(list(columns))), version
+            if columns is None:
+                return table.to_arrow(), version
+            data: pa.Table = table.search().select(list(columns)).limit(None).to_arrow()
+            return data, version
 
         return self._with_retry("read", attempt)
 
