@@ -14,7 +14,6 @@ test fails, a screenshot and the logs go to the folder printed at the start
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -386,16 +385,31 @@ def test_starts_only_where_engram_applies(
 def test_a_server_path_without_engram_says_how_to_fix_it(
     wb: Workbench, code_server: tuple[CodeServer, str], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    """A wrong ``engram.serverPath`` gives one message with the fix, and fixing it is enough.
+
+    code-server's window is remote: ``engram.serverPath`` is machine-scoped, so it lives in
+    the remote's settings (the Settings editor's "Remote" tab), not in User settings.
+    """
     server, url = code_server
+    working = server.setting("engram.serverPath")
     broken = tmp_path_factory.mktemp("vscode-e2e-broken") / "proj"
     (broken / ".engram").mkdir(parents=True)
-    settings_file = server.user_data / "User" / "settings.json"
-    settings = json.loads(settings_file.read_text())
-    settings["engram.serverPath"] = "/nonexistent/bin/engram"
-    settings_file.write_text(json.dumps(settings, indent=2))
+    server.update_settings({"engram.serverPath": "/nonexistent/bin/engram"})
     wb.page.goto(url.split("?")[0] + f"?folder={broken}")
     wb.page.wait_for_selector(".monaco-workbench", timeout=120_000)
-    message = wait_until("the error notification", lambda: wb.errors(), timeout=120)[0]
-    assert '"engram.serverPath" (/nonexistent/bin/engram) was not found' in message, message
+    wanted = '"engram.serverPath" (/nonexistent/bin/engram) was not found'
+    message = wait_until(
+        "the error notification naming the setting",
+        lambda: next((e for e in wb.errors() if wanted in e), None),
+        timeout=120,
+    )
     assert "pipx install" in message, message
     assert "pip install engram" not in message
+    assert not _serve_processes(broken)
+
+    # the fix the message offers: "Open Settings", put the working path in, no reload
+    wb.click_toast_button(wanted, "Open Settings")
+    wb.set_setting_in_ui("engram.serverPath", str(working), tab="Remote")
+    wait_until("the status bar", lambda: re.search(r"Engram: 0 memories", _status(wb)), 120)
+    assert _serve_processes(broken)
+    assert server.setting("engram.serverPath") == working

@@ -79,6 +79,19 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def machine_scoped_settings() -> frozenset[str]:
+    """The extension's settings with ``"scope": "machine"`` (package.json).
+
+    code-server's window is a remote window: VS Code reads machine-scoped settings there from
+    the remote's settings (``<user-data>/Machine/settings.json``, the Settings editor's
+    "Remote" tab) and ignores them in User settings. A test that wrote ``engram.serverPath``
+    to User settings saw it applied or not depending on start-up timing.
+    """
+    manifest = json.loads((VSCODE_CLIENT / "package.json").read_text())
+    properties = manifest["contributes"]["configuration"]["properties"]
+    return frozenset(key for key, spec in properties.items() if spec.get("scope") == "machine")
+
+
 class CodeServer:
     """One code-server process group with its own HOME, user data and extensions folders."""
 
@@ -87,9 +100,12 @@ class CodeServer:
         self.home = base / "home"
         self.user_data = base / "user-data"
         self.extensions = base / "extensions"
-        (self.user_data / "User").mkdir(parents=True, exist_ok=True)
+        self.machine_keys = machine_scoped_settings()
+        for scope in ("User", "Machine"):
+            (self.user_data / scope).mkdir(parents=True, exist_ok=True)
+            (self.user_data / scope / "settings.json").write_text("{}\n")
         self.home.mkdir(exist_ok=True)
-        (self.user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
+        self.update_settings(settings)
         self.env = {
             **env,
             "HOME": str(self.home),
@@ -101,6 +117,30 @@ class CodeServer:
         self.port = free_port()
         self.log = base / "code-server.log"
         self.proc: subprocess.Popen[bytes] | None = None
+
+    def settings_file(self, key: str) -> Path:
+        """Where VS Code reads ``key`` in this remote window: Machine/ or User/."""
+        scope = "Machine" if key in self.machine_keys else "User"
+        return self.user_data / scope / "settings.json"
+
+    def setting(self, key: str) -> Any:
+        return json.loads(self.settings_file(key).read_text()).get(key)
+
+    def update_settings(self, changes: dict[str, Any]) -> None:
+        """Merge ``changes`` into the settings files, each key where VS Code reads it.
+
+        The files are rewritten in place (same inode), as an editor saving them would.
+        """
+        by_file: dict[Path, dict[str, Any]] = {}
+        for key, value in changes.items():
+            by_file.setdefault(self.settings_file(key), {})[key] = value
+        for path, values in by_file.items():
+            current = json.loads(path.read_text() or "{}")
+            current.update(values)
+            with path.open("r+") as handle:
+                handle.seek(0)
+                handle.write(json.dumps(current, indent=2) + "\n")
+                handle.truncate()
 
     def install(self, vsix: Path) -> None:
         subprocess.run(
@@ -353,6 +393,26 @@ class Workbench:
         with contextlib.suppress(Exception):
             self.palette("Notifications: Clear All Notifications")
         self.page.keyboard.press("Escape")
+
+    def click_toast_button(self, message_part: str, button: str) -> None:
+        """Click ``button`` on the notification whose text contains ``message_part``."""
+        toast = self.page.locator(TOAST).filter(has_text=message_part).first
+        toast.locator(".monaco-button", has_text=button).first.click()
+
+    def set_setting_in_ui(self, key: str, value: str, tab: str = "User") -> None:
+        """Type ``value`` into ``key``'s text box in the Settings editor, on ``tab``.
+
+        ``tab`` is the Settings editor's tab: "User", "Remote" (where a remote window such as
+        code-server's keeps machine-scoped settings) or "Workspace".
+        """
+        self.page.wait_for_selector(".settings-editor", state="visible")
+        self.page.locator(".settings-tabs-widget .action-label", has_text=tab).first.click()
+        search = self.page.locator(".settings-editor .suggest-input-container textarea").first
+        search.fill(key)
+        field = self.page.locator(".setting-item-contents input.input").first
+        field.wait_for(state="visible")
+        field.fill(value)
+        self.page.keyboard.press("Tab")
 
     def errors(self) -> list[str]:
         return [t for s, t in self.toasts() if s == "error"]

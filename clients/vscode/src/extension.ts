@@ -43,7 +43,7 @@ import {
   serverCandidates,
 } from "./python";
 import { buildProbeCommand, buildServerCommand, LogLevel } from "./serverCommand";
-import { toServerSettings, SettingsObject } from "./settings";
+import { launchSettingsChanged, toServerSettings, SettingsObject } from "./settings";
 import { buildTree, TreeNode } from "./tree";
 import { openReport, WebviewLike } from "./report";
 
@@ -273,6 +273,44 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     });
     return starting;
   };
+  /**
+   * A change to a setting that chooses or starts the server (serverPath, python, serverArgs,
+   * server.logLevel) takes effect at once: the running client stops and a new one starts, or a
+   * server that could not start is tried again. So fixing the setting that the "could not
+   * start" message names is enough; no window reload. Relaunches run one at a time.
+   */
+  let relaunching: Promise<void> = Promise.resolve();
+  const relaunch = (): Promise<void> => {
+    relaunching = relaunching.then(async () => {
+      if (starting) {
+        await starting.catch(() => false);
+      }
+      const running = client;
+      if (running) {
+        client = undefined;
+        starting = undefined;
+        await vscode.commands.executeCommand("setContext", "engram.active", false);
+        try {
+          await running.stop();
+        } catch (err) {
+          output.warn(`stopping the old server failed: ${String(err)}`);
+        }
+      } else if (!config().get<boolean>("enable", true) || !engramApplies(folder)) {
+        return;
+      }
+      output.info("a server setting changed: starting the server again");
+      await ensureStarted();
+    });
+    return relaunching;
+  };
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (launchSettingsChanged((section) => event.affectsConfiguration(section))) {
+        void relaunch();
+      }
+    }),
+  );
+
   const status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   status.command = "engram.ui.review";
   status.text = statusText(undefined, undefined);

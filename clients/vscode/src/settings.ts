@@ -22,3 +22,14 @@ export function toServerSettings(section: SettingsObject | undefined | null): Se
   }
   return result;
 }
+
+/**
+ * Settings that choose or start the server process: a change to one of them needs a new
+ * process (the others reach the running server through workspace/didChangeConfiguration).
+ */
+export const LAUNCH_KEYS = ["engram.serverPath", "engram.python", "engram.serverArgs", "engram.server.logLevel"];
+
+/** Whether a configuration change touches how the server is launched. */
+export function launchSettingsChanged(affects: (section: string) => boolean): boolean {
+  return LAUNCH_KEYS.some((key) => affects(key));
+}

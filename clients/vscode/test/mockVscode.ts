@@ -9,14 +9,39 @@ export interface Recorder {
   commands: Map<string, (...args: unknown[]) => unknown>;
   errors: string[];
   infos: string[];
-  clients: { id: string; serverOptions: Record<string, unknown>; clientOptions: Record<string, unknown>; started: boolean }[];
+  clients: {
+    id: string;
+    serverOptions: Record<string, unknown>;
+    clientOptions: Record<string, unknown>;
+    started: boolean;
+    stopped: boolean;
+  }[];
   settings: Record<string, unknown>;
   treeProviders: string[];
   contexts: Record<string, unknown>;
+  /** Change settings as the user would and tell the extension's configuration listeners. */
+  changeSettings(changed: Record<string, unknown>): void;
 }
 
 export function installMocks(settings: Record<string, unknown> = {}, folder = "/tmp/engram-ws"): Recorder {
-  const rec: Recorder = { commands: new Map(), errors: [], infos: [], clients: [], settings, treeProviders: [], contexts: {} };
+  const configListeners: ((event: { affectsConfiguration(section: string): boolean }) => void)[] = [];
+  const rec: Recorder = {
+    commands: new Map(),
+    errors: [],
+    infos: [],
+    clients: [],
+    settings,
+    treeProviders: [],
+    contexts: {},
+    changeSettings(changed) {
+      Object.assign(rec.settings, changed);
+      const keys = Object.keys(changed).map((k) => `engram.${k}`);
+      const event = {
+        affectsConfiguration: (section: string) => keys.some((k) => k === section || k.startsWith(`${section}.`)),
+      };
+      configListeners.forEach((listener) => listener(event));
+    },
+  };
   class EventEmitter {
     private listeners: ((v: unknown) => void)[] = [];
     event = (listener: (v: unknown) => void) => {
@@ -71,6 +96,10 @@ export function installMocks(settings: Record<string, unknown> = {}, folder = "/
       }),
       registerTextDocumentContentProvider: () => disposable,
       onDidSaveTextDocument: () => disposable,
+      onDidChangeConfiguration: (listener: (event: { affectsConfiguration(section: string): boolean }) => void) => {
+        configListeners.push(listener);
+        return disposable;
+      },
       asRelativePath: (uri: { fsPath: string }) => uri.fsPath,
     },
     extensions: { getExtension: () => undefined },
@@ -97,16 +126,19 @@ export function installMocks(settings: Record<string, unknown> = {}, folder = "/
     TransportKind: { stdio: 0 },
     LanguageClient: class {
       state = 1;
+      private readonly index: number;
       constructor(id: string, _name: string, serverOptions: Record<string, unknown>, clientOptions: Record<string, unknown>) {
-        rec.clients.push({ id, serverOptions, clientOptions, started: false });
+        this.index = rec.clients.push({ id, serverOptions, clientOptions, started: false, stopped: false }) - 1;
       }
       onDidChangeState() {
         return disposable;
       }
       async start() {
-        rec.clients[rec.clients.length - 1].started = true;
+        rec.clients[this.index].started = true;
       }
-      async stop() {}
+      async stop() {
+        rec.clients[this.index].stopped = true;
+      }
       async sendRequest() {
         return {};
       }
