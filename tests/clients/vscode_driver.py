@@ -305,23 +305,24 @@ class Workbench:
         return str(text)
 
     def _hover_text(self) -> str:
-        hovers = self.page.locator(HOVER)
-        return " ".join(hovers.nth(i).inner_text() for i in range(hovers.count())).strip()
+        return " ".join(self.page.locator(HOVER).all_inner_texts()).strip()
 
     # --- panels ------------------------------------------------------------------
     def problems(self) -> list[str]:
         if not self.page.locator(".markers-panel").is_visible():
             self.page.keyboard.press("Control+Shift+m")
             self.page.wait_for_selector(".markers-panel", state="visible")
-        rows = self.page.locator(PROBLEM_ROWS)
-        return [" ".join(rows.nth(i).inner_text().split()) for i in range(rows.count())]
+        # one read of every row: counting, then reading row i, raced the list shrinking (a
+        # flagged memory leaving) and waited 60 s for a row that was gone
+        rows = self.page.locator(PROBLEM_ROWS).all_inner_texts()
+        return [" ".join(row.split()) for row in rows]
 
     def code_actions(self) -> list[str]:
         """Open the code action menu (Ctrl+.) at the cursor; the titles it offers."""
         self.page.keyboard.press("Control+.")
         self.page.wait_for_selector(".action-widget .monaco-list-row", timeout=30_000)
-        rows = self.page.locator(".action-widget .monaco-list-row.action")
-        return [" ".join(rows.nth(i).inner_text().split()) for i in range(rows.count())]
+        rows = self.page.locator(".action-widget .monaco-list-row.action").all_inner_texts()
+        return [" ".join(row.split()) for row in rows]
 
     def choose_code_action(self, title: str) -> None:
         """Arrow down to ``title`` and press Enter (the menu blocks pointer clicks)."""
@@ -352,8 +353,7 @@ class Workbench:
 
     def quick_pick_labels(self) -> list[str]:
         self.page.wait_for_selector(QUICK_ROW, timeout=30_000)
-        rows = self.page.locator(QUICK_ROW)
-        return [" ".join(rows.nth(i).inner_text().split()) for i in range(rows.count())]
+        return [" ".join(row.split()) for row in self.page.locator(QUICK_ROW).all_inner_texts()]
 
     def type_input(self, text: str | None) -> None:
         """Answer an input box: replace its value with ``text`` (None keeps it), Enter."""
@@ -365,17 +365,19 @@ class Workbench:
     # --- notifications -----------------------------------------------------------
     def toasts(self) -> list[tuple[str, str]]:
         """(severity, text) of the notification toasts on screen."""
+        # read in one evaluation: a toast that fades between counting and reading it would
+        # otherwise be waited for until the default timeout
+        shown = self.page.locator(TOAST).evaluate_all(
+            """toasts => toasts.map(t => [
+                t.querySelector('.notification-list-item-icon')?.className ?? '',
+                t.querySelector('.notification-list-item-message')?.innerText ?? ''])"""
+        )
         found: list[tuple[str, str]] = []
-        toasts = self.page.locator(TOAST)
-        for i in range(toasts.count()):
-            toast = toasts.nth(i)
-            icon = toast.locator(".notification-list-item-icon").first
-            classes = icon.get_attribute("class") or "" if icon.count() else ""
+        for classes, text in shown:
             severity = next(
                 (s for s in ("error", "warning", "info") if f"codicon-{s}" in classes), "info"
             )
-            text = " ".join(toast.locator(".notification-list-item-message").inner_text().split())
-            found.append((severity, text))
+            found.append((severity, " ".join(str(text).split())))
         return found
 
     def wait_toast(self, pattern: str, timeout: float = 60.0) -> str:
@@ -420,8 +422,8 @@ class Workbench:
     # --- side bar ----------------------------------------------------------------
     def tree_rows(self) -> list[str]:
         """The rows of the tree views in the side bar, as shown."""
-        rows = self.page.locator(".part.sidebar .monaco-list-row")
-        return [" ".join(rows.nth(i).inner_text().split()) for i in range(rows.count())]
+        rows = self.page.locator(".part.sidebar .monaco-list-row").all_inner_texts()
+        return [" ".join(row.split()) for row in rows]
 
     def expand_tree_row(self, label: str) -> None:
         """Click the first collapsed side bar row whose label starts with ``label``."""
