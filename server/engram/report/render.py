@@ -1,7 +1,9 @@
 """``engram report`` as one self-contained HTML file: plotly.js inlined, no network at all.
 
-The page carries plotly.js from the installed ``plotly`` package (``plotly.offline.
-get_plotlyjs``), the figures as one JSON document, and a few lines that draw them; a
+The page carries plotly.js (its cartesian partial bundle, which setup.py fetched into
+``report/vendor/`` and whose sha256 ``plotly_bundle.json`` pins; else the installed ``plotly``
+package's full bundle, ``plotly.offline.get_plotlyjs``, three times slower to parse), the
+figures as one JSON document, and a few lines that draw them; a
 Content-Security-Policy forbids every load from outside the file, so it works offline, in
 VS Code's webview and from an e-mail attachment alike, and injected text in a memory can
 never fetch anything. Memory text goes into HTML tables escaped and into figures only as
@@ -11,8 +13,13 @@ plotly text (which plotly escapes). When every chart is drawn the loader sets
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
+import logging
+from functools import cache
+from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from engram.jsontypes import JsonObject
@@ -24,6 +31,8 @@ from engram.report.data import (
     ReviewItem,
     TimeSeries,
 )
+
+log = logging.getLogger(__name__)
 
 #: ids of the chart ``<div>`` elements, in page order (the browser test checks each)
 CHART_IDS = (
@@ -330,10 +339,37 @@ def _contradiction_table(items: list[Contradiction], total: int) -> str:
     )
 
 
-def render_html(data: ReportData) -> str:
-    """The whole report page (see the module docstring)."""
+@cache
+def plotly_js() -> tuple[str, str]:
+    """The plotly.js the page inlines and what it is (``"plotly.js-cartesian-dist-min@4.1.1"``
+    or ``"plotly full bundle"``): the partial bundle when it is installed unaltered."""
+    return bundle_from(resources.files("engram.report"))
+
+
+def bundle_from(here: Traversable) -> tuple[str, str]:
+    """:func:`plotly_js` for the package folder ``here`` (``plotly_bundle.json`` and
+    ``vendor/``)."""
+    spec = json.loads(here.joinpath("plotly_bundle.json").read_text(encoding="utf-8"))
+    bundle = here.joinpath("vendor", spec["bundle"])
+    try:
+        raw = bundle.read_bytes()
+    except OSError:
+        raw = b""
+    if raw and hashlib.sha256(raw).hexdigest() == spec["files"][spec["bundle"]]:
+        return raw.decode("utf-8"), f"{spec['npm_package']}@{spec['version']}"
+    log.warning(
+        "report: %s is %s; inlining plotly's full bundle (slower to draw; reinstall engram "
+        "with npm on the PATH to get it)",
+        spec["npm_package"],
+        "altered" if raw else "not installed",
+    )
     from plotly.offline import get_plotlyjs
 
+    return get_plotlyjs(), "plotly full bundle"
+
+
+def render_html(data: ReportData) -> str:
+    """The whole report page (see the module docstring)."""
     totals = "".join(
         f"<div><b>{value:,}</b>{html.escape(name.replace('_', ' '))}</div>"
         for name, value in data.totals.items()
@@ -344,7 +380,7 @@ def render_html(data: ReportData) -> str:
 <meta http-equiv="Content-Security-Policy" content="{_CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Engram report: {ws}</title><style>{_STYLE}</style>
-<script>{get_plotlyjs()}</script></head>
+<script>{plotly_js()[0]}</script></head>
 <body>
 <h1>Engram report</h1>
 <p class="meta">{ws} · generated {html.escape(data.generated_at)}</p>
