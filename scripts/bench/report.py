@@ -14,19 +14,28 @@ conflict. It then times, in the same run:
 * ``html_s``: rendering the page (plotly's schema check, plotly.js inlined);
 * ``render``: headless Chromium (Debian's, driven by Playwright) from navigation until
   every chart is drawn (the page sets ``data-rendered``), median of ``--runs`` fresh tabs,
-  wall clock and the page's own ``performance.now()``;
-  and the renderer's main-thread busy time (``TaskDuration`` from the DevTools protocol),
-  which does not grow when other jobs take the CPU;
-* ``plotly_only``: the same for a page that holds nothing but plotly.js: the floor any
-  plotly report pays to parse the library (4.8 MB), so a slow shared machine shows as a
-  slow floor, not as a slow report; ``blank``: the same for an empty page (the browser's
-  own floor); every row also gives ``cpu_s``, the CPU seconds of Chromium's processes;
-* with ``--plotly-js FILE``, ``other_bundle``: the same page and library-only page with
-  another plotly.js bundle inlined (plotly.js's cartesian dist has every trace type the
-  report uses), to weigh a partial bundle in the same run.
+  wall clock and the page's own ``performance.now()``, split by the page's marks into
+  ``to_bundle_s`` (loading and parsing the page up to the start of plotly.js),
+  ``bundle_eval_s`` (running plotly.js), ``data_s`` (parsing the figures' JSON),
+  ``plot_calls_s`` (the ``Plotly.newPlot`` calls) and ``settle_s`` (until every chart's
+  promise resolved); and the renderer's main-thread busy time (``TaskDuration`` from the
+  DevTools protocol), which does not grow when other jobs take the CPU;
+* ``plotly_only``: the same for a page that holds nothing but the plotly.js the report
+  inlines (``bundle`` names it: the cartesian partial bundle setup.py fetched, or plotly's
+  full bundle): the floor the report pays to parse the library; ``full_bundle_only``: the
+  same with plotly's full bundle (4.8 MB); ``blank``: an empty page (the browser's own
+  floor); every row also gives ``cpu_s``, the CPU seconds of Chromium's processes;
+* with ``--plotly-js FILE``, ``other_bundle``: the same page with another plotly.js bundle
+  inlined instead (e.g. the full one, ``plotly.offline.get_plotlyjs`` written to a file),
+  and ``other_bundle_only``; with ``--compare PAGE``, ``compare``: another report page (one
+  an older engram wrote for the same workspace) drawn in the same rounds.
+
+Every page is drawn in one browser, interleaved forward then backward (A-B-B-A-A-B...), so
+a change of load on the shared machine falls on all of them alike.
 
 Usage: scripts/bench/report.py [--memories 100000] [--modules 200] [--runs 3]
        [--browser /usr/bin/chromium] [--keep DIR | --reuse DIR] [--legacy]
+       [--plotly-js FILE] [--compare PAGE]
 Last stdout line: one JSON object.
 """
 
@@ -145,50 +154,72 @@ def fill_memories(root: Path, count: int, modules: int, seed: int) -> None:
         store.close()
 
 
-def render_times(browser: str, page: Path, runs: int) -> dict[str, Any]:
-    """Median wall/in-page time to ``data-rendered`` over ``runs`` fresh tabs, and errors."""
+PHASES = (  # (name, from mark, to mark): the page's performance marks (engram.report.render)
+    ("to_bundle_s", None, "engram-bundle"),
+    ("bundle_eval_s", "engram-bundle", "engram-loader"),
+    ("data_s", "engram-loader", "engram-data"),
+    ("plot_calls_s", "engram-data", "engram-plot-calls"),
+    ("settle_s", "engram-plot-calls", "engram-drawn"),
+)
+
+
+def render_times(browser: str, pages: dict[str, Path], runs: int) -> dict[str, dict[str, Any]]:
+    """For each page: median wall/in-page time to ``data-rendered`` over ``runs`` fresh tabs,
+    the split by the page's marks, and errors. Pages are drawn interleaved in one browser,
+    forward then backward (A-B-B-A-A-B...), so a load change on the shared machine falls on
+    every page alike."""
     from playwright.sync_api import sync_playwright
 
-    walls: list[float] = []
-    inner: list[float] = []
-    busy: list[float] = []
-    cpu: list[float] = []
-    errors: list[str] = []
+    names = list(pages)
+    samples: dict[str, dict[str, list[float]]] = {n: {} for n in names}
+    errors: dict[str, list[str]] = {n: [] for n in names}
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=browser, args=["--no-sandbox"])
         try:
-            for _ in range(runs):
-                tab = chromium.new_page(viewport={"width": 1280, "height": 900})
-                tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                tab.on("pageerror", lambda e: errors.append(str(e)))
-                cdp = tab.context.new_cdp_session(tab)
-                cdp.send("Performance.enable")
-                before = browser_cpu_s()
-                started = time.perf_counter()
-                tab.goto(page.as_uri())
-                tab.wait_for_selector("body[data-rendered]", state="attached", timeout=120_000)
-                walls.append(time.perf_counter() - started)
-                after = browser_cpu_s()
-                cpu.append(sum(t - before.get(pid, 0.0) for pid, t in after.items()))
-                inner.append(float(tab.get_attribute("body", "data-render-ms") or "nan") / 1000)
-                metrics = {
-                    m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]
-                }
-                busy.append(float(metrics.get("TaskDuration", float("nan"))))
-                tab.close()
+            for round_ in range(runs):
+                for name in names if round_ % 2 == 0 else reversed(names):
+                    for key, value in draw_once(chromium, pages[name], errors[name]).items():
+                        samples[name].setdefault(key, []).append(value)
         finally:
             chromium.close()
-    return {
-        "wall_s": round(statistics.median(walls), 3),
-        "in_page_s": round(statistics.median(inner), 3),
-        # the renderer's main thread busy time: what the page costs, however busy the machine
-        "main_thread_s": round(statistics.median(busy), 3),
-        # CPU seconds of every Chromium process while the tab loaded and drew (renderer,
-        # GPU and browser processes): the page's cost, whatever else the machine runs
-        "cpu_s": round(statistics.median(cpu), 3),
-        "runs": runs,
-        "console_errors": errors,
-    }
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        # wall: navigation to every chart drawn, from outside; in_page: the page's own clock;
+        # main_thread: the renderer's main thread busy time (what the page costs, however
+        # busy the machine); cpu: CPU seconds of every Chromium process meanwhile
+        row: dict[str, Any] = {k: round(statistics.median(v), 3) for k, v in samples[name].items()}
+        row["runs"] = runs
+        row["console_errors"] = errors[name]
+        out[name] = row
+    return out
+
+
+def draw_once(chromium: Any, page: Path, errors: list[str]) -> dict[str, float]:
+    """One fresh tab draws ``page``: its times (see :func:`render_times`); errors to ``errors``."""
+    tab = chromium.new_page(viewport={"width": 1280, "height": 900})
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    cdp = tab.context.new_cdp_session(tab)
+    cdp.send("Performance.enable")
+    before = browser_cpu_s()
+    started = time.perf_counter()
+    tab.goto(page.as_uri())
+    tab.wait_for_selector("body[data-rendered]", state="attached", timeout=120_000)
+    out = {"wall_s": time.perf_counter() - started}
+    after = browser_cpu_s()
+    out["cpu_s"] = sum(t - before.get(pid, 0.0) for pid, t in after.items())
+    out["in_page_s"] = float(tab.get_attribute("body", "data-render-ms") or "nan") / 1000
+    metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    out["main_thread_s"] = float(metrics.get("TaskDuration", float("nan")))
+    marks: dict[str, float] = tab.evaluate(
+        "() => Object.fromEntries(performance.getEntriesByType('mark')"
+        ".map(m => [m.name, m.startTime]))"
+    )
+    for phase, start, end in PHASES:
+        if end in marks and (start is None or start in marks):
+            out[phase] = (marks[end] - (marks[start] if start else 0.0)) / 1000
+    tab.close()
+    return out
 
 
 def browser_cpu_s() -> dict[int, float]:
@@ -283,26 +314,28 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     result["html_bytes"] = len(page.encode("utf-8"))
     result["impact_module"] = data.impact.module
     result["totals"] = data.totals
-    result["render"] = render_times(args.browser, page_path, args.runs)
-    from plotly.offline import get_plotlyjs
+    from engram.report.render import plotly_js
 
-    full = get_plotlyjs()
-    result["blank"] = render_times(args.browser, library_page(root, "blank", ""), args.runs)
-    result["plotly_only"] = render_times(
-        args.browser, library_page(root, "plotly-only", full), args.runs
-    )
-    if args.plotly_js:  # another plotly.js bundle (a partial one), same page, same run
+    inlined, result["bundle"] = plotly_js()
+    pages = {
+        "render": page_path,
+        "blank": library_page(root, "blank", ""),
+        "plotly_only": library_page(root, "plotly-only", inlined),
+    }
+    if result["bundle"] != "plotly full bundle":  # the floor the full bundle would pay
+        from plotly.offline import get_plotlyjs
+
+        pages["full_bundle_only"] = library_page(root, "full-only", get_plotlyjs())
+    if args.plotly_js:  # another plotly.js bundle, same page, same run
         other = Path(args.plotly_js).read_text(encoding="utf-8")
         swapped = root / ".engram" / "report-other-bundle.html"
-        swapped.write_text(page.replace(full, other), encoding="utf-8")
-        result["other_bundle"] = {
-            "path": args.plotly_js,
-            "bytes": len(other.encode("utf-8")),
-            "render": render_times(args.browser, swapped, args.runs),
-            "library_only": render_times(
-                args.browser, library_page(root, "other-only", other), args.runs
-            ),
-        }
+        swapped.write_text(page.replace(inlined, other), encoding="utf-8")
+        pages["other_bundle"] = swapped
+        pages["other_bundle_only"] = library_page(root, "other-only", other)
+        result["other_bundle_path"] = args.plotly_js
+    if args.compare:  # a page another build wrote for this workspace (e.g. main's)
+        pages["compare"] = Path(args.compare)
+    result.update(render_times(args.browser, pages, args.runs))
     floor = result["plotly_only"]["in_page_s"]
     result["render_minus_plotly_s"] = round(result["render"]["in_page_s"] - floor, 3)
     result["render_goal_s"] = RENDER_GOAL_S
@@ -323,7 +356,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--plotly-js",
         metavar="FILE",
-        help="also draw the page with this plotly.js bundle (e.g. the cartesian dist)",
+        help="also draw the page with this plotly.js bundle inlined instead (e.g. the full one)",
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="PAGE",
+        help="also draw this report page (e.g. one main's engram wrote), interleaved",
     )
     parser.add_argument(
         "--reuse", metavar="DIR", help="time a workspace an earlier --keep built (no setup)"
