@@ -52,4 +52,8 @@ def test_a_wheel_built_from_the_checkout_records_its_commit(tmp_path: Path) -> N
         info = archive.read("engram/_build_info.py").decode()
     assert f"COMMIT = {_describe().replace('-dirty', '-modified')!r}" in info
     assert any(n.startswith("engram-0.1.0.data/data/share/engram/grammars/python/") for n in names)
+    # the report's plotly.js partial bundle (fetched by setup.py, git-ignored) is package
+    # data: an installed wheel draws reports offline with it
+    assert {"engram/report/plotly_bundle.json", "engram/report/vendor/plotly-cartesian.min.js",
+            "engram/report/vendor/LICENSE"} <= set(names)  # fmt: skip
     assert not (ROOT / "server" / "engram" / "_build_info.py").exists(), "source tree untouched"
