@@ -18,7 +18,8 @@ conflict. It then times, in the same run:
   ``to_bundle_s`` (loading and parsing the page up to the start of plotly.js),
   ``bundle_eval_s`` (running plotly.js), ``data_s`` (parsing the figures' JSON),
   ``plot_calls_s`` (the ``Plotly.newPlot`` calls) and ``settle_s`` (until every chart's
-  promise resolved); and the renderer's main-thread busy time (``TaskDuration`` from the
+  promise resolved); ``first_paint_s``, when the first text was on screen (Chromium's
+  first-contentful-paint); and the renderer's main-thread busy time (``TaskDuration`` from the
   DevTools protocol), which does not grow when other jobs take the CPU;
 * ``plotly_only``: the same for a page that holds nothing but the plotly.js the report
   inlines (``bundle`` names it: the cartesian partial bundle setup.py fetched, or plotly's
@@ -27,8 +28,8 @@ conflict. It then times, in the same run:
   floor); every row also gives ``cpu_s``, the CPU seconds of Chromium's processes;
 * with ``--plotly-js FILE``, ``other_bundle``: the same page with another plotly.js bundle
   inlined instead (e.g. the full one, ``plotly.offline.get_plotlyjs`` written to a file),
-  and ``other_bundle_only``; with ``--compare PAGE``, ``compare``: another report page (one
-  an older engram wrote for the same workspace) drawn in the same rounds.
+  and ``other_bundle_only``; with ``--compare PAGE`` (repeatable), ``compare:NAME``: another
+  report page (one an older engram wrote for the same workspace) drawn in the same rounds.
 
 Every page is drawn in one browser, interleaved forward then backward (A-B-B-A-A-B...), so
 a change of load on the shared machine falls on all of them alike.
@@ -163,6 +164,17 @@ PHASES = (  # (name, from mark, to mark): the page's performance marks (engram.r
 )
 
 
+# when the first text was on screen; a page with text paints it, maybe only after the
+# charts (then the entry comes a frame later), a page without (the library-only ones) never
+FIRST_PAINT = """() => new Promise(done => {
+  const seen = () => performance.getEntriesByName('first-contentful-paint')[0];
+  if (seen() || !document.querySelector('h1')) return done(seen() ? seen().startTime : null);
+  new PerformanceObserver(() => seen() && done(seen().startTime))
+    .observe({type: 'paint', buffered: true});
+  setTimeout(() => done(null), 5000);
+})"""
+
+
 def render_times(browser: str, pages: dict[str, Path], runs: int) -> dict[str, dict[str, Any]]:
     """For each page: median wall/in-page time to ``data-rendered`` over ``runs`` fresh tabs,
     the split by the page's marks, and errors. Pages are drawn interleaved in one browser,
@@ -215,6 +227,9 @@ def draw_once(chromium: Any, page: Path, errors: list[str]) -> dict[str, float]:
         "() => Object.fromEntries(performance.getEntriesByType('mark')"
         ".map(m => [m.name, m.startTime]))"
     )
+    paint = tab.evaluate(FIRST_PAINT)
+    if paint is not None:  # the page's first text on screen
+        out["first_paint_s"] = float(paint) / 1000
     for phase, start, end in PHASES:
         if end in marks and (start is None or start in marks):
             out[phase] = (marks[end] - (marks[start] if start else 0.0)) / 1000
@@ -333,8 +348,8 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         pages["other_bundle"] = swapped
         pages["other_bundle_only"] = library_page(root, "other-only", other)
         result["other_bundle_path"] = args.plotly_js
-    if args.compare:  # a page another build wrote for this workspace (e.g. main's)
-        pages["compare"] = Path(args.compare)
+    for other_page in args.compare or ():  # pages another build wrote for this workspace
+        pages[f"compare:{Path(other_page).name}"] = Path(other_page)
     result.update(render_times(args.browser, pages, args.runs))
     floor = result["plotly_only"]["in_page_s"]
     result["render_minus_plotly_s"] = round(result["render"]["in_page_s"] - floor, 3)
@@ -361,7 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--compare",
         metavar="PAGE",
-        help="also draw this report page (e.g. one main's engram wrote), interleaved",
+        action="append",
+        help="also draw this report page (e.g. one main's engram wrote), interleaved; repeatable",
     )
     parser.add_argument(
         "--reuse", metavar="DIR", help="time a workspace an earlier --keep built (no setup)"
