@@ -7,11 +7,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
+import attrs
 import pytest
 from mcp_helpers import WriteConfig, fake_server
 
 from engram.config import EngramConfig
-from engram.lsp.mcp_commands import register_commands
+from engram.lsp.mcp_commands import HubCache, register_commands
 from engram.lsp.registry import CommandError, CommandRegistry
 from engram.model import MemorySource
 from engram.workspace import Workspace
@@ -179,3 +180,34 @@ async def test_code_actions_offer_runnable_tools_and_run_shows_the_result(
         for closer in registry.closers:
             await closer()
     assert hubs is not None
+
+
+async def test_an_mcp_settings_change_rebuilds_the_hub_never_under_a_command(
+    tmp_workspace: Workspace, user_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HubCache.drop`` (an ``mcp`` settings change): the next command gets a hub with the
+    new pool settings; the old hub closes when the command using it finishes."""
+    monkeypatch.setenv("HOME", str(user_home))
+    cache = HubCache()
+    engine = FakeEngine(tmp_workspace)
+    ctx: Any = FakeContext(engine)
+    closed: list[object] = []
+    async with cache.use(ctx, None) as old:
+        real_close = old.close
+
+        async def close() -> None:
+            closed.append(old)
+            await real_close()
+
+        monkeypatch.setattr(old, "close", close)
+        assert old.pool.max_connections == 10
+        engine.config = attrs.evolve(
+            engine.config, mcp=attrs.evolve(engine.config.mcp, max_connections=2)
+        )
+        assert await cache.drop(tmp_workspace.root)
+        assert closed == []  # a command still uses it
+        async with cache.use(ctx, None) as new:
+            assert new is not old and new.pool.max_connections == 2
+    assert closed == [old]  # closed by its last command
+    assert cache.open_roots == [tmp_workspace.root]
+    await cache.close()

@@ -14,13 +14,18 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from engram.lsp.feature import Feature
 from engram.lsp.server import ClientLogHandler, EngramLanguageServer
 
+if TYPE_CHECKING:
+    from engram.lsp.mcp_commands import HubCache
 
-def features() -> tuple[Feature, ...]:
-    """Every feature, in registration order."""
+
+def features(hubs: HubCache | None = None) -> tuple[Feature, ...]:
+    """Every feature, in registration order (``hubs``: the MCP hubs the commands use)."""
+    from engram.lsp import mcp_commands
     from engram.lsp.handlers import (
         code_action,
         diagnostic,
@@ -42,6 +47,7 @@ def features() -> tuple[Feature, ...]:
         code_action.FEATURE,
         diagnostic.FEATURE,
         execute_command.FEATURE,
+        mcp_commands.settings_feature(hubs or mcp_commands.HubCache()),
     )
     # a settings change reconfigures the features above that read a changed section
     return (*listed, settings.handler(listed))
@@ -54,8 +60,8 @@ def create_server() -> EngramLanguageServer:
 
     server = EngramLanguageServer()
     register_commands(server.registry)  # the declared use cases (engram.api)
-    mcp_commands.register_commands(server.registry)  # the MCP hub's engram.mcp.*
-    for feature in features():
+    hubs = mcp_commands.register_commands(server.registry)  # the MCP hub's engram.mcp.*
+    for feature in features(hubs):
         feature.register(server)
     handler = ClientLogHandler(server)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))

@@ -28,13 +28,15 @@ engine).
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypedDict
 
 import attrs
 
+from engram.lsp.feature import Feature, SettingsChange
 from engram.lsp.registry import Args, CommandContext, CommandRegistry
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from engram.app.remember import RememberResult
     from engram.config import EngramConfig
     from engram.jsontypes import JsonObject
+    from engram.lsp.server import EngramLanguageServer
     from engram.mcphub.hub import McpHub
     from engram.mcphub.results import ObservationDraft
     from engram.workspace import Workspace
@@ -154,10 +157,20 @@ def tool_action_specs(
 
 
 class HubCache:
-    """One hub per workspace root, created on first use; :meth:`close` ends every child."""
+    """One hub per workspace root, created on first use; :meth:`close` ends every child.
+
+    A command uses a hub through :meth:`use`; :meth:`drop` (an ``mcp`` settings change)
+    retires a folder's hub so the next command builds one with the new settings, and
+    closes the retired one (its connections and child processes) when the last command
+    using it finishes, never under it. Only the event loop touches it.
+    """
 
     def __init__(self) -> None:
         self._hubs: dict[Path, McpHub] = {}
+        #: commands using each hub, by ``id``
+        self._uses: dict[int, int] = {}
+        #: dropped hubs still in use: closed by their last command
+        self._retired: dict[int, McpHub] = {}
 
     async def hub(self, ctx: CommandContext, file: str | None) -> McpHub:
         def locate(engine: Engine) -> tuple[Workspace, EngramConfig]:
@@ -172,11 +185,59 @@ class HubCache:
             self._hubs[workspace.root] = hub
         return hub
 
+    @contextlib.asynccontextmanager
+    async def use(self, ctx: CommandContext, file: str | None) -> AsyncIterator[McpHub]:
+        """``async with cache.use(ctx, file) as hub:`` the folder's hub, kept open meanwhile."""
+        hub = await self.hub(ctx, file)
+        self._uses[id(hub)] = self._uses.get(id(hub), 0) + 1
+        try:
+            yield hub
+        finally:
+            left = self._uses.pop(id(hub)) - 1
+            if left:
+                self._uses[id(hub)] = left
+            else:
+                retired = self._retired.pop(id(hub), None)
+                if retired is not None:
+                    log.info("closing a replaced MCP hub: its last command finished")
+                    await retired.close()
+
+    async def drop(self, root: Path) -> bool:
+        """Retire the hub of ``root`` (its settings changed); ``False`` if none was open."""
+        hub = self._hubs.pop(root, None)
+        if hub is None:
+            return False
+        if self._uses.get(id(hub)):
+            self._retired[id(hub)] = hub
+        else:
+            await hub.close()
+        return True
+
+    @property
+    def open_roots(self) -> list[Path]:
+        """The roots with a hub (for logs and tests)."""
+        return sorted(self._hubs)
+
     async def close(self) -> None:
-        hubs = list(self._hubs.values())
+        """Shutdown: close every hub, the retired ones too."""
+        hubs = [*self._hubs.values(), *self._retired.values()]
         self._hubs.clear()
+        self._retired.clear()
         for hub in hubs:
             await hub.close()
+
+
+def settings_feature(cache: HubCache) -> Feature:
+    """The hub's part of a settings change: an ``mcp`` change closes and rebuilds only the
+    folder's hub (pool size, timeouts), keeping the engine (``config.SECTION_RELOAD``)."""
+
+    async def rebuild_hub(_ls: EngramLanguageServer, change: SettingsChange) -> None:
+        if await cache.drop(change.folder.workspace.root):
+            log.info("MCP settings of %s changed: its hub is rebuilt", change.folder.root)
+
+    return Feature(
+        "mcp hub", lambda server: None, settings=frozenset({"mcp"}), reconfigure=rebuild_hub
+    )
 
 
 async def code_actions(
@@ -186,8 +247,8 @@ async def code_actions(
     text = " ".join(selection.split())
     if not text:
         return []
-    hub = await cache.hub(ctx, file)
-    found = hub.search_sync(text[:300], file=file, k=k * 2, with_schema=True)
+    async with cache.use(ctx, file) as hub:
+        found = hub.search_sync(text[:300], file=file, k=k * 2, with_schema=True)
     listed = found.get("tools")
     tools = [t for t in listed if isinstance(t, dict)] if isinstance(listed, list) else []
     scores = {t.get("name"): t.get("score") for t in tools}
@@ -246,40 +307,40 @@ def register_commands(registry: CommandRegistry, hubs: HubCache | None = None) -
     cache = hubs or HubCache()
 
     async def mcp_list(ctx: CommandContext, args: ListArgs) -> JsonObject:
-        hub = await cache.hub(ctx, args.file)
-        return await hub.list(args.server, with_schema=args.with_schema)
+        async with cache.use(ctx, args.file) as hub:
+            return await hub.list(args.server, with_schema=args.with_schema)
 
     async def mcp_search(ctx: CommandContext, args: SearchArgs) -> JsonObject:
-        hub = await cache.hub(ctx, args.file)
-        return await hub.search(
-            args.query, file=args.file, module=args.module, phase=args.phase, k=args.k
-        )
+        async with cache.use(ctx, args.file) as hub:
+            return await hub.search(
+                args.query, file=args.file, module=args.module, phase=args.phase, k=args.k
+            )
 
     async def mcp_call(ctx: CommandContext, args: CallArgs) -> JsonObject:
-        hub = await cache.hub(ctx, args.file)
         drafts: list[ObservationDraft] = []
-        result = await hub.call(
-            args.tool,
-            args.arguments,
-            file=args.file,
-            timeout=args.timeout,
-            memory_sink=drafts.append,
-        )
+        async with cache.use(ctx, args.file) as hub:
+            result = await hub.call(
+                args.tool,
+                args.arguments,
+                file=args.file,
+                timeout=args.timeout,
+                memory_sink=drafts.append,
+            )
         if drafts:
             result["memory_ids"] = await _save_drafts(ctx, drafts, args.file)
         return result
 
     async def mcp_status(ctx: CommandContext, args: StatusArgs) -> JsonObject:
-        hub = await cache.hub(ctx, args.file)
-        return await hub.status()
+        async with cache.use(ctx, args.file) as hub:
+            return await hub.status()
 
     async def mcp_refresh(ctx: CommandContext, args: RefreshArgs) -> JsonObject:
-        hub = await cache.hub(ctx, args.file)
-        return await hub.refresh(args.names or None, force=args.force)
+        async with cache.use(ctx, args.file) as hub:
+            return await hub.refresh(args.names or None, force=args.force)
 
     async def mcp_suggest(ctx: CommandContext, args: SuggestArgs) -> JsonObject:
-        hub = await cache.hub(ctx, args.file)
-        return {"tools": hub.suggest_tools(args.file, args.selection, k=args.k)}
+        async with cache.use(ctx, args.file) as hub:
+            return {"tools": hub.suggest_tools(args.file, args.selection, k=args.k)}
 
     registry.register("engram.mcp.list", ListArgs, mcp_list, summary="cached MCP tools and servers")
     registry.register(
