@@ -212,11 +212,10 @@ class Reload(enum.Enum):
     """What a change of one settings section needs (docs/architecture.md, "Settings")."""
 
     #: baked into a component when the engine opens it (the store's location, the
-    #: embedding model and its vectors, the code graph's index rules, the observer): a
-    #: new engine
+    #: embedding model and the width of the vectors it wrote): a new engine
     ENGINE = "engine"
-    #: read per request, or by a lazily built component the engine drops and rebuilds
-    #: (``Engine.reconfigure``): the open engine takes it in place
+    #: read per request or per run, or by a component the engine reconfigures or drops
+    #: and rebuilds (``Engine.reconfigure``): the open engine takes it in place
     REQUEST = "request"
 
 
@@ -225,12 +224,12 @@ class Reload(enum.Enum):
 SECTION_RELOAD: dict[str, Reload] = {
     "embed": Reload.ENGINE,  # the embedder and the store's vector width
     "store": Reload.ENGINE,  # where the store is (uri, endpoint, locks)
-    "index": Reload.ENGINE,  # CodeGraph(workspace, config) keeps config.index
-    "observer": Reload.ENGINE,  # the Observer is built once with its gates and plugins
-    "mcp": Reload.ENGINE,  # the MCP hub's pool is sized and timed at construction
+    "index": Reload.REQUEST,  # CodeGraph.reconfigure: read per index run (after a running one)
+    "observer": Reload.REQUEST,  # Observer.reconfigure: gates, plugins, stats; sessions kept
+    "mcp": Reload.REQUEST,  # not the engine's: a front end closes and rebuilds its MCP hub
     "retrieval": Reload.REQUEST,  # Retriever: dropped and rebuilt on change
     "contradictions": Reload.REQUEST,  # the judges: dropped and rebuilt on change
-    "llm": Reload.REQUEST,  # the judges' LLM client: dropped and rebuilt on change
+    "llm": Reload.REQUEST,  # the judges and the observer's LLM client: rebuilt on change
     "safety": Reload.REQUEST,  # read by each remember/consolidate
     "team": Reload.REQUEST,  # read by each sync and team command
     "diagnostics": Reload.REQUEST,  # read only by the language server's views

@@ -162,3 +162,74 @@ async def test_a_retrieval_change_applies_at_once_on_the_open_engine(
         lines = log_lines(hold)
         assert [line for line in lines if line.startswith("open ")] == opened
         assert not any(line.startswith("close ") for line in lines)
+
+
+async def change_settings(client: Any, settings: dict[str, Any]) -> None:
+    client.set_configuration(settings, section="engram")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+
+async def poll(read: Any, want: object) -> object:
+    """``await read()`` until it equals ``want`` (a spawned task applies the change)."""
+    got = await read()
+    for _ in range(600):
+        if got == want:
+            break
+        await asyncio.sleep(0.05)
+        got = await read()
+    return got
+
+
+def engine_lines(hold: Path) -> list[str]:
+    return [line for line in log_lines(hold) if line.startswith(("open ", "close "))]
+
+
+async def test_an_mcp_change_rebuilds_only_the_hub(
+    app_workspace: Workspace, tmp_path: Path
+) -> None:
+    """mcp is not baked into the engine (config.SECTION_RELOAD): the folder's MCP hub is
+    closed and rebuilt with the new pool size; no engine is opened or closed."""
+    root = app_workspace.root
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    status = types.ExecuteCommandParams(command="engram.mcp.status", arguments=[{}])
+    async with lsp_session([root], configuration={}, **session_args(hold)) as client:
+        await wait_ready(client)
+
+        async def pool_size() -> int:
+            reply = await client.workspace_execute_command_async(status)
+            return int(reply["pool"]["max_connections"])
+
+        assert await pool_size() == 10  # the default
+        engines = engine_lines(hold)
+        assert len(engines) == 1
+
+        await change_settings(client, {"mcp": {"max_connections": 3}})
+        assert await poll(pool_size, 3) == 3
+        assert engine_lines(hold) == engines
+
+
+async def test_an_index_change_applies_to_the_next_index_run_on_the_open_engine(
+    app_workspace: Workspace, tmp_path: Path
+) -> None:
+    """index is read per run (config.SECTION_RELOAD): a new ``exclude`` applies to the next
+    re-index on the same engine; no engine is opened or closed."""
+    root = app_workspace.root
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    reindex = types.ExecuteCommandParams(command="engram.reindex", arguments=[{}])
+    async with lsp_session([root], configuration={}, **session_args(hold)) as client:
+        await wait_ready(client)
+        first = await client.workspace_execute_command_async(reindex)
+        assert first["files_seen"] == 2  # src/app.py, src/util.py
+        engines = engine_lines(hold)
+        assert len(engines) == 1
+
+        await change_settings(client, {"index": {"exclude": ["src/util.py"]}})
+
+        async def files_seen() -> int:
+            report = await client.workspace_execute_command_async(reindex)
+            return int(report["files_seen"])
+
+        assert await poll(files_seen, 1) == 1
+        assert engine_lines(hold) == engines

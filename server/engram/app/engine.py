@@ -91,6 +91,7 @@ class Engine:
         #: held by every store write (the LSP calls use cases from several threads)
         self.write_lock = threading.RLock()
         self._init_lock = threading.RLock()
+        self._reconfigure_lock = threading.Lock()
         self._store: MemoryStore | None = store
         self._embedder: Embedder | None = embedder
         self._embedder_reason: str | None = None if embedder is None else "injected"
@@ -294,31 +295,46 @@ class Engine:
                     )
         return self._retriever
 
-    def reconfigure(self, config: EngramConfig) -> frozenset[str]:
+    def reconfigure(
+        self, config: EngramConfig, trust: SettingsTrust | None = None
+    ) -> frozenset[str]:
         """Take new settings for the sections read per request, keeping the open store.
 
         Returns the sections that changed. A change of a section baked in at open
-        (``config.SECTION_RELOAD``: embed, store, index, observer, mcp) raises
-        ``EngramError``: that needs a new engine. The config is a snapshot never mutated
-        after load and is swapped by one attribute assignment, so a thread that already
-        read ``self.config`` (or holds the old retriever or judges) finishes with the old
-        settings while the next request sees the new ones; the components built from a
-        changed section are dropped and rebuilt lazily from the new snapshot. The old
-        retriever only reads the store, which the new one shares.
+        (``config.SECTION_RELOAD``: embed, store) raises ``SectionReloadError``: that
+        needs a new engine. The config is a snapshot never mutated after load and is
+        swapped by one attribute assignment, so a thread that already read
+        ``self.config`` (or holds the old retriever or judges) finishes with the old
+        settings while the next request sees the new ones. The components built from a
+        changed section are dropped and rebuilt lazily from the new snapshot (retriever,
+        judges), or told the new section if open: the code graph takes ``index`` once
+        the index run in progress ends (this call waits for it), the observer takes
+        ``observer`` and ``llm`` keeping its running sessions. ``mcp`` is not the
+        engine's: a front end's MCP hub is rebuilt by that front end. ``trust`` is what
+        the workspace's settings asked for and whether it was approved, when it was
+        assessed again with ``config``.
         """
         from engram.config import Reload, SectionReloadError, changed_sections, sections_of
 
-        changed = changed_sections(self.config, config)
-        baked = changed & sections_of(Reload.ENGINE)
-        if baked:
-            raise SectionReloadError(sorted(baked))
-        with self._init_lock:
-            self.config = config
-            if "retrieval" in changed:
-                self._retriever = None
-        if changed & {"contradictions", "llm"}:
-            with self._judges_lock:
-                self._judges = None
+        with self._reconfigure_lock:  # two changes apply in the order they came
+            changed = changed_sections(self.config, config)
+            baked = changed & sections_of(Reload.ENGINE)
+            if baked:
+                raise SectionReloadError(sorted(baked))
+            with self._init_lock:
+                self.config = config
+                if trust is not None:
+                    self.settings_trust = trust
+                if "retrieval" in changed:
+                    self._retriever = None
+                graph, observer = self._codegraph, self._observer
+            if changed & {"contradictions", "llm"}:
+                with self._judges_lock:
+                    self._judges = None
+            if observer is not None and changed & {"observer", "llm"}:
+                observer.reconfigure(config.observer, config.llm)
+            if graph is not None and "index" in changed:
+                graph.reconfigure(config.index)
         return changed
 
     def graph_or_none(self) -> CodeGraph | None:

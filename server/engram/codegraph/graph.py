@@ -417,6 +417,17 @@ class CodeGraph:
         ] = OrderedDict()
         self._dependents_version: tuple[int, int] | None = None
 
+    def reconfigure(self, config: IndexConfig) -> None:
+        """Take new index settings (``exclude``, ``max_file_bytes``) for the next run.
+
+        Every reader of ``self.config`` holds the graph's lock, so this waits for an index
+        run or re-index in progress: it finishes with the settings it started with, and
+        no run mixes two. Files a new ``exclude`` leaves out are dropped by the next full
+        ``index``, as files removed from disk are.
+        """
+        with self._lock:
+            self.config = config
+
     # -- connection ------------------------------------------------------------------------
     @property
     def db_path(self) -> Path:

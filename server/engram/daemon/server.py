@@ -394,6 +394,33 @@ class EngineSlot:
                 self._retired.append(old)
         self._close_retired()
 
+    def reload_settings(self) -> frozenset[str]:
+        """A settings file or the user's approvals changed: apply it as the language server
+        does (``config.SECTION_RELOAD``). Sections read per request go to the open engine
+        (``Engine.reconfigure``, the store and model stay warm); a change of one baked in
+        at open (embed, store) replaces it, the old one closing after its last request.
+        Returns the sections that changed."""
+        from engram.config import SectionReloadError, load_settings
+
+        if self.ready.is_set() and self.current() is None:
+            self.replace()  # it could not open: try again with the new settings
+            return frozenset()
+        with self.borrow() as engine:
+            loaded = load_settings(engine.workspace)
+            try:
+                changed = engine.reconfigure(loaded.config, loaded.trust)
+            except SectionReloadError as exc:
+                log.info("settings changed: %s", exc)
+                changed = frozenset(exc.sections)
+            else:
+                log.info(
+                    "settings changed: %s taken by the open engine",
+                    ", ".join(sorted(changed)) or "nothing",
+                )
+                return changed
+        self.replace()
+        return changed
+
     @contextmanager
     def borrow(self, wait: float = 300.0) -> Iterator[Engine]:
         if not self.ready.wait(wait):
@@ -615,11 +642,10 @@ class EngineServer:
         """Settings changed (``engram trust``) or another process wrote the store."""
         assert self._loop is not None
         if self.config_watch.changed():
-            log.info("settings changed: reopening the engine")
             try:
-                await self._loop.run_in_executor(self._executor, self.slot.replace)
+                await self._loop.run_in_executor(self._executor, self.slot.reload_settings)
             except Exception as exc:
-                log.error("could not reopen the engine with the new settings: %s", exc)
+                log.error("could not apply the new settings: %s", exc)
         if not any(c.subscribe for c in self.clients.values()):
             return
         marker = await self._loop.run_in_executor(self._executor, self._marker)

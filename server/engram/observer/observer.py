@@ -168,6 +168,7 @@ class Observer:
             llm or getattr(engine_config, "llm", None), post=llm_post
         )
         self._clock = clock
+        self._llm_post = llm_post
         if state_dir is None:
             if self.workspace is None:
                 raise EngramError("the observer needs a workspace or a state directory")
@@ -177,11 +178,9 @@ class Observer:
         self.scratchpads = ScratchpadStore(state_dir)
         self._stats = stats
         self.gates = gate_table(self.config.session_gates)
-        self.registry = registry or PluginRegistry()
-        if registry is None:
-            self.registry.load_entry_points()
-            root = self.workspace.root if self.workspace is not None else None
-            self.registry.load_specs(self.config.plugins, root)
+        #: a registry handed in is the caller's: a settings change never replaces it
+        self._own_registry = registry is None
+        self.registry = registry or self._load_plugins(self.config.plugins)
         self._lock = threading.RLock()
         _ = self.stats  # open (or create) the statistics now, not inside the first event
         self._sessions: dict[str, _Session] = {}
@@ -203,6 +202,34 @@ class Observer:
                 half_life_days=self.config.coaccess_half_life_days,
             )
         return self._stats
+
+    def _load_plugins(self, specs: Sequence[str]) -> PluginRegistry:
+        registry = PluginRegistry()
+        registry.load_entry_points()
+        registry.load_specs(specs, self.workspace.root if self.workspace is not None else None)
+        return registry
+
+    def reconfigure(self, config: ObserverConfig, llm: LlmConfig | None) -> None:
+        """New settings for the next event (``Engine.reconfigure``), keeping what runs.
+
+        Sessions in progress keep their scratchpads and the session type and methodology
+        they started with; the gate table, the plugins, the co-access half-life, the
+        event budget and the LLM client (``observer.llm_rewrite`` with ``[llm]``) follow
+        the new settings. ``enabled`` is read per request from the engine's config.
+        """
+        client = LlmClient.from_config(llm, post=self._llm_post)
+        registry = (
+            self._load_plugins(config.plugins)
+            if self._own_registry and config.plugins != self.config.plugins
+            else self.registry
+        )
+        with self._lock:
+            self.config = config
+            self.llm = client
+            self.gates = gate_table(config.session_gates)
+            self.registry = registry
+            if self._stats is not None:
+                self._stats.half_life_s = config.coaccess_half_life_days * 86400.0
 
     def close(self) -> None:
         with self._lock:

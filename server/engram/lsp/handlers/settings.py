@@ -2,11 +2,12 @@
 features that read a section that changed (docs/lsp.md "Settings").
 
 The in-process engine is two of those features, split by ``config.SECTION_RELOAD``:
-``ENGINE_SETTINGS`` (retrieval, safety, contradictions, llm, team: read per request) is
-applied to the open engine in place (``Engine.reconfigure``), keeping its store and model;
-``ENGINE`` (embed, store, index, observer, mcp: baked in at open) opens a new engine for
-new work while the old one finishes what it is doing and is closed by its last user
-(:mod:`engram.lsp.engines`).
+``ENGINE_SETTINGS`` (retrieval, safety, contradictions, llm, team, index, observer, mcp:
+read per request or per run) is applied to the open engine in place
+(``Engine.reconfigure``), keeping its store and model; ``ENGINE`` (embed, store: baked in
+at open) opens a new engine for new work while the old one finishes what it is doing and
+is closed by its last user (:mod:`engram.lsp.engines`). The MCP hub is a feature of its
+own (``engram.lsp.mcp_commands.settings_feature``): an ``mcp`` change rebuilds only it.
 """
 
 from __future__ import annotations
