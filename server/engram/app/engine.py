@@ -63,6 +63,12 @@ Deferred = Callable[["Engine"], object]
 WriteListener = Callable[[Sequence[Memory], Sequence[str]], None]
 
 
+class Closes(Protocol):
+    """A component the engine closes with itself (each one it opens lazily)."""
+
+    def close(self) -> None: ...
+
+
 class Engine:
     """The components of Engram for one workspace. Thread-safe; cheap to construct."""
 
@@ -491,20 +497,21 @@ class Engine:
 
     def close(self) -> None:
         with self.write_lock:
-            for component in (
+            components: tuple[Closes | None, ...] = (
                 self._store,
                 self._code_search,
                 self._codegraph,
                 self._history,
                 self._digest,
                 self._observer,
-            ):
-                closer = getattr(component, "close", None)
-                if callable(closer):
-                    try:
-                        closer()
-                    except Exception as exc:
-                        log.debug("close failed: %s", exc)
+            )
+            for component in components:
+                if component is None:
+                    continue
+                try:
+                    component.close()
+                except Exception as exc:
+                    log.debug("close failed: %s", exc)
             self._store = None
             self._codegraph = None
             self._history = None
