@@ -22,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 from engram.jsontypes import JsonObject
 
@@ -57,6 +57,11 @@ def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
         raise
 
 
+#: ``approvals.json`` read back: ``data[section][workspace_root][name] -> entry`` (entries
+#: that are not objects are dropped; ``version`` is written by ``_save``)
+Approvals: TypeAlias = dict[str, dict[str, dict[str, JsonObject]]]
+
+
 class ApprovalStore:
     """``approvals.json`` (mode 0600) and its HMAC key in the user's config directory.
 
@@ -80,24 +85,34 @@ class ApprovalStore:
         atomic_write_text(self._key_path, key.hex(), mode=0o600)
         return key
 
-    def _load(self) -> dict[str, Any]:
+    def _load(self) -> Approvals:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
         except (OSError, json.JSONDecodeError) as exc:
             log.warning("ignoring unreadable %s: %s", self.path, exc)
             return {}
-        return data if isinstance(data, dict) else {}
+        if not isinstance(raw, dict):
+            return {}
+        data: Approvals = {}
+        for section, roots in raw.items():
+            if not isinstance(roots, dict):
+                continue  # "version", or a section someone broke by hand
+            data[str(section)] = {
+                str(root): {str(n): e for n, e in names.items() if isinstance(e, dict)}
+                for root, names in roots.items()
+                if isinstance(names, dict)
+            }
+        return data
 
-    def _save(self, data: dict[str, Any]) -> None:
-        data["version"] = 1
-        atomic_write_text(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n", 0o600)
+    def _save(self, data: Approvals) -> None:
+        payload: JsonObject = {**data, "version": 1}
+        atomic_write_text(self.path, json.dumps(payload, indent=2, sort_keys=True) + "\n", 0o600)
 
     def entry(self, section: str, workspace_root: Path, name: str) -> JsonObject | None:
         """The recorded approval, or ``None`` when there is none."""
-        entry = self._load().get(section, {}).get(str(workspace_root), {}).get(name)
-        return entry if isinstance(entry, dict) else None
+        return self._load().get(section, {}).get(str(workspace_root), {}).get(name)
 
     def record(
         self,

@@ -20,11 +20,11 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 from engram.errors import InvalidInput
+from engram.jsontypes import JsonObject
 
 AGENTS: tuple[str, ...] = ("claude-code", "codex", "opencode", "crush", "copilot")
 
@@ -117,7 +117,7 @@ def _read(path: Path) -> str | None:
         raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def _load_json(path: Path, text: str | None) -> dict[str, Any]:
+def _load_json(path: Path, text: str | None) -> JsonObject:
     if text is None or not text.strip():
         return {}
     try:
@@ -131,31 +131,31 @@ def _load_json(path: Path, text: str | None) -> dict[str, Any]:
     return data
 
 
-def _json_text(data: dict[str, Any]) -> str:
+def _json_text(data: JsonObject) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def _section(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+def _section(data: JsonObject, key: str, path: Path) -> JsonObject:
     value = data.setdefault(key, {})
     if not isinstance(value, dict):
         raise InvalidInput(f"cannot merge into {path}: '{key}' is not an object")
     return value
 
 
-def _merge_json(path: Path, edit: Callable[[dict[str, Any]], str]) -> FileChange:
+def _merge_json(path: Path, edit: Callable[[JsonObject], str]) -> FileChange:
     before = _read(path)
     data = _load_json(path, before)
     what = edit(data)
     return FileChange(path, _json_text(data), what, before)
 
 
-def _is_engram_hook(handler: Any, marker: str) -> bool:
+def _is_engram_hook(handler: object, marker: str) -> bool:
     command = handler.get("command") if isinstance(handler, dict) else None
     return isinstance(command, str) and marker in command and "engram" in command
 
 
 def _merge_hooks(
-    data: dict[str, Any],
+    data: JsonObject,
     path: Path,
     events: Sequence[tuple[str, str | None]],
     command: str,
@@ -167,7 +167,7 @@ def _merge_hooks(
         groups = hooks.get(event, [])
         if not isinstance(groups, list):
             raise InvalidInput(f"cannot merge into {path}: hooks.{event} is not a list")
-        kept: list[Any] = []
+        kept: list[object] = []
         for group in groups:
             if isinstance(group, dict) and isinstance(group.get("hooks"), list):
                 handlers = [h for h in group["hooks"] if not _is_engram_hook(h, marker)]
@@ -175,7 +175,7 @@ def _merge_hooks(
                     kept.append({**group, "hooks": handlers})
             else:
                 kept.append(group)
-        ours: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
+        ours: JsonObject = {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
         if matcher:
             ours = {"matcher": matcher, **ours}
         hooks[event] = [*kept, ours]
@@ -210,12 +210,12 @@ def _claude_plugin(root: Path, home: Path, command: list[str]) -> list[FileChang
 def _claude_code(root: Path, home: Path, command: list[str]) -> list[FileChange]:
     hook = _shell([*command, "hook", "claude-code"])
 
-    def settings(data: dict[str, Any]) -> str:
+    def settings(data: JsonObject) -> str:
         return _merge_hooks(
             data, root / ".claude/settings.local.json", CLAUDE_HOOKS, hook, "hook claude-code"
         )
 
-    def mcp(data: dict[str, Any]) -> str:
+    def mcp(data: JsonObject) -> str:
         servers = _section(data, "mcpServers", root / ".mcp.json")
         servers["engram"] = {"command": command[0], "args": [*command[1:], "mcp-serve"]}
         return f"mcpServers.engram → {_shell([*command, 'mcp-serve'])}"
@@ -265,7 +265,7 @@ def _codex(root: Path, home: Path, command: list[str]) -> list[FileChange]:
 def _opencode(root: Path, home: Path, command: list[str]) -> list[FileChange]:
     path = root / "opencode.json"
 
-    def edit(data: dict[str, Any]) -> str:
+    def edit(data: JsonObject) -> str:
         data.setdefault("$schema", "https://opencode.ai/config.json")
         _section(data, "lsp", path)["engram"] = {
             "command": [*command, "serve"],
@@ -287,7 +287,7 @@ def _crush(root: Path, home: Path, command: list[str]) -> list[FileChange]:
         (p for p in (root / ".crush.json", root / "crush.json") if p.exists()), root / ".crush.json"
     )
 
-    def edit(data: dict[str, Any]) -> str:
+    def edit(data: JsonObject) -> str:
         data.setdefault("$schema", "https://charm.land/crush.json")
         _section(data, "lsp", path)["engram"] = {
             "command": command[0],
@@ -309,7 +309,7 @@ def _crush(root: Path, home: Path, command: list[str]) -> list[FileChange]:
 def _copilot(root: Path, home: Path, command: list[str]) -> list[FileChange]:
     folder = home / ".copilot"
 
-    def lsp(data: dict[str, Any]) -> str:
+    def lsp(data: JsonObject) -> str:
         _section(data, "lspServers", folder / "lsp-config.json")["engram"] = {
             "command": command[0],
             "args": [*command[1:], "serve"],
@@ -318,7 +318,7 @@ def _copilot(root: Path, home: Path, command: list[str]) -> list[FileChange]:
         }
         return f"lspServers.engram → {_shell([*command, 'serve'])}"
 
-    def mcp(data: dict[str, Any]) -> str:
+    def mcp(data: JsonObject) -> str:
         _section(data, "mcpServers", folder / "mcp-config.json")["engram"] = {
             "type": "local",
             "command": command[0],

@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     from engram.app import Engine
@@ -41,7 +41,14 @@ MAX_WAITING = 200
 #: How long shutdown waits for the last events to be written.
 CLOSE_TIMEOUT = 5.0
 
-_STOP = object()
+
+class _Stop:
+    """What tells the worker to end (after the events queued before it)."""
+
+
+_STOP = _Stop()
+#: one editor event for one folder's observer
+_Event: TypeAlias = tuple["Folder", dict[str, object]]
 
 
 class EditorEventFeed:
@@ -57,11 +64,11 @@ class EditorEventFeed:
         self.session_id = session_id or f"lsp-{uuid.uuid4().hex[:12]}"
         self._clock = clock
         self._wall_clock = wall_clock
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=MAX_QUEUED)
+        self._queue: queue.Queue[_Event | _Stop] = queue.Queue(maxsize=MAX_QUEUED)
         self._last: dict[tuple[str, str, str], float] = {}
         self._thread: threading.Thread | None = None
         self._thread_lock = threading.Lock()
-        self._waiting: list[tuple[Folder, dict[str, Any]]] = []
+        self._waiting: list[_Event] = []
         #: folders (by uri) whose observer got at least one event: they get session_end
         self._observed: dict[str, Folder] = {}
         self._closed = False
@@ -84,7 +91,7 @@ class EditorEventFeed:
             if last is not None and now - last < DEBOUNCE_SECONDS:
                 return False
             self._last[key] = now
-        event = {
+        event: dict[str, object] = {
             "kind": "editor",
             "action": action,
             "files": [rel],
@@ -98,7 +105,7 @@ class EditorEventFeed:
         for action in DEBOUNCED_ACTIONS:
             self._last.pop((folder.uri, action, rel), None)
 
-    def _put(self, item: Any) -> bool:
+    def _put(self, item: _Event) -> bool:
         self._ensure_worker()
         try:
             self._queue.put_nowait(item)
@@ -122,6 +129,7 @@ class EditorEventFeed:
 
     def _run(self) -> None:
         while True:
+            item: _Event | _Stop | None
             try:
                 item = self._queue.get(timeout=0.5 if self._waiting else None)
             except queue.Empty:
@@ -130,13 +138,13 @@ class EditorEventFeed:
                 waiting, self._waiting = self._waiting, []
                 for folder, event in waiting:
                     self._deliver(folder, event)
-            if item is _STOP:
+            if isinstance(item, _Stop):
                 return
             if item is not None:
                 folder, event = item
                 self._deliver(folder, event)
 
-    def _deliver(self, folder: Folder, event: dict[str, Any]) -> None:
+    def _deliver(self, folder: Folder, event: dict[str, object]) -> None:
         # leased: a settings change may swap the engine while this thread observes
         with (
             folder.engines.hold("editor event") as engine,
@@ -147,7 +155,7 @@ class EditorEventFeed:
     def _deliver_to(
         self,
         folder: Folder,
-        event: dict[str, Any],
+        event: dict[str, object],
         engine: Engine | None,
         link: EngineLink | None,
     ) -> None:

@@ -22,7 +22,6 @@ import logging
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import Any
 
 from engram.jsontypes import JsonObject
 from engram.report.data import (
@@ -90,8 +89,8 @@ _LOADER = """
 """
 
 
-def _layout(title: str, **extra: Any) -> dict[str, Any]:
-    layout: dict[str, Any] = {
+def _layout(title: str, **extra: object) -> JsonObject:
+    layout: JsonObject = {
         "title": {"text": title},
         "margin": {"l": 60, "r": 20, "t": 50, "b": 60},
         "legend": {"orientation": "h", "y": -0.2},
@@ -100,7 +99,7 @@ def _layout(title: str, **extra: Any) -> dict[str, Any]:
     return layout
 
 
-def _empty(title: str, message: str) -> dict[str, Any]:
+def _empty(title: str, message: str) -> JsonObject:
     """A drawn, empty chart that says why it is empty (never a missing figure)."""
     return {
         "data": [],
@@ -116,7 +115,7 @@ def _empty(title: str, message: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _stacked(ts: TimeSeries, title: str, empty: str) -> dict[str, Any]:
+def _stacked(ts: TimeSeries, title: str, empty: str) -> JsonObject:
     if not ts.series:
         return _empty(title, empty)
     return {
@@ -140,7 +139,7 @@ _STATE_COLOURS = {
 }
 
 
-def _histogram(hist: Histogram, title: str, x_title: str) -> dict[str, Any]:
+def _histogram(hist: Histogram, title: str, x_title: str) -> JsonObject:
     if not hist.series:
         return _empty(title, "no memories yet")
     return {
@@ -167,7 +166,7 @@ def _short(path: str, limit: int = 40) -> str:
     return path if len(path) <= limit else "…" + path[-(limit - 1) :]
 
 
-def _heatmap(data: ReportData) -> dict[str, Any]:
+def _heatmap(data: ReportData) -> JsonObject:
     title = "Top co-change pairs (commits together; colour: Jaccard of their commit sets)"
     matrix = data.cochange
     if not matrix.files:
@@ -217,13 +216,13 @@ def _graph_positions(graph: ImpactGraph) -> dict[str, tuple[float, float]]:
     return positions
 
 
-def _impact(data: ReportData) -> dict[str, Any]:
+def _impact(data: ReportData) -> JsonObject:
     graph = data.impact
     title = f"Impact graph of {graph.module}" if graph.module else "Impact graph"
     if graph.module is None or not graph.nodes:
         return _empty(title, graph.note or "nothing to draw")
     pos = _graph_positions(graph)
-    traces: list[dict[str, Any]] = []
+    traces: list[JsonObject] = []
     for kind, colour, dash in (("import", "#8d99ae", "solid"), ("cochange", "#e76f51", "dot")):
         xs: list[float | None] = []
         ys: list[float | None] = []
@@ -297,7 +296,7 @@ def figures(data: ReportData) -> dict[str, JsonObject]:
     }
 
 
-def _validated(figs: dict[str, dict[str, Any]]) -> str:
+def _validated(figs: dict[str, JsonObject]) -> str:
     """The figures as JSON, each checked against plotly's schema (a typo fails here, in
     Python, rather than as a blank chart in someone's browser)."""
     import plotly.graph_objects as go
