@@ -27,8 +27,6 @@ class EngineSink:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.workspace = engine.workspace
-        self.config = engine.config
 
     def remember_many(self, memories: Sequence[Memory]) -> list[RememberResult]:
         return remember_many(self.engine, memories)
@@ -44,7 +42,14 @@ def observer_of(engine: Engine) -> Observer:
     """The engine's observer, built on first use with :class:`EngineSink`."""
     from engram.observer import Observer
 
-    return engine.observer_or_build(lambda: Observer(EngineSink(engine)))
+    return engine.observer_or_build(
+        lambda: Observer(
+            EngineSink(engine),
+            workspace=engine.workspace,
+            config=engine.config.observer,
+            llm=engine.config.llm,
+        )
+    )
 
 
 def observe(engine: Engine, event: dict[str, object]) -> ObserveResult:

@@ -1,7 +1,8 @@
 """The hub's ``workspace/executeCommand`` commands, registered into the LSP's registry.
 
-``engram.lsp.server`` imports this module at start (``EXTENSION_MODULES``) and calls
-:func:`register_commands`. Commands (each takes one JSON object; keys snake_ or camelCase):
+``engram.lsp.features.create_server`` calls :func:`register_commands` (and lists
+:func:`settings_feature` with the other features). Commands (each takes one JSON object;
+keys snake_ or camelCase):
 
 - ``engram.mcp.list``    ``{server?, withSchema?, file?}`` — cached tools and server states
 - ``engram.mcp.search``  ``{query, file?, module?, phase?, k?}`` — the focused list, with schemas

@@ -2,9 +2,10 @@
 
 Integration with the engine (``engram.app`` already does this):
 
-* ``Engine.observer`` builds ``Observer(EngineSink(engine))`` lazily; the sink satisfies
-  :class:`MemorySink` (``remember_many``, ``list``, and optionally ``memories_for_file``),
-  and the observer reads ``sink.workspace`` and ``sink.config`` from it.
+* ``engram.app.observe.observer_of`` builds ``Observer(EngineSink(engine), workspace=…,
+  config=engine.config.observer, llm=engine.config.llm)`` lazily; the sink satisfies
+  :class:`MemorySink` (``remember_many``, ``list``, and optionally ``memories_for_file``).
+  A settings change reaches it through :meth:`Observer.reconfigure`.
 * ``engram.app.observe.observe(engine, event_dict)`` returns ``observer.observe(event_dict)`` — an
   :class:`~engram.observer.results.ObserveResult` (``to_dict()`` for JSON). Bad events
   raise :class:`~engram.observer.events.InvalidEvent` (an ``InvalidInput``) with one line.
@@ -160,13 +161,10 @@ class Observer:
         llm_post: PostJson | None = None,
     ) -> None:
         self.sink = sink
-        engine_config = getattr(sink, "config", None)
-        self.workspace = workspace or getattr(sink, "workspace", None)
-        self.config = config or getattr(engine_config, "observer", None) or ObserverConfig()
+        self.workspace = workspace
+        self.config = config or ObserverConfig()
         # the one LLM client (engram.llm): endpoint, key and redaction decided there
-        self.llm: LlmClient | None = LlmClient.from_config(
-            llm or getattr(engine_config, "llm", None), post=llm_post
-        )
+        self.llm: LlmClient | None = LlmClient.from_config(llm, post=llm_post)
         self._clock = clock
         self._llm_post = llm_post
         if state_dir is None:
