@@ -14,8 +14,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import attrs
-
 from engram.gitroot import find_workspace_root
 
 ENGRAM_DIR = ".engram"
@@ -61,9 +59,33 @@ def confine(root: Path, path: str | os.PathLike[str]) -> Path:
     return resolved
 
 
-@attrs.define(frozen=True)
 class Workspace:
+    """A project root (resolved). A plain immutable value, not an ``attrs`` class: the agent
+    hooks (a fresh process per tool call) open one, and ``attrs`` costs them milliseconds."""
+
+    __slots__ = ("root",)
     root: Path
+
+    def __init__(self, root: Path) -> None:
+        object.__setattr__(self, "root", root)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Workspace is immutable: cannot set {name}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Workspace is immutable: cannot delete {name}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Workspace) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash((Workspace, self.root))
+
+    def __repr__(self) -> str:
+        return f"Workspace(root={self.root!r})"
+
+    def __reduce__(self) -> tuple[type[Workspace], tuple[Path]]:
+        return (Workspace, (self.root,))
 
     @classmethod
     def open(

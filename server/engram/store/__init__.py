@@ -10,8 +10,8 @@ read without LanceDB). Importing this package imports none of them until a name 
 when a store opens.
 """
 
-from typing import TYPE_CHECKING
-
+#: not ``typing.TYPE_CHECKING``: an agent hook imports this package and no ``typing``
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from engram.store.audit import AuditLog
     from engram.store.chunk_store import ChunkStore, CodeChunkRecord

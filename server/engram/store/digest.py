@@ -14,22 +14,27 @@ hooks schedule a rebuild in the background instead of blocking the agent (docs/a
 from __future__ import annotations
 
 import json
-import logging
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-import attrs
-
-from engram.jsontypes import JsonObject
-from engram.workspace import Workspace
-
+#: The hook path imports no ``typing``, ``attrs`` or ``logging`` (tests/agents/
+#: test_hook_imports.py): each costs a fresh hook process milliseconds; mypy reads these.
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook path never imports the model
-    from engram.model import Memory
+    import logging
+    from collections.abc import Callable, Iterable, Sequence
+    from pathlib import Path
 
-log = logging.getLogger(__name__)
+    from engram.jsontypes import JsonObject
+    from engram.model import Memory
+    from engram.workspace import Workspace
+
+
+def _log() -> logging.Logger:
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 DIGEST_FILE = "digest.sqlite"
 #: Bump when the tables change: an older digest is dropped and rebuilt (it is only a cache).
@@ -67,22 +72,74 @@ we what when where which while who why will with would you your
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 
-@attrs.frozen
 class Brief:
-    """What a hook renders of a memory, read without rebuilding the full record."""
+    """What a hook renders of a memory, read without rebuilding the full record (a plain
+    value class: the hook path does not import ``attrs``)."""
 
-    id: str
-    type: str
-    content: str
-    file: str | None = None
-    line: int | None = None
-    needs_review: bool = False
-    #: ids of the memories this one is linked to as a conflict (shown with it, marked)
-    conflicts: list[str] = attrs.field(factory=list)
-    #: a teammate's memory: who shared it and from which team file (shown as quoted data)
-    shared_by: str | None = None
-    team_file: str | None = None
-    reviewed: bool = False
+    __slots__ = (
+        "conflicts",
+        "content",
+        "file",
+        "id",
+        "line",
+        "needs_review",
+        "reviewed",
+        "shared_by",
+        "team_file",
+        "type",
+    )
+    #: the fields in the order the digest stores them (:meth:`as_dict`)
+    FIELDS = (
+        "id",
+        "type",
+        "content",
+        "file",
+        "line",
+        "needs_review",
+        "conflicts",
+        "shared_by",
+        "team_file",
+        "reviewed",
+    )
+
+    def __init__(
+        self,
+        id: str,
+        type: str,
+        content: str,
+        file: str | None = None,
+        line: int | None = None,
+        needs_review: bool = False,
+        conflicts: list[str] | None = None,
+        shared_by: str | None = None,
+        team_file: str | None = None,
+        reviewed: bool = False,
+    ) -> None:
+        self.id = id
+        self.type = type
+        self.content = content
+        self.file = file
+        self.line = line
+        self.needs_review = needs_review
+        #: ids of the memories this one is linked to as a conflict (shown with it, marked)
+        self.conflicts: list[str] = list(conflicts or [])
+        #: a teammate's memory: who shared it and from which team file (shown as quoted data)
+        self.shared_by = shared_by
+        self.team_file = team_file
+        self.reviewed = reviewed
+
+    def as_dict(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in self.FIELDS}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Brief) and self.as_dict() == other.as_dict()
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items())
+        return f"Brief({inner})"
 
     @classmethod
     def of(cls, memory: Memory, conflicts: list[str]) -> Brief:
@@ -162,26 +219,30 @@ def _touched_between(workspace: Workspace, start: int, target: int) -> set[str] 
         conn.close()
 
 
-@attrs.frozen
 class MirrorRules:
     """What the trust model says of a memory, as the mirror needs it (docs/trust.md). The
     engine passes ``lifecycle.trust``'s rules in, so storage never imports the trust model
     (import-linter's layers, docs/architecture.md)."""
 
-    #: whether an editor or agent may ever receive it (``lifecycle.trust.is_shown``)
-    shown: Callable[[Memory], bool]
-    #: the ids it is linked to as a conflict (``lifecycle.trust.conflict_ids``)
-    conflicts: Callable[[Memory], list[str]]
+    __slots__ = ("conflicts", "shown")
+
+    def __init__(
+        self, shown: Callable[[Memory], bool], conflicts: Callable[[Memory], list[str]]
+    ) -> None:
+        #: whether an editor or agent may ever receive it (``lifecycle.trust.is_shown``)
+        self.shown = shown
+        #: the ids it is linked to as a conflict (``lifecycle.trust.conflict_ids``)
+        self.conflicts = conflicts
 
 
-@attrs.define
 class Digest:
     """Read and write access to ``.engram/digest.sqlite``; writing needs ``rules`` (a hook
     only reads)."""
 
-    workspace: Workspace
-    rules: MirrorRules | None = attrs.field(default=None, kw_only=True)
-    _conn: sqlite3.Connection | None = attrs.field(default=None, init=False)
+    def __init__(self, workspace: Workspace, *, rules: MirrorRules | None = None) -> None:
+        self.workspace = workspace
+        self.rules = rules
+        self._conn: sqlite3.Connection | None = None
 
     @property
     def path(self) -> Path:
@@ -319,7 +380,7 @@ class Digest:
                 int(active),
                 int(shown),
                 _weight(memory),
-                json.dumps(attrs.asdict(Brief.of(memory, self.rules.conflicts(memory)))),
+                json.dumps(Brief.of(memory, self.rules.conflicts(memory)).as_dict()),
                 json.dumps(memory_to_dict(memory), ensure_ascii=False),
             ),
         )
@@ -395,7 +456,7 @@ class Digest:
             try:
                 out.append(Brief(**json.loads(brief)))
             except (ValueError, TypeError) as exc:
-                log.warning("skipping unreadable digest row: %s", exc)
+                _log().warning("skipping unreadable digest row: %s", exc)
         return out
 
     def for_file(self, file: str, types: Sequence[str], limit: int = 20) -> list[Brief]:
@@ -478,7 +539,7 @@ class Digest:
                 [query, *types, limit * 3],
             ).fetchall()
         except sqlite3.OperationalError as exc:  # a digest without the text table
-            log.warning("digest search unavailable: %s", exc)
+            _log().warning("digest search unavailable: %s", exc)
             return []
         out: list[tuple[Brief, int]] = []
         wanted = {_stem(w) for w in words}
@@ -487,7 +548,7 @@ class Digest:
             try:
                 out.append((Brief(**json.loads(brief)), len(wanted & have)))
             except (ValueError, TypeError) as exc:
-                log.warning("skipping unreadable digest row: %s", exc)
+                _log().warning("skipping unreadable digest row: %s", exc)
         return out[:limit]
 
     def count(self) -> int:
