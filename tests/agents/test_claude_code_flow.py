@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engram.agents.hooks import wait_for_queued
 from engram.workspace import Workspace
 
 SESSION = "cc-flow-1"
@@ -36,6 +37,7 @@ def hook(ws: Workspace, payload: dict[str, Any], env: dict[str, str]) -> dict[st
 
 
 def drain_finished(ws: Workspace) -> bool:
+    wait_for_queued(ws)  # every hook that answered has queued its payload and started its job
     lock = ws.engram_dir / "agents" / "observe.lock"
     inbox = ws.engram_dir / "agents" / "inbox"
     if any(inbox.glob("*.jsonl")) or any(inbox.glob("*.draining")):

@@ -32,6 +32,9 @@ from pathlib import Path
 from tests.agents.fake_anthropic import FakeAnthropic, Recorded, Text, ToolCall, request_text
 from tests.agents.test_claude_cli import claude_binary
 
+from engram.agents.hooks import wait_for_queued
+from engram.workspace import Workspace
+
 ROOT = Path(__file__).resolve().parents[2]
 ENGRAM = str(Path(sys.executable).absolute().parent / "engram")
 PROMPT = "Fix the session key in src/keys.py so tenants do not share it"
@@ -54,6 +57,7 @@ def remember(project: Path, *args: str) -> str:
 def drain_running(project: Path) -> bool:
     """Whether the background observer drain (started by Stop/SessionEnd) still runs: it
     holds .engram/agents/observe.lock from before it starts until it exits (engram.jobs)."""
+    wait_for_queued(Workspace(project))  # the Stop hook starts it after it answered
     lock = project / ".engram" / "agents" / "observe.lock"
     if not lock.exists():
         return False

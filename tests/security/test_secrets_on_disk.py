@@ -12,6 +12,7 @@ import attrs
 import pytest
 from tests.security.conftest import engram
 
+from engram.agents.hooks import wait_for_queued
 from engram.workspace import Workspace
 
 #: the gaps issue 13 found, each as an agent's tool output or a note would carry it
@@ -76,11 +77,13 @@ def test_hook_payloads_are_redacted_in_inbox_and_scratchpad(
     }
     done = engram(ws, "hook", "claude-code", stdin=json.dumps(payload))
     assert done.returncode == 0
+    wait_for_queued(ws)  # the hook queues the payload after it answered
     inbox = ws.engram_dir / "agents" / "inbox" / "leaky.jsonl"
     assert inbox.is_file() and "REDACTED" in inbox.read_text()
     assert leaked(ws.engram_dir) == {}
     stop = {"session_id": "leaky", "hook_event_name": "Stop", "cwd": str(ws.root)}
     engram(ws, "hook", "claude-code", stdin=json.dumps(stop))
+    wait_for_queued(ws)  # the Stop hook's child has started the drain
     _wait_background(ws)
     assert any((ws.engram_dir / "observer").rglob("*.jsonl"))  # the drain did write
     assert leaked(ws.engram_dir) == {}

@@ -6,6 +6,15 @@ event and reads JSON from its stdout. This module answers from the SQLite digest
 1.5 s and a warm one near 100 ms. Heavy work (observer promotion, digest rebuild) is
 handed to a detached background ``engram`` process so the agent is never blocked.
 
+Start-up is most of a hook's time, so the answering path imports the standard library's
+``json``, ``re`` and ``sqlite3`` and a few small Engram modules, nothing more (no
+``argparse``, ``attrs``, ``typing``, ``logging`` or ``subprocess``: ``engram.cli.entry``
+calls :func:`hook_entry` before anything else; tests/agents/test_hook_imports.py pins the
+set). What need not hold up the answer — queueing the payload for the observer (which
+imports the secret redaction, dozens of regular expressions) and starting background jobs
+— runs in a forked child after the answer is written (:func:`hook_main` ``detach``), in
+the order the hooks came (the parent takes ``.engram/agents/inbox.lock`` before it forks).
+
 Every memory handed to the agent is recorded per session: the same memory is never
 injected twice in one session, and at session end the engine learns which memories were
 used in a session that then succeeded (docs/agents.md, feedback).
@@ -14,26 +23,38 @@ used in a session that then succeeded (docs/agents.md, feedback).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import attrs
-
-from engram.jsontypes import JsonObject
 from engram.marks import conflict_markers, together
 from engram.quoting import quote_shared
-from engram.redaction import redact_secrets, redact_value
-from engram.store.digest import Brief, Digest, prompt_terms
+from engram.store.digest import Digest, prompt_terms
 from engram.tokens import estimate_tokens
 from engram.workspace import Workspace, WorkspaceError
 
-log = logging.getLogger(__name__)
+#: ``typing`` and ``collections.abc`` cost a hook process milliseconds; mypy reads them
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import logging
+    from collections.abc import Callable, Sequence
+
+    from engram.jsontypes import JsonObject
+    from engram.store.digest import Brief
+
+    #: work that need not hold up the agent's answer (run after it, in order)
+    Deferred = list[Callable[[], None]]
+    #: ``Brief -> the shown memories it conflicts with`` (read from the digest).
+    Partners = Callable[[Brief], Sequence[Brief]]
+
+
+def _log() -> logging.Logger:
+    import logging  # only when there is something to say: a hook imports no logging
+
+    return logging.getLogger(__name__)
+
 
 #: What PostToolUse injects for a file: the things that bite (docs/agents.md proactive injection).
 # (type names as strings: the hook path does not import the model)
@@ -78,24 +99,45 @@ _FILE_MENTION = re.compile(r"[\w./-]+\.[A-Za-z0-9]{1,8}\b")
 _SAFE_SESSION = re.compile(r"[^A-Za-z0-9._-]")
 
 
-@attrs.define
 class HookBudget:
-    file_tokens: int = 400
-    session_tokens: int = 1200
-    prompt_tokens: int = 400
+    """Tokens each kind of hook answer may take (plain class: a hook imports no ``attrs``)."""
+
+    __slots__ = ("file_tokens", "prompt_tokens", "session_tokens")
+
+    def __init__(
+        self, file_tokens: int = 400, session_tokens: int = 1200, prompt_tokens: int = 400
+    ) -> None:
+        self.file_tokens = file_tokens
+        self.session_tokens = session_tokens
+        self.prompt_tokens = prompt_tokens
+
+    def __repr__(self) -> str:
+        return (
+            f"HookBudget(file_tokens={self.file_tokens}, session_tokens="
+            f"{self.session_tokens}, prompt_tokens={self.prompt_tokens})"
+        )
 
 
-@attrs.define
 class SessionLedger:
     """The memories handed to one agent session, persisted so each hook process sees them."""
 
-    path: Path
-    handed: list[str] = attrs.field(factory=list)
-    tokens: int = 0
-    #: handed ids whose injection was counted as an access (docs/agents.md), and those credited
-    #: because the session then succeeded; both settled by the background drain.
-    accessed: list[str] = attrs.field(factory=list)
-    credited: list[str] = attrs.field(factory=list)
+    __slots__ = ("accessed", "credited", "handed", "path", "tokens")
+
+    def __init__(
+        self,
+        path: Path,
+        handed: list[str] | None = None,
+        tokens: int = 0,
+        accessed: list[str] | None = None,
+        credited: list[str] | None = None,
+    ) -> None:
+        self.path = path
+        self.handed: list[str] = handed if handed is not None else []
+        self.tokens = tokens
+        #: handed ids whose injection was counted as an access (docs/agents.md), and those
+        #: credited because the session then succeeded; both settled by the background drain.
+        self.accessed: list[str] = accessed if accessed is not None else []
+        self.credited: list[str] = credited if credited is not None else []
 
     @classmethod
     def load(cls, workspace: Workspace, session_id: str) -> SessionLedger:
@@ -143,10 +185,6 @@ def render_memory(memory: Brief, others: Sequence[Brief] = ()) -> str:
         return f"- {memory.type.upper()}{where}{mark}: {text} [{memory.id}]"
     review = " [unverified]" if memory.needs_review else ""
     return f"- {memory.type.upper()}{where}{review}{mark}: {memory.content.strip()} [{memory.id}]"
-
-
-#: ``Brief -> the shown memories it conflicts with`` (read from the digest).
-Partners = Callable[[Brief], Sequence[Brief]]
 
 
 def digest_partners(digest: Digest) -> Partners:
@@ -226,7 +264,7 @@ def _spawn_background(workspace: Workspace, args: list[str], stdin_text: str) ->
     holds ``.engram/agents/<job>.lock``), so a burst of Stop events (Claude Code sends one
     per turn) starts one drain, not one per turn. False when one was already running.
     """
-    from engram.jobs import start
+    from engram.jobs import start  # subprocess and all: only in the deferred child
 
     started = start(
         workspace, args[0], args, log_name="hooks.log", stdin_text=stdin_text, detach=True
@@ -245,6 +283,8 @@ def _rebuild_now(workspace: Workspace) -> bool:
     docs/agents.md); the session brief must not silently leave them out. Returns False when
     the rebuild failed or took too long; the caller then starts a background one.
     """
+    import subprocess
+
     try:
         done = subprocess.run(
             [
@@ -264,7 +304,7 @@ def _rebuild_now(workspace: Workspace) -> bool:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        log.warning("digest rebuild for SessionStart did not finish: %s", exc)
+        _log().warning("digest rebuild for SessionStart did not finish: %s", exc)
         return False
     return done.returncode == 0
 
@@ -275,6 +315,8 @@ def _queue_observation(workspace: Workspace, payload: JsonObject) -> None:
     Tool output is whatever the agent saw (a ``cat .env``, a failing ``curl`` with its
     token): nothing of it reaches the disk unredacted (docs/security.md).
     """
+    from engram.redaction import redact_value  # dozens of patterns: in the deferred child
+
     session = safe_session(str(payload.get("session_id") or "default"))
     inbox = workspace.engram_dir / "agents" / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
@@ -288,9 +330,15 @@ def run_claude_code_hook(
     budget: HookBudget | None = None,
     *,
     background: bool = True,
+    deferred: Deferred | None = None,
 ) -> JsonObject | None:
-    """Answer one Claude Code hook payload; ``None`` means print nothing."""
+    """Answer one Claude Code hook payload; ``None`` means print nothing.
+
+    ``deferred``: where to put the work that need not hold up the answer (queueing the
+    payload, background jobs), in the order it must run; without it that work runs here.
+    """
     budget = budget or HookBudget()
+    later: Deferred = deferred if deferred is not None else []
     event = str(payload.get("hook_event_name") or "")
     session_id = str(payload.get("session_id") or "default")
     if not workspace.engram_dir.exists():
@@ -301,8 +349,8 @@ def run_claude_code_hook(
         # events answer at once and let a background rebuild catch up
         stale = background and digest.is_stale()
         if stale and not (event == "SessionStart" and _rebuild_now(workspace)):
-            _spawn_background(workspace, ["digest", "--rebuild"], "")
-        _queue_observation(workspace, payload)
+            later.append(lambda: _spawn_none(workspace, ["digest", "--rebuild"], ""))
+        later.append(lambda: _queue_observation(workspace, payload))
         ledger = SessionLedger.load(workspace, session_id)
         if event == "SessionStart":
             # where *this* user's last session stopped: never a teammate's work state
@@ -330,11 +378,8 @@ def run_claude_code_hook(
             text, ids = _file_context(workspace, digest, payload, budget, set(ledger.handed))
         elif event in ("Stop", "SessionEnd"):
             if background:
-                _spawn_background(
-                    workspace,
-                    ["observe", "--format", "claude-code", "--drain-inbox"],
-                    json.dumps(payload),
-                )
+                drain = ["observe", "--format", "claude-code", "--drain-inbox"]
+                later.append(lambda: _spawn_none(workspace, drain, json.dumps(payload)))
             return None
         else:
             return None
@@ -345,6 +390,17 @@ def run_claude_code_hook(
         return _output(event, text)
     finally:
         digest.close()
+        if deferred is None:
+            _run_all(later)
+
+
+def _spawn_none(workspace: Workspace, args: list[str], stdin_text: str) -> None:
+    _spawn_background(workspace, args, stdin_text)
+
+
+def _run_all(work: Deferred) -> None:
+    for step in work:
+        step()
 
 
 def _file_context(
@@ -406,9 +462,17 @@ def _prompt_context(
     )
 
 
-def hook_main(agent: str, stdin_text: str, workspace_arg: str | None) -> int:
-    """The ``engram hook`` entry point: never fails the agent (exit 0, errors logged)."""
-    started = time.perf_counter()
+def hook_main(
+    agent: str, stdin_text: str, workspace_arg: str | None, *, detach: bool = False
+) -> int:
+    """The ``engram hook`` entry point: never fails the agent (exit 0, errors logged).
+
+    ``detach``: run the deferred work (queueing the payload, background jobs) in a forked
+    child once the answer is written, so the agent does not wait for it (the ``engram hook``
+    process; in-process callers leave it False and the work runs before this returns).
+    """
+    later: Deferred = []
+    workspace: Workspace | None = None
     try:
         payload = json.loads(stdin_text) if stdin_text.strip() else {}
         if not isinstance(payload, dict):
@@ -417,14 +481,111 @@ def hook_main(agent: str, stdin_text: str, workspace_arg: str | None) -> int:
         workspace = Workspace.open(root) if workspace_arg else Workspace.open(_git_root(root))
         if agent not in ("claude-code", "codex"):
             raise ValueError(f"unknown agent {agent!r}; expected claude-code or codex")
-        result = run_claude_code_hook(workspace, payload)
+        result = run_claude_code_hook(workspace, payload, deferred=later)
         if result is not None:
             sys.stdout.write(json.dumps(result))
             sys.stdout.flush()
     except Exception as exc:  # a hook must never block or break the agent
         _log_failure(workspace_arg, exc)
-    log.debug("hook answered in %.1f ms", (time.perf_counter() - started) * 1000)
+    if later and workspace is not None:
+        if detach:
+            _run_detached(workspace, later, workspace_arg)
+        else:
+            _run_logged(later, workspace_arg)
     return 0
+
+
+def hook_entry(args: Sequence[str]) -> int | None:
+    """``engram hook AGENT [--workspace DIR]`` before the CLI's parser is imported
+    (``engram.cli.entry``); ``None`` for any other command line (``--help``, a typo), which
+    the full parser then answers or refuses."""
+    if len(args) < 2 or args[0] != "hook":
+        return None
+    agent: str | None = None
+    workspace: str | None = None
+    rest = list(args[1:])
+    while rest:
+        item = rest.pop(0)
+        if item in ("--workspace", "-w") and rest:
+            workspace = rest.pop(0)
+        elif item.startswith("--workspace=") and workspace is None:
+            workspace = item.split("=", 1)[1]
+        elif not item.startswith("-") and agent is None:
+            agent = item
+        else:
+            return None
+    if agent is None:
+        return None
+    return hook_main(agent, sys.stdin.read(), workspace, detach=True)
+
+
+def _run_logged(work: Deferred, workspace_arg: str | None) -> None:
+    for step in work:
+        try:
+            step()
+        except Exception as exc:  # the answer is out already; a failure is only logged
+            _log_failure(workspace_arg, exc)
+
+
+#: Serialises the deferred children of one workspace's hooks (see :func:`_run_detached`).
+INBOX_LOCK = "inbox.lock"
+
+
+def wait_for_queued(workspace: Workspace) -> None:
+    """Return once the deferred work of every ``engram hook`` that already answered in this
+    workspace is done (its payload queued, its job started): the lock each hook's child
+    holds until then is taken once. For whoever reads the inbox right after a hook (tests,
+    benchmarks); the drain needs no wait (the Stop child queues before it starts one)."""
+    import fcntl
+
+    lock = workspace.engram_dir / "agents" / INBOX_LOCK
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return  # no hook ever deferred anything here
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    finally:
+        os.close(fd)
+
+
+def _run_detached(workspace: Workspace, work: Deferred, workspace_arg: str | None) -> None:
+    """Run ``work`` in a forked child that outlives this process, after the answer is out.
+
+    The child queues the payload and starts jobs in the order the hooks came: this process
+    takes ``.engram/agents/inbox.lock`` (waiting for an earlier hook's child still at work,
+    which is rare: its work takes milliseconds, the agent's next tool call longer) and the
+    child inherits it, holding it until it is done. The child leaves the agent's stdio
+    (Claude Code reads the hook's stdout to its end) and session at once. Where ``fork``
+    fails the work runs here.
+    """
+    import fcntl
+
+    fd = -1
+    try:
+        lock = workspace.engram_dir / "agents" / INBOX_LOCK
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError as exc:
+        _log_failure(workspace_arg, exc)  # unordered is better than not queued at all
+    try:
+        pid = os.fork()
+    except OSError:
+        _run_logged(work, workspace_arg)
+        pid = -1
+    if pid != 0:  # this process (or no child): the lock goes with the child, if any
+        if fd >= 0:
+            os.close(fd)
+        return
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for target in (0, 1, 2):
+            os.dup2(null, target)
+        _run_logged(work, workspace_arg)
+    finally:
+        os._exit(0)  # no atexit handlers, no second flush of the parent's buffers
 
 
 def _git_root(start: str) -> Path:
@@ -440,6 +601,8 @@ def _log_failure(workspace_arg: str | None, exc: Exception) -> None:
         if log_dir.parent.exists():
             log_dir.mkdir(exist_ok=True)
             with (log_dir / "hooks.log").open("a", encoding="utf-8") as fh:
+                from engram.redaction import redact_secrets
+
                 detail = redact_secrets(repr(exc)[:500]).text
                 fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook failed: {detail}\n")
     except OSError:

@@ -2,7 +2,8 @@
 
 A command the workspace's engine runs costs this process a few standard-library imports, a
 socket round trip and a print (docs/engine.md, "The CLI"): ``engram.cli.main`` (argparse,
-the use-case declarations) is imported only when the command runs here.
+the use-case declarations) is imported only when the command runs here. ``engram hook``
+goes straight to :func:`engram.agents.hooks.hook_entry`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,14 @@ EXIT_INTERRUPTED = 130
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["hook"]:
+        # an agent hook: a fresh process per tool call, answered from the digest alone
+        # (docs/agents.md, "Hook latency"): not even the forwarder is imported on its way
+        from engram.agents.hooks import hook_entry
+
+        answered = hook_entry(args)
+        if answered is not None:
+            return answered
     try:
         from engram.daemon.forward import forward
 
