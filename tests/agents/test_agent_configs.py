@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from engram.agents import Digest
+from engram.agents.hooks import wait_for_queued
 from engram.lifecycle.trust import mirror_rules
 from engram.model import CodeAnchor, Memory, MemoryType
 from engram.workspace import Workspace
@@ -116,3 +117,44 @@ def test_claude_code_hook_script_answers_and_never_fails(tmp_workspace: Workspac
         check=False,
     )
     assert broken.returncode == 0 and broken.stdout == ""
+
+
+@pytest.mark.parametrize("how", ["ENGRAM_PYTHON", "python3 on PATH"])
+def test_a_cloned_repository_cannot_choose_what_the_hook_runs(
+    tmp_workspace: Workspace, tmp_path: Path, how: str
+) -> None:
+    """The agent runs hooks inside the repository: an ``engram/`` package in it must not be
+    what ``python -m engram`` imports (bin/find-engram passes -P), nor a relative PATH entry."""
+    tmp_workspace.ensure_engram_dir()
+    planted = tmp_workspace.root / "engram"
+    planted.mkdir()
+    marker = tmp_path / "pwned"
+    code = f"open({str(marker)!r}, 'w').write('x')\n"
+    (planted / "__init__.py").write_text(code)
+    (planted / "__main__.py").write_text(code)
+    fake = tmp_workspace.root / "python3"  # found first through a relative PATH entry
+    fake.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    fake.chmod(0o755)
+    home, bin_dir = tmp_path / "home", tmp_path / "bin"
+    home.mkdir()
+    bin_dir.mkdir()
+    python = bin_dir / "python3"  # an interpreter with Engram, and no engram script
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    env = {"HOME": str(home), "PATH": f".:{bin_dir}:/usr/bin:/bin"}
+    if how == "ENGRAM_PYTHON":
+        env["ENGRAM_PYTHON"] = sys.executable
+    payload = {"session_id": "s", "hook_event_name": "SessionStart", "cwd": str(tmp_workspace.root)}
+    done = subprocess.run(
+        [str(CLIENTS / "claude-code/hooks/engram-hook")],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_workspace.root,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert not marker.exists()
+    wait_for_queued(tmp_workspace)
+    assert (tmp_workspace.engram_dir / "agents" / "inbox" / "s.jsonl").is_file()  # Engram ran

@@ -90,13 +90,15 @@ def engram_command() -> list[str]:
     """The absolute command that runs this installation of Engram.
 
     The interpreter path is kept as given (a venv's ``python`` is a symlink to the base
-    interpreter: resolving it would leave the venv and lose Engram).
+    interpreter: resolving it would leave the venv and lose Engram). ``-P``: agents run
+    these commands inside the repository, and ``-m`` would otherwise put it first on
+    ``sys.path``, so an ``engram/`` folder in a cloned repository would run instead.
     """
     python = Path(sys.executable).absolute()
     script = python.parent / "engram"
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
-    return [str(python), "-m", "engram"]
+    return [str(python), "-P", "-m", "engram"]
 
 
 def _shell(command: Sequence[str]) -> str:
