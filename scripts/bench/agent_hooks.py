@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "server"))
 
 from engram.agents import Digest, HookBudget  # noqa: E402
+from engram.agents.hooks import wait_for_queued  # noqa: E402
 from engram.lifecycle.trust import mirror_rules  # noqa: E402
 from engram.model import CodeAnchor, Memory, MemoryScope, MemoryType  # noqa: E402
 from engram.tokens import estimate_tokens  # noqa: E402
@@ -90,6 +91,7 @@ def wait_for_background(ws: Workspace, timeout_s: float = 120.0) -> None:
     """Until no background job of Engram's holds its lock in ``.engram/agents``."""
     import fcntl
 
+    wait_for_queued(ws)  # a Stop hook starts its drain after it answered
     deadline = time.monotonic() + timeout_s
     for lock in (ws.engram_dir / "agents").glob("*.lock"):
         while time.monotonic() < deadline:

@@ -8,12 +8,15 @@ plugin is copied with its hook command wrapped: the wrapper notes the wall time 
 Code waits for) per event. The stand-in notes when each model request came, so the gaps between
 requests (hooks and tool together) and the time to the first request (start-up, SessionStart,
 UserPromptSubmit) are reported too. Prints one JSON object as its last line:
-``{"runs", "hooks": {event: {"n", "p50_ms", "max_ms", "first_ms"}}, "direct": {...},
+``{"runs", "hooks": {event: {"n", "p50_ms", "p95_ms", "max_ms", "first_ms", "ms"}}, "direct": {...},
 "session": {...}}``; ``direct`` is the same hook command with the same payload started from a
 plain process after the sessions (no Claude Code, no MCP or LSP server starting), the baseline
 on the same machine at the same load.
 
     python scripts/bench/claude_live_hooks.py --runs 5
+
+``--engram`` and ``--plugin`` measure another installation and plugin (a before/after
+comparison in one session: run it A-B-B-A, each side with its own engram and plugin).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import json
+import math
 import os
 import shutil
 import signal
@@ -36,8 +40,12 @@ sys.path.insert(0, str(ROOT))
 
 from tests.agents.fake_anthropic import FakeAnthropic, Text, ToolCall  # noqa: E402
 
+from engram.agents.hooks import wait_for_queued  # noqa: E402
+from engram.workspace import Workspace  # noqa: E402
+
 CLAUDE_VERSION = "2.1.197"  # scripts/setup-e2e installs this one
 ENGRAM = str(Path(sys.executable).absolute().parent / "engram")
+PLUGIN = ROOT / "clients" / "claude-code"
 QUIET = {"ENGRAM_EMBED__MODEL": "none"}
 PROMPT = "Fix the session key in src/keys.py"
 CLAUDE_ARGS = ("--permission-mode", "acceptEdits", "--output-format", "json")
@@ -68,6 +76,7 @@ def claude_binary() -> Path:
 
 
 def remember(project: Path, *args: str) -> None:
+    """``engram remember`` with the engram under test (``--engram``)."""
     subprocess.run(
         [ENGRAM, "remember", "--workspace", str(project), *args],
         capture_output=True,
@@ -95,7 +104,7 @@ def seed(base: Path) -> tuple[Path, Path, Path]:
             f"The job timeout is {seconds}s.",
         )  # fmt: skip
     apply_setup(plan_setup("claude-code", project, home=home, command=[ENGRAM], plugin=True))
-    shutil.copytree(ROOT / "clients" / "claude-code", plugin)
+    shutil.copytree(PLUGIN, plugin)
     hook = plugin / "hooks" / "engram-hook"
     hook.rename(hook.with_name("engram-hook.real"))
     hook.write_text(WRAPPER)
@@ -211,21 +220,37 @@ def stop_engines(runtime: Path) -> None:
             continue
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile by nearest rank (the p95 of up to 20 values is the largest)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
 def summary(values: list[float]) -> dict[str, float]:
     return {
         "n": len(values),
         "first_ms": round(values[0], 1),
         "p50_ms": round(statistics.median(values), 1),
+        "p95_ms": round(percentile(values, 0.95), 1),
         "max_ms": round(max(values), 1),
+        "ms": [round(v, 1) for v in values],
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--engram", help="the engram executable to measure (default: this venv's)")
+    parser.add_argument("--plugin", help="the plugin folder to copy (default: clients/claude-code)")
     args = parser.parse_args()
+    global ENGRAM, PLUGIN
+    ENGRAM = args.engram or ENGRAM
+    PLUGIN = Path(args.plugin) if args.plugin else PLUGIN
     claude = claude_binary()
-    with tempfile.TemporaryDirectory(prefix="engram-live-hooks-") as tmp:
+    # a hook's deferred child or a drain may still write when the run ends (see below)
+    with tempfile.TemporaryDirectory(
+        prefix="engram-live-hooks-", ignore_cleanup_errors=True
+    ) as tmp:
         base = Path(tmp)
         own_runtime = not os.environ.get("ENGRAM_RUNTIME_DIR")
         if own_runtime:  # engines this run starts live here, and end with it
@@ -239,6 +264,7 @@ def main() -> None:
         for line in times.read_text().splitlines():
             event, start, end = line.split()
             hooks.setdefault(event, []).append((int(end) - int(start)) / 1e6)
+        wait_for_queued(Workspace(project))  # hooks queue their payload after they answer
         wait_for_drain(project)
         # Stop/SessionEnd would start a drain per run: the baseline covers the answering hooks
         direct = {
@@ -248,6 +274,7 @@ def main() -> None:
             for event in sorted(hooks)
             if not event.startswith(("Stop", "SessionEnd"))
         }
+        wait_for_queued(Workspace(project))
         if own_runtime:
             stop_engines(base / "run")
     result = {
@@ -259,8 +286,11 @@ def main() -> None:
     }
     for event, row in result["hooks"].items():
         base = result["direct"].get(event)
-        alone = f"  (alone p50 {base['p50_ms']:7.1f} ms)" if base else ""
-        print(f"{event:20} live p50 {row['p50_ms']:7.1f} ms  max {row['max_ms']:7.1f} ms{alone}")
+        alone = f"  (alone p50 {base['p50_ms']:7.1f} p95 {base['p95_ms']:7.1f})" if base else ""
+        print(
+            f"{event:20} live p50 {row['p50_ms']:7.1f} ms  p95 {row['p95_ms']:7.1f} ms"
+            f"  max {row['max_ms']:7.1f} ms{alone}"
+        )
     print(json.dumps(result))
 
 
