@@ -22,6 +22,7 @@ from lsprotocol import types
 from tests.lsp.conftest import lsp_session
 from tests.security.conftest import Recorder, engram, events_text
 
+from engram.agents.hooks import wait_for_queued
 from engram.workspace import Workspace
 
 
@@ -124,6 +125,8 @@ def test_user_settings_are_trusted(hostile_repo: Workspace, user_config: Path) -
 def _wait_idle_background(ws: Workspace, timeout: float = 60.0) -> None:
     """Until the hook's detached `engram observe --drain-inbox` child has exited."""
     import fcntl
+
+    wait_for_queued(ws)  # the Stop hook starts the drain after it answered
 
     lock = ws.engram_dir / "agents" / "observe.lock"
     deadline = time.monotonic() + timeout

@@ -536,6 +536,8 @@ def wait_for_queued(workspace: Workspace) -> None:
     workspace is done (its payload queued, its job started): the lock each hook's child
     holds until then is taken once. For whoever reads the inbox right after a hook (tests,
     benchmarks); the drain needs no wait (the Stop child queues before it starts one)."""
+    if not hasattr(os, "fork"):
+        return  # no deferred children there: the hook did its work before it returned
     import fcntl
 
     lock = workspace.engram_dir / "agents" / INBOX_LOCK
@@ -557,8 +559,11 @@ def _run_detached(workspace: Workspace, work: Deferred, workspace_arg: str | Non
     which is rare: its work takes milliseconds, the agent's next tool call longer) and the
     child inherits it, holding it until it is done. The child leaves the agent's stdio
     (Claude Code reads the hook's stdout to its end) and session at once. Where ``fork``
-    fails the work runs here.
+    fails or is missing (Windows) the work runs here.
     """
+    if not hasattr(os, "fork"):
+        _run_logged(work, workspace_arg)
+        return
     import fcntl
 
     fd = -1
