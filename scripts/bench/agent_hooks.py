@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "server"))
 
 from engram.agents import Digest, HookBudget  # noqa: E402
-from engram.agents.hooks import wait_for_queued  # noqa: E402
+from engram.agents.deferred import wait_for_queued  # noqa: E402
 from engram.lifecycle.trust import mirror_rules  # noqa: E402
 from engram.model import CodeAnchor, Memory, MemoryScope, MemoryType  # noqa: E402
 from engram.tokens import estimate_tokens  # noqa: E402

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.agents.fake_anthropic import FakeAnthropic, Text, ToolCall  # noqa: E402
 
-from engram.agents.hooks import wait_for_queued  # noqa: E402
+from engram.agents.deferred import wait_for_queued  # noqa: E402
 from engram.workspace import Workspace  # noqa: E402
 
 CLAUDE_VERSION = "2.1.197"  # scripts/setup-e2e installs this one

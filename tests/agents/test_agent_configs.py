@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engram.agents import Digest
-from engram.agents.hooks import wait_for_queued
+from engram.agents.deferred import wait_for_queued
 from engram.lifecycle.trust import mirror_rules
 from engram.model import CodeAnchor, Memory, MemoryType
 from engram.workspace import Workspace

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engram.agents.hooks import wait_for_queued
+from engram.agents.deferred import wait_for_queued
 from engram.workspace import Workspace
 
 SESSION = "cc-flow-1"

@@ -32,7 +32,7 @@ from pathlib import Path
 from tests.agents.fake_anthropic import FakeAnthropic, Recorded, Text, ToolCall, request_text
 from tests.agents.test_claude_cli import claude_binary
 
-from engram.agents.hooks import wait_for_queued
+from engram.agents.deferred import wait_for_queued
 from engram.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from engram.agents.hooks import wait_for_queued
+from engram.agents.deferred import wait_for_queued
 from engram.lifecycle.trust import mirror_rules
 from engram.model import CodeAnchor, Memory, MemoryType
 from engram.store.digest import Digest
@@ -26,11 +26,11 @@ PROBE = """
 import json, sys
 import engram.agents.hooks as hooks
 seen = []
-real = hooks._run_detached
+real = hooks.run_detached
 def record(*args, **kwargs):
     seen.append(sorted(sys.modules))
     return real(*args, **kwargs)
-hooks._run_detached = record
+hooks.run_detached = record
 from engram.cli.entry import main
 try:
     code = main(json.loads(sys.argv[1]))
@@ -44,6 +44,7 @@ raise SystemExit(code)
 HOOK_MODULES = {
     "engram",
     "engram.agents",
+    "engram.agents.deferred",
     "engram.agents.hooks",
     "engram.cli",
     "engram.cli.entry",

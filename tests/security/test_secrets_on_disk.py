@@ -12,7 +12,7 @@ import attrs
 import pytest
 from tests.security.conftest import engram
 
-from engram.agents.hooks import wait_for_queued
+from engram.agents.deferred import wait_for_queued
 from engram.workspace import Workspace
 
 #: the gaps issue 13 found, each as an agent's tool output or a note would carry it

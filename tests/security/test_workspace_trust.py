@@ -22,7 +22,7 @@ from lsprotocol import types
 from tests.lsp.conftest import lsp_session
 from tests.security.conftest import Recorder, engram, events_text
 
-from engram.agents.hooks import wait_for_queued
+from engram.agents.deferred import wait_for_queued
 from engram.workspace import Workspace
 
 

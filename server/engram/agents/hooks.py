@@ -12,8 +12,8 @@ Start-up is most of a hook's time, so the answering path imports the standard li
 calls :func:`hook_entry` before anything else; tests/agents/test_hook_imports.py pins the
 set). What need not hold up the answer — queueing the payload for the observer (which
 imports the secret redaction, dozens of regular expressions) and starting background jobs
-— runs in a forked child after the answer is written (:func:`hook_main` ``detach``), in
-the order the hooks came (the parent takes ``.engram/agents/inbox.lock`` before it forks).
+— runs in a forked child after the answer is written (:func:`hook_main` ``detach``,
+:mod:`engram.agents.deferred`), in the order the hooks came.
 
 Every memory handed to the agent is recorded per session: the same memory is never
 injected twice in one session, and at session end the engine learns which memories were
@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from engram.agents.deferred import run_all, run_detached
 from engram.marks import conflict_markers, together
 from engram.quoting import quote_shared
 from engram.store.digest import Digest, prompt_terms
@@ -489,9 +490,9 @@ def hook_main(
         _log_failure(workspace_arg, exc)
     if later and workspace is not None:
         if detach:
-            _run_detached(workspace, later, workspace_arg)
+            run_detached(workspace, later, lambda exc: _log_failure(workspace_arg, exc))
         else:
-            _run_logged(later, workspace_arg)
+            run_all(later, lambda exc: _log_failure(workspace_arg, exc))
     return 0
 
 
@@ -517,80 +518,6 @@ def hook_entry(args: Sequence[str]) -> int | None:
     if agent is None:
         return None
     return hook_main(agent, sys.stdin.read(), workspace, detach=True)
-
-
-def _run_logged(work: Deferred, workspace_arg: str | None) -> None:
-    for step in work:
-        try:
-            step()
-        except Exception as exc:  # the answer is out already; a failure is only logged
-            _log_failure(workspace_arg, exc)
-
-
-#: Serialises the deferred children of one workspace's hooks (see :func:`_run_detached`).
-INBOX_LOCK = "inbox.lock"
-
-
-def wait_for_queued(workspace: Workspace) -> None:
-    """Return once the deferred work of every ``engram hook`` that already answered in this
-    workspace is done (its payload queued, its job started): the lock each hook's child
-    holds until then is taken once. For whoever reads the inbox right after a hook (tests,
-    benchmarks); the drain needs no wait (the Stop child queues before it starts one)."""
-    if not hasattr(os, "fork"):
-        return  # no deferred children there: the hook did its work before it returned
-    import fcntl
-
-    lock = workspace.engram_dir / "agents" / INBOX_LOCK
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return  # no hook ever deferred anything here
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    finally:
-        os.close(fd)
-
-
-def _run_detached(workspace: Workspace, work: Deferred, workspace_arg: str | None) -> None:
-    """Run ``work`` in a forked child that outlives this process, after the answer is out.
-
-    The child queues the payload and starts jobs in the order the hooks came: this process
-    takes ``.engram/agents/inbox.lock`` (waiting for an earlier hook's child still at work,
-    which is rare: its work takes milliseconds, the agent's next tool call longer) and the
-    child inherits it, holding it until it is done. The child leaves the agent's stdio
-    (Claude Code reads the hook's stdout to its end) and session at once. Where ``fork``
-    fails or is missing (Windows) the work runs here.
-    """
-    if not hasattr(os, "fork"):
-        _run_logged(work, workspace_arg)
-        return
-    import fcntl
-
-    fd = -1
-    try:
-        lock = workspace.engram_dir / "agents" / INBOX_LOCK
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    except OSError as exc:
-        _log_failure(workspace_arg, exc)  # unordered is better than not queued at all
-    try:
-        pid = os.fork()
-    except OSError:
-        _run_logged(work, workspace_arg)
-        pid = -1
-    if pid != 0:  # this process (or no child): the lock goes with the child, if any
-        if fd >= 0:
-            os.close(fd)
-        return
-    try:
-        os.setsid()
-        null = os.open(os.devnull, os.O_RDWR)
-        for target in (0, 1, 2):
-            os.dup2(null, target)
-        _run_logged(work, workspace_arg)
-    finally:
-        os._exit(0)  # no atexit handlers, no second flush of the parent's buffers
 
 
 def _git_root(start: str) -> Path:
