@@ -1206,32 +1206,40 @@ class CodeGraph:
         conn.executemany("UPDATE edges SET dst_file=? WHERE id=?", updates)
         return deps
 
-    def _forward_bfs(
-        self, start: int, adjacency: _Adjacency
-    ) -> dict[int, tuple[int, float, list[int]]]:
-        """Everything ``start`` depends on within MAX_DEPTH: ancestor -> (depth, weight, path)."""
+    def _forward_bfs(self, start: int, adjacency: _Adjacency) -> dict[int, tuple[int, float, str]]:
+        """Everything ``start`` depends on within MAX_DEPTH: ancestor -> (depth, weight, path)
+        where path is the stored JSON text of the path from the ancestor to ``start``.
+
+        The text is built a hop at a time as the walk extends a path (``"b, a, start]"``),
+        not formatted from a list per closure row.
+        """
         neighbours = adjacency.of
 
-        best: dict[int, tuple[int, float, list[int]]] = {}
-        frontier: list[tuple[int, float, list[int]]] = [(start, 1.0, [start])]
+        best: dict[int, tuple[int, float, tuple[int, ...], str]] = {}
+        frontier: list[tuple[int, float, tuple[int, ...], str]] = [
+            (start, 1.0, (start,), f"{start}]")
+        ]
         for depth in range(1, MAX_DEPTH + 1):
-            next_frontier: dict[int, tuple[int, float, list[int]]] = {}
-            for node, weight, path in frontier:
+            next_frontier: dict[int, tuple[int, float, tuple[int, ...], str]] = {}
+            for node, weight, path, text in frontier:
                 for dst, edge_weight in neighbours(node):
-                    if dst == start or dst in path:
+                    if dst in path:  # start included
                         continue
                     total = weight * edge_weight
                     known = best.get(dst)
                     if known is not None and known[0] < depth:
                         continue
                     if known is None or total > known[1]:
-                        entry = (depth, total, [*path, dst])
+                        entry = (depth, total, (*path, dst), f"{dst}, {text}")
                         best[dst] = entry
                         next_frontier[dst] = entry
-            frontier = [(n, w, p) for n, (_, w, p) in next_frontier.items()]
+            frontier = [(n, w, p, t) for n, (_, w, p, t) in next_frontier.items()]
             if not frontier:
                 break
-        return best
+        return {
+            ancestor: (depth, weight, f"[{text}")
+            for ancestor, (depth, weight, _, text) in best.items()
+        }
 
     def _update_closure(self, changed: set[int]) -> None:
         """Recompute closure rows whose descendant can reach a changed file."""
@@ -1265,26 +1273,52 @@ class CodeGraph:
         if len(affected) > _FULL_CLOSURE_OVER and len(affected) > (
             int(conn.execute("SELECT count(*) FROM files").fetchone()[0]) // 2
         ):
-            conn.execute("DELETE FROM closure")
-            adjacency.load_all()  # one scan instead of a query per file
-            affected = adjacency.sources()
-        else:
-            ids = sorted(affected)
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                conn.execute(f"DELETE FROM closure WHERE descendant IN ({marks})", chunk)
+            self._rebuild_closure(adjacency)
+            return
+        ids = sorted(affected)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            conn.execute(f"DELETE FROM closure WHERE descendant IN ({marks})", chunk)
         rows: list[tuple[int, int, int, float, str]] = []
-        for descendant in sorted(affected):
+        for descendant in ids:
             for ancestor, (depth, weight, path) in self._forward_bfs(descendant, adjacency).items():
-                # the JSON text json.dumps writes for a list of ints, without its encoder
-                rows.append(
-                    (ancestor, descendant, depth, weight, f"[{', '.join(map(str, path[::-1]))}]")
-                )
+                rows.append((ancestor, descendant, depth, weight, path))
             if len(rows) > 5000:
                 conn.executemany("INSERT OR REPLACE INTO closure VALUES (?, ?, ?, ?, ?)", rows)
                 rows = []
         conn.executemany("INSERT OR REPLACE INTO closure VALUES (?, ?, ?, ?, ?)", rows)
+
+    def _rebuild_closure(self, adjacency: _Adjacency) -> None:
+        """The whole closure from scratch, inside the caller's transaction.
+
+        The walk yields rows by descendant, but the table is keyed by (ancestor,
+        descendant): inserted as they come, every row lands on a random page of the key and
+        of ``closure_descendant``. So the rows go to a scratch heap table first (appends),
+        then into ``closure`` in key order through SQLite's sorter (bounded memory: it
+        spills to a temporary file), and ``closure_descendant`` is built once afterwards.
+        Half the CPU of the row-by-row inserts; the rows are the same.
+        """
+        conn = self._db()
+        conn.execute("DELETE FROM closure")
+        conn.execute("DROP INDEX IF EXISTS closure_descendant")
+        conn.execute("DROP TABLE IF EXISTS temp.closure_rows")
+        conn.execute("CREATE TEMP TABLE closure_rows (ancestor, descendant, depth, weight, path)")
+        adjacency.load_all()  # one scan instead of a query per file
+        rows: list[tuple[int, int, int, float, str]] = []
+        for descendant in sorted(adjacency.sources()):
+            for ancestor, (depth, weight, path) in self._forward_bfs(descendant, adjacency).items():
+                rows.append((ancestor, descendant, depth, weight, path))
+            if len(rows) > 5000:
+                conn.executemany("INSERT INTO temp.closure_rows VALUES (?, ?, ?, ?, ?)", rows)
+                rows = []
+        conn.executemany("INSERT INTO temp.closure_rows VALUES (?, ?, ?, ?, ?)", rows)
+        conn.execute(
+            "INSERT INTO closure SELECT ancestor, descendant, depth, weight, path "
+            "FROM temp.closure_rows ORDER BY ancestor, descendant"
+        )
+        conn.execute("DROP TABLE temp.closure_rows")
+        conn.execute("CREATE INDEX closure_descendant ON closure(descendant)")
 
     # -- single-file updates ---------------------------------------------------------------
     def reindex_file(self, path: str | os.PathLike[str]) -> ReindexResult:
