@@ -177,3 +177,54 @@ def test_an_import_two_roots_answer_means_one_file_whatever_the_hash_seed() -> N
         for seed in range(6)
     }
     assert answers == {"['a-1.0/pkg/__init__.py']\n"}
+
+
+def test_extraction_pauses_the_collector_and_leaves_it_as_it_found_it() -> None:
+    """extract() reads a file's matches with the cyclic collector off (its temporaries
+    are freed by reference counting) and gives it back as it was, even when it fails."""
+    import gc
+
+    import pytest
+    from tree_sitter import Parser
+
+    from engram.codegraph import extract as extract_module
+    from engram.codegraph.languages import LanguageRegistry, language_for
+
+    spec = language_for("m.py")
+    assert spec is not None
+    loaded = LanguageRegistry().get(spec)
+    assert loaded is not None
+    tree = extract_module.parse(Parser(), loaded, b"class A:\n    def f(self):\n        g()\n")
+    seen: list[bool] = []
+    original = extract_module._collect_calls
+
+    def spy(matches: extract_module.Matches, facts: extract_module.FileFacts) -> None:
+        seen.append(gc.isenabled())
+        original(matches, facts)
+
+    was_enabled = gc.isenabled()
+    try:
+        extract_module._collect_calls = spy  # type: ignore[assignment]
+        gc.enable()
+        facts = extract_module.extract(loaded, tree)
+        assert gc.isenabled() and seen == [False]
+        assert [d.qualname for d in facts.definitions] == ["A", "A.f"]
+        assert [(c.name, c.caller) for c in facts.calls] == [("g", 1)]
+        gc.disable()  # someone else paused it: it stays paused
+        extract_module.extract(loaded, tree)
+        assert not gc.isenabled()
+
+        def broken(matches: extract_module.Matches, facts: extract_module.FileFacts) -> None:
+            raise RuntimeError("grammar bug")
+
+        extract_module._collect_calls = broken  # type: ignore[assignment]
+        gc.enable()
+        with pytest.raises(RuntimeError):
+            extract_module.extract(loaded, tree)
+        assert gc.isenabled()
+    finally:
+        extract_module._collect_calls = original  # type: ignore[assignment]
+        if was_enabled:
+            gc.enable()
+        else:
+            gc.disable()
