@@ -73,6 +73,9 @@ class ImportResolver:
         self._memo: dict[tuple[str, str, str, tuple[str, ...], bool], list[str]] = {}
         #: absolute Python imports tried from the roots: the same in every importing file
         self._python_absolute: dict[tuple[str, tuple[str, ...], bool], list[str]] = {}
+        #: (base, dotted) -> the module's file: every import of a module tries it from each
+        #: root, and each try normalises a path and probes four names
+        self._python_modules: dict[tuple[str, str], str | None] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def files_in_dir(self, directory: str, suffixes: tuple[str, ...] = ()) -> list[str]:
@@ -113,6 +116,7 @@ class ImportResolver:
             if len(self._memo) >= _MEMO_LIMIT:  # bounded memory on a huge tree
                 self._memo.clear()
                 self._python_absolute.clear()
+                self._python_modules.clear()
             cached = self._memo[key] = self._resolve_uncached(resolver, source, ref)
         return [t for t in cached if t != source]
 
@@ -132,6 +136,13 @@ class ImportResolver:
 
     # -- Python ----------------------------------------------------------------------------
     def _python_module(self, base: str, dotted: str) -> str | None:
+        key = (base, dotted)
+        if key in self._python_modules:
+            return self._python_modules[key]
+        found = self._python_modules[key] = self._find_python_module(base, dotted)
+        return found
+
+    def _find_python_module(self, base: str, dotted: str) -> str | None:
         rel = dotted.replace(".", "/") if dotted else ""
         stem = _join(base, rel)
         for candidate in (
