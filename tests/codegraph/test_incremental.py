@@ -373,3 +373,50 @@ def test_rows_another_connection_wrote_are_never_kept(make_graph, tmp_path: Path
     fresh.index()
     fresh.close()
     assert graph_rows(graph.db_path) == graph_rows(tmp_path / "again" / "fresh.sqlite")
+
+
+def test_a_whole_closure_rebuild_stores_the_rows_of_the_per_file_update(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rebuild of the whole closure (rows sorted into the key through a scratch table,
+    its index built after) stores every row, weight and path the per-file update stores,
+    and leaves the descendant index in place and no scratch table behind."""
+    from engram.codegraph import graph as graph_module
+
+    root = tmp_path / "ws"
+    files = {
+        f"p{i:02}.py": "".join(f"import p{j:02}\n" for j in (i + 1, i + 2, i * 3 % 40) if j < 40)
+        + f"def f{i}():\n    return p{(i + 1) % 40:02}.f{(i + 1) % 40}()\n"
+        for i in range(40)
+    }
+    write_tree(root, files)
+    rebuilds: list[int] = []
+    rebuild = graph_module.CodeGraph._rebuild_closure
+
+    def counted(self: CodeGraph, adjacency: graph_module._Adjacency) -> None:
+        rebuilds.append(1)
+        rebuild(self, adjacency)
+
+    monkeypatch.setattr(graph_module.CodeGraph, "_rebuild_closure", counted)
+
+    def index(full: bool, name: str) -> list[tuple[object, ...]]:
+        monkeypatch.setattr(graph_module, "_FULL_CLOSURE_OVER", 0 if full else 10**9)
+        graph = CodeGraph(Workspace.open(root), db_path=tmp_path / name)
+        graph.index()
+        conn = sqlite3.connect(graph.db_path)
+        rows = conn.execute(
+            """SELECT fa.path, fd.path, c.depth, c.weight, c.path FROM closure c
+               JOIN files fa ON fa.id=c.ancestor JOIN files fd ON fd.id=c.descendant
+               ORDER BY 1, 2"""
+        ).fetchall()
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        conn.close()
+        graph.close()
+        assert "closure_descendant" in names and "closure_rows" not in names
+        return rows
+
+    rebuilt = index(True, "full.sqlite")
+    assert rebuilds == [1]
+    assert len(rebuilt) > 100 and any(depth == 3 for _, _, depth, _, _ in rebuilt)
+    assert rebuilt == index(False, "per_file.sqlite")
+    assert rebuilds == [1]
