@@ -12,8 +12,13 @@ measured quickly and alternately against an older checkout (``PYTHONPATH=<old>/s
 
 ``ratio`` = bare CPU seconds / graph CPU seconds (issue 18's goal: >= 0.8).
 
-Usage: scripts/bench/graph_vs_bare.py WORKSPACE   (run it with ``nice``; the last stdout
-line is one JSON object)
+``--edit FILE`` then edits FILE (relative to the workspace) ``--edits`` times on that
+graph as ``scale.py``'s latency phase does (a comment appended, one or two alternately;
+then a line inserted at the top) and gives ``CodeGraph.reindex_file``'s wall and CPU
+p50/p95 in ms; FILE is restored.
+
+Usage: scripts/bench/graph_vs_bare.py WORKSPACE [--edit FILE [--edits 40]]   (run it with
+``nice``; the last stdout line is one JSON object)
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.codegraph import CodeGraph
 
 HERE = Path(__file__).resolve().parent
 
@@ -34,6 +43,8 @@ HERE = Path(__file__).resolve().parent
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workspace", type=Path)
+    parser.add_argument("--edit", help="a file to re-index after edits, as scale.py does")
+    parser.add_argument("--edits", type=int, default=40)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
@@ -62,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         report = graph.index()
         graph_cpu = time.process_time() - started
         graph_wall = time.perf_counter() - wall
+        edits = edit_latency(graph, args.workspace, args.edit, args.edits) if args.edit else {}
         graph.close()
     result = {
         "engram": str(Path(engram.__file__).parent),
@@ -76,9 +88,45 @@ def main(argv: list[str] | None = None) -> int:
         "closure_rows": report.closure_rows,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         "ratio": round(bare_cpu / graph_cpu, 3) if graph_cpu else None,
+        **edits,
     }
     print(json.dumps(result))
     return 0
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))], 2)
+
+
+def edit_latency(graph: CodeGraph, workspace: Path, target: str, count: int) -> dict[str, float]:
+    """``reindex_file`` after appended comments, then after a line inserted at the top."""
+    path = workspace / target
+    original = path.read_bytes()
+    comment = b"\n# engram bench edit\n" if target.endswith(".py") else b"\n// engram bench edit\n"
+    timings: dict[str, tuple[list[float], list[float]]] = {"append": ([], []), "shift": ([], [])}
+    try:
+        for kind, (wall_ms, cpu_ms) in timings.items():
+            for edit in range(count):
+                extra = comment * (edit % 2 + 1)
+                if kind == "append":
+                    path.write_bytes(original + extra)
+                else:
+                    path.write_bytes(extra.lstrip(b"\n") + original)
+                t0, c0 = time.perf_counter(), time.process_time()
+                graph.reindex_file(target)
+                wall_ms.append((time.perf_counter() - t0) * 1000)
+                cpu_ms.append((time.process_time() - c0) * 1000)
+    finally:
+        path.write_bytes(original)
+        graph.reindex_file(target)
+    result: dict[str, float] = {}
+    for kind, (wall_ms, cpu_ms) in timings.items():
+        result[f"{kind}_p50_ms"] = percentile(wall_ms, 0.5)
+        result[f"{kind}_p95_ms"] = percentile(wall_ms, 0.95)
+        result[f"{kind}_cpu_p50_ms"] = percentile(cpu_ms, 0.5)
+        result[f"{kind}_cpu_p95_ms"] = percentile(cpu_ms, 0.95)
+    return result
 
 
 if __name__ == "__main__":

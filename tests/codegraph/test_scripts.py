@@ -95,6 +95,16 @@ def test_graph_vs_bare_on_a_tiny_tree(tmp_path: Path) -> None:
     assert result["files_parsed_bare"] == 2 and result["files_indexed"] == 3
     assert result["closure_rows"] == 1 and result["graph_cpu_seconds"] > 0
     assert result["ratio"] is not None and result["ratio"] >= 0
+    assert "append_p95_ms" not in result
+
+    before = (tmp_path / "ws" / "b.py").read_bytes()
+    result = run(
+        "scripts/bench/graph_vs_bare.py", str(tmp_path / "ws"), "--edit", "b.py", "--edits", "3",
+        cwd=tmp_path,
+    )  # fmt: skip
+    for kind in ("append", "shift"):
+        assert result[f"{kind}_p50_ms"] > 0 and result[f"{kind}_cpu_p95_ms"] >= 0
+    assert (tmp_path / "ws" / "b.py").read_bytes() == before  # the edited file is restored
 
 
 def test_cosqa_lab_on_a_tiny_slice(tmp_path: Path) -> None:
