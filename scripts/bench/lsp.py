@@ -140,13 +140,16 @@ class Recorder:
     def __init__(self) -> None:
         self.client = LanguageClient("engram-bench", "1")
         self.diagnostics: dict[str, tuple[float, list[types.Diagnostic]]] = {}
+        #: every publish per document: (time, number of diagnostics)
+        self.publishes: dict[str, list[tuple[float, int]]] = {}
         self.ready_at: float | None = None
         self.tokens: set[Any] = set()
 
         @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def _diagnostics(params: types.PublishDiagnosticsParams) -> None:
-            if params.uri not in self.diagnostics or params.diagnostics:
-                self.diagnostics.setdefault(params.uri, (time.perf_counter(), params.diagnostics))
+            now = time.perf_counter()
+            self.diagnostics.setdefault(params.uri, (now, params.diagnostics))
+            self.publishes.setdefault(params.uri, []).append((now, len(params.diagnostics)))
 
         @self.client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
         def _create(params: types.WorkDoneProgressCreateParams) -> None:
@@ -236,6 +239,7 @@ async def measure(
     diag_ms = None if first is None else round((first[0] - opened) * 1000, 1)
     diag_count = 0 if first is None else len(first[1])
     await asyncio.sleep(0.5)  # let background work (impact summaries) settle
+    publishes = [(round((t - opened) * 1000, 1), n) for t, n in rec.publishes.get(uri, [])]
     latencies: list[float] = []
     non_empty = 0
     for line, character in hover_lines:
@@ -261,6 +265,8 @@ async def measure(
         "ready_s": None if ready_s is None else round(ready_s, 3),
         "did_open_to_diagnostics_ms": diag_ms,
         "diagnostics": diag_count,
+        # every publish for the file up to the first hover: (ms after didOpen, diagnostics)
+        "publishes": publishes,
         "hover_p50_ms": round(percentile(latencies, 0.5), 2),
         "hover_p95_ms": round(percentile(latencies, 0.95), 2),
         "hover_max_ms": round(max(latencies), 2) if latencies else None,

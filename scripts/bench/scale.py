@@ -28,8 +28,11 @@ as child processes (each measured alone, ``nice`` applied by the caller):
   every chunk of 50k files takes hours on 2 shared cores): a first run SIGKILLed once it
   stored vectors, a second to the end: chunks per second (wall and CPU) and whether the
   second embedded exactly what the first had left;
-* ``lsp``: ``engram serve`` on the workspace: initialize, open -> diagnostics, hover
-  p50/p95 on a file with memories, peak RSS (``scripts/bench/lsp.py``'s client).
+* ``lsp``: ``engram serve`` on the workspace: initialize, open -> diagnostics (and every
+  publish for the file: the first must carry its memories), hover p50/p95 on a file with
+  memories, peak RSS (``scripts/bench/lsp.py``'s client), the engine in the server;
+* ``lsp_engine``: the same through the default set-up, a thin ``engram serve`` linked to
+  a freshly started workspace engine: the server's and the engine's peak RSS apart.
 
 Every child reports its wall seconds *and* its CPU seconds (user + system, from
 ``getrusage``): on a shared machine the wall clock measures the neighbours as much as the
@@ -40,9 +43,10 @@ A run on a busy machine can be cut into pieces: with ``--results FILE`` each pha
 figures are written to FILE as it completes, and a later run with the same FILE skips the
 phases already there (``--only PHASE,...`` runs just those; two runs may share one FILE,
 writes are locked). Phases, in this order: bare_tree_sitter, cold_index, history,
-memories, latency, lsp, interrupted (it starts from an empty ``.engram``), embedding.
-Every measured child runs with ``ENGRAM_ENGINE=off``: the work stays in the process whose
-CPU seconds and RSS are counted.
+memories, latency, lsp, lsp_engine, interrupted (it starts from an empty ``.engram``),
+embedding.
+Every measured child but ``lsp_engine`` runs with ``ENGRAM_ENGINE=off``: the work stays
+in the process whose CPU seconds and RSS are counted.
 
 Usage: scripts/bench/scale.py --workspace DIR [--mirror GITDIR]... [--min-files 50000]
        [--memories 100000] [--embed-seconds 60] [--skip PHASE,...] [--only PHASE,...]
@@ -599,7 +603,19 @@ def embedding(workspace: Path, size: int, seed: int, first_max_s: float) -> dict
     }
 
 
-def lsp(workspace: Path, hovers: int) -> dict[str, Any]:
+def engine_pid(workspace: Path) -> int | None:
+    """The pid the workspace engine wrote in its pid file, if it runs."""
+    from engram.daemon.address import Address
+
+    pid = (Address.for_workspace(workspace).read_pid() or {}).get("pid")
+    return pid if isinstance(pid, int) else None
+
+
+def lsp(workspace: Path, hovers: int, through_engine: bool = False) -> dict[str, Any]:
+    """``engram serve`` measured as an editor sees it. ``through_engine``: the default
+    set-up (a thin ``engram serve`` linked to the workspace engine, docs/engine.md), with
+    the engine's peak RSS reported apart from the server's; otherwise the whole engine
+    runs in the server (``ENGRAM_ENGINE=off``)."""
     spec = importlib.util.spec_from_file_location("bench_lsp", HERE / "lsp.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -623,6 +639,10 @@ def lsp(workspace: Path, hovers: int) -> dict[str, Any]:
     positions = [spots[i % len(spots)] for i in range(hovers)] if spots else [(0, 0)] * hovers
     options = {"embed": {"model": "none"}, "index": {"embed_in_background": False}}
     command = [sys.executable, "-m", "engram", "serve"]
+    if through_engine:
+        os.environ.pop("ENGRAM_ENGINE", None)  # the server spawns the engine itself
+        stop = [sys.executable, "-m", "engram", "stop", "--workspace", str(workspace)]
+        subprocess.run(stop, capture_output=True, check=False)  # a fresh engine: its own peak
     result: dict[str, Any] = asyncio.run(
         # hovers once the folder is ready (``ready_s``): before that the server answers
         # from the digest alone, and at 58k files the 0.5 s after didOpen never reached
@@ -631,6 +651,11 @@ def lsp(workspace: Path, hovers: int) -> dict[str, Any]:
     )
     result["file"] = rel
     result["memories_on_file"] = counts[rel]
+    if through_engine:
+        pid = engine_pid(workspace)  # its peak, read before it is stopped
+        result["engine_pid"] = pid
+        result["engine_peak_rss_mb"] = None if pid is None else module.peak_rss_mb(pid)
+        subprocess.run(stop, capture_output=True, check=False)
     return result
 
 
@@ -651,6 +676,8 @@ def child_main(argv: list[str]) -> int:
         out = child_graph_latency(workspace, int(argv[2]), int(argv[3]), int(argv[4]))
     elif phase == "lsp":
         out = lsp(workspace, int(argv[2]))
+    elif phase == "lsp_engine":
+        out = lsp(workspace, int(argv[2]), through_engine=True)
     elif phase == "embed":
         out = child_embed(workspace, int(argv[2]), int(argv[3]))
     else:
@@ -710,6 +737,7 @@ PHASES = (
     "memories",
     "latency",
     "lsp",
+    "lsp_engine",
     "interrupted",
     "embedding",
 )
@@ -802,6 +830,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if wanted("lsp"):
         result["lsp"] = loaded(in_child("lsp", ws, str(args.hovers)))
+    if wanted("lsp_engine"):
+        result["lsp_engine"] = loaded(in_child("lsp_engine", ws, str(args.hovers)))
     if wanted("interrupted"):
         cold_s = float(result.get("cold_index", {}).get("seconds") or 60.0)
         kill_after = args.kill_after or max(5.0, args.kill_fraction * cold_s)

@@ -84,6 +84,13 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     # hovered 0.5 s after didOpen, before ready, and no hover had content
     assert lsp["ready_s"] is not None and lsp["ready_s"] > 0, lsp
     assert lsp["diagnostics"] > 0 and lsp["hovers_with_content"] == 5, lsp
+    # every publish for the file is kept; the first is the one counted above
+    assert lsp["publishes"][0][1] == lsp["diagnostics"], lsp
+    # the default set-up: a thin server linked to the workspace engine, measured apart
+    served = result["lsp_engine"]
+    assert "error" not in served, served
+    assert served["diagnostics"] > 0 and served["hovers_with_content"] == 5, served
+    assert served["engine_pid"] and served["engine_peak_rss_mb"] > 0, served
     assert set(result["goals"]) == {"graph_vs_bare", "graph_vs_bare_cpu", "index_rss_mb",
                                     "incremental_p95_ms", "impact_p95_ms"}  # fmt: skip
     assert result["bare_tree_sitter"]["cpu_seconds"] > 0 and cold["graph_cpu_seconds"] > 0
