@@ -62,12 +62,13 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-def peak_rss_mb(pid: int) -> float | None:
+def peak_rss_mb(pid: int, field: str = "VmHWM") -> float | None:
+    """Peak RSS (``VmHWM``), or with ``field="VmRSS"`` the RSS now, in MB."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
-    match = re.search(r"VmHWM:\s+(\d+) kB", status)
+    match = re.search(rf"{field}:\s+(\d+) kB", status)
     return round(int(match.group(1)) / 1024, 1) if match else None
 
 
@@ -253,6 +254,7 @@ async def measure(
         latencies.append((time.perf_counter() - t0) * 1000)
         non_empty += result is not None
     rss = peak_rss_mb(pid)
+    rss_now = peak_rss_mb(pid, "VmRSS")  # what it keeps once ready and serving
     try:
         await asyncio.wait_for(rec.client.shutdown_async(None), 10)
         rec.client.exit(None)
@@ -272,6 +274,7 @@ async def measure(
         "hover_max_ms": round(max(latencies), 2) if latencies else None,
         "hovers_with_content": non_empty,
         "peak_rss_mb": rss,
+        "rss_after_hovers_mb": rss_now,
     }
 
 

@@ -655,6 +655,7 @@ def lsp(workspace: Path, hovers: int, through_engine: bool = False) -> dict[str,
         pid = engine_pid(workspace)  # its peak, read before it is stopped
         result["engine_pid"] = pid
         result["engine_peak_rss_mb"] = None if pid is None else module.peak_rss_mb(pid)
+        result["engine_rss_mb"] = None if pid is None else module.peak_rss_mb(pid, "VmRSS")
         subprocess.run(stop, capture_output=True, check=False)
     return result
 
@@ -694,7 +695,11 @@ def in_child(phase: str, workspace: Path, *extra: str) -> dict[str, Any]:
     if info["code"] != 0 or not lines:
         return {"error": info["stderr_tail"][-800:], **info}
     out: dict[str, Any] = json.loads(lines[-1])
-    out["peak_rss_mb"] = info["peak_rss_mb"]
+    # the child's own peak (with its waited-for children's), unless the phase measured a
+    # process of its own: the lsp phases report the server's, and their child, which reads
+    # every memory to pick the file, peaks higher than a thin server (issue 18)
+    out.setdefault("peak_rss_mb", info["peak_rss_mb"])
+    out["process_peak_rss_mb"] = info["peak_rss_mb"]
     out["wall_s"] = info["seconds"]
     out["process_cpu_s"] = info["cpu_seconds"]
     return out
