@@ -54,6 +54,7 @@ from engram.model.timewindow import TimeWindow
 from engram.store.changelog import ChangeLog, SharedChangeLog
 from engram.store.errors import StoreError
 from engram.store.fts_text import document_text, sql_quote
+from engram.store.heap import release_freed_heap
 from engram.store.hybrid import (
     CLEANUP_AFTER,
     META_TABLE,
@@ -205,6 +206,10 @@ def _filter_key(flt: MemoryFilter | None) -> tuple[Any, ...]:
         flt.include_stale,
         flt.valid_within,
     )
+
+
+#: a snapshot load of at least this many rows hands the heap it freed back (store/heap.py)
+TRIM_AFTER_ROWS = 10_000
 
 
 class _Snapshot:
@@ -418,9 +423,13 @@ class MemoryStore:
         snap.version = version
         snap.generation = self._snap.generation + 1
         self._allowed_cache.clear()
-        if data is not None and data.num_rows:
+        rows = data.num_rows if data is not None else 0
+        if data is not None and rows:
             self._table.guard("read", lambda: self._fill(snap, data))
         self._snap = snap
+        data = None  # the scan's buffers (and the old snapshot) are garbage now
+        if rows >= TRIM_AFTER_ROWS:
+            release_freed_heap()  # else glibc keeps them: ~290 MB at 200,000 memories
         if catching_up and self._listeners:
             self._notify([], [], True)
 
