@@ -456,3 +456,31 @@ def test_a_large_snapshot_load_hands_the_freed_heap_back(
 
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         assert release_freed_heap() is True
+
+
+def test_a_listing_too_large_to_keep_decodes_without_caching(
+    tmp_workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listing every memory (the start-up index's history sync does) must not pin every
+    decoded memory in the snapshot: at 200,000 memories that kept ~410 MB in a language
+    server for good (issue 18). Small listings and single reads still cache."""
+    import engram.store.memory_store as memory_store
+
+    writer = MemoryStore(tmp_workspace)
+    added = [Memory(content=f"note {i}", type=MemoryType.GOTCHA) for i in range(5)]
+    writer.add(added)
+    writer.close()
+    monkeypatch.setattr(memory_store, "KEEP_DECODED_LISTING", 3)
+    reader = MemoryStore(tmp_workspace)
+    try:
+        everything = reader.list()
+        assert {m.id for m in everything} == {m.id for m in added}
+        assert len(reader._snap.decoded) == 0  # decoded for the caller only
+        assert reader.list() == everything  # and decoded again, the same
+        few = reader.list(limit=2)
+        assert len(few) == 2 and len(reader._snap.decoded) == 2
+        oldest = reader.get(added[0].id)  # not among the two newest listed above
+        assert oldest is not None and oldest.id == added[0].id
+        assert len(reader._snap.decoded) == 3
+    finally:
+        reader.close()

@@ -210,6 +210,10 @@ def _filter_key(flt: MemoryFilter | None) -> tuple[Any, ...]:
 
 #: a snapshot load of at least this many rows hands the heap it freed back (store/heap.py)
 TRIM_AFTER_ROWS = 10_000
+#: a listing of more memories than this decodes them without caching: the start-up
+#: index's history sync lists every anchored memory, and caching all 200,000 kept ~410 MB
+#: in a language server for good (issue 18); smaller listings and single reads still cache
+KEEP_DECODED_LISTING = 20_000
 
 
 class _Snapshot:
@@ -469,7 +473,9 @@ class MemoryStore:
             unit = bool(np.all((np.abs(sample - 1.0) < 1e-3) | (sample == 0)))
             snap.blocks[dim] = VectorBlock.from_matrix(dim, rows, matrix, normalised=unit)
 
-    def _memory_at(self, row: int) -> Memory | None:
+    def _memory_at(self, row: int, keep: bool = True) -> Memory | None:
+        """The memory of ``row``, decoded from its record on first use; ``keep``: cache
+        the decoded memory (a listing too large to keep decodes without caching)."""
         snap = self._snap
         cached = snap.decoded.get(row)
         if cached is not None:
@@ -482,7 +488,8 @@ class MemoryStore:
         except (SchemaError, ValueError) as exc:
             log.warning("skipping unreadable memory %s: %s", snap.ids[row], exc)
             return None
-        snap.decoded[row] = memory
+        if keep:
+            snap.decoded[row] = memory
         return memory
 
     def _put_row(
@@ -1044,9 +1051,11 @@ class MemoryStore:
             mask = self._row_mask(flt)
             rows = np.flatnonzero(mask)
             order = rows[np.argsort(-self._snap.updated.view()[rows], kind="stable")]
+            wanted = len(order) if limit is None else min(limit, len(order))
+            keep = wanted <= KEEP_DECODED_LISTING
             out: list[Memory] = []
             for row in order.tolist():
-                memory = self._memory_at(int(row))
+                memory = self._memory_at(int(row), keep)
                 if memory is not None:
                     out.append(memory)
                     if limit is not None and len(out) >= limit:
