@@ -409,7 +409,12 @@ def test_a_server_path_without_engram_says_how_to_fix_it(
 
     # the fix the message offers: "Open Settings", put the working path in, no reload
     wb.click_toast_button(wanted, "Open Settings")
-    wb.set_setting_in_ui("engram.serverPath", str(working), tab="Remote")
+    wb.set_setting_in_ui(
+        "engram.serverPath",
+        str(working),
+        tab="Remote",
+        written=lambda: server.setting("engram.serverPath") == working,
+    )
     wait_until("the status bar", lambda: re.search(r"Engram: 0 memories", _status(wb)), 120)
     assert _serve_processes(broken)
     assert server.setting("engram.serverPath") == working

@@ -401,20 +401,39 @@ class Workbench:
         toast = self.page.locator(TOAST).filter(has_text=message_part).first
         toast.locator(".monaco-button", has_text=button).first.click()
 
-    def set_setting_in_ui(self, key: str, value: str, tab: str = "User") -> None:
+    def set_setting_in_ui(
+        self,
+        key: str,
+        value: str,
+        tab: str = "User",
+        written: Callable[[], bool] | None = None,
+    ) -> None:
         """Type ``value`` into ``key``'s text box in the Settings editor, on ``tab``.
 
         ``tab`` is the Settings editor's tab: "User", "Remote" (where a remote window such as
-        code-server's keeps machine-scoped settings) or "Workspace".
+        code-server's keeps machine-scoped settings) or "Workspace". The editor re-renders its
+        list when the tab or the search changes, so a box found too early can be replaced
+        under the typing: with ``written`` (true once the value is saved), the typing is
+        tried again until it holds.
         """
         self.page.wait_for_selector(".settings-editor", state="visible")
-        self.page.locator(".settings-tabs-widget .action-label", has_text=tab).first.click()
-        search = self.page.locator(".settings-editor .suggest-input-container textarea").first
-        search.fill(key)
-        field = self.page.locator(".setting-item-contents input.input").first
-        field.wait_for(state="visible")
-        field.fill(value)
-        self.page.keyboard.press("Tab")
+        label = self.page.locator(".settings-tabs-widget .action-label", has_text=tab).first
+        for _attempt in range(3):
+            label.click()
+            wait_until(f"the {tab} tab", lambda: "checked" in (label.get_attribute("class") or ""))
+            search = self.page.locator(".settings-editor .suggest-input-container textarea").first
+            search.fill(key)
+            time.sleep(1.0)  # the list re-renders after the search: type into the new box
+            field = self.page.locator(".setting-item-contents input.input").first
+            field.wait_for(state="visible")
+            field.fill(value)
+            self.page.keyboard.press("Tab")
+            if written is None:
+                return
+            with contextlib.suppress(AssertionError):
+                wait_until(f"{key} saved", written, timeout=15)
+                return
+        raise AssertionError(f"{key} = {value!r} typed on the {tab} tab was not saved")
 
     def errors(self) -> list[str]:
         return [t for s, t in self.toasts() if s == "error"]
