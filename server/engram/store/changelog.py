@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engram.store.sidefile import wal_connect
+
 if TYPE_CHECKING:
     from lancedb.table import Table
 
@@ -64,8 +66,7 @@ class ChangeLog:
                 uri = f"file:{self.path}?mode=ro"
                 self._conn = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
             else:
-                self._conn = sqlite3.connect(str(self.path), timeout=5.0, check_same_thread=False)
-                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn = wal_connect(self.path, timeout=5.0)
                 self._conn.execute(
                     "CREATE TABLE IF NOT EXISTS changes ("
                     "version INTEGER PRIMARY KEY, prev INTEGER NOT NULL, ids TEXT NOT NULL)"

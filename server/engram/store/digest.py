@@ -255,8 +255,9 @@ class Digest:
             return None
         if create:
             self.workspace.ensure_engram_dir()
-        conn = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
+        from engram.store.sidefile import wal_connect  # the writer's path, not a hook's
+
+        conn = wal_connect(self.path, timeout=5.0)
         conn.execute("PRAGMA foreign_keys=ON")
         if conn.execute("PRAGMA user_version").fetchone()[0] != DIGEST_SCHEMA:
             # an older layout: drop it; with no manifest recorded it reads as stale
