@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
@@ -213,3 +213,45 @@ def test_deferred_work_runs_after_the_reply_at_the_lowest_cpu_priority() -> None
     assert work.pending == 0
     work.add(job)
     assert work.pending == 0 and len(seen) == 1
+
+
+def test_the_store_upkeep_runs_on_its_own_thread_at_normal_priority() -> None:
+    """An engine the slot opens hands the compaction a write makes due to the slot's
+    upkeep thread (``engram-upkeep``), not to the judges' niced queue: it holds the store's
+    locks while it runs, and a request waiting for them must not wait for a starved thread."""
+    import os
+    import sys
+    import threading
+
+    from engram.daemon.server import EngineSlot
+
+    class FakeEngine:
+        def __init__(self) -> None:
+            self.write_listeners: list[object] = []
+            self.schedule: Callable[[Callable[[], None]], None] | None = None
+
+        def upkeep_after_requests(self, schedule: Callable[[Callable[[], None]], None]) -> None:
+            self.schedule = schedule
+
+        def close(self) -> None:
+            return None
+
+    engine = FakeEngine()
+    slot = EngineSlot(lambda: engine, lambda: None)  # type: ignore[arg-type,return-value]
+    slot.start()
+    ran: list[tuple[str, int | None]] = []
+    done = threading.Event()
+
+    def compact() -> None:
+        nice = None
+        if sys.platform.startswith("linux"):
+            nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        ran.append((threading.current_thread().name, nice))
+        done.set()
+
+    assert engine.schedule is not None
+    engine.schedule(compact)
+    assert done.wait(30)
+    slot.close()
+    normal = os.getpriority(os.PRIO_PROCESS, 0) if sys.platform.startswith("linux") else None
+    assert ran == [("engram-upkeep", normal)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import attrs
@@ -212,6 +213,47 @@ def test_writes_are_compacted_so_versions_do_not_pile_up(tmp_workspace: Workspac
     store.compact()
     assert store.stats()["versions_kept"] <= 2
     assert len(store.keyword_search("kiwis", 100)) == 45
+
+
+def test_upkeep_handed_to_a_scheduler_runs_after_the_write_not_inside_it(
+    tmp_workspace: Workspace,
+) -> None:
+    """The engine hands the compaction a write makes due to a thread of its own
+    (``MemoryStore.upkeep_later``): the write returns uncompacted, asks once however many
+    writes follow before the job runs, and the job compacts and leaves every row found."""
+    from engram.store.hybrid import OPTIMIZE_EVERY_WRITES
+
+    store = MemoryStore(tmp_workspace, cleanup_after=timedelta(0))
+    asked: list[Callable[[], None]] = []
+    store.upkeep_later(asked.append)
+    for i in range(OPTIMIZE_EVERY_WRITES + 5):
+        store.add([Memory(f"note {i} about kiwis")])
+    assert len(asked) == 1
+    piled_up = store.stats()["versions_kept"]
+    assert piled_up > OPTIMIZE_EVERY_WRITES  # nothing compacted inside the writes
+    asked[0]()
+    assert store.stats()["versions_kept"] <= 2
+    assert len(store.keyword_search("kiwis", 100)) == OPTIMIZE_EVERY_WRITES + 5
+    for i in range(OPTIMIZE_EVERY_WRITES):
+        store.add([Memory(f"more {i} about kiwis")])
+    assert len(asked) == 2  # due again after as many writes
+
+
+def test_upkeep_a_scheduler_never_ran_is_done_inside_a_later_write(
+    tmp_workspace: Workspace,
+) -> None:
+    """A scheduler that dropped the job (an engine stopping) does not let versions pile
+    up without end: after as many writes again the write compacts itself."""
+    from engram.store.hybrid import OPTIMIZE_EVERY_WRITES
+
+    store = MemoryStore(tmp_workspace, cleanup_after=timedelta(0))
+    asked: list[Callable[[], None]] = []
+    store.upkeep_later(asked.append)
+    for i in range(2 * OPTIMIZE_EVERY_WRITES):
+        store.add([Memory(f"note {i} about kiwis")])
+    assert len(asked) == 1
+    assert store.stats()["versions_kept"] < 5
+    store.upkeep_later(None)
 
 
 def test_old_record_schema_is_migrated_on_read(store: MemoryStore) -> None:

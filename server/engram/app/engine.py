@@ -131,6 +131,9 @@ class Engine:
         #: process (``engram.daemon``) runs it on its own thread right after the reply
         #: (docs/engine.md, "Writes").
         self.defer: Callable[[Deferred], None] | None = None
+        #: where the store hands its index upkeep (compaction) when a write makes it due;
+        #: see :meth:`upkeep_after_requests`
+        self._upkeep: Callable[[Callable[[], None]], None] | None = None
 
     @classmethod
     def open(
@@ -167,6 +170,7 @@ class Engine:
                         )
                         if store.remote:
                             self._follow_shared_store(store)
+                        store.upkeep_later(self._upkeep)
                         self._store = store
                     except EngramError:
                         raise
@@ -176,6 +180,15 @@ class Engine:
                             "permission denied"
                         ) from exc
         return self._store
+
+    def upkeep_after_requests(self, schedule: Callable[[Callable[[], None]], None]) -> None:
+        """Run the memory store's index upkeep through ``schedule`` instead of inside the
+        write that made it due (``MemoryStore.upkeep_later``). The engine process hands
+        it to a thread of its own, so the ``remember`` whose write comes due does not wait
+        for the compaction (docs/engine.md, "Writes")."""
+        self._upkeep = schedule
+        if self._store is not None:
+            self._store.upkeep_later(schedule)
 
     @property
     def store_location(self) -> StoreLocation:

@@ -286,13 +286,20 @@ class DeferredWork:
     ``engram consolidate`` (``app.remember.resume_checks``).
     """
 
-    def __init__(self, borrow: Callable[[], contextlib.AbstractContextManager[Engine]]) -> None:
+    def __init__(
+        self,
+        borrow: Callable[[], contextlib.AbstractContextManager[Engine]],
+        *,
+        name: str = "engram-deferred",
+        nice: bool = True,
+    ) -> None:
         self._borrow = borrow
+        self._nice = nice
         self._queue: queue.SimpleQueue[Deferred | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._pending = 0
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name="engram-deferred", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     @property
@@ -310,7 +317,8 @@ class DeferredWork:
         self._queue.put(job)
 
     def _run(self) -> None:
-        _yield_cpu()
+        if self._nice:
+            _yield_cpu()
         while True:
             job = self._queue.get()
             if job is None:
@@ -350,13 +358,23 @@ class EngineSlot:
         self.listeners: list[Callable[[Sequence[Memory], Sequence[str]], None]] = []
         self.access = AccessBatcher(self._record_access)
         self.deferred = DeferredWork(self.borrow)
+        #: the store's index upkeep after writes: at normal priority (it holds the store's
+        #: locks while it compacts; at nice 19 a request waiting for them would wait for
+        #: a thread the machine's load starves) and apart from the judges' queue
+        self.upkeep = DeferredWork(self.borrow, name="engram-upkeep", nice=False)
 
     def open(self) -> Engine:
         engine = self._opener()
         engine.write_listeners.extend(self.listeners)
         engine.access_sink = self.access.add
         engine.defer = self.deferred.add
+        engine.upkeep_after_requests(self._upkeep_later)
         return engine
+
+    def _upkeep_later(self, job: Callable[[], None]) -> None:
+        """The store's upkeep (``MemoryStore.compact``), run after the request that made
+        it due; on the store that asked, whichever engine is current then."""
+        self.upkeep.add(lambda _engine: job())
 
     def _record_access(self, ids: list[str]) -> None:
         from engram.app.recall import record_access
@@ -468,6 +486,7 @@ class EngineSlot:
 
     def close(self) -> None:
         self.deferred.close()  # the job in hand finishes on an open engine
+        self.upkeep.close()
         self.access.close()  # the last counts, while the engine is still open
         with self._lock:
             engines = [e for e in (self._engine, *self._retired) if e is not None]

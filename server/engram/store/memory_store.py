@@ -817,6 +817,13 @@ class MemoryStore:
         else:
             self._snap.version = result.end
 
+    def upkeep_later(self, schedule: Callable[[Callable[[], None]], None] | None) -> None:
+        """Hand the index upkeep a write makes due (every ``OPTIMIZE_EVERY_WRITES``
+        writes: :meth:`compact`) to ``schedule``, which runs it after the request (the
+        engine process, docs/engine.md "Writes"), instead of inside that write.
+        ``None``: each write does it itself again."""
+        self._table.upkeep_later = None if schedule is None else lambda: schedule(self.compact)
+
     def compact(self) -> None:
         """Compact fragments, update the FTS index and remove old versions."""
         with self._mutex:
