@@ -256,6 +256,38 @@ def test_upkeep_a_scheduler_never_ran_is_done_inside_a_later_write(
     store.upkeep_later(None)
 
 
+def test_after_its_own_write_a_store_reads_without_asking_lancedb_again(
+    tmp_workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its own write left ``_versions/`` as it is and nobody has held the writer lock
+    since: the reads that follow (a remember's, the next request's) trust the version
+    they know instead of a LanceDB round trip each (``checkout_latest``)."""
+    store = MemoryStore(tmp_workspace)
+    store.add([Memory("the first note about kiwis")])
+    table = store._table.table()
+    assert table is not None
+    calls: list[int] = []
+    real = type(table).checkout_latest
+    monkeypatch.setattr(type(table), "checkout_latest", lambda self: calls.append(1) or real(self))
+    store.add([Memory("the second note about kiwis")])
+    for _ in range(3):
+        assert len(store.keyword_search("kiwis", 10)) == 2
+    assert calls == []
+
+
+def test_another_writer_right_after_our_write_is_seen_at_once(tmp_workspace: Workspace) -> None:
+    """Trusting our own write's view of ``_versions/`` ends when anyone else takes the
+    writer lock: another store (its own lock object, as another process has) writing
+    within the same second is read at once, not after ``_versions/`` settles."""
+    ours, theirs = MemoryStore(tmp_workspace), MemoryStore(tmp_workspace)
+    ours.add([Memory("our note about kiwis")])
+    assert len(ours.keyword_search("kiwis", 10)) == 1
+    theirs.add([Memory("their note about kiwis")])
+    assert len(ours.keyword_search("kiwis", 10)) == 2
+    ours.add([Memory("our second note about kiwis")])
+    assert len(theirs.keyword_search("kiwis", 10)) == 3
+
+
 def test_old_record_schema_is_migrated_on_read(store: MemoryStore) -> None:
     m = Memory("legacy memory")
     store.add([m])

@@ -160,6 +160,9 @@ class HybridTable:
         self.upkeep_later: Callable[[], None] | None = None
         self._upkeep_asked = False
         self._stamp: tuple[int, int, int] | None = None
+        #: ``_versions/`` as our own last write left it, stat'ed under the writer lock
+        #: (see ``_maybe_changed``)
+        self._own_stamp: tuple[int, int, int] | None = None
         #: the version last read from LanceDB, valid while ``_versions/`` has not moved
         self._version: int | None = None
         meta = schema.metadata or {}
@@ -252,8 +255,24 @@ class HybridTable:
         settled = time.time_ns() - st.st_mtime_ns > _SETTLED_NS
         if stamp == self._stamp and settled:
             return False
+        if stamp == self._own_stamp and self._lock is not None and self._lock.still_ours():
+            # our own write moved it last, and nobody has held the writer lock since
+            # (every local commit happens under it): a remember, then the reads of the
+            # next request, asked LanceDB five times per write for a version we know
+            return False
         self._stamp = stamp if settled else None
         return True
+
+    def _note_own_write(self) -> None:
+        """After our commit, still under the writer lock: how ``_versions/`` looks now."""
+        self._own_stamp = None
+        if self._local_path is None:
+            return
+        try:
+            st = os.stat(self._local_path / "_versions")
+        except OSError:
+            return
+        self._own_stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def _check_version(self, table: Table) -> None:
         meta = self.guard("read", lambda: table.schema.metadata) or {}
@@ -331,6 +350,7 @@ class HybridTable:
             with self._mutex:
                 self._table = None
                 self._stamp = None
+                self._own_stamp = None
                 self._version = None
             try:
                 return fn()
@@ -436,6 +456,7 @@ class HybridTable:
                 log.info("index upkeep on %s deferred: %s", self.path, exc)
             end = int(self.guard("read", lambda: table.version))
             self._version = end
+            self._note_own_write()
             result = WriteResult(prev, commit, end)
             if after is not None:
                 after(result)
@@ -445,6 +466,7 @@ class HybridTable:
         """The table re-read at its latest version (after losing a commit race)."""
         with self._mutex:
             self._stamp = None
+            self._own_stamp = None
             self._checked_at = 0.0
             return self.table()
 
@@ -568,6 +590,7 @@ class HybridTable:
                 self._optimize(table)
                 end = int(table.version)
                 self._version = end
+                self._note_own_write()
                 if after is not None:
                     after(WriteResult(prev, end, end))
 
@@ -580,4 +603,5 @@ class HybridTable:
             self._table = None
             self._db = None
             self._stamp = None
+            self._own_stamp = None
             self._version = None

@@ -291,7 +291,7 @@ class WriteLock:
         finally:
             if ticket is not None:
                 ticket.leave()
-        self._nonce = random.getrandbits(32)
+        self._nonce = random.getrandbits(32) or 1  # 0: never held (``still_ours``)
         self._counter = 0
         self._write_record()
 
@@ -306,6 +306,20 @@ class WriteLock:
                 "check that the workspace is writable"
             ) from exc
         return True
+
+    def still_ours(self) -> bool:
+        """True when nobody has taken the lock since this object last held it: the holder
+        record is still the one our last hold wrote (our pid and that hold's nonce; a beat
+        changes only the counter). Another process's hold, or another ``WriteLock`` on the
+        same file in this process, writes its own record first."""
+        if self._nonce == 0:
+            return False  # never held here
+        parts = self._read_record().split(b" ", 3)
+        return (
+            len(parts) >= 3
+            and parts[0] == str(os.getpid()).encode()
+            and parts[2] == f"{self._nonce:08x}".encode()
+        )
 
     def _read_record(self) -> bytes:
         try:
