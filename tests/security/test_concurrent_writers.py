@@ -199,3 +199,38 @@ def test_waiters_are_served_in_order_of_arrival(tmp_path: Path) -> None:
     with WriteLock(path, timeout_s=5).hold():
         assert time.monotonic() - started < 0.4
     assert not stale.exists()
+
+
+def test_one_heartbeat_thread_serves_every_hold_and_never_beats_after_release(
+    tmp_path: Path,
+) -> None:
+    """The heartbeat is one thread for the lock's life (a thread per hold cost a warm
+    remember its start-up): holds in a row reuse it, a busy hold still beats, and once a
+    hold ends no beat of it overwrites the record the next holder writes."""
+    lock = WriteLock(tmp_path / "write.lock", timeout_s=0.2)  # a beat every 0.05 s
+    record = tmp_path / "write.lock.holder"
+    threads = set()
+    for _ in range(5):
+        with lock.hold():
+            threads.add(lock._heartbeat._thread)
+            first = _settled(record)
+            deadline = time.monotonic() + 0.4
+            while time.monotonic() < deadline:  # CPU: the beat counts it as progress
+                sum(range(1000))
+            beaten = _settled(record)
+        assert beaten != first and beaten.split(b" ")[2] == first.split(b" ")[2]
+    assert len(threads) == 1 and None not in threads
+    record.write_bytes(b"4242 1 0000abcd someone else\n")  # the next holder's record
+    time.sleep(0.3)
+    assert record.read_bytes() == b"4242 1 0000abcd someone else\n"
+    assert not lock.still_ours()
+
+
+def _settled(record: Path) -> bytes:
+    """The holder record once a write of it is complete (a beat truncates, then writes)."""
+    for _ in range(100):
+        data = record.read_bytes()
+        if data.endswith(b"\n"):
+            return data
+        time.sleep(0.005)
+    return data

@@ -67,6 +67,8 @@ _RECORD_BYTES = 256
 #: starved write gets several percent even at load 15 on 2 cores; a hung process idles
 #: (an event loop waking now and then stays far below).
 _MIN_CPU_SHARE = 0.005
+#: The heartbeat thread ends after this long without a hold (the next hold starts one).
+_HEARTBEAT_IDLE_S = 30.0
 
 
 @attrs.frozen
@@ -110,33 +112,65 @@ def _pid_alive(pid: int) -> bool:
 
 
 class _Heartbeat:
-    """Bumps the holder record while the holding process uses CPU (see the module doc)."""
+    """Bumps the holder record while the holding process uses CPU (see the module doc).
+
+    One thread per lock for the lock's life, idle between holds: a thread started and
+    joined for every hold cost a warm ``remember`` 2-8 ms of thread start-up at load 10.
+    :meth:`end` returns only when no beat can follow (a beat writes under ``_mutex`` and
+    only while holding), so a beat never overwrites the next holder's record.
+    """
 
     def __init__(self, lock: WriteLock, interval_s: float) -> None:
         self._lock = lock
         self._interval = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="engram-lock-heartbeat", daemon=True)
+        self._mutex = threading.Lock()
+        self._wake = threading.Condition(self._mutex)
+        self._holding = False
+        self._hold = 0  # which hold the thread is beating for
+        self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
+    def begin(self) -> None:
+        with self._mutex:
+            self._holding = True
+            self._hold += 1
+            self._wake.notify()
+            thread = self._thread
+            if thread is None:
+                thread = self._thread = threading.Thread(
+                    target=self._run, name="engram-lock-heartbeat", daemon=True
+                )
+            else:
+                return
         try:
-            self._thread.start()
+            thread.start()
         except RuntimeError:  # no thread to spare: waiters then see a slow holder as hung
             log.warning("cannot start the store lock heartbeat; waiters may give up early")
-            self._stop.set()
+            with self._mutex:
+                self._thread = None
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+    def end(self) -> None:
+        with self._mutex:
+            self._holding = False
+            self._wake.notify()
 
     def _run(self) -> None:
         least = max(self._interval * _MIN_CPU_SHARE, 0.001)
-        used = time.process_time() - time.thread_time()
-        while not self._stop.wait(self._interval):
-            if time.process_time() - time.thread_time() - used >= least:
-                self._lock._write_record()
+        while True:
+            with self._mutex:
+                while not self._holding:
+                    if not self._wake.wait(_HEARTBEAT_IDLE_S) and not self._holding:
+                        self._thread = None  # the next hold starts another
+                        return
+                hold = self._hold
             used = time.process_time() - time.thread_time()
+            while True:
+                with self._mutex:
+                    self._wake.wait_for(lambda: not self._holding, self._interval)
+                    if not self._holding or self._hold != hold:
+                        break
+                    if time.process_time() - time.thread_time() - used >= least:
+                        self._lock._write_record()
+                used = time.process_time() - time.thread_time()
 
 
 class _Patience:
@@ -227,7 +261,7 @@ class WriteLock:
         self._file_lock = FileLock(str(path))
         self._counter = 0
         self._nonce = 0
-        self._heartbeat: _Heartbeat | None = None
+        self._heartbeat = _Heartbeat(self, max(timeout_s / 4, 0.05))
 
     @property
     def _record_path(self) -> Path:
@@ -244,17 +278,14 @@ class WriteLock:
         try:
             if self._depth == 0:
                 self._acquire_file()
-                self._heartbeat = _Heartbeat(self, max(self.timeout_s / 4, 0.05))
-                self._heartbeat.start()
+                self._heartbeat.begin()
             self._depth += 1
             try:
                 yield
             finally:
                 self._depth -= 1
                 if self._depth == 0:
-                    if self._heartbeat is not None:
-                        self._heartbeat.stop()
-                        self._heartbeat = None
+                    self._heartbeat.end()
                     self._file_lock.release()
         finally:
             self._thread_lock.release()
