@@ -32,7 +32,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -153,10 +153,8 @@ class HybridTable:
         self._writes_since_optimize = 0
         #: inside :meth:`bulk`: index upkeep waits for the end of the run
         self._bulk = False
-        #: Set by a process that outlives its requests (the engine, through the store's
-        #: owner): called instead of optimising inside the write that made it due, to
-        #: run :meth:`compact` after the reply (see :meth:`_after_write`). ``None``: the
-        #: write optimises itself (a CLI process exits after its request).
+        #: called instead of optimising inside the write that made it due (the engine:
+        #: :meth:`compact` after the reply); ``None``: the write optimises itself
         self.upkeep_later: Callable[[], None] | None = None
         self._upkeep_asked = False
         self._stamp: tuple[int, int, int] | None = None
@@ -256,9 +254,8 @@ class HybridTable:
         if stamp == self._stamp and settled:
             return False
         if stamp == self._own_stamp and self._lock is not None and self._lock.still_ours():
-            # our own write moved it last, and nobody has held the writer lock since
-            # (every local commit happens under it): a remember, then the reads of the
-            # next request, asked LanceDB five times per write for a version we know
+            # our own write moved it last, and nobody has taken the writer lock since
+            # (every local commit is under it): the version we know is the latest
             return False
         self._stamp = stamp if settled else None
         return True
@@ -266,13 +263,10 @@ class HybridTable:
     def _note_own_write(self) -> None:
         """After our commit, still under the writer lock: how ``_versions/`` looks now."""
         self._own_stamp = None
-        if self._local_path is None:
-            return
-        try:
-            st = os.stat(self._local_path / "_versions")
-        except OSError:
-            return
-        self._own_stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        with suppress(OSError):
+            if self._local_path is not None:
+                st = os.stat(self._local_path / "_versions")
+                self._own_stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def _check_version(self, table: Table) -> None:
         meta = self.guard("read", lambda: table.schema.metadata) or {}
@@ -552,16 +546,13 @@ class HybridTable:
             self._unindexed_rows(table) >= MAX_UNINDEXED_ROWS
         ):
             later = self.upkeep_later
-            # asked and still not run after as many writes again (the owner dropped it,
-            # say while stopping): optimise here, as without an owner
+            # asked and not run after as many writes again (dropped): optimise here
             overdue = self._writes_since_optimize >= 2 * OPTIMIZE_EVERY_WRITES
             if later is None or overdue:
                 self._optimize(table)
             elif not self._upkeep_asked:
-                # compaction rewrites fragments and the FTS index: 100-500 ms that the
-                # one write making it due paid inside its request (the frontends bench's
-                # remember p95); the rows are committed and found (unindexed rows are
-                # searched flat) whether it runs now or right after the reply
+                # 100-500 ms the write making it due paid in its request; the rows are
+                # committed and found (searched flat) whether it runs now or after
                 self._upkeep_asked = True
                 later()
 
