@@ -255,9 +255,12 @@ class Digest:
             return None
         if create:
             self.workspace.ensure_engram_dir()
-        from engram.store.sidefile import wal_connect  # the writer's path, not a hook's
-
-        conn = wal_connect(self.path, timeout=5.0)
+        # as ``store.sidefile.wal_connect`` opens the files beside the store (why NORMAL:
+        # its docstring), written out here: hooks read through this connection too, and
+        # import only the standard library and a few engram modules
+        conn = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         if conn.execute("PRAGMA user_version").fetchone()[0] != DIGEST_SCHEMA:
             # an older layout: drop it; with no manifest recorded it reads as stale

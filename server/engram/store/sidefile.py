@@ -4,8 +4,9 @@ Both open the same way: created on the first write only, never by a reader; WAL 
 do not block the writer; one connection per object, shared by threads under its lock.
 Standard library only: the agents' hook path may read them without LanceDB.
 
-:func:`wal_connect` is how every SQLite file a store write touches is opened for writing
-(these two, the store's change log, the agents' digest): WAL with ``synchronous=NORMAL``.
+:func:`wal_connect` is how the SQLite files a store write touches are opened for writing (these
+two, the store's change log; the agents' digest sets the same pragmas itself, for the hooks'
+imports): WAL with ``synchronous=NORMAL``.
 """
 
 from __future__ import annotations
