@@ -97,7 +97,7 @@ class FakeStore:
                 scored.append((m.id, float(overlap)))
         return sorted(scored, key=lambda x: -x[1])[:k]
 
-    def vector_search(self, vector, k, flt=None, model_id=None):  # type: ignore[no-untyped-def]
+    def vector_search(self, vector, k, flt=None, *, model_id=None):  # type: ignore[no-untyped-def]
         scored = [
             (m.id, float(np.dot(self.vectors[m.id], vector)))
             for m in self.list(flt)

@@ -34,6 +34,27 @@ from engram.model import CorrectionKind, MemorySource, MemoryType
 from engram.workspace import Workspace, WorkspaceError
 
 
+def test_search_marks_a_memory_whose_anchored_file_is_gone_stale(
+    tmp_workspace: Workspace,
+) -> None:
+    """The engine gives the retriever its workspace's file check (nothing is probed on the
+    store): on the real store, a memory on a deleted file comes back marked stale."""
+    from engram.app.recall import search
+
+    (tmp_workspace.root / "billing.py").write_text("def charge():\n    return 1\n")
+    (tmp_workspace.root / "legacy.py").write_text("def pay():\n    return 2\n")
+    real = Engine(tmp_workspace, EngramConfig(embed=EmbedConfig(model="none")))
+    try:
+        kept = remember(real, "charge() wants integer cents", file="billing.py").memory
+        lost = remember(real, "pay() wants integer cents too", file="legacy.py").memory
+        (tmp_workspace.root / "legacy.py").unlink()
+        hits = {h.memory.id: h for h in search(real, "integer cents")}
+        assert not hits[kept.id].stale
+        assert hits[lost.id].stale and "legacy.py no longer exists" in hits[lost.id].reasons[0]
+    finally:
+        real.close()
+
+
 def test_remember_stores_a_typed_anchored_memory(engine: Engine, fake_store, tmp_workspace):
     src = tmp_workspace.root / "auth.py"
     src.write_text("def login():\n    token = make()\n    return token\n", encoding="utf-8")

@@ -70,6 +70,8 @@ class FakeStore:
     def __init__(self, embedder: HashEmbedder | None = None) -> None:
         self.memories: dict[str, Memory] = {}
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}
+        #: the model each vector was embedded with
+        self.model_of: dict[str, str] = {}
         self.embedder = embedder
         self.keyword_calls = 0
 
@@ -78,6 +80,7 @@ class FakeStore:
             self.memories[m.id] = m
             if self.embedder is not None:
                 self.vectors[m.id] = self.embedder.embed([m.content])[0]
+                self.model_of[m.id] = self.embedder.model_id
 
     def get_many(self, ids: Sequence[str]) -> list[Memory]:
         return [self.memories[i] for i in ids if i in self.memories]
@@ -110,12 +113,19 @@ class FakeStore:
         return scored[:k]
 
     def vector_search(
-        self, vector: npt.NDArray[np.float32], k: int, flt: MemoryFilter | None = None
+        self,
+        vector: npt.NDArray[np.float32],
+        k: int,
+        flt: MemoryFilter | None = None,
+        *,
+        model_id: str | None = None,
     ) -> list[tuple[str, float]]:
+        """Exact cosine; one model's vectors only, as ``MemoryStore.vector_search``."""
         scored = [
             (mid, float(vec @ vector))
             for mid, vec in self.vectors.items()
             if accepts(flt, self.memories[mid])
+            and (model_id is None or self.model_of[mid] == model_id)
         ]
         scored.sort(key=lambda x: (-x[1], x[0]))
         return scored[:k]

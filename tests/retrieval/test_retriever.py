@@ -213,6 +213,28 @@ def test_context_with_nothing_is_empty() -> None:
     assert pack.items == [] and pack.tokens == 0 and pack.text == ""
 
 
+def test_dense_search_compares_only_the_query_models_vectors() -> None:
+    """The retriever hands the embedder's model id to the store, which skips other models'
+    vectors (after a model switch, until they are re-embedded)."""
+    target = mem("rotate the signing keys every ninety days", id="m-keys")
+    r, store = retriever([target])
+    asked: list[str | None] = []
+    search = store.vector_search
+
+    def recording(*args: Any, model_id: str | None = None, **kw: Any) -> list[tuple[str, float]]:
+        asked.append(model_id)
+        return search(*args, model_id=model_id, **kw)
+
+    store.vector_search = recording  # type: ignore[method-assign]
+    hits = r.search(SearchRequest("signing keys rotation"))
+    assert asked == [HashEmbedder.model_id]
+    assert any(reason.startswith("dense #") for reason in hits[0].reasons)
+    assert store.embedder is not None
+    store.embedder.model_id = "another-model"  # the query model changed, the vectors did not
+    hits = r.search(SearchRequest("signing keys rotation"))
+    assert not any(reason.startswith("dense #") for h in hits for reason in h.reasons)
+
+
 def test_real_store_integration(tmp_workspace: Workspace) -> None:
     from engram.store import MemoryStore
 

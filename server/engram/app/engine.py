@@ -311,6 +311,7 @@ class Engine:
                         self.config.retrieval,
                         graph=self.graph_or_none(),
                         shown=is_shown,
+                        file_exists=self._file_exists,
                     )
         return self._retriever
 
@@ -355,6 +356,10 @@ class Engine:
             if graph is not None and "index" in changed:
                 graph.reconfigure(config.index)
         return changed
+
+    def _file_exists(self, rel: str) -> bool:
+        """Whether a workspace-relative file exists (the retriever's stale-anchor check)."""
+        return (self.workspace.root / rel).exists()
 
     def graph_or_none(self) -> CodeGraph | None:
         """The code graph, or ``None`` when it cannot open (retrieval works without it)."""

@@ -23,7 +23,6 @@ hand-off) read top to bottom in the order they run (docs/retrieval.md).
 
 from __future__ import annotations
 
-import inspect
 import logging
 import re
 import threading
@@ -64,6 +63,7 @@ from engram.retrieval.types import (
     ContextRequest,
     GraphProvider,
     QueryType,
+    RetrievalStore,
     SearchHit,
     SearchRequest,
     Tier,
@@ -71,7 +71,6 @@ from engram.retrieval.types import (
 
 if TYPE_CHECKING:
     from engram.embed import Embedder
-    from engram.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -147,11 +146,11 @@ def _conflict_ids(memory: Memory) -> list[str]:
 
 
 class Retriever:
-    """Hybrid memory retrieval over a :class:`MemoryStore` (see the module docstring)."""
+    """Hybrid memory retrieval over a :class:`RetrievalStore` (see the module docstring)."""
 
     def __init__(
         self,
-        store: MemoryStore,
+        store: RetrievalStore,
         embedder: Embedder | None,
         config: RetrievalConfig,
         graph: GraphProvider | None = None,
@@ -174,12 +173,9 @@ class Retriever:
         self.fusion = fusion
         self._executor: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-        self._file_exists = file_exists if file_exists is not None else self._default_file_exists()
-        try:
-            params = inspect.signature(store.vector_search).parameters
-            self._vector_takes_model = "model_id" in params
-        except (TypeError, ValueError):
-            self._vector_takes_model = False
+        #: whether an anchored file still exists (the engine passes the workspace's); None:
+        #: anchors are not checked
+        self._file_exists = file_exists
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._pool_lock:
@@ -193,17 +189,6 @@ class Retriever:
             if self._executor is not None:
                 self._executor.shutdown(wait=False)
                 self._executor = None
-
-    def _default_file_exists(self) -> Callable[[str], bool] | None:
-        workspace = getattr(self.store, "workspace", None)
-        root = getattr(workspace, "root", None)
-        if root is None:
-            return None
-
-        def exists(rel: str) -> bool:
-            return bool((root / rel).exists())
-
-        return exists
 
     # ------------------------------------------------------------------ search
 
@@ -368,16 +353,8 @@ class Retriever:
         return found, vector
 
     def _vector_search(self, vector: np.ndarray, n: int, flt: Any) -> list[tuple[str, float]]:
-        if self._vector_takes_model and self.embedder is not None:
-            return list(
-                self.store.vector_search(
-                    vector,
-                    n,
-                    flt,
-                    model_id=self.embedder.model_id,  # type: ignore[call-arg]
-                )
-            )
-        return list(self.store.vector_search(vector, n, flt))
+        model_id = self.embedder.model_id if self.embedder is not None else None
+        return list(self.store.vector_search(vector, n, flt, model_id=model_id))
 
     def _in_window(
         self,
@@ -409,12 +386,7 @@ class Retriever:
         )
 
     def _ids_for_file(self, path: str) -> list[str]:
-        ids_for_file = getattr(self.store, "ids_for_file", None)
-        if callable(ids_for_file):
-            return list(ids_for_file(path))
-        from engram.store import MemoryFilter
-
-        return [m.id for m in self.store.list(MemoryFilter(file=path, include_stale=True))]
+        return list(self.store.ids_for_file(path))
 
     def _neighbours(self, files: Sequence[str]) -> dict[str, float]:
         if self.graph is None or not files:

@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from engram.jsontypes import JsonObject
+    from engram.store import MemoryFilter
 
 import enum
 from collections.abc import Sequence
@@ -55,6 +59,32 @@ class GraphProvider(Protocol):
     """Files near other files in the code graph (implemented by ``engram.codegraph``)."""
 
     def neighbours(self, files: Sequence[str], depth: int = 1) -> dict[str, float]: ...
+
+
+class RetrievalStore(Protocol):
+    """The store calls the retriever makes (implemented by ``engram.store.MemoryStore``).
+
+    Called directly, never probed: a renamed method fails mypy here, not silently at run
+    time. ``vector_search`` takes the query embedder's ``model_id`` so that after a model
+    switch only vectors of that model are compared.
+    """
+
+    def get_many(self, ids: Sequence[str]) -> list[Memory]: ...
+
+    def ids_for_file(self, path: str) -> list[str]: ...
+
+    def keyword_search(
+        self, query: str, k: int, flt: MemoryFilter | None = None
+    ) -> list[tuple[str, float]]: ...
+
+    def vector_search(
+        self,
+        vector: npt.NDArray[np.float32],
+        k: int,
+        flt: MemoryFilter | None = None,
+        *,
+        model_id: str | None = None,
+    ) -> list[tuple[str, float]]: ...
 
 
 @attrs.define
