@@ -89,6 +89,7 @@ def test_checkpoint_written_before_observe_returns_in_a_killed_process(tmp_works
         class Sink:
             def remember_many(self, memories): return []
             def list(self, **kw): return []
+            def memories_for_file(self, rel): return []
         obs = Observer(Sink(), workspace=Workspace.open({str(tmp_workspace.root)!r}))
         obs.observe({{"session_id": "k1", "kind": "note", "text": "survives", "files": ["x.py"]}})
         obs.observe({{"session_id": "k1", "kind": "tool_result", "tool": "Read",
@@ -106,6 +107,9 @@ def test_checkpoint_written_before_observe_returns_in_a_killed_process(tmp_works
             return []
 
         def list(self, **kw):  # type: ignore[no-untyped-def]
+            return []
+
+        def memories_for_file(self, rel):  # type: ignore[no-untyped-def]
             return []
 
     obs = Observer(Sink(), workspace=tmp_workspace)

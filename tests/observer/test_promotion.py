@@ -44,6 +44,29 @@ def test_commit_promotes_with_sha_and_review_flags(make_observer, sink) -> None:
         assert memory.provenance.session_id == "s1"
 
 
+def test_a_repeated_lesson_is_checked_against_the_files_memories(make_observer, sink) -> None:  # type: ignore[no-untyped-def]
+    """Novelty asks the sink for the memories of the candidate's files (the ``MemorySink``
+    protocol's ``memories_for_file``, called directly): a second session learning the same
+    fix on the same files does not store it again."""
+    obs = make_observer()
+    feed(obs, [*FIX, COMMIT])
+    first = dict(sink.memories)
+    assert len(first) == 2
+    asked: list[str] = []
+    lookup = sink.memories_for_file
+
+    def recording(rel: str) -> list[Any]:
+        asked.append(rel)
+        return lookup(rel)
+
+    sink.memories_for_file = recording
+    feed(obs, [*FIX, COMMIT], sid="s2")
+    assert "app/auth.py" in asked or "app/keys.py" in asked
+    learned_again = [m for mid, m in sink.memories.items() if mid not in first]
+    assert {m.content for m in first.values()}.isdisjoint(m.content for m in learned_again)
+    assert all("two agents at once" in m.content for m in learned_again)  # only new lessons
+
+
 def test_passing_tests_promote_at_turn_end(make_observer, sink) -> None:  # type: ignore[no-untyped-def]
     obs = make_observer()
     feed(obs, FIX)

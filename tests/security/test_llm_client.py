@@ -204,3 +204,6 @@ class _Sink:
 
     def list(self, *, type: str, limit: int) -> list[Memory]:
         return [m for m in self.memories if m.type.value == type][:limit]
+
+    def memories_for_file(self, rel: str) -> list[Memory]:
+        return [m for m in self.memories if rel in m.related_files]

@@ -4,7 +4,7 @@ Integration with the engine (``engram.app`` already does this):
 
 * ``engram.app.observe.observer_of`` builds ``Observer(EngineSink(engine), workspace=…,
   config=engine.config.observer, llm=engine.config.llm)`` lazily; the sink satisfies
-  :class:`MemorySink` (``remember_many``, ``list``, and optionally ``memories_for_file``).
+  :class:`MemorySink` (``remember_many``, ``list`` and ``memories_for_file``).
   A settings change reaches it through :meth:`Observer.reconfigure`.
 * ``engram.app.observe.observe(engine, event_dict)`` returns ``observer.observe(event_dict)`` — an
   :class:`~engram.observer.results.ObserveResult` (``to_dict()`` for JSON). Bad events
@@ -114,11 +114,15 @@ class Remembered(Protocol):
 
 @runtime_checkable
 class MemorySink(Protocol):
-    """What the observer needs from the engine (``Engine`` satisfies it)."""
+    """What the observer needs from the engine (``engram.app.observe.EngineSink``)."""
 
     def remember_many(self, memories: Sequence[Memory]) -> Sequence[Remembered | Memory]: ...
 
     def list(self, *, type: str, limit: int) -> Sequence[Memory]: ...
+
+    def memories_for_file(self, rel: str) -> Sequence[Memory]:
+        """The memories anchored to or related to ``rel`` (novelty checks; must be fast)."""
+        ...
 
 
 def _trigger_of(signal: Signal) -> str | None:
@@ -744,8 +748,8 @@ class Observer:
 
 
 class _ExistingLookup:
-    """Existing memories for novelty: the same files' memories when the sink can serve them
-    fast (``memories_for_file``), otherwise a bounded list of the same type."""
+    """Existing memories for novelty: the same files' memories (``memories_for_file``) when
+    the signal names files, otherwise a bounded list of the same type."""
 
     def __init__(self, sink: MemorySink) -> None:
         self.sink = sink
@@ -753,13 +757,12 @@ class _ExistingLookup:
         self._by_type: dict[MemoryType, list[Memory]] = {}
 
     def __call__(self, mtype: MemoryType, files: Sequence[str]) -> list[Memory]:
-        for_file = getattr(self.sink, "memories_for_file", None)
-        if files and callable(for_file):
+        if files:
             pool: dict[str, Memory] = {}
             for file in files[:4]:
                 if file not in self._by_file:
                     try:
-                        self._by_file[file] = list(for_file(file))
+                        self._by_file[file] = list(self.sink.memories_for_file(file))
                     except Exception as exc:
                         log.debug("novelty lookup for %s failed: %s", file, exc)
                         self._by_file[file] = []
