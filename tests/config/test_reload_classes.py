@@ -21,7 +21,8 @@ def test_only_the_store_and_the_embedder_need_a_new_engine() -> None:
 
 
 @pytest.mark.parametrize(
-    "section", ["retrieval", "safety", "contradictions", "llm", "index", "observer", "mcp"]
+    "section",
+    ["retrieval", "safety", "contradictions", "llm", "index", "history", "observer", "mcp"],
 )
 def test_sections_read_per_request_keep_the_engine(section: str) -> None:
     assert section in sections_of(Reload.REQUEST)

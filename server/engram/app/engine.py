@@ -329,7 +329,8 @@ class Engine:
         changed section are dropped and rebuilt lazily from the new snapshot (retriever,
         judges), or told the new section if open: the code graph takes ``index`` once
         the index run in progress ends (this call waits for it), the observer takes
-        ``observer`` and ``llm`` keeping its running sessions. ``mcp`` is not the
+        ``observer`` and ``llm`` keeping its running sessions, the git history takes
+        ``history`` (its limits apply from the next mining run). ``mcp`` is not the
         engine's: a front end's MCP hub is rebuilt by that front end. ``trust`` is what
         the workspace's settings asked for and whether it was approved, when it was
         assessed again with ``config``.
@@ -347,7 +348,7 @@ class Engine:
                     self.settings_trust = trust
                 if "retrieval" in changed:
                     self._retriever = None
-                graph, observer = self._codegraph, self._observer
+                graph, observer, history = self._codegraph, self._observer, self._history
             if changed & {"contradictions", "llm"}:
                 with self._judges_lock:
                     self._judges = None
@@ -355,6 +356,8 @@ class Engine:
                 observer.reconfigure(config.observer, config.llm)
             if graph is not None and "index" in changed:
                 graph.reconfigure(config.index)
+            if history is not None and "history" in changed:
+                history.reconfigure(config.history)
         return changed
 
     def _file_exists(self, rel: str) -> bool:
@@ -418,7 +421,7 @@ class Engine:
                 if self._history is None:
                     from engram.history import GitHistory
 
-                    self._history = GitHistory(self.workspace)
+                    self._history = GitHistory(self.workspace, self.config.history)
         return self._history
 
     @property

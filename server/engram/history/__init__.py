@@ -6,6 +6,7 @@ the repository.
 
 from __future__ import annotations
 
+from engram.config import HistoryConfig
 from engram.history.git_history import (
     STATUS_EMPTY,
     STATUS_ERROR,
@@ -16,7 +17,6 @@ from engram.history.git_history import (
     CommitInfo,
     GitCommandFailed,
     GitHistory,
-    HistoryConfig,
     MineReport,
     TeamFileChange,
     TeamFolderFacts,

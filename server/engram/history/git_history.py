@@ -37,6 +37,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from engram.config import HistoryConfig
 from engram.history.cochange_model import (
     CochangeModel,
     CommitIndex,
@@ -70,30 +71,6 @@ STATUS_NOT_A_REPO = "not-a-repository"
 STATUS_NO_GIT = "no-git"
 STATUS_ERROR = "error"
 STATUS_NOT_MINED = "not-mined"
-
-
-@attrs.define
-class HistoryConfig:
-    """Limits for mining. ``EngramConfig`` has no history section yet: pass this directly."""
-
-    #: commits touching more files are left out of co-change (ROSE: they relate everything)
-    max_files_per_commit: int = 30
-    #: mine at most this many most recent non-merge commits (bounded time on huge repos)
-    max_commits: int = 20_000
-    #: mine on the first query when nothing was mined yet (so `engram impact` works cold)
-    auto_mine: bool = True
-    #: co-change recency: a commit this many commits older counts half (None: plain ROSE).
-    #: 2000 won on all four evaluated repositories at 60% and 80% splits; 500 was better at
-    #: 80% but worse at 60%, so the mild setting is the default.
-    recency_half_life: float | None = 2000.0
-    #: rank co-change partners with weights learned from this repository's own history
-    #: (engram.history.cochange_model); off: the m-estimate of rank_with_prior
-    learn_ranking: bool = True
-    #: wall-clock bound for one `git log -L` / `git log --follow` call
-    git_timeout_s: float = 5.0
-    #: co-access seed: pairs seen together in at least this many commits
-    coaccess_min_support: int = 2
-    coaccess_limit: int = 5_000
 
 
 @attrs.define
@@ -226,19 +203,14 @@ class GitHistory:
     def __init__(
         self,
         workspace: Workspace,
-        config: object = None,  # a HistoryConfig, or a config whose .history is one
+        config: HistoryConfig | None = None,
         *,
         db_path: Path | None = None,
         rev: str = "HEAD",
     ) -> None:
         self.workspace = workspace
-        nested = getattr(config, "history", None)
-        if isinstance(config, HistoryConfig):
-            self.config = config
-        elif isinstance(nested, HistoryConfig):
-            self.config = nested
-        else:
-            self.config = HistoryConfig()
+        #: the ``[history]`` settings (``EngramConfig.history``); swapped by :meth:`reconfigure`
+        self.config = config if config is not None else HistoryConfig()
         self.rev = rev
         self._db_path = db_path
         self._lock = threading.RLock()
@@ -414,6 +386,19 @@ class GitHistory:
     def _meta(self, key: str) -> str | None:
         row = self._db().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
+
+    def reconfigure(self, config: HistoryConfig) -> None:
+        """Take new ``[history]`` settings in place (``Engine.reconfigure``).
+
+        What was mined stays; the limits apply from the next mining run, and the ranking
+        caches built with the old recency and learning settings are dropped (the stored
+        model is refitted as the history grows, docs/history.md).
+        """
+        with self._lock:
+            self.config = config
+            self._rates = None
+            self._model = None
+        log.debug("history settings changed: %s", config)
 
     def close(self) -> None:
         with self._lock:
