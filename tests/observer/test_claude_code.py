@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from engram.observer import InvalidEvent, parse_event
-from engram.observer.claude_code import SETTINGS_SNIPPET, adapt, handle_hook
+from engram.observer.claude_code import adapt, handle_hook
 
 BASE = {
     "session_id": "8c35adc1-4b7e-4a51-9f0e-2b1f7d0c9a11",
@@ -184,10 +184,3 @@ def test_handle_hook_observes_and_injects_scratchpad_notes(make_observer, tmp_wo
     assert "cached per tenant" in data["hookSpecificOutput"]["additionalContext"]
     # a broken payload never raises out of a hook
     assert handle_hook(observer, {"garbage": True}) is None
-
-
-def test_settings_snippet_covers_the_hooks() -> None:
-    hooks = SETTINGS_SNIPPET["hooks"]
-    assert {"SessionStart", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"} <= set(hooks)
-    command = hooks["PostToolUse"][0]["hooks"][0]["command"]
-    assert command.startswith("engram observe --format claude-code")

@@ -8,7 +8,7 @@ pipeline turns the surviving signals into a few templated, reviewable memories.
 
 Public surface (see ``observer.py`` for how the engine plugs it in)::
 
-    Observer(engine)                      # engine satisfies MemorySink
+    Observer(EngineSink(engine))          # engram.app.observe: the engine's MemorySink
     observer.observe(event_dict) -> ObserveResult
     observer.finalize(session_id, outcome=None) -> PromotionReport
     observer.scratchpad_notes(session_id, file=None) -> list[ScratchpadNote]

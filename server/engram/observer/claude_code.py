@@ -1,6 +1,10 @@
 """Claude Code hooks -> observer events (``engram observe --format claude-code``).
 
-Claude Code runs a command for each hook with one JSON payload on stdin. Fields used
+The hooks are set up once, by ``engram setup claude-code`` or the plugin
+(docs/agents.md "Claude Code"): ``engram hook claude-code`` answers each event and queues
+its payload; the detached ``engram observe --format claude-code --drain-inbox`` it starts
+replays the queue through :func:`handle_hook`. Claude Code runs a command for each hook
+with one JSON payload on stdin. Fields used
 (Claude Code hooks reference): every event has ``session_id``, ``transcript_path``,
 ``cwd``, ``hook_event_name`` (and ``agent_id`` inside sub-agents); ``PreToolUse`` adds
 ``tool_name``, ``tool_input``, ``tool_use_id``; ``PostToolUse`` adds ``tool_response``;
@@ -251,37 +255,4 @@ def handle_hook(
     return None
 
 
-HOOK_COMMAND = 'engram observe --format claude-code --workspace "$CLAUDE_PROJECT_DIR"'
-#: A ready `.claude/settings.json` for a project (also printed in docs/observer.md).
-SETTINGS_SNIPPET: JsonObject = {
-    "hooks": {
-        name: [
-            {
-                **(
-                    {"matcher": "*"}
-                    if name.endswith("ToolUse") or name == "PostToolUseFailure"
-                    else {}
-                ),
-                "hooks": [
-                    {
-                        "type": "command",
-                        "command": HOOK_COMMAND,
-                        "timeout": 30,
-                    }
-                ],
-            }
-        ]
-        for name in (
-            "SessionStart",
-            "UserPromptSubmit",
-            "PreToolUse",
-            "PostToolUse",
-            "PostToolUseFailure",
-            "Stop",
-            "SessionEnd",
-        )
-    }
-}
-
-
-__all__ = ["SETTINGS_SNIPPET", "adapt", "handle_hook"]
+__all__ = ["adapt", "handle_hook"]
