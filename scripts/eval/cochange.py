@@ -208,7 +208,7 @@ def evaluate(
                     near = graph.neighbours([query], depth=2)
                     by_weight = sorted(near.items(), key=lambda kv: (-kv[1], kv[0]))
                     scores["imports"].append(score_ranking([f for f, _ in by_weight], truth))
-                    combined = rank_related_files(query, graph, history, k=K)
+                    combined = rank_related_files(query, graph, history, k=K, ranking=history)
                     scores["engram"].append(score_ranking([f for f, _ in combined], truth))
                     if "engram_proposed" in scores:
                         prior = structure_prior(graph, query)

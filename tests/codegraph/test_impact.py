@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from engram.codegraph import ImpactAnalyzer, rank_related_files
 from engram.codegraph.impact import CoChangeSource, is_test_file
 
@@ -89,6 +91,46 @@ def test_ranking_for_a_file_without_imports_uses_cochange(make_graph) -> None:  
         "pkg/api.py",
         "tests/test_repo.py",
     }
+
+
+class FakeRanking:
+    """A learned ranking: README.md first whatever the structure says; records its prior."""
+
+    def __init__(self) -> None:
+        self.priors: list[dict[str, float]] = []
+
+    def rank_with_prior(
+        self,
+        file: str,
+        prior: Mapping[str, float] | None = None,
+        k: int = 10,
+        *,
+        structure_of: Callable[[str], Mapping[str, float]] | None = None,
+    ) -> list[tuple[str, float, int]]:
+        self.priors.append(dict(prior or {}))
+        return [("README.md", 0.95, 7), *((f, 0.5 * p, 0) for f, p in (prior or {}).items())]
+
+
+def test_the_learned_ranking_is_passed_not_probed(make_graph) -> None:  # type: ignore[no-untyped-def]
+    """``ranking=`` decides with the structural evidence as its prior; a co-change source
+    that merely has a ``rank_with_prior`` method is not asked for it (nothing is looked up
+    by name: docs/codegraph.md)."""
+    graph = make_graph(PROJECT)
+    ranking = FakeRanking()
+    history = FakeHistory({"pkg/db.py": [("pkg/cli.py", 0.9, 9)]})
+    report = ImpactAnalyzer(graph, cochange=history, ranking=ranking).impact("pkg/db.py")
+    assert report.ranked_files[0].file == "README.md"
+    assert report.ranked_files[0].reasons == ["co-changed 7x"]
+    assert "pkg/repo.py" in ranking.priors[0]  # the import edge became the prior
+    assert "pkg/cli.py" not in [r.file for r in report.ranked_files]  # history decided
+    ranked = rank_related_files("pkg/db.py", graph, history, k=5, ranking=ranking)
+    assert ranked[0][0] == "README.md"
+    # the same object as ``cochange`` only: its partners are evidence, the method unused
+    history.rank_with_prior = ranking.rank_with_prior  # type: ignore[attr-defined]
+    calls = len(ranking.priors)
+    plain = rank_related_files("pkg/db.py", graph, history, k=5)
+    assert len(ranking.priors) == calls and "README.md" not in [f for f, _ in plain]
+    assert "pkg/cli.py" in [f for f, _ in plain]
 
 
 def test_unknown_file_is_reported_not_raised(make_graph) -> None:  # type: ignore[no-untyped-def]

@@ -37,8 +37,9 @@ def impact(engine: Engine, file: str, symbol: str | None = None) -> ImpactReport
         found = resolve_symbol(engine, rel, symbol)
         if found is not None:
             symbol = found.qualname
+    history = engine.history  # both its partners and its learned ranking
     analyzer = ImpactAnalyzer(
-        engine.codegraph, cochange=engine.history, coaccess=_coaccess_source(engine)
+        engine.codegraph, cochange=history, coaccess=_coaccess_source(engine), ranking=history
     )
     report = analyzer.impact(rel, symbol or None)
     if symbol and report.symbol_references:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from engram.codegraph.chunking import CodeChunk, chunk_file
     from engram.codegraph.impact import (
         CoAccessSource,
+        CoChangeRanking,
         CoChangeSource,
         ImpactAnalyzer,
         ImpactReport,
@@ -35,6 +36,7 @@ _LAZY = {
     "CodeChunk": "engram.codegraph.chunking",
     "chunk_file": "engram.codegraph.chunking",
     "CoAccessSource": "engram.codegraph.impact",
+    "CoChangeRanking": "engram.codegraph.impact",
     "CoChangeSource": "engram.codegraph.impact",
     "ImpactAnalyzer": "engram.codegraph.impact",
     "ImpactReport": "engram.codegraph.impact",
@@ -58,6 +60,7 @@ __all__ = [
     "EDGE_WEIGHTS",
     "MAX_DEPTH",
     "CoAccessSource",
+    "CoChangeRanking",
     "CoChangeSource",
     "CodeChunk",
     "CodeGraph",

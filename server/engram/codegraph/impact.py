@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 import math
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -49,6 +49,21 @@ class CoChangeSource(Protocol):
     """
 
     def cochange_partners(self, file: str, k: int = 10) -> list[tuple[str, float, int]]: ...
+
+
+class CoChangeRanking(Protocol):
+    """The learned co-change ranking (``engram.history.GitHistory.rank_with_prior``):
+    ``(file, P(file changes | target changes), support)`` best first, with the structural
+    evidence as its prior. Passed explicitly (``ranking=``), never probed for."""
+
+    def rank_with_prior(
+        self,
+        file: str,
+        prior: Mapping[str, float] | None = None,
+        k: int = 10,
+        *,
+        structure_of: Callable[[str], Mapping[str, float]] | None = None,
+    ) -> list[tuple[str, float, int]]: ...
 
 
 @runtime_checkable
@@ -195,12 +210,16 @@ def rank_related_files(
     cochange: CoChangeSource | None = None,
     k: int = 10,
     coaccess: CoAccessSource | None = None,
+    ranking: CoChangeRanking | None = None,
 ) -> list[tuple[str, float]]:
     """Files most likely to need changing with ``target``, best first: ``(file, score)``.
 
-    This is the ranking ``engram impact`` shows and the co-change evaluation scores.
+    This is the ranking ``engram impact`` shows and the co-change evaluation scores. With
+    ``ranking`` (the history's learned ranking) history decides and the structural
+    evidence is its prior; without it, ``cochange``'s partners are one more evidence.
     """
-    return [(r.file, r.score) for r in _rank(target, graph, cochange, coaccess, k)]
+    ranked = _rank(target, graph, cochange, coaccess, k, ranking=ranking)
+    return [(r.file, r.score) for r in ranked]
 
 
 def structural_evidence(target: str, graph: CodeGraph) -> dict[str, list[tuple[float, str]]]:
@@ -252,6 +271,8 @@ def _rank(
     coaccess: CoAccessSource | None,
     k: int,
     partners: list[tuple[str, float, int]] | None = None,
+    *,
+    ranking: CoChangeRanking | None = None,
 ) -> list[RankedFile]:
     evidence: dict[str, list[float]] = {}
     reasons: dict[str, list[str]] = {}
@@ -266,14 +287,13 @@ def _rank(
         for file, parts in structural_evidence(target, graph).items():
             for strength, reason in parts:
                 add(file, strength, reason)
-    rank_with_prior = getattr(cochange, "rank_with_prior", None)
-    if callable(rank_with_prior):
+    if ranking is not None:
         # History decides where it is long; the structural evidence above becomes its prior
         # (and carries files with no history). Scores are P(file changes | target changes).
         structure = {file: _noisy_or(parts) for file, parts in evidence.items()}
         evidence = {}
         structure_of = None if graph is None else (lambda f: structure_prior(f, graph))
-        ranked_partners = rank_with_prior(
+        ranked_partners = ranking.rank_with_prior(
             target, structure, max(k * 3, 30), structure_of=structure_of
         )
         for file, probability, support in ranked_partners:
@@ -304,17 +324,22 @@ class ImpactAnalyzer:
         graph: CodeGraph,
         cochange: CoChangeSource | None = None,
         coaccess: CoAccessSource | None = None,
+        ranking: CoChangeRanking | None = None,
     ) -> None:
         self.graph = graph
         self.cochange = cochange
         self.coaccess = coaccess
+        #: the learned co-change ranking (the engine passes its GitHistory, as ``cochange``)
+        self.ranking = ranking
 
     def import_neighbours(self, target: str) -> dict[str, float]:
         """The import graph alone (both directions, depth 1): the evaluation's baseline row."""
         return self.graph.import_neighbours(target)
 
     def rank_related_files(self, target: str, k: int = 10) -> list[tuple[str, float]]:
-        return rank_related_files(target, self.graph, self.cochange, k, self.coaccess)
+        return rank_related_files(
+            target, self.graph, self.cochange, k, self.coaccess, ranking=self.ranking
+        )
 
     def impact(self, file: str, symbol: str | None = None, k: int = 20) -> ImpactReport:
         """Dependents, co-change partners, tests, a ranking and one score for ``file``."""
@@ -369,7 +394,9 @@ class ImpactAnalyzer:
                  if d.depth <= 2 and is_test_file(d.file)}  # fmt: skip
         tests.update(p for p in naming_partners(file, graph) if is_test_file(p))
         report.tests = sorted(tests)
-        report.ranked_files = _rank(file, graph, self.cochange, self.coaccess, k, partners)
+        report.ranked_files = _rank(
+            file, graph, self.cochange, self.coaccess, k, partners, ranking=self.ranking
+        )
         mass = sum(d.weight for d in report.direct_dependents)
         mass += 0.5 * sum(d.weight for d in report.transitive_dependents)
         mass += sum(p.confidence for p in report.cochange)
