@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import pytest
@@ -412,6 +412,33 @@ def test_registry_accepts_camel_case_and_aliases() -> None:
     )
     with pytest.raises(ValueError):
         registry.register("engram.search", None, lambda ctx, a: asyncio.sleep(0))
+
+
+def test_an_args_class_declares_its_synonyms() -> None:
+    """``Args.ALIASES`` is read once at registration (typed, not looked up per call)."""
+    from engram.lsp.registry import Args
+
+    @attrs.define
+    class FindArgs(Args):
+        k: int = 10
+        file: str | None = None
+
+        ALIASES: ClassVar[dict[str, str]] = {"limit": "k", "uri": "file"}
+
+    @attrs.define
+    class PlainArgs:
+        limit: int = 1
+
+    async def noop(ctx: Any, args: object) -> None:
+        return None
+
+    registry = CommandRegistry()
+    registry.register("x.find", FindArgs, noop)
+    registry.register("x.plain", PlainArgs, noop)
+    find, plain = registry.get("x.find"), registry.get("x.plain")
+    assert find is not None and plain is not None
+    assert registry.structure(find, [{"limit": 3, "uri": "a.py"}]) == FindArgs(3, "a.py")
+    assert registry.structure(plain, [{"limit": 3}]) == PlainArgs(3)  # no synonyms
 
 
 def test_extension_registers_its_own_command() -> None:

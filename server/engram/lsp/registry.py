@@ -139,6 +139,8 @@ class CommandSpec:
     summary: str = ""
     #: the use case's own argument check (``engram.api``); ``None``: cattrs on ``arg_type``
     parse: Callable[[Mapping[str, object]], object] | None = None
+    #: accepted synonyms -> field names (an :class:`Args` class's ``ALIASES``)
+    aliases: Mapping[str, str] = attrs.field(factory=dict)
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
@@ -264,8 +266,13 @@ class CommandRegistry:
             raise ValueError(f"command {name} is registered twice")
         if arg_type is not None and not attrs.has(arg_type):
             raise TypeError(f"{name}: argument type must be an attrs class")
+        aliases: Mapping[str, str] = (
+            arg_type.ALIASES if arg_type is not None and issubclass(arg_type, Args) else {}
+        )
         # erased to ``Handler``: structure() builds an ``arg_type`` for exactly this handler
-        self._commands[name] = CommandSpec(name, arg_type, cast("Handler", handler), summary)
+        self._commands[name] = CommandSpec(
+            name, arg_type, cast("Handler", handler), summary, aliases=aliases
+        )
 
     def register_parsed(
         self,
@@ -311,17 +318,13 @@ class CommandRegistry:
             return None
         if not isinstance(raw, Mapping):
             raise CommandError(f"{spec.name}: the argument must be a JSON object")
-        aliases: Mapping[str, str] = getattr(spec.arg_type, "ALIASES", {})
         normalised: dict[str, object] = {}
         for key, value in raw.items():
             name = _snake(str(key))
-            name = aliases.get(name, name)
+            name = spec.aliases.get(name, name)
             if name in normalised:
                 raise CommandError(f"{spec.name}: argument {name} given twice")
             normalised[name] = value
-        prepare = getattr(spec.arg_type, "prepare", None)
-        if callable(prepare):
-            normalised = prepare(normalised)
         try:
             return self._converter.structure(normalised, spec.arg_type)
         except cattrs.BaseValidationError as exc:
