@@ -298,9 +298,7 @@ def test_failed_sessions_never_make_recipes(make_observer, sink) -> None:  # typ
 def test_coaccess_seed_and_decay(make_observer, clock) -> None:  # type: ignore[no-untyped-def]
     obs = make_observer(coaccess_half_life_days=1.0)
     assert (
-        obs.seed_coaccess(
-            [("a.py", "b.py", 0.8), {"file_a": "a.py", "file_b": "c.py", "weight": 0.2}]
-        )
+        obs.seed_coaccess([("a.py", "b.py", 0.8), ("c.py", "a.py", 0.2), ("a.py", "a.py", 1.0)])
         == 2
     )
     ranked = obs.coaccess_partners("a.py", 5)

@@ -742,7 +742,7 @@ class Observer:
                 return []
         return self.stats.coaccess_partners(rel, k, now=self._clock())
 
-    def seed_coaccess(self, edges: Iterable[object]) -> int:
+    def seed_coaccess(self, edges: Iterable[tuple[str, str, float]]) -> int:
         """Cold-start co-access from git co-commits (``GitHistory.coaccess_seed()``)."""
         return self.stats.seed(edges)
 

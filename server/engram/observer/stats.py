@@ -226,16 +226,14 @@ class ObserverStats:
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
         return [(p, round(s, 4)) for p, s in ranked[: max(0, k)] if s > 0]
 
-    def seed(self, edges: Iterable[object]) -> int:
-        """Cold-start co-access from git co-commits. ``edges`` holds ``(a, b, weight)``
-        tuples, dicts with ``a``/``b`` (or ``file_a``/``file_b``) and ``weight`` (or
-        ``confidence``), or objects with those attributes; weights are clamped to [0, 1]."""
+    def seed(self, edges: Iterable[tuple[str, str, float]]) -> int:
+        """Cold-start co-access from git co-commits: ``(file_a, file_b, weight)`` as
+        ``GitHistory.coaccess_seed`` gives them; weights are clamped to [0, 1]."""
         rows: list[tuple[str, str, float]] = []
-        for edge in edges:
-            parsed = _edge(edge)
-            if parsed is not None and parsed[0] != parsed[1]:
-                a, b = sorted((parsed[0], parsed[1]))
-                rows.append((a, b, max(0.0, min(1.0, parsed[2]))))
+        for file_a, file_b, weight in edges:
+            if file_a and file_b and file_a != file_b:
+                a, b = sorted((file_a, file_b))
+                rows.append((a, b, max(0.0, min(1.0, float(weight)))))
         with self._lock, self._db:
             self._db.executemany(
                 "INSERT INTO seed VALUES (?, ?, ?) ON CONFLICT(a, b) "
@@ -347,21 +345,6 @@ class ObserverStats:
         if other_session == session_id and (other_agent or None) == (agent_id or None):
             return None
         return other_session, (str(other_agent) if other_agent else None)
-
-
-def _edge(edge: object) -> tuple[str, str, float] | None:
-    if isinstance(edge, tuple | list) and len(edge) >= 2:
-        weight = float(edge[2]) if len(edge) > 2 else 1.0
-        return str(edge[0]), str(edge[1]), weight
-    if isinstance(edge, dict):
-        a = edge.get("a") or edge.get("file_a") or edge.get("source")
-        b = edge.get("b") or edge.get("file_b") or edge.get("target")
-        w = edge.get("weight", edge.get("confidence", edge.get("score", 1.0)))
-        return (str(a), str(b), float(str(w))) if a and b else None
-    a = getattr(edge, "a", None) or getattr(edge, "file_a", None) or getattr(edge, "source", None)
-    b = getattr(edge, "b", None) or getattr(edge, "file_b", None) or getattr(edge, "target", None)
-    w = getattr(edge, "weight", None) or getattr(edge, "confidence", None) or 1.0
-    return (str(a), str(b), float(str(w))) if a and b else None
 
 
 __all__ = ["GRAM_SEP", "ObserverStats"]
