@@ -412,9 +412,9 @@ class Workbench:
 
         ``tab`` is the Settings editor's tab: "User", "Remote" (where a remote window such as
         code-server's keeps machine-scoped settings) or "Workspace". The editor re-renders its
-        list when the tab or the search changes, so a box found too early can be replaced
-        under the typing: with ``written`` (true once the value is saved), the typing is
-        tried again until it holds.
+        list when the tab or the search changes, so the box is found by its label (the key)
+        and, with ``written`` (true once the value is saved), a box replaced under the typing
+        is typed into again until the value holds.
         """
         self.page.wait_for_selector(".settings-editor", state="visible")
         label = self.page.locator(".settings-tabs-widget .action-label", has_text=tab).first
@@ -423,8 +423,9 @@ class Workbench:
             wait_until(f"the {tab} tab", lambda: "checked" in (label.get_attribute("class") or ""))
             search = self.page.locator(".settings-editor .suggest-input-container textarea").first
             search.fill(key)
-            time.sleep(1.0)  # the list re-renders after the search: type into the new box
-            field = self.page.locator(".setting-item-contents input.input").first
+            # the box labelled with the key: before the search filters the list, the first
+            # box on screen is another setting's (editor.fontSize, seen in a fresh run)
+            field = self.page.locator(f'.setting-item-contents input[aria-label="{key}"]').first
             field.wait_for(state="visible")
             field.fill(value)
             self.page.keyboard.press("Tab")
