@@ -409,6 +409,32 @@ def test_fresh_pair_set_is_references_only_and_from_unseen_repositories() -> Non
             assert side["repo"] not in seen
 
 
+def test_heldout3_pair_set_is_references_only_and_from_unseen_repositories() -> None:
+    """Held-out 3 (docs/lifecycle.md): frozen before the fifth pass changed any rule;
+    references only, one split, no repository any earlier pair file came from."""
+    data = PAIRS.parent
+    rows = [
+        json.loads(line)
+        for line in (data / "contradiction_heldout3_pairs.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    assert len(rows) >= 80 and sum(r["conflict"] for r in rows) >= 30
+    assert {r["split"] for r in rows} == {"heldout3"}
+    seen = {
+        side["repo"]
+        for name in ("contradiction_public_pairs.jsonl", "contradiction_fresh_pairs.jsonl")
+        for line in (data / name).read_text().splitlines()
+        if line.strip()
+        for side in (json.loads(line)["a"], json.loads(line)["b"])
+        if "repo" in side
+    }
+    for row in rows:
+        for side in (row["a"], row["b"]):
+            assert {"repo", "commit", "path", "lines"} <= set(side)
+            assert "paraphrase" not in side
+            assert side["repo"] not in seen
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [
