@@ -17,11 +17,15 @@ picks those four on the **dev** part of the public pairs only (docs/lifecycle.md
 
 NLI scores are computed once per pair and cached, so the grid costs only the rules.
 
+* ``--dev-also FILE`` (repeatable): every pair of another file joins dev (a set that was
+  scored once and looked at is development data from then on: the fresh set after the
+  fourth pass); the folds are drawn over all of dev, and ``dev_full`` is also given per file.
+
 * ``--fresh FILE``: every pair of another frozen file (the fresh unseen set,
   ``contradiction_fresh_pairs.jsonl``), scored the same way, once the rule is fixed.
 
 Usage: scripts/eval/contradictions_cv.py [FILE] [--folds 5] [--repeats 5] [--heldout]
-       [--fresh FILE] [--no-model] [--mirrors DIR] [--json]
+       [--dev-also FILE ...] [--fresh FILE] [--no-model] [--mirrors DIR] [--json]
 Last stdout line: {"dev_cv": {...}, "chosen": {...}, "dev_full": {...}, "heldout": {...},
 "fresh": {...}}
 """
@@ -135,6 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--min-precision", type=float, default=0.9)
     parser.add_argument("--heldout", action="store_true", help="score the chosen setting once")
+    parser.add_argument(
+        "--dev-also", type=Path, action="append", default=[], help="more dev pairs (all rows)"
+    )
     parser.add_argument("--fresh", type=Path, help="another pair file to score once")
     parser.add_argument("--no-model", action="store_true", help="no embeddings (no cosines)")
     parser.add_argument("--no-nli", action="store_true", help="the gate only matters with NLI")
@@ -145,6 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from engram.lifecycle.nli import load_nli
 
     dev = base.load(args.file, "dev", args.mirrors)
+    origin = [args.file.stem] * len(dev)
+    for extra in args.dev_also:
+        more = base.load(extra, "all", args.mirrors)
+        dev += more
+        origin += [extra.stem] * len(more)
     nli = None if args.no_nli else load_nli(verify=True).judge
     embedder: Any = None
     if not args.no_model:
@@ -209,6 +221,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "before": base.scores(table[before], labels),
         },
     }
+    if args.dev_also:
+        summary["dev_files"] = [args.file.stem] + [f.stem for f in args.dev_also]
+        summary["dev_full"]["per_file"] = {
+            name: base.scores(
+                [table[chosen][i] for i in everything if origin[i] == name],
+                [labels[i] for i in everything if origin[i] == name],
+            )
+            for name in summary["dev_files"]
+        }
 
     def score_once(rows: list[dict[str, Any]]) -> dict[str, Any]:
         """The chosen setting and the one before on ``rows``, by source category."""

@@ -480,3 +480,37 @@ def test_a_value_swapped_in_the_same_sentence_and_a_lifted_condition_are_found(
 )  # fmt: skip
 def test_value_swap_look_alikes_are_not_contradictions(old: str, new: str) -> None:
     assert find_contradictions(gotcha(new), [(gotcha(old), None)]) == []
+
+
+def test_cv_script_takes_more_dev_files(tmp_path: Path) -> None:
+    """``--dev-also`` joins every row of another file to dev (a spent set becomes
+    development data) and reports the chosen setting per file."""
+    import subprocess
+    import sys
+
+    main_rows = [
+        {"a": "enable the cache", "b": "disable the cache", "conflict": True},
+        {"a": "the cache lives in /tmp", "b": "the cache is cleared nightly", "conflict": False},
+        {"a": "enable the retries", "b": "disable the retries", "conflict": True,
+         "split": "heldout"},
+    ]  # fmt: skip
+    spent_rows = [
+        {"a": "the job timeout is 30s", "b": "the job timeout is 90s", "conflict": True,
+         "split": "heldout2"},
+        {"a": "logs go to stderr", "b": "logs go to stderr, in JSON", "conflict": False,
+         "split": "heldout2"},
+    ]  # fmt: skip
+    main_file, spent_file = tmp_path / "main.jsonl", tmp_path / "spent.jsonl"
+    main_file.write_text("\n".join(json.dumps(row) for row in main_rows))
+    spent_file.write_text("\n".join(json.dumps(row) for row in spent_rows))
+    script = Path(__file__).resolve().parents[2] / "scripts" / "eval" / "contradictions_cv.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(main_file), "--dev-also", str(spent_file), "--json",
+         "--no-model", "--no-nli", "--folds", "2", "--repeats", "1"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["dev_items"] == 4 and summary["dev_conflicts"] == 2
+    assert summary["dev_files"] == ["main", "spent"]
+    per_file = summary["dev_full"]["per_file"]
+    assert per_file["main"]["recall"] == 1.0 and per_file["spent"]["recall"] == 1.0
