@@ -482,6 +482,77 @@ def test_value_swap_look_alikes_are_not_contradictions(old: str, new: str) -> No
     assert find_contradictions(gotcha(new), [(gotcha(old), None)]) == []
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # "or not" names the alternative; it negates nothing
+        ("`strict`: whether or not to reject unknown keys (default: False)",
+         "`strict`: whether to reject unknown keys (default: False)"),
+        ("compress the archive or not before upload (default: off)",
+         "whether to compress the archive before upload (default: off)"),
+        # a contraction written without its apostrophe is the same negation
+        ("If the default retry policy isnt enough, custom policies are possible",
+         "If the default retry policy isn't enough, custom policies are possible"),
+        # a negated opposite that glosses the word before it restates it
+        ("A default makes the argument optional.",
+         "Giving a default of any kind makes the argument optional (not required)."),
+        # an example that sets a value and says what it does, both ways
+        ("For instance, CACHE_WARMUP=true ./run.sh will enable warm-up.",
+         "For instance, CACHE_WARMUP=false ./run.sh will disable warm-up."),
+        # an assignment's literal is the setting's value, not the clause's polarity
+        ("-q, --quiet=false Print less (default prints everything)",
+         "-q, --quiet Print less (default prints everything)"),
+        # a list reordered, no default moved
+        ("Accepted formats: yaml, toml or json (default: json).",
+         "Accepted formats: toml, yaml or json (default: json)."),
+        # numbers naming parts of a document, not values
+        ("The retry rules are described in section 3.2 of the guide.",
+         "The retry rules are described in section 4.1 of the guide."),
+    ],
+)  # fmt: skip
+def test_fifth_pass_look_alikes_are_not_contradictions(old: str, new: str) -> None:
+    assert find_contradictions(gotcha(new), [(gotcha(old), None)]) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a default value changed inside a line that also changed its wording
+        ("`poll.interval`: how often the queue is polled (default: 10, every ten seconds)",
+         "`poll.interval`: how often the queue is polled (default: 2, every two seconds)"),
+        ("How long to wait before reconnecting. The default is a 2 minute pause (120 seconds).",
+         "How long to wait before reconnecting. The default is a 5 minute pause (300 seconds)."),
+        # a short option line: the default in parentheses belongs to the option
+        ("--workers=N (default: 4)", "--workers=N (default: 8)"),
+        # the default moved to another of the listed choices
+        ("The compression codec. One of gzip (default), zstd, lz4 or none.",
+         "The compression codec. One of zstd (default), gzip, lz4 or none."),
+        ('Backends are "memory" and "disk". The default is "memory".',
+         'Backends are "memory" and "disk". The default is "disk".'),
+        # a version, whatever word stands before it
+        ("Building the docs needs Sphinx 5.3 or newer.",
+         "Building the docs needs Sphinx 7.1 or newer."),
+        # removed is not deprecated
+        ("For that reason the team has now removed the legacy XML exporter from the CLI.",
+         "For that reason the team has now deprecated the legacy XML exporter from the CLI."),
+    ],
+)  # fmt: skip
+def test_fifth_pass_value_readers_find_changed_defaults_versions_and_states(
+    old: str, new: str
+) -> None:
+    (found,) = find_contradictions(gotcha(new), [(gotcha(old), None)])
+    assert found.kind == "value" and found.reason
+
+
+def test_a_default_stated_without_its_own_subject_is_about_the_note() -> None:
+    old = ("Setting `skip_hidden` to true makes the scan ignore dot files. It is set to "
+           "false by default.")  # fmt: skip
+    new = ("Setting `skip_hidden` to false makes the scan include dot files too. It is set to "
+           "true by default.")  # fmt: skip
+    (found,) = find_contradictions(gotcha(new), [(gotcha(old), None)])
+    assert found.kind == "flip"
+
+
 def test_cv_script_takes_more_dev_files(tmp_path: Path) -> None:
     """``--dev-also`` joins every row of another file to dev (a spent set becomes
     development data) and reports the chosen setting per file."""

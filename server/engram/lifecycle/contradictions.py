@@ -84,6 +84,12 @@ _NEGATION_WORDS = frozenset(
     }
 )  # fmt: skip
 _NEGATION_PHRASES = re.compile(r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of)\b")
+#: "whether or not to validate" / "whether to validate", "strip or not": the two
+#: alternatives named together, no negation of either
+_OR_NOT = re.compile(r"\bor\s+not\b", re.I)
+#: "optional (not required)", "async, not sync": a negated opposite that restates the
+#: claim next to it, no negation of it
+_GLOSS = re.compile(r"[(,]\s*not\s+([a-z]+)", re.I)
 _CLAUSE_END = re.compile(r"[,;:!?()\n]|\.(?:\s|$)|\b(?:but|and|then|so|because|while|whereas)\b")
 #: How many words after a negation it covers (within its clause).
 NEGATION_SCOPE = 4
@@ -159,7 +165,7 @@ class _Reading:
 def _read(text: str) -> _Reading:
     """Content words, which of them are negated or asserted, and the numbers (cached: the
     same candidates come back for every memory of a batch)."""
-    lowered = _NEGATION_PHRASES.sub(" not ", text.lower().replace("’", "'"))
+    lowered = _NEGATION_PHRASES.sub(" not ", _plain(text).lower())
     words: set[str] = set()
     negated: set[str] = set()
     asserted: set[str] = set()
@@ -192,6 +198,19 @@ def _read(text: str) -> _Reading:
     return _Reading(
         frozenset(words), frozenset(negated), frozenset(asserted), frozenset(values), negations
     )
+
+
+def _plain(text: str) -> str:
+    """``text`` without what only looks like a negation: "or not" (an alternative) and a
+    negated opposite glossing the word before it ("optional (not required)")."""
+    text = _OR_NOT.sub(" ", text.replace("’", "'"))
+
+    def gloss(match: re.Match[str]) -> str:
+        before = _TOKEN.findall(text[: match.start()].lower())[-3:]
+        word = match.group(1).lower()
+        return " " if _OPPOSITE_OF.get(word) in before else match.group(0)
+
+    return _GLOSS.sub(gloss, text)
 
 
 def _stem(word: str) -> str:
@@ -433,11 +452,16 @@ _TRUTH = {"true": True, "on": True, "yes": True, "enabled": True,
 _ON = re.compile(r"\b(?:enabled?|enables|on by default|turned on|always|true|activated?)\b", re.I)
 _OFF = re.compile(
     r"\b(?:disabled?|off|turned off|never|false|not|no longer|don't|doesn't|isn't|won't|"
-    r"deactivated?|without)\b|n't\b",
+    r"dont|doesnt|isnt|wont|arent|cant|cannot|deactivated?|without)\b|n't\b",
     re.I,
 )
 _DEFAULT = re.compile(r"\bby default\b|\bdefaults? (?:to|is)\b|\bdefault\b", re.I)
 _PLANNED = re.compile(r"\b(?:in the future|future release|planned|will be|is going to)\b", re.I)
+_MARK = re.compile("\x01(\\d+)\x01")
+#: an instruction or example: "set X=false to disable it", "X=true … will enable it"
+_EXAMPLE = re.compile(
+    r"\b(?:if|when|will|would|example|e\.g|set|setting|to (?:enable|disable|turn))\b", re.I
+)
 _CLAUSES = re.compile(r"[;:!?\n]|\.(?:\s|$)|,\s+(?:but|and|so|while)\b")
 
 
@@ -486,24 +510,63 @@ def _claims(text: str) -> _Claims:
     off, enabled or disabled, on or not on by default."""
     named: dict[str, bool] = {}
     unnamed: list[tuple[frozenset[str], bool]] = []
-    for name, value in _ASSIGN.findall(text):
-        named[name.lower().strip("`")] = _TRUTH[value.lower()]
-    for clause in _CLAUSES.split(text):
-        if _PLANNED.search(clause):
+    assignments: list[tuple[str, bool]] = []
+
+    def mark(match: re.Match[str]) -> str:
+        # the assignment's literal is the setting's value, not its clause's polarity; a
+        # mark keeps which clause it sat in ("verify_ssl: false" holds a clause separator)
+        assignments.append((match.group(1).lower().strip("`"), _TRUTH[match.group(2).lower()]))
+        return f"{match.group(1)} \x01{len(assignments) - 1}\x01"
+
+    if _example(text):
+        return _Claims({}, ())  # what each value does, no state claimed
+    text = _ASSIGN.sub(mark, _plain(text))
+    whole = _MARK.sub("", text)
+    for marked in _CLAUSES.split(text):
+        assigned = dict(assignments[int(i)] for i in _MARK.findall(marked))
+        rest = _MARK.sub("", marked)
+        on, off = bool(_ON.search(rest)), bool(_OFF.search(rest))
+        has_default = bool(_DEFAULT.search(rest))
+        named.update(assigned)
+        if _PLANNED.search(rest):
             continue  # "will be enabled by default in the future" is no claim about today
-        on, off = bool(_ON.search(clause)), bool(_OFF.search(clause))
-        has_default = bool(_DEFAULT.search(clause))
+        clause = rest
         if on == off and not (off and on and has_default):
             if has_default and not on:
                 # "propagates … by default": on, but too weak to pin a named setting
-                unnamed.append((_clause_words(clause), True))
+                unnamed.append((_subject_words(clause, whole), True))
             continue  # otherwise no polarity, or both without a default to anchor them
         value = not off
         for name in _identifiers(clause) - set(named):
             named.setdefault(name, value)
         if has_default:
-            unnamed.append((_clause_words(clause), value))
+            unnamed.append((_subject_words(clause, whole), value))
     return _Claims(named, tuple(unnamed))
+
+
+@functools.lru_cache(maxsize=4096)
+def _example(text: str) -> bool:
+    """ "X=true … will enable it", "set x: false to disable it": what a value does, not the
+    state the setting is in (an instruction or example, no default said, and every
+    assigned truth value agreeing with the effect the note names)."""
+    plain = _plain(text)
+    values = [_TRUTH[value.lower()] for _, value in _ASSIGN.findall(plain)]
+    rest = _ASSIGN.sub(lambda m: m.group(1), plain)
+    on, off = bool(_ON.search(rest)), bool(_OFF.search(rest))
+    return (
+        bool(values)
+        and on != off
+        and not _DEFAULT.search(rest)
+        and bool(_EXAMPLE.search(rest))
+        and all(value == on for value in values)
+    )
+
+
+def _subject_words(clause: str, text: str) -> frozenset[str]:
+    """A default clause's words; "This is set to false by default", which has fewer than
+    two of its own, is about what the note is about (its other words)."""
+    words = _clause_words(clause)
+    return words if len(words) >= 2 else _clause_words(text)
 
 
 # "the default blocksize is 8192" / "changed the default blocksize to 16KB"; "junit_family
@@ -524,6 +587,10 @@ _DEFAULT_VALUES = [
         re.I,
     ),
 ]
+#: "`--retries` (default: 3)", "interval: how often (default: 5, every five seconds)": a
+#: default in parentheses belongs to the first code name before it
+_PAREN_DEFAULT = re.compile(r"\((?:the\s+)?defaults?(?:\s+is|\s+to|:)?\s*" + _VALUE, re.I)
+_OPTION = re.compile(r"(?<![\w-])--?[a-z][\w-]+", re.I)
 _ASSIGN_VALUE = re.compile(r"(--?[a-z][\w-]*|\b[A-Za-z_][\w.]*)=" + _VALUE)
 _NOT_A_VALUE = frozenset({"the", "a", "an", "be", "now", "use", "using", "its", "their"})
 
@@ -537,8 +604,25 @@ def _values(text: str) -> dict[str, str]:
             value = value.strip("\"'`.,").lower()
             if value and value not in _NOT_A_VALUE:
                 found.setdefault(name.lower().strip("`"), value)
+    example = _example(text)
     for name, value in _ASSIGN_VALUE.findall(text):
-        found.setdefault(name.lower(), value.strip("\"'`.,").lower())
+        value = value.strip("\"'`.,").lower()
+        if not (example and value in _TRUTH):
+            found.setdefault(name.lower(), value)
+    plain = text.replace("`", "")
+    for match in _PAREN_DEFAULT.finditer(plain):
+        prefix = plain[: match.start()]
+        spotted = [(m.start(), m.group(0)) for m in _OPTION.finditer(prefix)] + [
+            (m.start(), m.group(1) or m.group(2)) for m in _IDENT.finditer(prefix)
+        ]
+        names = [
+            n.strip("`.,()").lower()
+            for _, n in sorted(spotted)
+            if len(n.strip("`.,()")) >= 3 and not n.isdigit()
+        ]
+        value = match.group(1).strip("\"'.,").lower()
+        if names and value and value not in _NOT_A_VALUE:
+            found.setdefault(f"{names[0]} (default)", value)
     return found
 
 
@@ -783,7 +867,23 @@ _LITERAL_CLASS = {
     **dict.fromkeys(("true", "yes", "on", "enabled"), "true"),
     **dict.fromkeys(("false", "no", "off", "disabled"), "false"),
     **dict.fromkeys(("none", "null", "undefined", "nil", "unset"), "null"),
+    # a deprecated thing is still there, a removed one is not
+    "deprecated": "deprecated",
+    **dict.fromkeys(("removed", "deleted"), "removed"),
 }
+_NUMBER_WORD_LIST = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve",
+)  # fmt: skip
+_NUMBER_WORDS = {w: str(n) for n, w in enumerate(_NUMBER_WORD_LIST)}
+#: a version or decimal ("14.6", "3.2") is a value, unless it names a part of a document
+_VERSION = re.compile(r"^\d+\.\d+")
+_INDEX_WORDS = frozenset(
+    {"section", "chapter", "step", "figure", "fig", "table", "page", "rule", "item", "pep",
+     "rfc", "issue", "line", "example", "note", "part", "appendix", "album", "number", "no"}
+)  # fmt: skip
+#: how far before a swapped number its value cue may sit ("Default is a 1 minute delay")
+NUMBER_CUE_WINDOW = 3
 _EDIT_TOKEN = re.compile(r"\"[^\"\n]{1,30}\"|'[^'\n]{1,30}'|[a-z0-9_][\w.+-]*")
 _NUMBER = re.compile(r"^(\d+(?:\.\d+)*)")
 #: words that may sit in a swapped span next to its literal without changing what is swapped
@@ -816,6 +916,8 @@ def _literal(span: Sequence[str]) -> tuple[str, ...] | None:
             meaning.append("str:" + token.strip("\"'"))
         elif number := _NUMBER.match(token):
             meaning.append("num:" + number.group(1))
+        elif token in _NUMBER_WORDS:
+            meaning.append("num:" + _NUMBER_WORDS[token])
         elif token not in _SPAN_FILLER:
             return None
     return tuple(meaning) or None
@@ -828,6 +930,8 @@ def _substitution(old: str, new: str) -> str | None:
     a, b = _edit_tokens(old), _edit_tokens(new)
     if not a or not b:
         return None
+    if a != b and sorted(a) == sorted(b):
+        return _default_moved(a, b)
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     shared = sum(block.size for block in matcher.get_matching_blocks())
     if shared < MIN_EDIT_CONTEXT or shared < EDIT_SHARE * max(len(a), len(b)):
@@ -836,15 +940,71 @@ def _substitution(old: str, new: str) -> str | None:
     if not swaps or len(swaps) > MAX_SWAPS or any(op[0] != "replace" for op in swaps):
         return None
     changed = []
+    numbers_cued: list[bool] = []
     for _, i1, i2, j1, j2 in swaps:
         left, right = _literal(a[i1:i2]), _literal(b[j1:j2])
         if left is None or right is None:
-            return None
-        numbers = any(m.startswith("num:") for m in left + right)
-        if numbers and (i1 == 0 or a[i1 - 1] not in _NUMBER_CUES):
-            return None  # "note 0" / "note 1", "album 3" / "album 4" name two things
+            left, right = _option(a, b, (i1, i2, j1, j2)), _option(b, a, (j1, j2, i1, i2))
+            if left is None or right is None:
+                return None
+        if any(m.startswith("num:") for m in left + right):
+            numbers_cued.append(_number_is_value(a, i1, i2))
         if left != right:
             changed.append((" ".join(a[i1:i2]), " ".join(b[j1:j2])))
+    # "note 0" / "note 1", "album 3" / "album 4" name two things; a number stated twice
+    # ("a 1 minute delay (60 seconds)") is a value when one of its mentions is
+    if numbers_cued and not any(numbers_cued):
+        return None
     if not changed:
         return None
     return f"{changed[0][0]} vs {changed[0][1]}"
+
+
+def _default_moved(a: Sequence[str], b: Sequence[str]) -> str | None:
+    """The same words in another order, where what stands next to "default" changed:
+    "pickle (default), json" / "json (default), pickle" moved the default to another of
+    the listed choices. Without a default (a list reordered) the order is no claim."""
+
+    def marks(tokens: Sequence[str]) -> list[tuple[str, str]]:
+        return [
+            (tokens[i - 1] if i else "", tokens[i + 1] if i + 1 < len(tokens) else "")
+            for i, t in enumerate(tokens)
+            if t in ("default", "defaults")
+        ]
+
+    for (before_a, after_a), (before_b, after_b) in zip(marks(a), marks(b), strict=False):
+        for x, y in ((before_a, before_b), (after_a, after_b)):
+            if x != y and x in b and y in a and x not in _STOP and y not in _STOP:
+                return f"default: {x} vs {y}"
+    return None
+
+
+def _number_is_value(tokens: Sequence[str], start: int, end: int) -> bool:
+    """A swapped number is a setting's value after a value cue (a few words back: "default
+    is a 1 minute delay") or when it is a version ("Node 14.6+"), unless the word before
+    it names a part ("section 3.2", "note 1")."""
+    if start and tokens[start - 1] in _INDEX_WORDS:
+        return False
+    if any(_VERSION.match(t) for t in tokens[start:end]):
+        return True
+    return bool(_NUMBER_CUES.intersection(tokens[max(0, start - NUMBER_CUE_WINDOW) : start]))
+
+
+def _option(
+    mine: Sequence[str], theirs: Sequence[str], span: tuple[int, int, int, int]
+) -> tuple[str, ...] | None:
+    """A swapped word that both notes list as a choice, next to "default": "pickle
+    (default), json" / "json (default), pickle", "the default is ext4" / "… is xfs" where
+    both notes name both. Which of the listed choices is the default is a value."""
+    i1, i2, j1, j2 = span
+    if i2 - i1 != 1 or j2 - j1 != 1:
+        return None
+    word, other = mine[i1].strip("\"'"), theirs[j1].strip("\"'")
+    elsewhere_mine = [t.strip("\"'") for t in (*mine[:i1], *mine[i2:])]
+    elsewhere_theirs = [t.strip("\"'") for t in (*theirs[:j1], *theirs[j2:])]
+    if word not in elsewhere_theirs or other not in elsewhere_mine:
+        return None
+    near = list(mine[max(0, i1 - 2) : i1]) + list(mine[i2 : i2 + 1])
+    if not {"default", "defaults"} & set(near):
+        return None
+    return ("opt:" + word,)
