@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import secrets
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,6 +42,8 @@ def user_config_dir(environ: Mapping[str, str] | None = None, home: Path | None 
 
 def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
     """Write via a temporary file and rename, so a crash never leaves half a file."""
+    import tempfile  # with shutil and random: not on the language server's way to initialize
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -81,6 +81,8 @@ class ApprovalStore:
         except (FileNotFoundError, ValueError):
             if not create:
                 return None
+        import secrets  # hashlib, hmac, random: only when a key is created
+
         key = secrets.token_bytes(32)
         atomic_write_text(self._key_path, key.hex(), mode=0o600)
         return key

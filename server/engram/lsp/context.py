@@ -18,7 +18,6 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from engram.errors import EngramError
-from engram.lifecycle.trust import Actor
 from engram.lsp.background import reindex
 from engram.lsp.linking import open_local_engine
 from engram.lsp.publishing import publish, request_pull_refresh
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from engram.codegraph import IndexReport
     from engram.daemon.calls import CallReply
     from engram.jsontypes import JsonObject
+    from engram.lifecycle.trust import Actor
     from engram.lsp.engines import Lease
     from engram.lsp.folder import Folder
     from engram.lsp.ledger import SessionLedger
@@ -144,6 +144,8 @@ class ServerContext:
         # what the client itself said at initialize (a command may arrive before the
         # folder's settings are read), and a repository's settings cannot make it a person
         # (docs/trust.md "Agents are not people")
+        from engram.lifecycle.trust import Actor  # the trust model: not before initialize
+
         session = self.ls.session
         if session.is_agent():
             return Actor.agent(f"lsp:{session.client.name or 'client'}")
