@@ -3,7 +3,8 @@
 A command the workspace's engine runs costs this process a few standard-library imports, a
 socket round trip and a print (docs/engine.md, "The CLI"): ``engram.cli.main`` (argparse,
 the use-case declarations) is imported only when the command runs here. ``engram hook``
-goes straight to :func:`engram.agents.hooks.hook_entry`.
+goes straight to :func:`engram.agents.hooks.hook_entry`, and an editor's ``engram serve``
+to :func:`engram.cli.serve.serve_entry` (the editor times ``initialize`` from the spawn).
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         answered = hook_entry(args)
         if answered is not None:
             return answered
+    if args[:1] == ["serve"]:
+        # a language server is never forwarded: no argparse, no forwarder on its way
+        from engram.cli.serve import serve_entry
+
+        served = serve_entry(args)
+        if served is not None:
+            return served
     try:
         from engram.daemon.forward import forward
 

@@ -379,10 +379,11 @@ def main(argv: Sequence[str] | None = None, *, try_engine: bool = True) -> int:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         return 0
     except Exception as exc:
-        return _report(exc)
+        return report_failure(exc)
 
 
-def _report(exc: Exception) -> int:
+def report_failure(exc: Exception) -> int:
+    """One line on stderr for a failure, and the exit status it means."""
     from engram.errors import USER_ERRORS
 
     if _debug():

@@ -2,26 +2,104 @@
 
 Editors time ``initialize`` from the moment they spawn the process, so this path imports
 neither the other commands nor their rendering (``engram.cli.commands``), only what
-checking the arguments needs; ``engram.lsp`` brings pygls and lsprotocol.
+checking the arguments needs; ``engram.lsp`` brings pygls and lsprotocol. The command
+lines editors use (``engram serve``, ``--stdio``, ``--clientProcessId=PID``,
+``--log-level LEVEL``, ``--workspace DIR``) are read by :func:`quick_args` without
+argparse or ``engram.cli.main``; any other goes through the full parser.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
+import os
 import re
+import sys
+from typing import TYPE_CHECKING
 
 from engram.errors import InvalidInput
 
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+
 _TCP = re.compile(r"[^:\s]*:\d{1,5}")
 
+#: ``--log-level`` values (``engram.cli.main``'s parser offers the same choices)
+LOG_LEVEL_CHOICES = ("debug", "info", "warning", "error")
+#: options taking a value that ``quick_args`` reads -> the argument name they set
+_VALUED = {
+    "--log-level": "log_level",
+    "--workspace": "workspace",
+    "-w": "workspace",
+    "--clientProcessId": "",
+}
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    tcp = args.tcp
+
+def quick_args(argv: Sequence[str]) -> dict[str, str] | None:
+    """``engram serve``'s arguments read without argparse, or ``None`` when the command
+    line is anything but a plain editor's one (then the full parser reads it, and says
+    what is wrong). Returns the ``workspace`` and ``log_level`` given."""
+    if list(argv[:1]) != ["serve"]:
+        return None
+    try:
+        for arg in argv:
+            arg.encode("utf-8")
+    except UnicodeEncodeError:  # the full parser's one-line error
+        return None
+    given: dict[str, str] = {}
+    rest = list(argv[1:])
+    while rest:
+        arg = rest.pop(0)
+        if arg in ("--stdio", "--verbose", "-V"):
+            continue
+        name, eq, value = arg.partition("=")
+        if name not in _VALUED:
+            return None
+        if not eq:
+            if not rest or rest[0].startswith("-"):
+                return None
+            value = rest.pop(0)
+        if not value or (name == "--log-level" and value not in LOG_LEVEL_CHOICES):
+            return None
+        if _VALUED[name]:
+            given[_VALUED[name]] = value
+    return given
+
+
+def serve_entry(argv: Sequence[str]) -> int | None:
+    """``engram serve`` from the console script without ``engram.cli.main`` (argparse, the
+    command tables), failures reported as :func:`engram.cli.main.main` reports them; or
+    ``None`` when the command line needs the full parser."""
+    given = quick_args(argv)
+    if given is None:
+        return None
+    try:
+        return serve(given.get("workspace"), None, given.get("log_level"))
+    except KeyboardInterrupt:
+        from engram.cli.parser import EXIT_INTERRUPTED
+
+        sys.stderr.write("engram: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        return 0
+    except Exception as exc:
+        from engram.cli.main import report_failure
+
+        return report_failure(exc)
+
+
+def serve(workspace: str | None, tcp: str | None, log_level: str | None) -> int:
     if tcp is not None and not _TCP.fullmatch(tcp):
         raise InvalidInput(f"--tcp must be HOST:PORT, got {tcp!r}")
     from engram.lsp import run_server
 
-    workspace = getattr(args, "workspace", None)
     # --stdio is the default transport; it is accepted because LSP clients append it
-    run_server(str(workspace) if workspace else None, tcp, getattr(args, "log_level", None))
+    run_server(workspace, tcp, log_level)
     return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    workspace = getattr(args, "workspace", None)
+    return serve(str(workspace) if workspace else None, args.tcp, getattr(args, "log_level", None))
