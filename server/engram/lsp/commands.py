@@ -17,15 +17,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from engram.api import Surface, UseCase, on
-from engram.api.declare import with_actor
 from engram.lsp.registry import CommandContext, CommandRegistry
 from engram.model import Memory, to_json_object, to_jsonable
 
 if TYPE_CHECKING:
-    from engram.api.declare import JsonObject
-
-LSP = Surface.LSP
+    from engram.api.declare import JsonObject, UseCase
 
 #: An editor-only addition to a command's JSON: ``(ctx, args, result, json) -> json``.
 Extra = Callable[[CommandContext, object, object, "JsonObject"], Awaitable["JsonObject"]]
@@ -139,12 +135,14 @@ async def _in_process(
     ctx: CommandContext, usecase: UseCase[object, object], args: object, file: str | None
 ) -> JsonObject:
     """The command on this process's engine: no workspace engine serves the folder."""
+    from engram.api.declare import Surface, with_actor
+
     extra = EXTRAS.get(usecase.name)
     who = ctx.actor()  # an agent's LSP client is never a person (docs/trust.md)
     if who is not None:
         args = with_actor(args, who.label)
     try:
-        result = await ctx.call(lambda e: usecase.execute(e, args, LSP), file)
+        result = await ctx.call(lambda e: usecase.execute(e, args, Surface.LSP), file)
     except Exception as exc:
         if usecase.name not in TOLERANT:
             raise
@@ -172,22 +170,40 @@ async def _in_process(
     return out
 
 
+class _Declared:
+    """One declared command, its use case looked up (and its ``engram.api`` module
+    imported) when the command first runs: ``initialize`` lists the names only."""
+
+    def __init__(self, usecase: str, module: str) -> None:
+        self.usecase, self.module = usecase, module
+        self._handler: Callable[[CommandContext, Given], Awaitable[JsonObject]] | None = None
+
+    def declaration(self) -> UseCase[object, object]:
+        from engram.api import by_name
+
+        return by_name(self.usecase, self.module)  # imports engram.api.<module> only
+
+    def parse(self, raw: Mapping[str, object]) -> Given:
+        from engram.api.declare import Surface
+
+        reshape = RESHAPE.get(self.usecase)
+        shaped = reshape(raw) if reshape is not None else raw
+        return Given(shaped, self.declaration().parse(shaped, Surface.LSP))
+
+    async def handle(self, ctx: CommandContext, given: Given) -> JsonObject:
+        if self._handler is None:
+            self._handler = command_handler(self.declaration())
+        return await self._handler(ctx, given)
+
+
 def register_commands(registry: CommandRegistry) -> None:
-    """Every declared LSP use case (the MCP hub adds ``engram.mcp.*`` the same way)."""
-    for usecase in on(LSP):
-        reshape = RESHAPE.get(usecase.name)
+    """Every declared LSP use case (the MCP hub adds ``engram.mcp.*`` the same way), from
+    the table generated from the declarations (``engram.lsp.declared_table``)."""
+    from engram.lsp.declared_table import DECLARED
 
-        def parse(
-            raw: Mapping[str, object],
-            u: UseCase[object, object] = usecase,
-            r: Reshape | None = reshape,
-        ) -> Given:
-            shaped = r(raw) if r is not None else raw
-            return Given(shaped, u.parse(shaped, LSP))
-
-        registry.register_parsed(
-            usecase.lsp, parse, command_handler(usecase), summary=usecase.summary
-        )
+    for command, usecase, module, summary in DECLARED:
+        declared = _Declared(usecase, module)
+        registry.register_parsed(command, declared.parse, declared.handle, summary=summary)
 
 
 __all__ = ["EXTRAS", "RESHAPE", "Given", "command_handler", "register_commands"]
