@@ -620,15 +620,25 @@ def lsp(workspace: Path, hovers: int, through_engine: bool = False) -> dict[str,
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    from engram.app import Engine
+    from datetime import UTC, datetime
 
+    from engram.app import Engine
+    from engram.lsp.diagnostics import DiagnosticPolicy, select_memories
+    from engram.model import Memory
+
+    # the file with the most memories that show as diagnostics: the loader gives each file
+    # a few memory types, and a file with only preferences or task calibrations (which are
+    # never diagnostics) publishes an empty list by design: that is what the 58k runs
+    # opened (40 memories, 0 diagnostics) and read as an empty first publish (issue 18)
     with Engine.open(workspace, overrides={"embed": {"model": "none"}}) as engine:
-        counts: dict[str, int] = {}
+        by_file: dict[str, list[Memory]] = {}
         for memory in engine.store.list():
             for file in memory.files:
                 if file.endswith(".py"):
-                    counts[file] = counts.get(file, 0) + 1
-    rel = max(counts, key=lambda f: (counts[f], f))
+                    by_file.setdefault(file, []).append(memory)
+    now, policy = datetime.now(UTC), DiagnosticPolicy()
+    shown = {f: len(select_memories(ms, f, policy, now)) for f, ms in by_file.items()}
+    rel = max(by_file, key=lambda f: (shown[f], len(by_file[f]), f))
     lines = (workspace / rel).read_text(errors="replace").splitlines()
     # on the defined name (an indented ``def`` at column 4 would be on the keyword)
     spots = [
@@ -650,7 +660,10 @@ def lsp(workspace: Path, hovers: int, through_engine: bool = False) -> dict[str,
         module.measure("engram", command, workspace, rel, positions, options, True)
     )
     result["file"] = rel
-    result["memories_on_file"] = counts[rel]
+    result["memories_on_file"] = len(by_file[rel])
+    # what the default policy shows of them (the per-file cap applied): every publish after
+    # the memories are known should carry this many
+    result["expected_diagnostics"] = shown[rel]
     if through_engine:
         pid = engine_pid(workspace)  # its peak, read before it is stopped
         result["engine_pid"] = pid
