@@ -93,13 +93,6 @@ def serve_entry(argv: Sequence[str]) -> int | None:
 def serve(workspace: str | None, tcp: str | None, log_level: str | None) -> int:
     if tcp is not None and not _TCP.fullmatch(tcp):
         raise InvalidInput(f"--tcp must be HOST:PORT, got {tcp!r}")
-    import gc
-
-    # pygls, lsprotocol and the server allocate some 50,000 long-lived objects on the way
-    # to serving, enough to set off a full collection (30-50 ms on a loaded 2-core
-    # machine) that a bare pygls server does not reach: none until run_server has built
-    # the server, freezes what start-up made and turns the collector back on
-    gc.disable()
     from engram.lsp import run_server
 
     # --stdio is the default transport; it is accepted because LSP clients append it

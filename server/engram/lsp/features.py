@@ -11,7 +11,6 @@ feature (import-linter's ``engram.lsp`` layers, pyproject.toml).
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import sys
@@ -102,10 +101,6 @@ def run_server(
     configure_logging(log_level)
     server = create_server()
     server.session.fallback_root = workspace
-    # what start-up made lives as long as the process: later collections leave it out, and
-    # the collector is on while serving (``engram serve`` starts with it off)
-    gc.freeze()
-    gc.enable()
     if tcp:
         host, _, port = tcp.rpartition(":")
         server.start_tcp(host or "127.0.0.1", int(port))
