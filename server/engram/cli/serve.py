@@ -93,6 +93,15 @@ def serve_entry(argv: Sequence[str]) -> int | None:
 def serve(workspace: str | None, tcp: str | None, log_level: str | None) -> int:
     if tcp is not None and not _TCP.fullmatch(tcp):
         raise InvalidInput(f"--tcp must be HOST:PORT, got {tcp!r}")
+    import gc
+
+    import lsprotocol.types  # noqa: F401 - imported here to be frozen below
+    import pygls.lsp.server  # noqa: F401
+
+    # pygls and lsprotocol leave some 50,000 objects that live as long as the process;
+    # frozen, they no longer count towards a full collection, which Engram's own start-up
+    # would otherwise set off before initialize (30-50 ms; a bare pygls server makes none)
+    gc.freeze()
     from engram.lsp import run_server
 
     # --stdio is the default transport; it is accepted because LSP clients append it
