@@ -29,7 +29,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # a language server is never forwarded: no argparse, no forwarder on its way
         from engram.cli.serve import serve_entry
 
-        served = serve_entry(args)
+        try:
+            served = serve_entry(args)
+        except Exception as exc:
+            from engram.cli.main import report_failure
+
+            return report_failure(exc)
         if served is not None:
             return served
     try:

@@ -68,8 +68,9 @@ def quick_args(argv: Sequence[str]) -> dict[str, str] | None:
 
 def serve_entry(argv: Sequence[str]) -> int | None:
     """``engram serve`` from the console script without ``engram.cli.main`` (argparse, the
-    command tables), failures reported as :func:`engram.cli.main.main` reports them; or
-    ``None`` when the command line needs the full parser."""
+    command tables); or ``None`` when the command line needs the full parser. A failure
+    is raised for ``engram.cli.entry`` to report as :func:`engram.cli.main.main` does
+    (importing ``engram.cli.main`` here would be an import cycle)."""
     given = quick_args(argv)
     if given is None:
         return None
@@ -84,10 +85,6 @@ def serve_entry(argv: Sequence[str]) -> int | None:
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         return 0
-    except Exception as exc:
-        from engram.cli.main import report_failure
-
-        return report_failure(exc)
 
 
 def serve(workspace: str | None, tcp: str | None, log_level: str | None) -> int:
