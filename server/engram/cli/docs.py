@@ -139,19 +139,25 @@ DECLARED: tuple[tuple[str, str, str, str], ...] = (
 '''
 
 
-def table_source() -> str:
-    """The text of ``engram/cli/declared_table.py``."""
+def _declared_table(header: str, surface: Surface) -> str:
+    """A generated table: one row per use case ``surface`` offers, in docs order."""
     from engram.api import MODULES, declared_in
 
     rows = []
     for module in MODULES:
         for u in declared_in(module):
-            if Surface.CLI in u.surfaces:
+            if surface in u.surfaces:
+                command = u.cli if surface is Surface.CLI else u.lsp
                 # one field a line, double-quoted: the form ruff format keeps as it is
-                values = (u.cli, u.name, module, u.summary)
+                values = (command, u.name, module, u.summary)
                 fields = "".join(f"        {json.dumps(v)},\n" for v in values)
                 rows.append(f"    (\n{fields}    ),\n")
-    return TABLE_HEADER + "".join(rows) + ")\n"
+    return header + "".join(rows) + ")\n"
+
+
+def table_source() -> str:
+    """The text of ``engram/cli/declared_table.py``."""
+    return _declared_table(TABLE_HEADER, Surface.CLI)
 
 
 LSP_TABLE_HEADER = '''"""executeCommand commands in docs order: command, use case, module, summary
@@ -168,16 +174,7 @@ DECLARED: tuple[tuple[str, str, str, str], ...] = (
 
 def lsp_table_source() -> str:
     """The text of ``engram/lsp/declared_table.py``."""
-    from engram.api import MODULES, declared_in
-
-    rows = []
-    for module in MODULES:
-        for u in declared_in(module):
-            if Surface.LSP in u.surfaces:
-                values = (u.lsp, u.name, module, u.summary)
-                fields = "".join(f"        {json.dumps(v)},\n" for v in values)
-                rows.append(f"    (\n{fields}    ),\n")
-    return LSP_TABLE_HEADER + "".join(rows) + ")\n"
+    return _declared_table(LSP_TABLE_HEADER, Surface.LSP)
 
 
 #: Files written whole from the declarations.
