@@ -9,6 +9,8 @@ to :func:`engram.cli.serve.serve_entry` (the editor times ``initialize`` from th
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -25,19 +27,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         answered = hook_entry(args)
         if answered is not None:
             return answered
-    if args[:1] == ["serve"]:
-        # a language server is never forwarded: no argparse, no forwarder on its way
-        from engram.cli.serve import serve_entry
-
-        try:
-            served = serve_entry(args)
-        except Exception as exc:
-            from engram.cli.main import report_failure
-
-            return report_failure(exc)
-        if served is not None:
-            return served
     try:
+        if args[:1] == ["serve"]:
+            # a language server is never forwarded: no argparse, no forwarder on its way
+            from engram.cli.serve import serve_entry
+
+            try:
+                served = serve_entry(args)
+            except Exception as exc:
+                from engram.cli.main import report_failure
+
+                return report_failure(exc)
+            if served is not None:
+                return served
         from engram.daemon.forward import forward
 
         code = forward(args)
@@ -45,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("engram: interrupted\n")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
+        # the reader went away: not an error worth a message, nor a failed flush at exit
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         return 0
     if code is not None:
         return code

@@ -10,10 +10,7 @@ argparse or ``engram.cli.main``; any other goes through the full parser.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import sys
 from typing import TYPE_CHECKING
 
 from engram.errors import InvalidInput
@@ -68,23 +65,13 @@ def quick_args(argv: Sequence[str]) -> dict[str, str] | None:
 
 def serve_entry(argv: Sequence[str]) -> int | None:
     """``engram serve`` from the console script without ``engram.cli.main`` (argparse, the
-    command tables); or ``None`` when the command line needs the full parser. A failure
-    is raised for ``engram.cli.entry`` to report as :func:`engram.cli.main.main` does
-    (importing ``engram.cli.main`` here would be an import cycle)."""
+    command tables); or ``None`` when the command line needs the full parser. Failures,
+    an interrupt and a closed stdout are handled by ``engram.cli.entry`` as for every
+    command (importing ``engram.cli.main`` here would be an import cycle)."""
     given = quick_args(argv)
     if given is None:
         return None
-    try:
-        return serve(given.get("workspace"), None, given.get("log_level"))
-    except KeyboardInterrupt:
-        from engram.cli.parser import EXIT_INTERRUPTED
-
-        sys.stderr.write("engram: interrupted\n")
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        with contextlib.suppress(OSError):
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
-        return 0
+    return serve(given.get("workspace"), None, given.get("log_level"))
 
 
 def serve(workspace: str | None, tcp: str | None, log_level: str | None) -> int:
