@@ -9,7 +9,9 @@ union of each list's top 100 as ``engram.codegraph.search.fuse_scores`` does for
 extra list is either
 
 * ``--onnx FILE --tokenizer FILE``: another embedding model run with onnxruntime from a
-  local file (``--output`` names the graph output, ``--pooling mean|cls|none``), or
+  local file (``--output`` names the graph output, ``--pooling mean|cls|none``; a graph
+  that takes strings and tokenizes inside, with onnxruntime-extensions' custom ops, needs
+  no ``--tokenizer``), or
 * ``--view docstring``: the configured model on a second text per chunk (the split
   definition name and its docstring).
 
@@ -18,7 +20,7 @@ contiguous folds of the queries, the weights best on the other folds are scored 
 (held-out fold mean ± sd), next to today's fusion (dense 0.8, keyword 0.2) on the same folds.
 
 Usage: scripts/eval/cosqa_lab.py --data ../shared/data/cosqa-dev
-           (--onnx F --tokenizer F [--output NAME] [--pooling P] [--max-len N] | --view docstring)
+           (--onnx F [--tokenizer F] [--output NAME] [--pooling P] [--max-len N] | --view docstring)
            [--queries FILE] [--folds N] [--workdir DIR]
 Last stdout line: {"dataset": ..., "items": N, "baseline": {...}, "cv": {...}, ...}
 """
@@ -88,14 +90,32 @@ def ndcg_at_10(scores: Vector, files: Sequence[str], answer: str) -> float:
 class OnnxEmbedder:
     """A local ONNX sentence encoder through onnxruntime (lab only: no sha pin, no cache)."""
 
-    def __init__(self, onnx: Path, tokenizer: Path, output: str, pooling: str, max_len: int):
+    def __init__(
+        self, onnx: Path, tokenizer: Path | None, output: str, pooling: str, max_len: int
+    ) -> None:
         import onnxruntime
-        from tokenizers import Tokenizer
 
-        self.session = onnxruntime.InferenceSession(str(onnx), providers=["CPUExecutionProvider"])
-        self.tokenizer = Tokenizer.from_file(str(tokenizer))
-        self.tokenizer.enable_truncation(max_len)
-        self.tokenizer.enable_padding()
+        options = onnxruntime.SessionOptions()
+        try:  # graphs that tokenize inside (string input) need the extensions' custom ops
+            from onnxruntime_extensions import get_library_path
+
+            options.register_custom_ops_library(get_library_path())
+        except ImportError:
+            pass
+        self.session = onnxruntime.InferenceSession(
+            str(onnx), options, providers=["CPUExecutionProvider"]
+        )
+        first = self.session.get_inputs()[0]
+        self.string_input = first.name if first.type == "tensor(string)" else None
+        self.tokenizer = None
+        if self.string_input is None:
+            if tokenizer is None:
+                raise ValueError(f"{onnx.name} takes token ids: give --tokenizer")
+            from tokenizers import Tokenizer
+
+            self.tokenizer = Tokenizer.from_file(str(tokenizer))
+            self.tokenizer.enable_truncation(max_len)
+            self.tokenizer.enable_padding()
         self.inputs = {i.name for i in self.session.get_inputs()}
         outputs = [o.name for o in self.session.get_outputs()]
         self.output = outputs.index(output) if output in outputs else 0
@@ -106,6 +126,14 @@ class OnnxEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch):
             rows = order[start : start + batch]
+            if self.tokenizer is None:  # the graph takes the strings (pooled inside)
+                feed_strings = {str(self.string_input): np.array([texts[i][:1024] for i in rows])}
+                pooled = self.session.run(None, feed_strings)[self.output]
+                vectors = np.asarray(pooled, dtype=np.float32)
+                if out.shape[1] == 0:
+                    out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+                out[rows] = vectors
+                continue
             encoded = self.tokenizer.encode_batch([texts[i][:1024] for i in rows])
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
@@ -158,8 +186,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if (args.onnx is None) == (args.view is None):
         parser.error("give exactly one extra list: --onnx (with --tokenizer) or --view")
-    if args.onnx is not None and args.tokenizer is None:
-        parser.error("--onnx needs --tokenizer")
 
     from engram.codegraph import CodeGraph, CodeSearch
     from engram.codegraph.search import tokenize
@@ -193,7 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     cost: dict[str, float] = {}
     started = time.perf_counter()
     if args.onnx is not None:
-        model = OnnxEmbedder(args.onnx, args.tokenizer, args.output, args.pooling, args.max_len)
+        try:
+            model = OnnxEmbedder(args.onnx, args.tokenizer, args.output, args.pooling, args.max_len)
+        except ValueError as exc:
+            parser.error(str(exc))
         extra = model.embed([r.text for r in records])
         cost["extra_index_texts_per_s"] = round(len(records) / (time.perf_counter() - started), 1)
         times = []
