@@ -105,6 +105,8 @@ def load(path: Path, split: str, mirrors: Path) -> list[dict[str, Any]]:
             continue
         if isinstance(row["a"], dict):
             row = dict(row)
+            # the repository the pair comes from (grouped cross-validation folds by it)
+            row["repo"] = row["a"].get("repo") or row["b"].get("repo")
             row["paraphrased"] = "paraphrase" in row["a"] or "paraphrase" in row["b"]
             row["a"] = resolve(row["a"], mirrors, cache)
             row["b"] = resolve(row["b"], mirrors, cache)

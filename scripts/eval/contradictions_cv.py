@@ -24,8 +24,15 @@ NLI scores are computed once per pair and cached, so the grid costs only the rul
 * ``--fresh FILE``: every pair of another frozen file (the fresh unseen set,
   ``contradiction_fresh_pairs.jsonl``), scored the same way, once the rule is fixed.
 
+* ``--grouped``: folds by repository (``--folds 0``: leave one repository out), so a test
+  fold holds only repositories its training part never saw: folds that share repositories
+  and phrasings estimated 0.99 recall where an unseen set gave 0.56 (docs/lifecycle.md,
+  sixth pass). ``pooled`` scores every pair once, with the setting its training part chose.
+  ``--public-all``: FILE's held-out part joins dev (it is spent).
+
 Usage: scripts/eval/contradictions_cv.py [FILE] [--folds 5] [--repeats 5] [--heldout]
-       [--dev-also FILE ...] [--fresh FILE] [--no-model] [--mirrors DIR] [--json]
+       [--dev-also FILE ...] [--fresh FILE] [--grouped] [--public-all] [--no-model]
+       [--mirrors DIR] [--json]
 Last stdout line: {"dev_cv": {...}, "chosen": {...}, "dev_full": {...}, "heldout": {...},
 "fresh": {...}}
 """
@@ -52,18 +59,30 @@ THRESHOLDS = (0.95, 0.97, 0.98, 0.99, 0.993, 0.995, 0.997, 1.01)  # 1.01: NLI of
 MIN_OVERLAPS = (0.0, 0.15, 0.25, 0.35)
 SUBJECT_COSINES = (0.5, 0.6, 0.7, 1.01)  # 1.01: identifiers and symbols only
 REQUIRE_CUE = (True, False)
+#: the edit reader's reach (``--edit-grid``): other words an edit may change around the
+#: swapped values, and whether a word swapped for its opposite is a swapped value
+EDIT_EXTRA = (0, 2, 4, 8)
+EDIT_OPPOSITES = (False, True)
+#: the smaller gate grid searched together with the edit reader's settings
+EDIT_GRID_GATES = ((0.98, 0.99, 0.993, 0.995, 1.01), (0.0, 0.25), (0.5, 0.6, 1.01), (True, False))
 #: the setting before this CV (issue 12, second pass): ties go to it
-BEFORE = {"threshold": 0.993, "min_overlap": 0.25, "subject_cosine": 0.6, "require_cue": True}
+BEFORE = {
+    "threshold": 0.993, "min_overlap": 0.25, "subject_cosine": 0.6, "require_cue": True,
+    "edit_extra": 0, "edit_opposites": False,
+}  # fmt: skip
 
 
 def defaults() -> dict[str, Any]:
     """The setting Engram ships now (``ContradictionJudges`` and the NLI threshold)."""
+    from engram.lifecycle import contradictions
     from engram.lifecycle.contradictions import ContradictionJudges
     from engram.lifecycle.nli import DEFAULT_THRESHOLD
 
     judges = ContradictionJudges()
     return {"threshold": DEFAULT_THRESHOLD, "min_overlap": judges.min_overlap,
-            "subject_cosine": judges.subject_cosine, "require_cue": judges.require_cue}  # fmt: skip
+            "subject_cosine": judges.subject_cosine, "require_cue": judges.require_cue,
+            "edit_extra": contradictions.EDIT_EXTRA_TOKENS,
+            "edit_opposites": contradictions.EDIT_OPPOSITES}  # fmt: skip
 
 
 class CachedNli:
@@ -84,6 +103,19 @@ class CachedNli:
 
 def predict(rows: list[dict[str, Any]], cosines: list[float | None], setting: dict[str, Any],
             nli: Any, cache: dict[tuple[str, str], float]) -> list[bool]:  # fmt: skip
+    from engram.lifecycle import contradictions
+
+    shipped = (contradictions.EDIT_EXTRA_TOKENS, contradictions.EDIT_OPPOSITES)
+    contradictions.EDIT_EXTRA_TOKENS = setting.get("edit_extra", shipped[0])
+    contradictions.EDIT_OPPOSITES = setting.get("edit_opposites", shipped[1])
+    try:
+        return _predict(rows, cosines, setting, nli, cache)
+    finally:
+        contradictions.EDIT_EXTRA_TOKENS, contradictions.EDIT_OPPOSITES = shipped
+
+
+def _predict(rows: list[dict[str, Any]], cosines: list[float | None], setting: dict[str, Any],
+             nli: Any, cache: dict[tuple[str, str], float]) -> list[bool]:  # fmt: skip
     from engram.lifecycle.contradictions import ContradictionJudges, find_contradictions
     from engram.model import Memory, MemoryType
 
@@ -132,6 +164,23 @@ def folds(labels: list[bool], k: int, rng: random.Random) -> list[list[int]]:
     return parts
 
 
+def grouped_folds(groups: list[str], k: int, rng: random.Random) -> list[list[int]]:
+    """Folds by repository: every pair of one repository in one fold, so a test fold holds
+    only repositories the training part never saw (``k`` <= 0: one fold a repository)."""
+    members: dict[str, list[int]] = {}
+    for i, group in enumerate(groups):
+        members.setdefault(group, []).append(i)
+    names = sorted(members)
+    if k <= 0 or k >= len(names):
+        return [members[name] for name in names]
+    rng.shuffle(names)
+    parts: list[list[int]] = [[] for _ in range(k)]
+    for name in sorted(names, key=lambda n: -len(members[n])):  # stable: shuffled ties
+        smallest = min(range(k), key=lambda j: len(parts[j]))
+        parts[smallest].extend(members[name])
+    return parts
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("file", nargs="?", type=Path, default=PUBLIC)
@@ -143,15 +192,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--dev-also", type=Path, action="append", default=[], help="more dev pairs (all rows)"
     )
     parser.add_argument("--fresh", type=Path, help="another pair file to score once")
+    parser.add_argument(
+        "--grouped",
+        action="store_true",
+        help="folds by repository (--folds 0: leave one repository out); pooled figures too",
+    )
+    parser.add_argument(
+        "--edit-grid",
+        action="store_true",
+        help="search the edit reader's reach too (a smaller gate grid); else it stays as shipped",
+    )
+    parser.add_argument(
+        "--public-all", action="store_true", help="FILE's held-out part is dev too (spent)"
+    )
     parser.add_argument("--no-model", action="store_true", help="no embeddings (no cosines)")
     parser.add_argument("--no-nli", action="store_true", help="the gate only matters with NLI")
     parser.add_argument("--mirrors", type=Path, default=base.DEFAULT_MIRRORS)
+    parser.add_argument(
+        "--nli-cache", type=Path, help="a JSON file keeping the NLI scores between runs"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
     from engram.lifecycle.nli import load_nli
 
-    dev = base.load(args.file, "dev", args.mirrors)
+    dev = base.load(args.file, "all" if args.public_all else "dev", args.mirrors)
     origin = [args.file.stem] * len(dev)
     for extra in args.dev_also:
         more = base.load(extra, "all", args.mirrors)
@@ -171,11 +236,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         vectors = embedder.embed([t for r in rows for t in (r["a"], r["b"])])
         return [float(vectors[2 * i] @ vectors[2 * i + 1]) for i in range(len(rows))]
 
-    settings = [
-        {"threshold": t, "min_overlap": o, "subject_cosine": c, "require_cue": q}
-        for t, o, c, q in itertools.product(THRESHOLDS, MIN_OVERLAPS, SUBJECT_COSINES, REQUIRE_CUE)
-    ]
+    shipped = defaults()
+    if args.edit_grid:
+        settings = [
+            {"threshold": t, "min_overlap": o, "subject_cosine": c, "require_cue": q}
+            | {"edit_extra": e, "edit_opposites": p}
+            for t, o, c, q in itertools.product(*EDIT_GRID_GATES)
+            for e, p in itertools.product(EDIT_EXTRA, EDIT_OPPOSITES)
+        ]
+    else:
+        settings = [
+            {"threshold": t, "min_overlap": o, "subject_cosine": c, "require_cue": q}
+            | {key: shipped[key] for key in ("edit_extra", "edit_opposites")}
+            for t, o, c, q in itertools.product(
+                THRESHOLDS, MIN_OVERLAPS, SUBJECT_COSINES, REQUIRE_CUE
+            )
+        ]
+    for extra in (BEFORE, shipped):  # both always in the grid
+        if extra not in settings:
+            settings.append(dict(extra))
     cache: dict[tuple[str, str], float] = {}
+    if args.nli_cache is not None and args.nli_cache.is_file():
+        cache = {(a, b): score for a, b, score in json.loads(args.nli_cache.read_text())}
     labels = [bool(r["conflict"]) for r in dev]
     dev_cos = cosines_of(dev)
     table = {k: predict(dev, dev_cos, s, nli, cache) for k, s in enumerate(settings)}
@@ -183,17 +265,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(12)
     tests: list[dict[str, float]] = []
     picked: list[int] = []
-    for _ in range(args.repeats):
-        parts = folds(labels, args.folds, rng)
+    pooled: list[dict[str, float]] = []
+    groups = [str(r.get("repo") or "written") for r in dev]
+    # leave-one-repository-out has one partition only: repeating it repeats the same folds
+    repeats = 1 if args.grouped and args.folds <= 0 else args.repeats
+    for _ in range(repeats):
+        if args.grouped:
+            parts = grouped_folds(groups, args.folds, rng)
+        else:
+            parts = folds(labels, args.folds, rng)
+        out_of_fold = [False] * len(dev)
         for j, test in enumerate(parts):
             train = [i for p, part in enumerate(parts) if p != j for i in part]
             k = choose(table, settings, labels, train, args.min_precision)
             picked.append(k)
             tests.append(base.scores([table[k][i] for i in test], [labels[i] for i in test]))
+            for i in test:
+                out_of_fold[i] = table[k][i]
+        pooled.append(base.scores(out_of_fold, labels))
 
-    def mean_sd(key: str) -> dict[str, float]:
-        values = [t[key] for t in tests]
-        return {"mean": round(statistics.mean(values), 3), "sd": round(statistics.stdev(values), 3)}
+    def mean_sd(key: str, of: list[dict[str, float]] | None = None) -> dict[str, float]:
+        values = [t[key] for t in (tests if of is None else of)]
+        sd = statistics.stdev(values) if len(values) > 1 else 0.0
+        return {"mean": round(statistics.mean(values), 3), "sd": round(sd, 3)}
 
     everything = list(range(len(dev)))
     chosen = choose(table, settings, labels, everything, args.min_precision)
@@ -205,14 +299,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "nli": nli is not None,
         "cosine": embedder is not None,
         "dev_cv": {
-            "folds": args.folds,
-            "repeats": args.repeats,
+            "folds": len(tests) // repeats,
+            "repeats": repeats,
+            "grouped_by_repository": args.grouped,
+            "repositories": len(set(groups)),
             "min_precision": args.min_precision,
             "precision": mean_sd("precision"),
             "recall": mean_sd("recall"),
             "f1": mean_sd("f1"),
             "settings_picked": len(set(picked)),
             "before_picked": sum(k == before for k in picked),
+            # every pair scored once, by the setting its own training part chose
+            "pooled": {key: mean_sd(key, pooled) for key in ("precision", "recall", "f1")},
         },
         "chosen": settings[chosen],
         "chosen_is_the_default": settings[chosen] == defaults(),
@@ -223,6 +321,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if args.dev_also:
         summary["dev_files"] = [args.file.stem] + [f.stem for f in args.dev_also]
+        # the last repeat's out-of-fold predictions, per file (held-out 3's pairs are the
+        # only dev pairs no rule was written from)
+        summary["dev_cv"]["pooled_per_file"] = {
+            name: base.scores(
+                [out_of_fold[i] for i in everything if origin[i] == name],
+                [labels[i] for i in everything if origin[i] == name],
+            )
+            for name in summary["dev_files"]
+        }
         summary["dev_full"]["per_file"] = {
             name: base.scores(
                 [table[chosen][i] for i in everything if origin[i] == name],
@@ -236,7 +343,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         gold = [bool(r["conflict"]) for r in rows]
         row_cos = cosines_of(rows)
         result: dict[str, Any] = {"items": len(rows), "conflicts": sum(gold)}
-        for name, setting in (("chosen", settings[chosen]), ("before", BEFORE)):
+        for name, setting in (
+            ("chosen", settings[chosen]),
+            ("before", BEFORE),
+            ("shipped", shipped),
+        ):
             pred = predict(rows, row_cos, setting, nli, cache)
             by_source: dict[str, dict[str, int]] = {}
             for row, p, y in zip(rows, pred, gold, strict=True):
@@ -261,6 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"contradictions_cv: {exc} (fetch it, or pass --mirrors)", file=sys.stderr)
             return 2
         summary["fresh"] = {"dataset": args.fresh.stem, **score_once(fresh)}
+    if args.nli_cache is not None:
+        args.nli_cache.write_text(json.dumps([[a, b, v] for (a, b), v in cache.items()]))
     print(json.dumps(summary) if args.json else json.dumps(summary, indent=2))
     return 0
 

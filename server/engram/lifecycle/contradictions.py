@@ -898,6 +898,11 @@ _NUMBER_CUES = _VALUE_CUES | {"default", "defaults"}
 MIN_EDIT_CONTEXT = 4
 EDIT_SHARE = 0.6
 MAX_SWAPS = 2
+#: other words the edit may change around the swapped values (0: none, the reader of the
+#: fifth pass), and whether a word swapped for its opposite is a swapped value; chosen by
+#: cross-validation grouped by repository (docs/lifecycle.md, sixth pass)
+EDIT_EXTRA_TOKENS = 0
+EDIT_OPPOSITES = False
 
 
 def _edit_tokens(text: str) -> list[str]:
@@ -924,7 +929,8 @@ def _literal(span: Sequence[str]) -> tuple[str, ...] | None:
 
 
 def _substitution(old: str, new: str) -> str | None:
-    """The same sentence with a literal value swapped for another of a different meaning."""
+    """The same sentence with a literal value swapped for another of a different meaning
+    (around it, other edits of at most ``EDIT_EXTRA_TOKENS`` words that negate nothing)."""
     import difflib
 
     a, b = _edit_tokens(old), _edit_tokens(new)
@@ -936,21 +942,27 @@ def _substitution(old: str, new: str) -> str | None:
     shared = sum(block.size for block in matcher.get_matching_blocks())
     if shared < MIN_EDIT_CONTEXT or shared < EDIT_SHARE * max(len(a), len(b)):
         return None
-    swaps = [op for op in matcher.get_opcodes() if op[0] != "equal"]
-    if not swaps or len(swaps) > MAX_SWAPS or any(op[0] != "replace" for op in swaps):
-        return None
     changed = []
     numbers_cued: list[bool] = []
-    for _, i1, i2, j1, j2 in swaps:
-        left, right = _literal(a[i1:i2]), _literal(b[j1:j2])
+    swaps = extra = 0
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        left, right = _swapped_value(a, b, (i1, i2, j1, j2)) if op == "replace" else (None, None)
         if left is None or right is None:
-            left, right = _option(a, b, (i1, i2, j1, j2)), _option(b, a, (j1, j2, i1, i2))
-            if left is None or right is None:
+            # not a value: another edit of the line ("if you want to" / "to"), allowed
+            # when short and when it adds or drops no negation
+            extra += (i2 - i1) + (j2 - j1)
+            if extra > EDIT_EXTRA_TOKENS or _NEGATION_WORDS.intersection(a[i1:i2] + b[j1:j2]):
                 return None
+            continue
+        swaps += 1
         if any(m.startswith("num:") for m in left + right):
             numbers_cued.append(_number_is_value(a, i1, i2))
         if left != right:
             changed.append((" ".join(a[i1:i2]), " ".join(b[j1:j2])))
+    if swaps > MAX_SWAPS:
+        return None
     # "note 0" / "note 1", "album 3" / "album 4" name two things; a number stated twice
     # ("a 1 minute delay (60 seconds)") is a value when one of its mentions is
     if numbers_cued and not any(numbers_cued):
@@ -958,6 +970,24 @@ def _substitution(old: str, new: str) -> str | None:
     if not changed:
         return None
     return f"{changed[0][0]} vs {changed[0][1]}"
+
+
+def _swapped_value(
+    a: Sequence[str], b: Sequence[str], span: tuple[int, int, int, int]
+) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """What a replaced span means as a value on each side (None: it is no value): a
+    literal, a listed choice next to "default", or (``EDIT_OPPOSITES``) one word swapped
+    for its opposite ("before" / "after", "minimum" / "maximum")."""
+    i1, i2, j1, j2 = span
+    left, right = _literal(a[i1:i2]), _literal(b[j1:j2])
+    if left is None or right is None:
+        left, right = _option(a, b, span), _option(b, a, (j1, j2, i1, i2))
+    if (left is None or right is None) and EDIT_OPPOSITES:
+        words_a = [t for t in a[i1:i2] if t not in _SPAN_FILLER]
+        words_b = [t for t in b[j1:j2] if t not in _SPAN_FILLER]
+        if len(words_a) == len(words_b) == 1 and _OPPOSITE_OF.get(words_a[0]) == words_b[0]:
+            left, right = ("opp:" + words_a[0],), ("opp:" + words_b[0],)
+    return left, right
 
 
 def _default_moved(a: Sequence[str], b: Sequence[str]) -> str | None:
