@@ -63,12 +63,13 @@ REQUIRE_CUE = (True, False)
 #: swapped values, and whether a word swapped for its opposite is a swapped value
 EDIT_EXTRA = (0, 2, 4, 8)
 EDIT_OPPOSITES = (False, True)
+EDIT_SLOTS = (False, True)
 #: the smaller gate grid searched together with the edit reader's settings
 EDIT_GRID_GATES = ((0.98, 0.99, 0.993, 0.995, 1.01), (0.0, 0.25), (0.5, 0.6, 1.01), (True, False))
 #: the setting before this CV (issue 12, second pass): ties go to it
 BEFORE = {
     "threshold": 0.993, "min_overlap": 0.25, "subject_cosine": 0.6, "require_cue": True,
-    "edit_extra": 0, "edit_opposites": False,
+    "edit_extra": 0, "edit_opposites": False, "edit_slots": False,
 }  # fmt: skip
 
 
@@ -82,7 +83,8 @@ def defaults() -> dict[str, Any]:
     return {"threshold": DEFAULT_THRESHOLD, "min_overlap": judges.min_overlap,
             "subject_cosine": judges.subject_cosine, "require_cue": judges.require_cue,
             "edit_extra": contradictions.EDIT_EXTRA_TOKENS,
-            "edit_opposites": contradictions.EDIT_OPPOSITES}  # fmt: skip
+            "edit_opposites": contradictions.EDIT_OPPOSITES,
+            "edit_slots": contradictions.EDIT_SLOTS}  # fmt: skip
 
 
 class CachedNli:
@@ -105,13 +107,16 @@ def predict(rows: list[dict[str, Any]], cosines: list[float | None], setting: di
             nli: Any, cache: dict[tuple[str, str], float]) -> list[bool]:  # fmt: skip
     from engram.lifecycle import contradictions
 
-    shipped = (contradictions.EDIT_EXTRA_TOKENS, contradictions.EDIT_OPPOSITES)
-    contradictions.EDIT_EXTRA_TOKENS = setting.get("edit_extra", shipped[0])
-    contradictions.EDIT_OPPOSITES = setting.get("edit_opposites", shipped[1])
+    names = {"edit_extra": "EDIT_EXTRA_TOKENS", "edit_opposites": "EDIT_OPPOSITES",
+             "edit_slots": "EDIT_SLOTS"}  # fmt: skip
+    shipped = {key: getattr(contradictions, name) for key, name in names.items()}
+    for key, name in names.items():
+        setattr(contradictions, name, setting.get(key, shipped[key]))
     try:
         return _predict(rows, cosines, setting, nli, cache)
     finally:
-        contradictions.EDIT_EXTRA_TOKENS, contradictions.EDIT_OPPOSITES = shipped
+        for key, name in names.items():
+            setattr(contradictions, name, shipped[key])
 
 
 def _predict(rows: list[dict[str, Any]], cosines: list[float | None], setting: dict[str, Any],
@@ -240,14 +245,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.edit_grid:
         settings = [
             {"threshold": t, "min_overlap": o, "subject_cosine": c, "require_cue": q}
-            | {"edit_extra": e, "edit_opposites": p}
+            | {"edit_extra": e, "edit_opposites": p, "edit_slots": v}
             for t, o, c, q in itertools.product(*EDIT_GRID_GATES)
-            for e, p in itertools.product(EDIT_EXTRA, EDIT_OPPOSITES)
+            for e, p, v in itertools.product(EDIT_EXTRA, EDIT_OPPOSITES, EDIT_SLOTS)
         ]
     else:
         settings = [
             {"threshold": t, "min_overlap": o, "subject_cosine": c, "require_cue": q}
-            | {key: shipped[key] for key in ("edit_extra", "edit_opposites")}
+            | {key: shipped[key] for key in ("edit_extra", "edit_opposites", "edit_slots")}
             for t, o, c, q in itertools.product(
                 THRESHOLDS, MIN_OVERLAPS, SUBJECT_COSINES, REQUIRE_CUE
             )

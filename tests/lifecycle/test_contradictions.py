@@ -182,11 +182,16 @@ def test_pairs_the_rules_leave_open_go_to_the_nli_judge_only_with_a_flip_cue() -
         find_contradictions(new, [(old, None)], judges=ContradictionJudges(nli=_FixedNli(0.1)))
         == []
     )  # type: ignore[arg-type]
-    # no flip cue (nothing negated, switched or defaulted differently): never asked
+    # no flip cue (nothing negated, switched or defaulted differently): never asked when
+    # the cue is required; by default it is not (chosen by the grouped CV, sixth pass)
     quiet = _FixedNli(0.99)
     same = gotcha("`Response.history` holds the redirects, oldest first")
-    assert find_contradictions(same, [(old, None)], judges=ContradictionJudges(nli=quiet)) == []  # type: ignore[arg-type]
+    cued = ContradictionJudges(nli=quiet, require_cue=True)  # type: ignore[arg-type]
+    assert find_contradictions(same, [(old, None)], judges=cued) == []
     assert quiet.seen == []
+    asked = _FixedNli(0.1)
+    assert find_contradictions(same, [(old, None)], judges=ContradictionJudges(nli=asked)) == []  # type: ignore[arg-type]
+    assert asked.seen == [(old.content, same.content)]
 
 
 def test_eval_script_reads_referenced_pairs_from_mirrors(tmp_path: Path) -> None:
@@ -480,6 +485,57 @@ def test_a_value_swapped_in_the_same_sentence_and_a_lifted_condition_are_found(
 )  # fmt: skip
 def test_value_swap_look_alikes_are_not_contradictions(old: str, new: str) -> None:
     assert find_contradictions(gotcha(new), [(gotcha(old), None)]) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a value swapped while a few other words of the line changed too
+        ("The cache TTL is 30 minutes, if you turn it on.",
+         "The cache TTL is 90 minutes, if you turn the cache on."),
+        ("`strict` (boolean, default false) rejects unknown keys in the payload.",
+         "`strict` (boolean, default true) rejects any unknown keys in a payload."),
+        # a literal swapped for a name where a value stands: after "default" / "returns",
+        # before "(default)" / "is returned"
+        ("Type: boolean | 'auto'. Default: true", "Type: boolean | 'auto'. Default: 'auto'"),
+        ("read_frame returns None when the stream ends early.",
+         "read_frame returns io.EOF when the stream ends early."),
+        ("If the entry is missing, nil is returned to the caller.",
+         "If the entry is missing, EmptyEntry is returned to the caller."),
+    ],
+)  # fmt: skip
+def test_a_value_changed_in_an_edited_line_is_found(old: str, new: str) -> None:
+    from engram.lifecycle.contradictions import _substitution
+
+    assert _substitution(old, new) is not None
+    assert len(find_contradictions(gotcha(new), [(gotcha(old), None)])) == 1
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # the same value, said another way in the slot
+        ("rate limiting for tasks is turned off by default.",
+         "rate limiting for tasks is disabled by default."),
+        # a function word, not a value, took the literal's place
+        ("Return True if the plugin with the given name is registered.",
+         "Return whether a plugin with the given name is registered."),
+        # a value and its effect flipped together describe one setting
+        ("For example, FAST_MODE=true ./build.sh will enable it.",
+         "For example, FAST_MODE=false ./build.sh will disable it."),
+        # the other edit negates: the swap is not read as a value changed
+        ("The default for retries is true, and the client retries on errors.",
+         "The default for retries is false, and the client never retries on errors."),
+        # more than a few other words changed: a rewritten line, not an edited value
+        ("Workers poll the queue every 5 seconds by default.",
+         "By default the scheduler wakes all idle workers and they poll the shared queue "
+         "every 10 seconds unless told otherwise."),
+    ],
+)  # fmt: skip
+def test_edited_line_look_alikes_are_not_value_changes(old: str, new: str) -> None:
+    from engram.lifecycle.contradictions import _substitution
+
+    assert _substitution(old, new) is None
 
 
 @pytest.mark.parametrize(

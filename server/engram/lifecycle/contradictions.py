@@ -236,8 +236,8 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
 #: Same subject for the model judges (lever 2, docs/lifecycle.md): embeddings at least this
 #: close, or a shared code identifier, or the same anchored symbol. Looser than the rules'
 #: gate because the judges read sentences, not word sets.
-#: Both chosen by 5x5 stratified cross-validation on the dev pairs with the NLI threshold
-#: (``scripts/eval/contradictions_cv.py``; before it: 0.6 and 0.25).
+#: Both chosen by cross-validation on the dev pairs with the NLI threshold, re-chosen by
+#: folds grouped by repository (``scripts/eval/contradictions_cv.py``; before: 0.6, 0.25).
 SUBJECT_COSINE = 0.5
 MIN_OVERLAP_FOR_JUDGES = 0.0
 #: A flip or a value change counts only when the notes share this much (or one symbol).
@@ -257,8 +257,9 @@ class ContradictionJudges:
     #: on the dev pairs, docs/lifecycle.md "Measured")
     min_overlap: float = MIN_OVERLAP_FOR_JUDGES
     subject_cosine: float = SUBJECT_COSINE
-    #: only pairs whose notes differ in a flip cue (negation, on/off, "now", a default …)
-    require_cue: bool = True
+    #: only pairs whose notes differ in a flip cue (negation, on/off, "now", a default …);
+    #: the CV grouped by repository over 364 dev pairs turned it off (sixth pass)
+    require_cue: bool = False
 
 
 @attrs.frozen
@@ -899,10 +900,15 @@ MIN_EDIT_CONTEXT = 4
 EDIT_SHARE = 0.6
 MAX_SWAPS = 2
 #: other words the edit may change around the swapped values (0: none, the reader of the
-#: fifth pass), and whether a word swapped for its opposite is a swapped value; chosen by
-#: cross-validation grouped by repository (docs/lifecycle.md, sixth pass)
-EDIT_EXTRA_TOKENS = 0
+#: fifth pass), whether a word swapped for its opposite is a swapped value, and whether a
+#: literal swapped for a short name in a value slot is; chosen by cross-validation grouped
+#: by repository on dev (``scripts/eval/contradictions_cv.py --grouped --edit-grid``,
+#: docs/lifecycle.md, sixth pass; before it: 0, False, False)
+EDIT_EXTRA_TOKENS = 4
 EDIT_OPPOSITES = False
+EDIT_SLOTS = True
+#: a swap between these meanings turns one claim into its opposite
+_FLIP_MEANINGS = frozenset({"true", "false"}) | frozenset("opp:" + w for w in _OPPOSITE_OF)
 
 
 def _edit_tokens(text: str) -> list[str]:
@@ -943,8 +949,9 @@ def _substitution(old: str, new: str) -> str | None:
     if shared < MIN_EDIT_CONTEXT or shared < EDIT_SHARE * max(len(a), len(b)):
         return None
     changed = []
+    changed_meaning: list[frozenset[str]] = []
     numbers_cued: list[bool] = []
-    swaps = extra = 0
+    swaps = extra = opposite_edits = 0
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             continue
@@ -953,6 +960,8 @@ def _substitution(old: str, new: str) -> str | None:
             # not a value: another edit of the line ("if you want to" / "to"), allowed
             # when short and when it adds or drops no negation
             extra += (i2 - i1) + (j2 - j1)
+            if i2 - i1 == j2 - j1 == 1 and _OPPOSITE_OF.get(a[i1]) == b[j1]:
+                opposite_edits += 1  # "will enable it" / "will disable it"
             if extra > EDIT_EXTRA_TOKENS or _NEGATION_WORDS.intersection(a[i1:i2] + b[j1:j2]):
                 return None
             continue
@@ -961,7 +970,14 @@ def _substitution(old: str, new: str) -> str | None:
             numbers_cued.append(_number_is_value(a, i1, i2))
         if left != right:
             changed.append((" ".join(a[i1:i2]), " ".join(b[j1:j2])))
+            changed_meaning.append(frozenset(left + right))
     if swaps > MAX_SWAPS:
+        return None
+    # "X=true … will enable it" / "X=false … will disable it": a value and its effect
+    # flipped together describe one setting, they claim nothing opposite
+    flips = [c for c in changed_meaning if c <= _FLIP_MEANINGS]
+    turned = len(flips) + opposite_edits
+    if turned > 1 and len(flips) == len(changed_meaning) and turned % 2 == 0:
         return None
     # "note 0" / "note 1", "album 3" / "album 4" name two things; a number stated twice
     # ("a 1 minute delay (60 seconds)") is a value when one of its mentions is
@@ -987,7 +1003,42 @@ def _swapped_value(
         words_b = [t for t in b[j1:j2] if t not in _SPAN_FILLER]
         if len(words_a) == len(words_b) == 1 and _OPPOSITE_OF.get(words_a[0]) == words_b[0]:
             left, right = ("opp:" + words_a[0],), ("opp:" + words_b[0],)
+    if (left is None or right is None) and EDIT_SLOTS and _in_value_slot(a, b, span):
+        # "Default: true" / "Default: ifRelativeSource", "returns io.EOF" / "returns
+        # false": a literal on one side, a short name on the other, where a value stands
+        words_a = [t for t in a[i1:i2] if t not in _SPAN_FILLER]
+        words_b = [t for t in b[j1:j2] if t not in _SPAN_FILLER]
+        lit_a, lit_b = _literals_in(a[i1:i2]), _literals_in(b[j1:j2])
+        named = [w for w in (words_a if lit_b and not lit_a else words_b) if w in _NOT_A_NAME]
+        if (lit_a or lit_b) and not named and 0 < len(words_a) <= 2 and 0 < len(words_b) <= 2:
+            left = lit_a or ("name:" + " ".join(words_a),)
+            right = lit_b or ("name:" + " ".join(words_b),)
     return left, right
+
+
+def _literals_in(span: Sequence[str]) -> tuple[str, ...] | None:
+    """The meaning of the literals a span holds among other words ("turned off": false)."""
+    found = [m for token in span if (m := _literal((token,))) is not None]
+    return tuple(part for m in found for part in m) or None
+
+
+#: words that are no value's name ("Return True if" / "Return whether")
+_NOT_A_NAME = _STOP | {"whether", "not", "no", "never"}
+
+
+#: what stands just before a value ("Default: true", "returns false") or just after it
+#: ("None (default)", "nil is returned")
+_SLOT_BEFORE = frozenset({"default", "defaults", "return", "returns", "returning", "="})
+_SLOT_AFTER = frozenset({"default", "defaults", "returned"})
+
+
+def _in_value_slot(a: Sequence[str], b: Sequence[str], span: tuple[int, int, int, int]) -> bool:
+    """Whether a replaced span sits where both notes state a value: right after a default
+    or return word, or right before "(default)" / "is returned"."""
+    i1, i2, j1, j2 = span
+    before_a, before_b = set(a[max(0, i1 - 2) : i1]), set(b[max(0, j1 - 2) : j1])
+    after_a, after_b = set(a[i2 : i2 + 2]), set(b[j2 : j2 + 2])
+    return bool(_SLOT_BEFORE & before_a & before_b) or bool(_SLOT_AFTER & after_a & after_b)
 
 
 def _default_moved(a: Sequence[str], b: Sequence[str]) -> str | None:
