@@ -182,15 +182,15 @@ def test_pairs_the_rules_leave_open_go_to_the_nli_judge_only_with_a_flip_cue() -
         find_contradictions(new, [(old, None)], judges=ContradictionJudges(nli=_FixedNli(0.1)))
         == []
     )  # type: ignore[arg-type]
-    # no flip cue (nothing negated, switched or defaulted differently): never asked when
-    # the cue is required; by default it is not (chosen by the grouped CV, sixth pass)
+    # no flip cue (nothing negated, switched or defaulted differently): never asked, unless
+    # the cue is not required
     quiet = _FixedNli(0.99)
     same = gotcha("`Response.history` holds the redirects, oldest first")
-    cued = ContradictionJudges(nli=quiet, require_cue=True)  # type: ignore[arg-type]
-    assert find_contradictions(same, [(old, None)], judges=cued) == []
+    assert find_contradictions(same, [(old, None)], judges=ContradictionJudges(nli=quiet)) == []  # type: ignore[arg-type]
     assert quiet.seen == []
     asked = _FixedNli(0.1)
-    assert find_contradictions(same, [(old, None)], judges=ContradictionJudges(nli=asked)) == []  # type: ignore[arg-type]
+    uncued = ContradictionJudges(nli=asked, require_cue=False)  # type: ignore[arg-type]
+    assert find_contradictions(same, [(old, None)], judges=uncued) == []
     assert asked.seen == [(old.content, same.content)]
 
 
