@@ -193,6 +193,14 @@ def evaluate(
 
         from engram.codegraph import rank_related_files
 
+        if graph is not None:
+            from engram.codegraph.impact import structure_prior as graph_evidence
+
+            # the product fits its ranking during `engram index`; timed here on its own
+            t0 = time.monotonic()
+            history.cochange_model(structure_of=lambda f: graph_evidence(f, graph))
+            timings["fit_s"] = time.monotonic() - t0
+
         rows = (*ROWS, "engram_proposed") if proposed and graph is not None else ROWS
         scores: dict[str, list[dict[str, float]]] = {row: [] for row in rows}
         t0 = time.monotonic()

@@ -176,3 +176,32 @@ def test_earlier_time_splits_label_the_commits_before_the_newest_window() -> Non
     assert (newest_cutoff, earlier_cutoff) == (8, 6)
     assert len(newest) == len(earlier) == 4  # two commits of two files each
     assert training_queries(index, train_commits=2, window=4)[1] == []  # no history before
+
+
+def test_author_features_read_who_made_the_commits() -> None:
+    # a changed with b by ann twice, with c by bob once; ann's newest commit is c with d
+    rows = [(0, 1), (0, 2), (1, 1), (1, 2), (2, 1), (2, 3), (3, 3), (3, 4)]
+    names = {1: "a.py", 2: "b.py", 3: "c.py", 4: "d.py"}
+    index = CommitIndex.build(rows, names, [1, 2, 3, 4])
+    index.authors = ["ann", "ann", "bob", "ann"]
+    found = candidate_features(
+        index, 1, features=ALL_FEATURES, stats=history_stats(index), author="ann"
+    )
+    column = {name: found.features[:, i] for i, name in enumerate(ALL_FEATURES)}
+    at = {f: i for i, f in enumerate(found.files)}
+    assert set(at) == {2, 3}
+    # ann's own commits of a.py: both with b.py, none with c.py
+    assert column["author_confidence"][at[2]] == pytest.approx(math.log(1.0 + FLOOR))
+    assert column["author_confidence"][at[3]] == pytest.approx(math.log(FLOOR))
+    # c.py: one of its two commits is ann's; b.py: both
+    assert column["author_partner_share"][at[3]] == pytest.approx(math.log(0.5 + FLOOR))
+    assert column["author_partner_share"][at[2]] == pytest.approx(math.log(1.0 + FLOOR))
+    # bob's only commit of the two: a.py with c.py, so c.py is all his recent work
+    bob = candidate_features(
+        index, 1, features=ALL_FEATURES, stats=history_stats(index), author="bob"
+    )
+    recent = bob.features[:, ALL_FEATURES.index("author_recent_rate")]
+    assert recent[bob.files.index(3)] == pytest.approx(math.log(1.0 + FLOOR))
+    assert recent[bob.files.index(2)] == pytest.approx(math.log(FLOOR))
+    anonymous = candidate_features(index, 1, features=ALL_FEATURES, stats=history_stats(index))
+    assert np.all(anonymous.features[:, ALL_FEATURES.index("author_confidence")] == math.log(FLOOR))

@@ -56,6 +56,10 @@ ALL_FEATURES = (
     "name_match",  # same file stem once test/spec markers are dropped (foo.py, test_foo.py)
     "session_confidence",  # share of the query's commits with the partner changed within
     #                        SESSION_SECONDS (the same sitting, split over commits)
+    "author_confidence",  # confidence over the query file's commits by the query's author
+    "author_recent_rate",  # the partner's share of the author's own recent commits
+    #                        (half-life AUTHOR_HALF_LIFE of them): what they work on lately
+    "author_partner_share",  # share of the partner's commits made by the query's author
 )
 FEATURES = (
     "plain_confidence",
@@ -74,6 +78,8 @@ SHORT_HALF_LIFE = 200.0
 OWN_HALF_LIFE = 4.0
 #: Half-life of ``partner_recent_rate``, in commits.
 RECENT_HALF_LIFE = 100.0
+#: Half-life of ``author_recent_rate``, in the author's own commits.
+AUTHOR_HALF_LIFE = 10.0
 #: ``session_confidence``: commits this close in time count as one sitting ...
 SESSION_SECONDS = 4 * 3600
 #: ... looking at most this many commits either side.
@@ -100,7 +106,10 @@ class CommitIndex:
 
     ``commits[i]`` is the canonical file ids of the i-th eligible commit (oldest first);
     ``touching[f]`` the positions of the commits that touched file ``f``, ascending;
-    ``times[i]`` the i-th commit's unix time (empty when unknown).
+    ``times[i]`` the i-th commit's unix time (empty when unknown); ``authors[i]`` who made
+    it. The product's mining does not record authors (the author features were not chosen,
+    docs/history.md), so ``authors`` stays empty there and the author features are constant;
+    the lab (scripts/eval/cochange_lab.py) fills it from ``git log`` to measure them.
     """
 
     commits: list[tuple[int, ...]]
@@ -108,6 +117,8 @@ class CommitIndex:
     names: dict[int, str]
     alive: set[int]
     times: list[int] = attrs.field(factory=list)
+    #: ``authors[i]``: who made the i-th eligible commit (empty when not mined)
+    authors: list[str] = attrs.field(factory=list)
 
     @classmethod
     def build(
@@ -243,6 +254,7 @@ def candidate_features(
     stats: HistoryStats | None = None,
     features: Sequence[str] = FEATURES,
     names: Mapping[int, str] | None = None,
+    author: str | None = None,
 ) -> Candidates:
     """Features of every candidate partner of ``file`` from the commits before ``before``.
 
@@ -284,6 +296,27 @@ def candidate_features(
     session: dict[int, int] = {}
     if "session_confidence" in wanted:
         session = _session_partners(index, mine, end)
+    by_author: dict[int, float] = {}
+    author_recent: dict[int, float] = {}
+    n_by_author = n_author_recent = 0.0
+    if author and index.authors and wanted & {"author_confidence", "author_recent_rate"}:
+        authors = index.authors
+        for position in mine:
+            if authors[position] == author:
+                n_by_author += 1
+                for other in index.commits[position]:
+                    by_author[other] = by_author.get(other, 0.0) + 1
+        rank = 0
+        for position in range(end - 1, -1, -1):
+            if authors[position] != author:
+                continue
+            weight = _decay(rank, AUTHOR_HALF_LIFE)
+            if weight < 1e-3:
+                break
+            n_author_recent += weight
+            for other in index.commits[position]:
+                author_recent[other] = author_recent.get(other, 0.0) + weight
+            rank += 1
     prior = {f: w for f, w in (structure or {}).items() if w > 0 and f != file}
     pool = dict.fromkeys(f for f in support if f in index.alive)
     pool.update(dict.fromkeys(prior))
@@ -360,11 +393,39 @@ def candidate_features(
                 if mine
                 else [log(FLOOR)] * len(files)
             )
+        elif feature == "author_confidence":
+            column = (
+                [log(by_author.get(other, 0.0) / n_by_author + FLOOR) for other in files]
+                if n_by_author
+                else [log(FLOOR)] * len(files)
+            )
+        elif feature == "author_recent_rate":
+            column = (
+                [log(author_recent.get(other, 0.0) / n_author_recent + FLOOR) for other in files]
+                if n_author_recent
+                else [log(FLOOR)] * len(files)
+            )
+        elif feature == "author_partner_share":
+            column = [
+                log(_author_share(index, other, author, end) + FLOOR) if author else log(FLOOR)
+                for other in files
+            ]
         else:
             raise ValueError(f"unknown co-change feature {feature!r}")
         if files:
             rows[:, j] = column
     return Candidates(files, rows, [support.get(f, 0) for f in files])
+
+
+def _author_share(index: CommitIndex, file: int, author: str, end: int) -> float:
+    """Share of ``file``'s commits before ``end`` made by ``author``."""
+    if not index.authors:
+        return 0.0
+    positions = index.touching.get(file, [])
+    count = bisect.bisect_left(positions, end)
+    if not count:
+        return 0.0
+    return sum(index.authors[p] == author for p in positions[:count]) / count
 
 
 def change_rates(index: CommitIndex, before: int | None = None) -> dict[int, float]:
