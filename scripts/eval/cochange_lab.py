@@ -6,8 +6,9 @@ commits, query every file of each later 2–30-file commit, the rest of its comm
 truth), without the code graph, so that many feature sets can be compared in one run:
 each repository's candidates and every feature of
 ``engram.history.cochange_model.ALL_FEATURES`` are computed once, then each configuration
-(a feature set and an L2 penalty) is fitted on that repository's own self-training
-queries (commits before the split only) and scored on its test queries. ROSE (support
+(:class:`Config`: a feature set, an L2 penalty, time-split windows, and in round 2 boosted
+stumps, rank fusion with ROSE or a fallback to ROSE) is fitted on that repository's own
+self-training queries (commits before the split only) and scored on its test queries. ROSE (support
 over the query's commits, the ``rose`` row of cochange.py) is scored on the same queries.
 
 Selection: for each development repository held out, the configuration with the best mean
@@ -17,7 +18,12 @@ scored once on the ``--test`` repositories, which take no part in any choice.
 
 The configuration replaces the product default only when the folds' held-out mean beats
 the default's mean ratio over the development repositories (``adopt``); otherwise the
-selection found nothing that carries over and the default stays.
+selection found nothing that carries over and the default stays. Each test row carries
+the default's figures next to the chosen configuration's.
+
+The author features need each commit's author, which the product's mining does not keep:
+:func:`prepare` reads them with one ``git log --format=%H %ae`` and fills
+``CommitIndex.authors``; a query's author is its commit's.
 
 Usage: scripts/eval/cochange_lab.py --dev /work/repos/flask /work/repos/click ...
            [--test /work/repos/fd ...] [--round 1|2] [--max-commits N] [--json]
