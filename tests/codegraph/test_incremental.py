@@ -420,3 +420,84 @@ def test_a_whole_closure_rebuild_stores_the_rows_of_the_per_file_update(
     assert len(rebuilt) > 100 and any(depth == 3 for _, _, depth, _, _ in rebuilt)
     assert rebuilt == index(False, "per_file.sqlite")
     assert rebuilds == [1]
+
+
+def _tables(db_path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every table's rows, row ids included (not the clock: mtime, stale mark)."""
+    conn = sqlite3.connect(db_path)
+    queries = {
+        "files": "SELECT id, path, language, hash, size, status, note, package, "
+        "stale_at IS NULL, basename FROM files ORDER BY id",
+        "nodes": "SELECT * FROM nodes ORDER BY id",
+        "edges": "SELECT * FROM edges ORDER BY id",
+        "imports": "SELECT rowid, * FROM imports ORDER BY rowid",
+        "file_deps": "SELECT * FROM file_deps ORDER BY src, dst",
+        "closure": "SELECT * FROM closure ORDER BY ancestor, descendant",
+    }
+    out = {table: conn.execute(sql).fetchall() for table, sql in queries.items()}
+    conn.close()
+    return out
+
+
+def test_batched_writes_and_chunked_resolution_store_the_rows_of_one_file_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk pass writes a batch's rows together and resolves files a chunk at a time
+    (docs/codegraph.md, "At 50,000 files"): the tables, row ids included, are the ones
+    one file at a time gives, for a cold index and for a run that re-resolves files whose
+    old import edges are in the way of the new ones' ids."""
+    from engram.codegraph import graph as graph_module
+
+    files = {
+        f"p{i:02}.py": "".join(f"import p{j:02}\n" for j in (i + 1, i + 2, i * 3 % 40) if j < 40)
+        + f"from p{(i + 5) % 40:02} import f{(i + 5) % 40}\n"
+        + f"class C{i}(p{(i + 1) % 40:02}.Base):\n    def m(self):\n        return f{i}()\n"
+        + f"def f{i}():\n    return p{(i + 1) % 40:02}.f{(i + 1) % 40}()\n"
+        for i in range(40)
+    }
+    files.update({f"go/pkg/g{i}.go": f"package pkg\nfunc G{i}() int {{ return G{(i + 1) % 5}() }}\n"
+                  for i in range(5)})  # fmt: skip
+
+    def run(name: str, *, batch: int, chunk: int) -> list[dict[str, list[tuple[object, ...]]]]:
+        root = tmp_path / name
+        write_tree(root, files)
+        monkeypatch.setattr(graph_module, "BATCH_SIZE", batch)
+        monkeypatch.setattr(graph_module, "_RESOLVE_CHUNK", chunk)
+        monkeypatch.setattr(graph_module, "_PRELOAD_IDS_OVER", 0)
+        graph = CodeGraph(Workspace.open(root), db_path=tmp_path / f"{name}.sqlite")
+
+        def edit(i: int, imported: int) -> None:
+            path = root / f"p{i:02}.py"
+            path.write_text(f"import p{imported:02}\n" + path.read_text())
+            os.utime(path, ns=(imported, imported))
+
+        graph.index()
+        states = [_tables(graph.db_path)]
+        # an edited file's rows take the highest ids; a batch that stores it again after
+        # other files deletes them before those files' rows go in
+        edit(39, 20)
+        graph.reindex_file("p39.py")
+        for i in range(30, 40, 3):
+            edit(i, (i + 7) % 40)
+        graph.index()
+        states.append(_tables(graph.db_path))
+        # files left to resolve (a run stopped after its parse phase), one of them with the
+        # highest import edges, after files of its chunk that insert theirs
+        edit(39, 21)
+        graph.reindex_file("p39.py")
+        conn = sqlite3.connect(graph.db_path)
+        conn.execute("UPDATE files SET stale_at=1 WHERE path IN ('p30.py', 'p35.py', 'p39.py')")
+        conn.commit()
+        conn.close()
+        graph.index()
+        states.append(_tables(graph.db_path))
+        (root / "p37.py").unlink()  # and the files that imported a removed one
+        graph.index()
+        states.append(_tables(graph.db_path))
+        graph.close()
+        return states
+
+    one_at_a_time = run("single", batch=1, chunk=1)
+    assert len(one_at_a_time[0]["edges"]) > 200 and one_at_a_time[0]["file_deps"]
+    assert one_at_a_time[1] != one_at_a_time[2] != one_at_a_time[3]
+    assert run("batched", batch=7, chunk=6) == one_at_a_time

@@ -178,6 +178,44 @@ _FULL_CLOSURE_OVER = 200
 _NAMES_KEPT = 10_000
 #: Package folders whose name index one resolution pass keeps.
 _PACKAGES_KEPT = 2_000
+#: Files one resolution statement reads or writes for (docs/codegraph.md, "At 50,000 files").
+_RESOLVE_CHUNK = 256
+
+
+@attrs.define
+class _Resolved:
+    """What resolving one file's imports found; its calls add to ``deps``."""
+
+    #: dependency file id -> (weight, edge kinds)
+    deps: dict[int, tuple[float, set[str]]] = attrs.field(factory=dict)
+    #: (resolved?, imports rowid)
+    resolved_rows: list[tuple[int, int]] = attrs.field(factory=list)
+    #: (src, dst, module, weight, line) of the import edges
+    import_edges: list[tuple[int, int, str, float, int]] = attrs.field(factory=list)
+    imported_names: dict[str, list[int]] = attrs.field(factory=lambda: defaultdict(list))
+    module_aliases: dict[str, list[int]] = attrs.field(factory=lambda: defaultdict(list))
+
+    def add_dep(self, file_id: int, dst: int, kind: str) -> None:
+        if dst == file_id:
+            return
+        weight, kinds = self.deps.get(dst, (0.0, set()))
+        kinds.add(kind)
+        self.deps[dst] = (max(weight, EDGE_WEIGHTS[kind]), kinds)
+
+
+@attrs.define
+class _PendingRows:
+    """Rows of parsed files not yet written (:meth:`CodeGraph._write_facts`)."""
+
+    nodes: list[tuple[int, int, str, str, str, int, int, int | None, int]] = attrs.field(
+        factory=list
+    )
+    edges: list[tuple[str, int, int | None, int | None, str, str | None, float, int]] = attrs.field(
+        factory=list
+    )
+    imports: list[tuple[int, str, str, int, int]] = attrs.field(factory=list)
+    #: the id the next node gets; None: read max(id) + 1 first
+    next_node_id: int | None = None
 
 
 class _FileIds:
@@ -230,17 +268,40 @@ class _FileIds:
             self._names[file_id] = found
         return found
 
+    def read_names(self, file_ids: Iterable[int]) -> None:
+        """Read the definition names of the files not yet known, in one statement per
+        500 files (what a chunk of a resolution pass is about to ask for)."""
+        missing = sorted(i for i in set(file_ids) if i not in self._names)
+        if len(self._names) + len(missing) > _NAMES_KEPT:  # bounded on a huge tree
+            self._names.clear()
+        for start in range(0, len(missing), 500):
+            part = missing[start : start + 500]
+            rows: dict[int, list[tuple[str, int]]] = {i: [] for i in part}
+            marks = ",".join("?" * len(part))
+            for file_id, name, top in self._conn.execute(
+                f"SELECT file_id, name, parent_id IS NULL FROM nodes WHERE file_id IN ({marks})",
+                part,
+            ):
+                rows[file_id].append((name, top))
+            for file_id, named in rows.items():
+                self._names[file_id] = (
+                    frozenset(r[0] for r in named),
+                    frozenset(r[0] for r in named if r[1]),
+                )
+
     def package_names(
-        self, folder: str, extensions: tuple[str, ...], paths: list[str]
+        self, folder: str, extensions: tuple[str, ...], paths: Callable[[], list[str]]
     ) -> dict[str, list[int]]:
-        """``name -> the two lowest ids of files in paths (one folder's files of one
+        """``name -> the two lowest ids of files in paths() (one folder's files of one
         language: its package) with a top-level definition of that name``; a file's package
-        siblings are the others."""
+        siblings are the others. ``paths`` is called only when the folder is not known."""
         key = (folder, extensions)
         found = self._packages.get(key)
         if found is None:
             found = {}
-            for sibling in sorted(self.ids_of(paths)):
+            siblings = sorted(self.ids_of(paths()))
+            self.read_names(siblings)
+            for sibling in siblings:
                 for name in self.top_names(sibling):
                     hits = found.get(name)
                     if hits is None:
@@ -411,6 +472,8 @@ class CodeGraph:
         )
         #: set by ``_store_bytes`` when the rows of the file were left as they were
         self._rows_kept = False
+        #: rows of parsed files a bulk pass (``_phase_parse``) writes a batch at a time
+        self._pending: _PendingRows | None = None
         #: (file id, depth) -> its named dependents, valid for ``_dependents_version``
         self._dependents_cache: OrderedDict[
             tuple[int, int], tuple[tuple[str, int, float, tuple[str, ...]], ...]
@@ -673,14 +736,29 @@ class CodeGraph:
         progress: Progress | None,
         cancel: CancelCallback | None,
     ) -> None:
+        self._db().execute("BEGIN")
+        self._pending = _PendingRows()  # each batch's rows go in together
+        try:
+            self._parse_listed(listed, known, report, progress, cancel)
+        finally:
+            self._pending = None
+
+    def _parse_listed(
+        self,
+        listed: list[str],
+        known: dict[str, tuple[str | None, int | None, int | None, str]],
+        report: IndexReport,
+        progress: Progress | None,
+        cancel: CancelCallback | None,
+    ) -> None:
         conn = self._db()
         total = len(listed)
         root = str(self.workspace.root)
         reader = self.workspace.bulk_reader()
-        conn.execute("BEGIN")
         in_batch = 0
         for done, rel in enumerate(listed):
             if cancel is not None and cancel():
+                self._flush_rows()
                 conn.commit()
                 raise IndexInterrupted
             if progress is not None:
@@ -715,9 +793,11 @@ class CodeGraph:
                 report.notes.append(f"{rel}: {note}")
             in_batch += 1
             if in_batch >= BATCH_SIZE:
+                self._flush_rows()
                 conn.commit()
                 conn.execute("BEGIN")
                 in_batch = 0
+        self._flush_rows()
         conn.commit()
 
     def _store_path(
@@ -859,6 +939,7 @@ class CodeGraph:
         file_id = int(row[0])
         if new:
             return file_id
+        self._flush_rows()
         # the file's own part of the graph is rebuilt from scratch
         conn.execute("DELETE FROM nodes WHERE file_id=?", (file_id,))
         conn.execute("DELETE FROM edges WHERE src_file=?", (file_id,))
@@ -866,16 +947,23 @@ class CodeGraph:
         return file_id
 
     def _write_facts(self, file_id: int, facts: FileFacts) -> None:
+        """Store one file's rows, or add them to the pending batch of a bulk pass
+        (:meth:`_flush_rows` writes them: a few ``executemany`` per batch of files instead
+        of six statements per file). Row ids are the ones a write per file gives."""
         conn = self._db()
         if facts.package:
             conn.execute("UPDATE files SET package=? WHERE id=?", (facts.package, file_id))
-        # ids are assigned here (as SQLite would: max + 1) so that all rows of the file go in
-        # with a few executemany calls instead of one statement per definition; the caller
-        # already holds the write transaction, so nobody else can take these ids
-        next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]) + 1
+        pending = self._pending if self._pending is not None else _PendingRows()
+        # ids are assigned here (as SQLite would: max + 1) so that all rows go in with a few
+        # executemany calls instead of one statement per definition; the caller already
+        # holds the write transaction, so nobody else can take these ids
+        next_id = pending.next_node_id
+        if next_id is None:
+            next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]) + 1
         node_ids: list[int | None] = []
-        node_rows: list[tuple[int, int, str, str, str, int, int, int | None, int]] = []
-        edge_rows: list[tuple[str, int, int | None, int, str, float, int]] = []
+        node_rows = pending.nodes
+        edge_rows = pending.edges
+        contains, exports = EDGE_WEIGHTS["contains"], EDGE_WEIGHTS["exports"]
         for definition in facts.definitions:
             parent_id = node_ids[definition.parent] if definition.parent is not None else None
             if definition.kind in HIDDEN_KINDS:
@@ -889,54 +977,61 @@ class CodeGraph:
                  definition.start_line, definition.end_line, parent_id, int(definition.exported))
             )  # fmt: skip
             edge_rows.append(
-                ("contains", file_id, parent_id, file_id, definition.qualname,
-                 EDGE_WEIGHTS["contains"], definition.start_line)
+                ("contains", file_id, parent_id, file_id, definition.qualname, None, contains,
+                 definition.start_line)
             )  # fmt: skip
             if definition.exported:
                 edge_rows.append(
-                    ("exports", file_id, None, file_id, definition.name, EDGE_WEIGHTS["exports"],
+                    ("exports", file_id, None, file_id, definition.name, None, exports,
                      definition.start_line)
                 )  # fmt: skip
-        conn.executemany(
-            """INSERT INTO nodes(id, file_id, kind, name, qualname, start_line, end_line,
-                                 parent_id, exported) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            node_rows,
-        )
-        conn.executemany(
-            """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, weight, line)
-               VALUES (?, ?, ?, ?, ?, ?, ?)""",
-            edge_rows,
-        )
-        conn.executemany(
-            "INSERT INTO imports(file_id, module, names, wildcard, line) VALUES (?, ?, ?, ?, ?)",
-            [
-                (file_id, ref.module, json.dumps(ref.names), int(ref.wildcard), ref.line)
-                for ref in facts.imports
-            ],
-        )
-        conn.executemany(
-            """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, target, weight, line)
-               VALUES ('calls', ?, ?, NULL, ?, ?, ?, ?)""",
-            [
-                (file_id, node_ids[c.caller] if c.caller is not None else None, c.name, c.obj,
-                 EDGE_WEIGHTS["calls"], c.line)
-                for c in facts.calls
-            ],
-        )  # fmt: skip
+        pending.next_node_id = next_id
+        pending.imports += [
+            (file_id, ref.module, json.dumps(ref.names), int(ref.wildcard), ref.line)
+            for ref in facts.imports
+        ]
+        calls = EDGE_WEIGHTS["calls"]
+        edge_rows += [
+            ("calls", file_id, node_ids[c.caller] if c.caller is not None else None, None, c.name,
+             c.obj, calls, c.line)
+            for c in facts.calls
+        ]  # fmt: skip
         class_ids = {
             d.name: node_ids[i]
             for i, d in enumerate(facts.definitions)
             if d.kind not in HIDDEN_KINDS and node_ids[i] is not None
         }
+        edge_rows += [
+            (ref.kind, file_id, class_ids.get(ref.class_name), None, ref.base, None,
+             EDGE_WEIGHTS[ref.kind], ref.line)
+            for ref in facts.inheritance
+        ]  # fmt: skip
+        if self._pending is None:
+            self._write_rows(pending)
+
+    def _flush_rows(self) -> None:
+        """Write the rows a bulk pass has pending (before a commit, and before a statement
+        that deletes rows: ids go as in a write per file)."""
+        if self._pending is not None:
+            self._write_rows(self._pending)
+            self._pending = _PendingRows()
+
+    def _write_rows(self, pending: _PendingRows) -> None:
+        conn = self._db()
         conn.executemany(
-            """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, weight, line)
-               VALUES (?, ?, ?, NULL, ?, ?, ?)""",
-            [
-                (ref.kind, file_id, class_ids.get(ref.class_name), ref.base,
-                 EDGE_WEIGHTS[ref.kind], ref.line)
-                for ref in facts.inheritance
-            ],
-        )  # fmt: skip
+            """INSERT INTO nodes(id, file_id, kind, name, qualname, start_line, end_line,
+                                 parent_id, exported) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            pending.nodes,
+        )
+        conn.executemany(
+            """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, target, weight, line)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+            pending.edges,
+        )
+        conn.executemany(
+            "INSERT INTO imports(file_id, module, names, wildcard, line) VALUES (?, ?, ?, ?, ?)",
+            pending.imports,
+        )
 
     def _file_id(self, rel: str) -> int | None:
         row = self._db().execute("SELECT id FROM files WHERE path=?", (rel,)).fetchone()
@@ -1073,63 +1168,127 @@ class CodeGraph:
             return
         changed = self._resolve_files(stale, self._get_resolver())
         self._update_closure(changed)
-        conn.executemany("UPDATE files SET stale_at=NULL WHERE id=?", [(i,) for i in stale])
+        # the files read above, as nothing in between marks one (one statement, not one a file)
+        conn.execute("UPDATE files SET stale_at=NULL WHERE stale_at IS NOT NULL")
 
     def _resolve_files(self, file_ids: Sequence[int], resolver: ImportResolver) -> set[int]:
-        """Resolve references of ``file_ids``; returns the files whose dependencies changed."""
-        conn = self._db()
-        ids = _FileIds(conn, preload=len(file_ids) > _PRELOAD_IDS_OVER)
+        """Resolve references of ``file_ids``; returns the files whose dependencies changed.
+
+        The files go :data:`_RESOLVE_CHUNK` at a time: each chunk's rows are read with one
+        statement per table and written with one ``executemany`` per statement, instead
+        of a dozen statements per file (a cold index resolves every file; at 58k files the
+        per-file statements were a third of resolution, docs/codegraph.md). The rows
+        written are the ones the per-file order writes, row ids included.
+        """
+        ids = _FileIds(self._db(), preload=len(file_ids) > _PRELOAD_IDS_OVER)
         changed: set[int] = set()
-        for file_id in file_ids:
-            rel = ids.path_of(file_id)
-            if rel is None:
-                continue
-            spec = language_for(rel)
-            before = {
-                (int(r[0]), float(r[1]))
-                for r in conn.execute("SELECT dst, weight FROM file_deps WHERE src=?", (file_id,))
-            }
-            deps = self._resolve_one(file_id, rel, spec, resolver, ids)
-            conn.execute("DELETE FROM file_deps WHERE src=?", (file_id,))
-            conn.executemany(
-                "INSERT INTO file_deps(src, dst, weight, kinds) VALUES (?, ?, ?, ?)",
-                [
-                    (file_id, dst, weight, ",".join(sorted(kinds)))
-                    for dst, (weight, kinds) in deps.items()
-                ],
-            )
-            after = {(dst, weight) for dst, (weight, _) in deps.items()}
-            if before != after:
-                changed.add(file_id)
+        for start in range(0, len(file_ids), _RESOLVE_CHUNK):
+            chunk = file_ids[start : start + _RESOLVE_CHUNK]
+            changed |= self._resolve_chunk(chunk, resolver, ids)
         return changed
 
-    def _resolve_one(
-        self,
+    def _resolve_chunk(
+        self, chunk: Sequence[int], resolver: ImportResolver, ids: _FileIds
+    ) -> set[int]:
+        conn = self._db()
+        named = [(file_id, rel) for file_id in chunk if (rel := ids.path_of(file_id)) is not None]
+        if not named:
+            return set()
+        keys = [file_id for file_id, _ in named]
+        marks = ",".join("?" * len(keys))
+        before: dict[int, set[tuple[int, float]]] = defaultdict(set)
+        for src, dst, weight in conn.execute(
+            f"SELECT src, dst, weight FROM file_deps WHERE src IN ({marks})", keys
+        ):
+            before[int(src)].add((int(dst), float(weight)))
+        packages: dict[int, str | None] = {
+            int(r[0]): r[1]
+            for r in conn.execute(f"SELECT id, package FROM files WHERE id IN ({marks})", keys)
+        }
+        import_rows: dict[int, list[tuple[int, str, str, int, int]]] = defaultdict(list)
+        for file_id, rowid, module, names_json, wildcard, line in conn.execute(
+            "SELECT file_id, rowid, module, names, wildcard, line FROM imports "
+            f"WHERE file_id IN ({marks}) ORDER BY file_id, rowid",
+            keys,
+        ):
+            import_rows[int(file_id)].append((int(rowid), module, names_json, wildcard, line))
+        references: dict[int, list[tuple[int, str, str, str | None, int | None]]] = defaultdict(
+            list
+        )
+        for src, edge_id, kind, name, obj, current in conn.execute(
+            "SELECT src_file, id, kind, dst_name, target, dst_file FROM edges "
+            f"WHERE src_file IN ({marks}) AND kind IN ('calls', 'extends', 'implements')",
+            keys,
+        ):
+            references[int(src)].append((edge_id, kind, name, obj, current))
+        with_import_edges = {
+            int(r[0])
+            for r in conn.execute(
+                "SELECT DISTINCT src_file FROM edges "
+                f"WHERE kind='imports' AND src_file IN ({marks})",
+                keys,
+            )
+        }
+        # imports first (pure string work), so the definition names of every file the
+        # chunk's calls may resolve to are read in one statement
+        resolved = [
+            (file_id, rel, spec, self._resolve_imports(
+                file_id, rel, spec, resolver, ids, packages.get(file_id), import_rows[file_id]))
+            for file_id, rel in named
+            for spec in (language_for(rel),)
+        ]  # fmt: skip
+        wanted = set(keys)
+        for _, _, _, found in resolved:
+            wanted.update(found.deps)
+        ids.read_names(wanted)
+        resolved_rows: list[tuple[int, int]] = []
+        import_edges: list[tuple[int, int, str, float, int]] = []
+        updates: list[tuple[int | None, int]] = []
+        deps_rows: list[tuple[int, int, float, str]] = []
+        changed: set[int] = set()
+        insert_import_edges = """INSERT INTO edges(kind, src_file, dst_file, target, weight, line)
+               VALUES ('imports', ?, ?, ?, ?, ?)"""
+        for file_id, rel, spec, found in resolved:
+            if file_id in with_import_edges:
+                # ids go as in a file-by-file pass: this file's old edges leave before the
+                # edges of the files before it are in
+                conn.executemany(insert_import_edges, import_edges)
+                import_edges = []
+                conn.execute("DELETE FROM edges WHERE src_file=? AND kind='imports'", (file_id,))
+            resolved_rows += found.resolved_rows
+            import_edges += found.import_edges
+            self._resolve_references(
+                file_id, rel, spec, resolver, ids, found, references[file_id], updates
+            )
+            deps = found.deps
+            deps_rows += [
+                (file_id, dst, weight, ",".join(sorted(kinds)))
+                for dst, (weight, kinds) in deps.items()
+            ]
+            after = {(dst, weight) for dst, (weight, _) in deps.items()}
+            if before.get(file_id, set()) != after:
+                changed.add(file_id)
+        conn.executemany("UPDATE imports SET resolved=? WHERE rowid=?", resolved_rows)
+        conn.executemany(insert_import_edges, import_edges)
+        conn.executemany("UPDATE edges SET dst_file=? WHERE id=?", updates)
+        conn.execute(f"DELETE FROM file_deps WHERE src IN ({marks})", keys)
+        conn.executemany(
+            "INSERT INTO file_deps(src, dst, weight, kinds) VALUES (?, ?, ?, ?)", deps_rows
+        )
+        return changed
+
+    @staticmethod
+    def _resolve_imports(
         file_id: int,
         rel: str,
         spec: LanguageSpec | None,
         resolver: ImportResolver,
         ids: _FileIds,
-    ) -> dict[int, tuple[float, set[str]]]:
-        conn = self._db()
-        conn.execute("DELETE FROM edges WHERE src_file=? AND kind='imports'", (file_id,))
-        deps: dict[int, tuple[float, set[str]]] = {}
-
-        def add_dep(dst: int, kind: str) -> None:
-            if dst == file_id:
-                return
-            weight, kinds = deps.get(dst, (0.0, set()))
-            kinds.add(kind)
-            deps[dst] = (max(weight, EDGE_WEIGHTS[kind]), kinds)
-
-        imported_names: dict[str, list[int]] = defaultdict(list)
-        module_aliases: dict[str, list[int]] = defaultdict(list)
-        package = conn.execute("SELECT package FROM files WHERE id=?", (file_id,)).fetchone()[0]
-        rows = conn.execute(
-            "SELECT rowid, module, names, wildcard, line FROM imports WHERE file_id=?", (file_id,)
-        ).fetchall()
-        resolved_rows: list[tuple[int, int]] = []
-        import_edges: list[tuple[int, int, str, float, int]] = []
+        package: str | None,
+        rows: list[tuple[int, str, str, int, int]],
+    ) -> _Resolved:
+        """One file's imports: the files they name, and the rows that record it."""
+        found = _Resolved()
         for rowid, module, names_json, wildcard, line in rows:
             ref = ImportRef(module, json.loads(names_json), bool(wildcard), int(line))
             targets = (
@@ -1137,20 +1296,32 @@ class CodeGraph:
                  if (i := ids.id_of(t)) is not None]
                 if spec is not None else []
             )  # fmt: skip
-            resolved_rows.append((int(bool(targets)), rowid))
+            found.resolved_rows.append((int(bool(targets)), rowid))
             for target in targets:
-                add_dep(target, "imports")
-                import_edges.append((file_id, target, module, EDGE_WEIGHTS["imports"], line))
+                found.add_dep(file_id, target, "imports")
+                found.import_edges.append((file_id, target, module, EDGE_WEIGHTS["imports"], line))
                 for name in ref.names:
-                    imported_names[name].append(target)
+                    found.imported_names[name].append(target)
                 alias = module.replace("::", "/").replace(".", "/").rstrip("/").split("/")[-1]
-                module_aliases[alias].append(target)
-        conn.executemany("UPDATE imports SET resolved=? WHERE rowid=?", resolved_rows)
-        conn.executemany(
-            """INSERT INTO edges(kind, src_file, dst_file, target, weight, line)
-               VALUES ('imports', ?, ?, ?, ?, ?)""",
-            import_edges,
-        )
+                found.module_aliases[alias].append(target)
+        return found
+
+    @staticmethod
+    def _resolve_references(
+        file_id: int,
+        rel: str,
+        spec: LanguageSpec | None,
+        resolver: ImportResolver,
+        ids: _FileIds,
+        found: _Resolved,
+        references: list[tuple[int, str, str, str | None, int | None]],
+        updates: list[tuple[int | None, int]],
+    ) -> None:
+        """One file's calls and bases: the file each names (``updates`` gets the edges
+        whose target moved; ``found.deps`` the files they make it depend on)."""
+        deps = found.deps
+        imported_names = found.imported_names
+        module_aliases = found.module_aliases
         # names the calls may refer to: the definitions of this file, of the files it
         # depends on so far and (Go, Java) of its package's other files; a name defined in
         # several of them means the one with the lowest file id
@@ -1163,7 +1334,7 @@ class CodeGraph:
         if spec is not None and spec.package_is_directory:
             folder = posixpath.dirname(rel)
             package_defs = ids.package_names(
-                folder, spec.extensions, resolver.files_in_dir(folder, spec.extensions)
+                folder, spec.extensions, lambda: resolver.files_in_dir(folder, spec.extensions)
             )
 
         def defined_in_package(name: str) -> int | None:
@@ -1182,29 +1353,22 @@ class CodeGraph:
                         return f
             if name in imported_names:
                 return imported_names[name][0]
-            found = dep_defs.get(name)
-            if found is not None:
-                return found
-            found = defined_in_package(name)
-            if found is not None:
-                return found
+            found_in = dep_defs.get(name)
+            if found_in is not None:
+                return found_in
+            found_in = defined_in_package(name)
+            if found_in is not None:
+                return found_in
             if name in own:
                 return file_id
             return None
 
-        updates: list[tuple[int | None, int]] = []
-        for edge_id, kind, name, obj, current in conn.execute(
-            "SELECT id, kind, dst_name, target, dst_file FROM edges WHERE src_file=? "
-            "AND kind IN ('calls', 'extends', 'implements')",
-            (file_id,),
-        ).fetchall():
+        for edge_id, kind, name, obj, current in references:
             dst = pick(name, obj if kind == "calls" else None)
             if dst != current:  # most calls (builtins, libraries) stay unresolved: no write
                 updates.append((dst, edge_id))
             if dst is not None:
-                add_dep(dst, kind)
-        conn.executemany("UPDATE edges SET dst_file=? WHERE id=?", updates)
-        return deps
+                found.add_dep(file_id, dst, kind)
 
     def _forward_bfs(self, start: int, adjacency: _Adjacency) -> dict[int, tuple[int, float, str]]:
         """Everything ``start`` depends on within MAX_DEPTH: ancestor -> (depth, weight, path)
@@ -1246,6 +1410,12 @@ class CodeGraph:
         if not changed:
             return
         conn = self._db()
+        adjacency = _Adjacency(conn)
+        if len(changed) > _FULL_CLOSURE_OVER and len(changed) > self._count_files() // 2:
+            # every affected file is changed or reaches one: the rebuild below would be
+            # chosen whatever the walk adds (a cold index: the walk took seconds at 58k)
+            self._rebuild_closure(adjacency)
+            return
         affected: set[int] = set(changed)
         marks = ",".join("?" * len(changed))
         for (descendant,) in conn.execute(
@@ -1269,10 +1439,7 @@ class CodeGraph:
             affected |= found
         # counting the files costs a pass over an index: only worth it when a rebuild from
         # scratch might be cheaper than recomputing each affected row (an edit: never)
-        adjacency = _Adjacency(conn)
-        if len(affected) > _FULL_CLOSURE_OVER and len(affected) > (
-            int(conn.execute("SELECT count(*) FROM files").fetchone()[0]) // 2
-        ):
+        if len(affected) > _FULL_CLOSURE_OVER and len(affected) > self._count_files() // 2:
             self._rebuild_closure(adjacency)
             return
         ids = sorted(affected)
@@ -1288,6 +1455,9 @@ class CodeGraph:
                 conn.executemany("INSERT OR REPLACE INTO closure VALUES (?, ?, ?, ?, ?)", rows)
                 rows = []
         conn.executemany("INSERT OR REPLACE INTO closure VALUES (?, ?, ?, ?, ?)", rows)
+
+    def _count_files(self) -> int:
+        return int(self._db().execute("SELECT count(*) FROM files").fetchone()[0])
 
     def _rebuild_closure(self, adjacency: _Adjacency) -> None:
         """The whole closure from scratch, inside the caller's transaction.
