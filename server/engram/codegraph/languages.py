@@ -82,15 +82,22 @@ TEXT_EXTENSIONS = frozenset(
 )  # fmt: skip
 
 
+def _suffix(path: str) -> str:
+    """``Path(path).suffix.lower()`` of a file path, from the string: a ``Path`` per call
+    was ~3 % of a cold index at 58k files (three lookups per file)."""
+    name = path.rstrip("/").rpartition("/")[2]
+    dot = name.rfind(".")
+    return name[dot:].lower() if 0 < dot < len(name) - 1 else ""
+
+
 def language_for(path: str) -> LanguageSpec | None:
     """The registry entry for a file name, or ``None`` when no grammar applies."""
-    suffix = Path(path).suffix.lower()
-    return _BY_EXTENSION.get(suffix)
+    return _BY_EXTENSION.get(_suffix(path))
 
 
 def is_indexable(path: str) -> bool:
     """Source files with a grammar, plus plain text worth searching."""
-    suffix = Path(path).suffix.lower()
+    suffix = _suffix(path)
     return suffix in _BY_EXTENSION or suffix in TEXT_EXTENSIONS
 
 

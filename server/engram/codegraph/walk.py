@@ -104,6 +104,7 @@ class _Confinement:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
+        self._prefix = f"{self.root}/"  # joined as strings: a Path per listed file costs
         self._dirs: dict[str, bool] = {"": True}
 
     def _dir_inside(self, rel_dir: str) -> bool:
@@ -111,7 +112,7 @@ class _Confinement:
         if known is None:
             parent = rel_dir.rpartition("/")[0]
             known = self._dir_inside(parent) and (
-                not os.path.islink(self.root / rel_dir) or self._confined(rel_dir)
+                not os.path.islink(self._prefix + rel_dir) or self._confined(rel_dir)
             )
             self._dirs[rel_dir] = known
         return known
@@ -126,7 +127,7 @@ class _Confinement:
     def inside(self, rel: str) -> bool:
         if not self._dir_inside(rel.rpartition("/")[0]):
             return False
-        return not os.path.islink(self.root / rel) or self._confined(rel)
+        return not os.path.islink(self._prefix + rel) or self._confined(rel)
 
 
 def iter_workspace_files(
