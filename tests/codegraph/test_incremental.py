@@ -501,3 +501,98 @@ def test_batched_writes_and_chunked_resolution_store_the_rows_of_one_file_at_a_t
     assert len(one_at_a_time[0]["edges"]) > 200 and one_at_a_time[0]["file_deps"]
     assert one_at_a_time[1] != one_at_a_time[2] != one_at_a_time[3]
     assert run("batched", batch=7, chunk=6) == one_at_a_time
+
+
+SHIFTED = {
+    "base.py": "class Base:\n    pass\n",
+    "lib.py": (
+        "from base import Base\n"
+        "import util\n"
+        "\n"
+        "class Shape(Base):\n"
+        "    def area(self):\n"
+        "        side = util.side()\n"
+        "        return side * side\n"
+        "\n"
+        "    def grow(self):\n"
+        "        return self.area() + 1\n"
+        "\n"
+        "def make():\n"
+        "    return Shape()\n"
+    ),
+    "util.py": "def side():\n    return 2\n",
+    "app.py": "from lib import make\n\ndef run():\n    return make().area()\n",
+}
+
+
+def _reindex_traced(graph: CodeGraph, rel: str, text: str) -> list[str]:
+    """Write ``text`` to ``rel``, re-index it and return the statements it wrote."""
+    (graph.workspace.root / rel).write_text(text)
+    statements: list[str] = []
+    graph._db().set_trace_callback(statements.append)
+    try:
+        assert graph.reindex_file(rel).changed
+    finally:
+        graph._db().set_trace_callback(None)
+    verbs = ("INSERT", "DELETE", "UPDATE")
+    return [s for s in statements if s.lstrip().startswith(verbs)]
+
+
+def _same_as_fresh(graph: CodeGraph, scratch: Path) -> None:
+    scratch.mkdir()
+    fresh = CodeGraph(Workspace.open(graph.workspace.root), db_path=scratch / "fresh.sqlite")
+    fresh.index()
+    fresh.close()
+    assert graph_rows(graph.db_path) == graph_rows(scratch / "fresh.sqlite")
+    assert closure(graph) == fresh_closure(graph.workspace.root, scratch)
+
+
+def test_an_edit_that_only_moves_lines_updates_them_in_place(make_graph, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Lines inserted at the top, inside a method or deleted again move the line numbers
+    of the rows past the edit with one UPDATE a table: no row is deleted or inserted, ids
+    stay, nothing is resolved again, and the graph is the one a fresh index builds."""
+    graph = make_graph(SHIFTED)
+    original = SHIFTED["lib.py"]
+    lines = original.splitlines(keepends=True)
+    _reindex_traced(graph, "lib.py", original + "# end\n")  # the first edit stores in full
+    ids = {r[0] for r in graph._db().execute("SELECT id FROM nodes")}
+    top = "# a new first line\n"
+    inside = "".join(lines[:6]) + "        # a comment inside area()\n\n" + "".join(lines[6:])
+    for step, text in enumerate(
+        [
+            top + "\n" + original + "# end\n",  # every row moves
+            top + original + "# end\n",  # back by one
+            top + inside + "# end\n",  # area() and Shape span the edit: their ends move
+            top + original + "# end\n",  # deleted again
+        ]
+    ):
+        writes = _reindex_traced(graph, "lib.py", text)
+        assert not [s for s in writes if s.lstrip().startswith(("INSERT", "DELETE"))], writes
+        assert any("SET line = line +" in s for s in writes), writes
+        assert {r[0] for r in graph._db().execute("SELECT id FROM nodes")} == ids
+        _same_as_fresh(graph, tmp_path / f"fresh{step}")
+    start, end = (
+        graph._db()
+        .execute("SELECT start_line, end_line FROM nodes WHERE qualname='Shape.area'")
+        .fetchone()
+    )
+    assert (start, end) == (6, 8)
+
+
+def test_an_edit_that_moves_lines_unevenly_or_changes_a_row_is_stored_in_full(
+    make_graph,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """A line added at the top and one removed further down (lines before the removal move,
+    lines after it do not), or a shift together with a renamed method: the rows are written
+    again and resolved, and the graph is still the one a fresh index builds."""
+    graph = make_graph(SHIFTED)
+    original = SHIFTED["lib.py"]
+    _reindex_traced(graph, "lib.py", original + "# end\n")
+    uneven = "# top\n" + original.replace("\n\ndef make", "\ndef make")
+    renamed = "# top\n\n" + original.replace("def grow", "def enlarge")
+    for step, text in enumerate([uneven, renamed]):
+        writes = _reindex_traced(graph, "lib.py", text)
+        assert any(s.lstrip().startswith("INSERT INTO nodes") for s in writes), writes
+        _same_as_fresh(graph, tmp_path / f"fresh{step}")
+    assert graph.find_symbol("lib.py", "enlarge") is not None

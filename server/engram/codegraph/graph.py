@@ -416,23 +416,53 @@ class IndexInterrupted(Exception):
     """Raised inside a run when the cancel callback says stop; the run is resumable."""
 
 
-def _stored_form(
-    facts: FileFacts | None, note: str | None, language: str | None
-) -> tuple[object, ...]:
+#: What one file's facts store, split in two: everything but line numbers (the rows'
+#: identities), and the line numbers in a fixed order.
+_StoredForm = tuple[tuple[object, ...], tuple[int, ...]]
+
+
+def _stored_form(facts: FileFacts | None, note: str | None, language: str | None) -> _StoredForm:
     """What :meth:`CodeGraph._write_file` and ``_write_facts`` store of one file's facts,
-    without row ids: two contents with the same form leave the same graph."""
+    without row ids: two contents with the same form leave the same graph. The line numbers
+    are apart so that an edit that only moved lines is told by :func:`_line_shift`."""
     if facts is None:
-        return (language, note, None)
-    return (
+        return (language, note, None), ()
+    shape = (
         language,
         note,
         facts.package,
-        tuple((d.kind, d.name, d.qualname, d.start_line, d.end_line, d.parent, d.exported)
-              for d in facts.definitions),
-        tuple((i.module, tuple(i.names), i.wildcard, i.line) for i in facts.imports),
-        tuple((c.name, c.obj, c.line, c.caller) for c in facts.calls),
-        tuple((r.class_name, r.base, r.kind, r.line) for r in facts.inheritance),
-    )  # fmt: skip
+        tuple((d.kind, d.name, d.qualname, d.parent, d.exported) for d in facts.definitions),
+        tuple((i.module, tuple(i.names), i.wildcard) for i in facts.imports),
+        tuple((c.name, c.obj, c.caller) for c in facts.calls),
+        tuple((r.class_name, r.base, r.kind) for r in facts.inheritance),
+    )
+    lines: list[int] = []
+    for d in facts.definitions:
+        lines.append(d.start_line)
+        lines.append(d.end_line)
+    lines.extend(i.line for i in facts.imports)
+    lines.extend(c.line for c in facts.calls)
+    lines.extend(r.line for r in facts.inheritance)
+    return shape, tuple(lines)
+
+
+def _line_shift(old: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, int] | None:
+    """``(threshold, delta)`` when ``new`` is ``old`` with every line at or past
+    ``threshold`` moved by ``delta`` and every line before it left as it was (lines inserted
+    or deleted, nothing else changed); ``None`` otherwise (or when nothing moved)."""
+    if len(old) != len(new):
+        return None
+    threshold: int | None = None
+    delta = 0
+    for before, after in zip(old, new, strict=True):
+        if before != after and (threshold is None or before < threshold):
+            threshold, delta = before, after - before
+    if threshold is None or delta == 0:
+        return None
+    for before, after in zip(old, new, strict=True):
+        if after != (before + delta if before >= threshold else before):
+            return None
+    return threshold, delta
 
 
 class CodeGraph:
@@ -467,9 +497,7 @@ class CodeGraph:
         self._recent_trees: OrderedDict[str, tuple[str, bytes, Tree]] = OrderedDict()
         #: path -> (what its last re-index stored, the graph version after that commit):
         #: an edit that stores the same rows again needs no rewrite and no resolution
-        self._kept_facts: OrderedDict[str, tuple[tuple[object, ...], tuple[int, int]]] = (
-            OrderedDict()
-        )
+        self._kept_facts: OrderedDict[str, tuple[_StoredForm, tuple[int, int]]] = OrderedDict()
         #: set by ``_store_bytes`` when the rows of the file were left as they were
         self._rows_kept = False
         #: rows of parsed files a bulk pass (``_phase_parse``) writes a batch at a time
@@ -875,15 +903,21 @@ class CodeGraph:
         if keep_tree and not new:
             key = _stored_form(facts, note, language)
             kept = self._kept_facts.pop(rel, None)
-            if kept is not None and kept == (key, self._version()):
+            if kept is not None and kept[1] == self._version() and kept[0][0] == key[0]:
                 # the rows this content gives are the ones stored by this connection's last
-                # re-index of the file, and nothing was written since (by anyone): only the
-                # file's hash moves (docs/codegraph.md, "Re-indexing one file")
-                self._db().execute(
-                    "UPDATE files SET hash=?, size=?, mtime_ns=? WHERE path=?",
-                    (digest, size, mtime_ns, rel),
-                )
-                self._rows_kept = True
+                # re-index of the file, and nothing was written since (by anyone), but for
+                # their line numbers: only the file's hash moves, and the lines when a pure
+                # shift moved them (docs/codegraph.md, "One edited file")
+                shift = _line_shift(kept[0][1], key[1]) if kept[0][1] != key[1] else (0, 0)
+                if shift is not None:
+                    conn = self._db()
+                    row = conn.execute(
+                        "UPDATE files SET hash=?, size=?, mtime_ns=? WHERE path=? RETURNING id",
+                        (digest, size, mtime_ns, rel),
+                    ).fetchone()
+                    if shift[1]:
+                        self._shift_lines(int(row[0]), *shift)
+                    self._rows_kept = True
             self._kept_facts[rel] = (key, (-1, -1))  # its version is set after the commit
             while len(self._kept_facts) > RECENT_TREES:
                 self._kept_facts.popitem(last=False)
@@ -893,6 +927,27 @@ class CodeGraph:
         if facts is not None:
             self._write_facts(file_id, facts)
         return "ok", note
+
+    def _shift_lines(self, file_id: int, threshold: int, delta: int) -> None:
+        """Move every line number of the file's rows at or past ``threshold`` by ``delta``:
+        its nodes, its edges (contains, exports, calls, bases and resolved imports: each
+        carries a line of the file) and its imports. Nothing else of the graph has one."""
+        conn = self._db()
+        conn.execute(
+            """UPDATE nodes SET
+                 start_line = CASE WHEN start_line >= ?1 THEN start_line + ?2 ELSE start_line END,
+                 end_line = CASE WHEN end_line >= ?1 THEN end_line + ?2 ELSE end_line END
+               WHERE file_id = ?3 AND (start_line >= ?1 OR end_line >= ?1)""",
+            (threshold, delta, file_id),
+        )
+        conn.execute(
+            "UPDATE edges SET line = line + ?2 WHERE src_file = ?3 AND line >= ?1",
+            (threshold, delta, file_id),
+        )
+        conn.execute(
+            "UPDATE imports SET line = line + ?2 WHERE file_id = ?3 AND line >= ?1",
+            (threshold, delta, file_id),
+        )
 
     def _parse(self, rel: str, loaded: LoadedLanguage, data: bytes, *, keep_tree: bool) -> Tree:
         """Parse ``data``, incrementally from the file's previous tree when one was kept."""
