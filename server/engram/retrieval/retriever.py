@@ -12,6 +12,9 @@ Stages (docs/retrieval.md, adapted):
    pinned/verified, and the staleness rules: stale memories never come back on proactive
    requests and come back marked (and ranked lower) on explicit search; deprecated ones
    and those outside their validity window never do.
+5. **Learned re-ranking** of the finalised top 30 (:mod:`engram.retrieval.rerank`): a linear
+   model over the paths' scores and ranks, query/memory word and name overlap, episode and
+   question shape, fitted on development data by ``scripts/eval/rerank_fit.py``.
 
 ``context`` builds a query from the file (path words, module, symbol) or takes the given
 one, runs the same pipeline proactively, adds the memories anchored on the file, and packs
@@ -38,6 +41,7 @@ import numpy as np
 from engram.config import RetrievalConfig
 from engram.model import Memory, MemoryType, RelationType, utcnow
 from engram.retrieval.packing import pack_context
+from engram.retrieval.rerank import Candidate, RerankModel, default_model, rerank_order
 from engram.retrieval.scoring import (
     BM25,
     DENSE,
@@ -159,8 +163,16 @@ class Retriever:
         file_exists: Callable[[str], bool] | None = None,
         fusion: str = "score",
         shown: Callable[[Memory], bool] | None = None,
+        rerank: RerankModel | str | None = "default",
     ) -> None:
         self.store = store
+        #: the learned re-ranking of the finalised top (docs/retrieval.md); "default": the
+        #: shipped model, None: the pipeline's order as it is
+        self.rerank_model: RerankModel | None = (
+            default_model()
+            if rerank == "default"
+            else (rerank if isinstance(rerank, RerankModel) else None)
+        )
         #: Whether an editor or agent may receive a memory at all (docs/trust.md: flagged,
         #: deprecated, retired and forgotten never); the engine passes the trust model's.
         self._shown: Callable[[Memory], bool] = shown or (lambda m: not m.deprecated)
@@ -198,9 +210,43 @@ class Retriever:
         if (not query and not request.file) or request.k <= 0:
             return []
         now = self._clock()
-        ranked, notes, path_ranks = self._rank(query, request, now)
+        ranked, notes, path_ranks, path_scores = self._rank(query, request, now)
         hits = self._finalise(ranked, request, now, path_ranks, notes)
+        if self.rerank_model is not None and query:
+            hits = self._rerank(query, hits, path_scores, path_ranks)
         return self.with_conflicts(hits[: request.k])
+
+    def _rerank(
+        self,
+        query: str,
+        hits: list[SearchHit],
+        path_scores: dict[str, dict[str, float]],
+        path_ranks: dict[str, dict[str, int]],
+    ) -> list[SearchHit]:
+        """The learned re-ranking of the finalised top (:mod:`engram.retrieval.rerank`).
+
+        The hits keep the pipeline's scores, handed out again in the new order (best score
+        to the new first), so callers that sort or threshold by score see the same scale.
+        """
+        assert self.rerank_model is not None
+        candidates = self.rerank_candidates(query, hits)
+        order = rerank_order(self.rerank_model, query, candidates, path_scores, path_ranks)
+        if order == sorted(order):
+            return hits
+        scores = [h.score for h in hits]
+        out = [hits[i] for i in order]
+        for hit, score in zip(out, scores, strict=True):
+            hit.score = score
+        return out
+
+    @staticmethod
+    def rerank_candidates(query: str, hits: Sequence[SearchHit]) -> list[Candidate]:
+        """The re-ranker's view of finalised hits (also used by ``scripts/eval/rerank_fit.py``)."""
+        words = set(_WORDS.findall(query.lower()))
+        return [
+            Candidate(memory=h.memory, score=h.score, tag_match=tags_named(h.memory, words))
+            for h in hits
+        ]
 
     def with_conflicts(self, hits: Sequence[SearchHit]) -> list[SearchHit]:
         """Each hit followed by the shown memories it is linked to as a conflict, both
@@ -252,7 +298,12 @@ class Retriever:
 
     def _rank(
         self, query: str, request: SearchRequest, now: datetime
-    ) -> tuple[list[tuple[str, float]], list[str], dict[str, dict[str, int]]]:
+    ) -> tuple[
+        list[tuple[str, float]],
+        list[str],
+        dict[str, dict[str, int]],
+        dict[str, dict[str, float]],
+    ]:
         n = max(self.config.candidates, request.k * 3)
         flt = self._filter(request)
         notes: list[str] = []
@@ -311,7 +362,8 @@ class Retriever:
         }
         ranked = self._boost(ranked, notes, path_ranks)
         ranked = self._episode_spread(ranked, path_ranks, matching, is_question_query(query))
-        return ranked, notes, path_ranks
+        path_scores = {name: dict(hits) for name, hits in paths.items() if name in (BM25, DENSE)}
+        return ranked, notes, path_ranks, path_scores
 
     def _matching(
         self, paths: dict[str, list[tuple[str, float]]], request: SearchRequest
