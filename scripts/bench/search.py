@@ -10,6 +10,8 @@ realistic posting lists) and random unit vectors of the default model's dimensio
   weights, staleness), with an embedder that returns the query's precomputed vector, so
   the figure is the pipeline's own cost (embedding a query with the default model adds
   ~10-15 ms on this machine, whatever the store size);
+* ``retriever_no_rerank``: the same without the learned re-ranking of the top 30
+  (``Retriever(rerank=None)``), so the re-ranker's cost is the difference;
 * ``store_vector`` / ``store_keyword``: the store's ``vector_search`` / ``keyword_search``;
 * ``numpy_exact``: ``matrix @ query`` + ``argpartition`` top-k over the same float32
   matrix, the floor for exact dense search;
@@ -217,6 +219,11 @@ def bench_size(size: int, queries: int, k: int, seed: int, model: Any = None) ->
             result["retriever"] = percentiles(
                 timed(lambda i: retriever.search(SearchRequest(query_texts[i], k=k)), queries)
             )
+            # the same pipeline without the learned re-ranking of its top 30: its cost
+            plain = Retriever(store, embedder, RetrievalConfig(), clock=clock, rerank=None)
+            result["retriever_no_rerank"] = percentiles(
+                timed(lambda i: plain.search(SearchRequest(query_texts[i], k=k)), queries)
+            )
             result["retriever_dated_day"] = percentiles(
                 timed(lambda i: retriever.search(SearchRequest(day_texts[i], k=k)), queries)
             )
@@ -278,7 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures = bench_size(size, args.queries, args.k, args.seed, model)
         out["sizes"][str(size)] = figures
         print(
-            f"{size:>7} memories: retriever p95 {figures['retriever']['p95_ms']} ms, "
+            f"{size:>7} memories: retriever p95 {figures['retriever']['p95_ms']} ms "
+            f"(without re-ranking {figures['retriever_no_rerank']['p95_ms']} ms), "
             f"store vector p95 {figures['store_vector']['p95_ms']} ms, "
             f"keyword p95 {figures['store_keyword']['p95_ms']} ms, "
             f"numpy p95 {figures['numpy_exact']['p95_ms']} ms, "

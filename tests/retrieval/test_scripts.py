@@ -113,7 +113,7 @@ def test_locomo_smoke(tmp_path: Path) -> None:
 def test_search_bench_smoke() -> None:
     result = run("scripts/bench/search.py", "--sizes", "200", "--queries", "10")
     figures = result["sizes"]["200"]  # type: ignore[index]
-    methods = ("retriever", "store_vector", "store_keyword", "numpy_exact")
+    methods = ("retriever", "retriever_no_rerank", "store_vector", "store_keyword", "numpy_exact")
     for method in (*methods, "retriever_dated_day", "retriever_dated_month"):
         assert figures[method]["p50_ms"] <= figures[method]["p95_ms"]
     assert figures["first_dated_ms"] > 0
