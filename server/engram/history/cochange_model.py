@@ -20,6 +20,11 @@ little history to learn from keeps the closed-form m-estimate of
 The only constants are the ones below (feature transforms, the regularisation, the size of
 the self-training window); they were chosen by cross-validation over repositories
 (docs/history.md).
+
+Long on purpose: the feature definitions are one table shared by the product's ranking and
+``scripts/eval/cochange_lab.py``, which must compute exactly the same features (including
+the author features the lab measures and the product does not choose) for its
+cross-validation to say anything about the shipped model (docs/history.md "Second round").
 """
 
 from __future__ import annotations
