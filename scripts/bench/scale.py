@@ -462,7 +462,8 @@ def child_graph_latency(workspace: Path, edits: int, impacts: int, seed: int) ->
         edit_ms: list[float] = []
         edit_cpu_ms: list[float] = []
         # and edits that move every definition down a line or back (a line added above
-        # them): every row of the file changes, the whole re-index runs
+        # them): every row's line changes, and the lines are moved in place
+        # (docs/codegraph.md, "One edited file")
         shift_ms: list[float] = []
         shift_cpu_ms: list[float] = []
         try:

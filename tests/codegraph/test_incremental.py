@@ -596,3 +596,41 @@ def test_an_edit_that_moves_lines_unevenly_or_changes_a_row_is_stored_in_full(
         assert any(s.lstrip().startswith("INSERT INTO nodes") for s in writes), writes
         _same_as_fresh(graph, tmp_path / f"fresh{step}")
     assert graph.find_symbol("lib.py", "enlarge") is not None
+
+
+def test_moved_lines_of_exports_and_resolved_imports_match_a_fresh_index(
+    make_graph,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """JavaScript: exported definitions (an exports edge each) and a resolved import (an
+    imports edge) carry lines too; moved in place they are the rows a fresh index stores."""
+    lib = (
+        "import { side } from './util.js';\n"
+        "\n"
+        "export class Shape extends Base {\n"
+        "  area() {\n"
+        "    return side() * side();\n"
+        "  }\n"
+        "}\n"
+        "\n"
+        "export function make() {\n"
+        "  return new Shape();\n"
+        "}\n"
+    )
+    graph = make_graph({"util.js": "export function side() {\n  return 2;\n}\n", "lib.js": lib})
+    _reindex_traced(graph, "lib.js", lib + "// end\n")
+    kinds = {r[0] for r in graph._db().execute("SELECT DISTINCT kind FROM edges")}
+    assert {"exports", "imports", "calls", "extends"} <= kinds
+    head, tail = lib.split("    return side()")
+    for step, text in enumerate(
+        [
+            "// top\n// top\n" + lib,
+            "// top\n" + lib,
+            "// top\n" + head + "\n\n    return side()" + tail,
+        ]
+    ):
+        writes = _reindex_traced(graph, "lib.js", text)
+        assert not [s for s in writes if s.lstrip().startswith(("INSERT", "DELETE"))], writes
+        _same_as_fresh(graph, tmp_path / f"fresh{step}")
+    line = graph._db().execute("SELECT line FROM edges WHERE kind='exports' AND dst_name='make'")
+    assert line.fetchone()[0] == 12
