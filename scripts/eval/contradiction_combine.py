@@ -1,0 +1,457 @@
+#!/usr/bin/env python3
+"""A learned check on the rules' contradiction findings, fitted and cross-validated on dev.
+
+The hand-written rules carry what they learned from the dev repositories: on unseen ones
+all of held-out 4's false alarms were theirs (docs/lifecycle.md, sixth pass). This script
+tries the one lever not tried before: a logistic regression (NumPy, L2) over general edit
+features of a pair — how big the edit is, how much is kept, which rule reader fired, whether
+a number, truth value, negation, default, order or bound word changed, the embeddings'
+cosine, and (``--with-nli``) the NLI model's score — that decides whether a pair the rules
+flagged stands. The NLI judge's own findings (the gated open pairs) are kept as shipped.
+
+Evaluation: folds grouped by repository (``--folds 5 --repeats 5``; ``--folds 0`` leaves one
+repository out), the same folds for today's detector and for the combination; on each
+training part the regression is fitted and its threshold chosen (highest recall at
+precision >= ``--min-precision`` on the training part, ties to the higher threshold), then
+scored on the left-out repositories. ``--fit-out FILE`` writes the coefficients fitted on
+all of dev, with the threshold
+chosen the same way (JSON). ``--score FILE`` scores another frozen set once with the fitted weights.
+
+Features and NLI scores are cached (``--cache FILE``): the model reads every pair once.
+
+Usage: scripts/eval/contradiction_combine.py [--folds 5] [--repeats 5] [--with-nli]
+       [--no-model] [--cache FILE] [--fit-out PATH] [--score FILE] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import math
+import random
+import re
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import contradictions as base
+from contradictions_cv import grouped_folds
+
+DATA = base.ROOT / "tests" / "lifecycle" / "data"
+DEV_FILES = (
+    ("contradiction_public_pairs.jsonl", "all"),
+    ("contradiction_fresh_pairs.jsonl", "all"),
+    ("contradiction_heldout3_pairs.jsonl", "all"),
+    ("contradiction_heldout4_pairs.jsonl", "all"),
+)
+# -- the features: general edit features of a pair of notes, whatever its phrasing ----------
+#: the order of :func:`edit_features`' values (the fitted weights follow it)
+FEATURES = (
+    "kind_polarity",
+    "kind_opposite",
+    "kind_value",
+    "kind_flip",
+    "kind_other",
+    "log_changed",
+    "changed_share",
+    "kept_ratio",
+    "insert_only",
+    "delete_only",
+    "spans",
+    "number_changed",
+    "truth_changed",
+    "negation_changed",
+    "default_changed",
+    "order_changed",
+    "log_length",
+    "cosine",
+    "no_cosine",
+)
+
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9_.']*[a-z0-9]|[a-z0-9]|n't")
+_DIGIT = re.compile(r"\d")
+_TRUTH = frozenset(
+    [
+        "true",
+        "false",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "enabled",
+        "disabled",
+        "enable",
+        "disable",
+        "enables",
+        "disables",
+        "none",
+        "null",
+        "nil",
+        "undefined",
+    ]
+)
+_NEGATION = frozenset(
+    [
+        "not",
+        "no",
+        "never",
+        "cannot",
+        "can't",
+        "won't",
+        "don't",
+        "doesn't",
+        "isn't",
+        "without",
+        "n't",
+    ]
+)
+_DEFAULT = frozenset(["default", "defaults", "defaulted"])
+_ORDER = frozenset(
+    [
+        "before",
+        "after",
+        "always",
+        "never",
+        "only",
+        "minimum",
+        "maximum",
+        "least",
+        "most",
+        "min",
+        "max",
+        "first",
+        "last",
+    ]
+)
+
+
+def _tokens(text: str) -> list[str]:
+    return [t.rstrip(".") for t in _TOKEN.findall(text.lower())]
+
+
+def edit_features(old: str, new: str, kind: str, cosine: float | None) -> list[float]:
+    """The values of :data:`FEATURES` for the edit ``old`` -> ``new`` (``kind``: the rule
+    reader that flagged it, ``""`` for none)."""
+    a, b = _tokens(old), _tokens(new)
+    changed: list[str] = []
+    inserted = deleted = spans = 0
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        spans += 1
+        changed += a[i1:i2] + b[j1:j2]
+        inserted += op == "insert"
+        deleted += op == "delete"
+    words = set(changed)
+    longest = max(len(a), len(b), 1)
+    kinds = ("polarity", "opposite", "value", "flip")
+    return [
+        *(float(kind == k) for k in kinds),
+        float(bool(kind) and kind not in kinds),
+        math.log1p(len(changed)),
+        len(changed) / (len(a) + len(b) or 1),
+        matcher.ratio(),
+        float(spans > 0 and inserted == spans),
+        float(spans > 0 and deleted == spans),
+        float(min(spans, 5)),
+        float(any(_DIGIT.search(w) for w in words)),
+        float(bool(words & _TRUTH)),
+        float(bool(words & _NEGATION)),
+        float(bool(words & _DEFAULT)),
+        float(bool(words & _ORDER)),
+        math.log(longest),
+        0.0 if cosine is None else float(cosine),
+        float(cosine is None),
+    ]
+
+
+def nli_feature(score: float | None) -> float:
+    """The NLI model's contradiction score as log-odds (0 when it did not read the pair)."""
+    if score is None:
+        return 0.0
+    p = min(max(score, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+THRESHOLDS = tuple(round(t, 2) for t in np.arange(0.05, 0.96, 0.05))
+L2 = 1.0
+
+
+def pair_rows(rows: list[dict[str, Any]], cosines: list[float | None], nli: Any,
+              cache: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
+    """Per pair: the rules' finding (kind), the shipped NLI judge's finding, the NLI score
+    on the pair itself, and the edit features (engram.lifecycle.combine)."""
+    from engram.lifecycle.contradictions import ContradictionJudges, screen_contradictions
+    from engram.model import Memory, MemoryType
+
+    out = []
+    for row, cosine in zip(rows, cosines, strict=True):
+        key = json.dumps([row["a"], row["b"], cosine])
+        if key not in cache:
+            old = Memory(row["a"], type=MemoryType.GOTCHA)
+            new = Memory(row["b"], type=MemoryType.GOTCHA)
+            screening = screen_contradictions(new, [(old, cosine)], judges=ContradictionJudges())
+            kind = screening.found[0].kind if screening.found else ""
+            score = None
+            if nli is not None:
+                score = float(nli.contradiction([(row["a"], row["b"])])[0])
+            cache[key] = {
+                "kind": kind,
+                "open": bool(screening.open_pairs),
+                "nli": score,
+            }
+        cell = dict(cache[key])
+        cell["features"] = edit_features(row["a"], row["b"], cell["kind"], cosine)
+        out.append(cell)
+    return out
+
+
+NO_KIND = False
+
+
+def design(cells: list[dict[str, Any]], with_nli: bool) -> np.ndarray:
+    x = np.array([c["features"] for c in cells], dtype=float)
+    if NO_KIND:  # which reader fired is no feature: only the edit's general shape
+        x[:, :5] = 0.0
+    if with_nli:
+        x = np.hstack([x, np.array([[nli_feature(c["nli"])] for c in cells])])
+    return x
+
+
+def fit(x: np.ndarray, y: np.ndarray, l2: float = L2) -> tuple[np.ndarray, np.ndarray, float]:
+    """Standardise, then Newton's method on the L2-penalised log-loss."""
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale == 0] = 1.0
+    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
+    w = np.zeros(z.shape[1])
+    penalty = np.full(z.shape[1], l2)
+    penalty[0] = 0.0
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-z @ w))
+        grad = z.T @ (p - y) + penalty * w
+        hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(penalty) + 1e-9 * np.eye(len(w))
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    # back to raw feature units: p = sigmoid(bias + x @ coef)
+    coef = w[1:] / scale
+    bias = float(w[0] - (mean * coef).sum())
+    return coef, np.array([bias]), bias
+
+
+def probabilities(x: np.ndarray, coef: np.ndarray, bias: float) -> np.ndarray:
+    return 1 / (1 + np.exp(-(x @ coef + bias)))
+
+
+MODE = "veto"
+CRITERION = "recall"
+
+
+def decide(cells: list[dict[str, Any]], prob: np.ndarray, threshold: float,
+           judged: list[bool]) -> list[bool]:  # fmt: skip
+    """``veto``: a rule finding stands when the regression gives it ``threshold``; the NLI
+    judge's findings on open pairs are kept as shipped. ``full``: every pair the regression
+    gives ``threshold`` (it then reads every pair, not only the rules' findings)."""
+    if MODE == "full":
+        return [bool(p >= threshold) for p in prob]
+    return [
+        (bool(c["kind"]) and p >= threshold) or j
+        for c, p, j in zip(cells, prob, judged, strict=True)
+    ]
+
+
+def choose_threshold(cells: list[dict[str, Any]], prob: np.ndarray, judged: list[bool],
+                     labels: list[bool], min_precision: float) -> float:  # fmt: skip
+    best: tuple[Any, ...] | None = None
+    pick = 0.5
+    for t in THRESHOLDS:
+        s = base.scores(decide(cells, prob, t, judged), labels)
+        if CRITERION == "f1":
+            key: tuple[Any, ...] = (s["f1"], s["precision"], t)
+        else:
+            key = (s["precision"] >= min_precision, s["recall"] if s["precision"] >= min_precision
+                   else s["precision"], s["precision"], t)  # fmt: skip
+        if best is None or key > best:
+            best, pick = key, t
+    return pick
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--min-precision", type=float, default=0.9)
+    parser.add_argument("--with-nli", action="store_true", help="the NLI score as a feature")
+    parser.add_argument("--no-model", action="store_true", help="no embeddings (no cosines)")
+    parser.add_argument("--no-nli", action="store_true", help="no NLI judge at all")
+    parser.add_argument("--cache", type=Path, help="a JSON file keeping rules' and NLI reads")
+    parser.add_argument("--fit-out", type=Path, help="write the weights fitted on all of dev")
+    parser.add_argument("--score", type=Path, help="a frozen set to score once")
+    parser.add_argument("--mirrors", type=Path, default=base.DEFAULT_MIRRORS)
+    parser.add_argument("--mode", choices=["veto", "full"], default="veto")
+    parser.add_argument(
+        "--criterion", choices=["recall", "f1"], default="recall",
+        help="threshold: best recall at --min-precision, or best F1, on the training part",
+    )  # fmt: skip
+    parser.add_argument("--no-kind", action="store_true", help="(--mode full) no rule features")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    global MODE, CRITERION, NO_KIND
+    MODE, CRITERION, NO_KIND = args.mode, args.criterion, args.no_kind
+
+    from engram.lifecycle.nli import DEFAULT_THRESHOLD, load_nli
+
+    dev: list[dict[str, Any]] = []
+    origin: list[str] = []
+    for name, split in DEV_FILES:
+        rows = base.load(DATA / name, split, args.mirrors)
+        dev += rows
+        origin += [Path(name).stem] * len(rows)
+    nli = None if args.no_nli else load_nli(verify=True).judge
+    embedder: Any = None
+    if not args.no_model:
+        from engram.config import EmbedConfig
+        from engram.embed import load_embedder
+
+        embedder = load_embedder(EmbedConfig(), None).embedder
+
+    def cosines_of(rows: list[dict[str, Any]]) -> list[float | None]:
+        if embedder is None:
+            return [None] * len(rows)
+        vectors = embedder.embed([t for r in rows for t in (r["a"], r["b"])])
+        return [float(vectors[2 * i] @ vectors[2 * i + 1]) for i in range(len(rows))]
+
+    cache: dict[str, Any] = {}
+    if args.cache is not None and args.cache.is_file():
+        cache = json.loads(args.cache.read_text())
+    cells = pair_rows(dev, cosines_of(dev), nli, cache)
+    if args.cache is not None:
+        args.cache.write_text(json.dumps(cache))
+    labels = [bool(r["conflict"]) for r in dev]
+    y = np.array(labels, dtype=float)
+    with_nli = args.with_nli and nli is not None
+    x = design(cells, with_nli)
+
+    def judged_of(cs: list[dict[str, Any]]) -> list[bool]:
+        # the NLI judge as shipped: an open pair (gate and cue) scored >= its threshold
+        return [
+            nli is not None and c["open"] and (c["nli"] or 0.0) >= DEFAULT_THRESHOLD for c in cs
+        ]
+
+    judged = judged_of(cells)
+    today = [bool(c["kind"]) or j for c, j in zip(cells, judged, strict=True)]
+
+    groups = [str(r.get("repo") or "written") for r in dev]
+    rng = random.Random(12)
+    repeats = 1 if args.folds <= 0 else args.repeats
+    tests: dict[str, list[dict[str, float]]] = {"today": [], "combined": []}
+    pooled: dict[str, list[dict[str, float]]] = {"today": [], "combined": []}
+    thresholds: list[float] = []
+    for _ in range(repeats):
+        parts = grouped_folds(groups, args.folds, rng)
+        oof = [False] * len(dev)
+        for j, test in enumerate(parts):
+            train = [i for p, part in enumerate(parts) if p != j for i in part]
+            coef, _, bias = fit(x[train], y[train])
+            prob_train = probabilities(x[train], coef, bias)
+            t = choose_threshold(
+                [cells[i] for i in train], prob_train, [judged[i] for i in train],
+                [labels[i] for i in train], args.min_precision,
+            )  # fmt: skip
+            thresholds.append(t)
+            prob_test = probabilities(x[test], coef, bias)
+            pred = decide([cells[i] for i in test], prob_test, t, [judged[i] for i in test])
+            gold = [labels[i] for i in test]
+            tests["combined"].append(base.scores(pred, gold))
+            tests["today"].append(base.scores([today[i] for i in test], gold))
+            for i, p in zip(test, pred, strict=True):
+                oof[i] = p
+        pooled["combined"].append(base.scores(oof, labels))
+        pooled["today"].append(base.scores(today, labels))
+
+    def mean_sd(values: list[float]) -> dict[str, float]:
+        sd = statistics.stdev(values) if len(values) > 1 else 0.0
+        return {"mean": round(statistics.mean(values), 3), "sd": round(sd, 3)}
+
+    summary: dict[str, Any] = {
+        "dev_items": len(dev),
+        "dev_conflicts": sum(labels),
+        "repositories": len(set(groups)),
+        "nli": nli is not None,
+        "nli_feature": with_nli,
+        "cosine": embedder is not None,
+        "folds": len(tests["today"]) // repeats,
+        "repeats": repeats,
+        "thresholds_picked": sorted(set(thresholds)),
+    }
+    for name in ("today", "combined"):
+        summary[name] = {
+            key: mean_sd([t[key] for t in tests[name]]) for key in ("precision", "recall", "f1")
+        }
+        summary[name]["pooled"] = {
+            key: mean_sd([t[key] for t in pooled[name]]) for key in ("precision", "recall", "f1")
+        }
+    coef, _, bias = fit(x, y)
+    prob = probabilities(x, coef, bias)
+    threshold = choose_threshold(cells, prob, judged, labels, args.min_precision)
+    # the last repeat's out-of-fold predictions per file: held-out 4's pairs are the only
+    # dev pairs no rule was written from
+    summary["pooled_per_file"] = {
+        name: {
+            "today": base.scores(
+                [today[i] for i in range(len(dev)) if origin[i] == name],
+                [labels[i] for i in range(len(dev)) if origin[i] == name],
+            ),
+            "combined": base.scores(
+                [oof[i] for i in range(len(dev)) if origin[i] == name],
+                [labels[i] for i in range(len(dev)) if origin[i] == name],
+            ),
+        }
+        for name in dict.fromkeys(origin)
+    }
+    summary["dev_full"] = {
+        "threshold": threshold,
+        "today": base.scores(today, labels),
+        "combined": base.scores(decide(cells, prob, threshold, judged), labels),
+    }
+    if args.fit_out is not None:
+        names = list(FEATURES) + (["nli"] if with_nli else [])
+        args.fit_out.write_text(json.dumps({
+            "features": names, "coefficients": [round(float(c), 6) for c in coef],
+            "bias": round(bias, 6), "threshold": threshold, "mode": MODE,
+        }, indent=1))  # fmt: skip
+    if args.score is not None:
+        rows = base.load(args.score, "all", args.mirrors)
+        scored = pair_rows(rows, cosines_of(rows), nli, cache)
+        gold = [bool(r["conflict"]) for r in rows]
+        js = judged_of(scored)
+        sx = design(scored, with_nli)
+        sp = probabilities(sx, coef, bias)
+        summary["score"] = {
+            "dataset": args.score.stem,
+            "items": len(rows),
+            "conflicts": sum(gold),
+            "today": base.scores(
+                [bool(c["kind"]) or j for c, j in zip(scored, js, strict=True)], gold
+            ),
+            "combined": base.scores(decide(scored, sp, threshold, js), gold),
+            "rules_only": base.scores([bool(c["kind"]) for c in scored], gold),
+        }
+        if args.cache is not None:
+            args.cache.write_text(json.dumps(cache))
+    print(json.dumps(summary) if args.json else json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
