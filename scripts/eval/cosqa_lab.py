@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 import numpy.typing as npt
 
@@ -170,6 +171,59 @@ def docstring_view(name: str, content: str) -> str:
     return f"{words}\n{doc}".strip() or content[:200]
 
 
+@attrs.frozen
+class Indexed:
+    """The CoSQA corpus indexed as ``scripts/eval/cosqa.py`` indexes it, in (file, line) order."""
+
+    cosqa: Any  # the cosqa.py module (its loaders and helpers)
+    queries: list[dict[str, Any]]
+    embedder: Any
+    records: list[Any]  # the chunk records
+    files: list[str]
+    matrix: Vector
+    bm25: Any  # engram.bm25.BM25Index over the same order
+    graph: Any  # the CodeGraph and CodeSearch behind them, for close()
+    search: Any
+
+    def close(self) -> None:
+        self.graph.close()
+        self.search.close()
+
+
+def index_corpus(data: Path, query_file: Path | None, workdir: Path | None) -> Indexed | None:
+    """Index the corpus into the scratch workspace ``cosqa.py`` uses (so vectors are reused)
+    and read it back; None (after saying why on stderr) when no embedding model loads. Shared
+    by this lab and ``cosqa_levers.py``."""
+    from engram.codegraph import CodeGraph, CodeSearch
+    from engram.config import load_config
+    from engram.workspace import Workspace
+
+    cosqa = _cosqa()
+    corpus, queries = cosqa.load(data, None, None, query_file)
+    if workdir is None:  # the same scratch workspace cosqa.py uses, so vectors are reused
+        key = hashlib.sha1(
+            f"{data.resolve()}:{sorted(corpus)[:3]}:{len(corpus)}".encode()
+        ).hexdigest()[:10]
+        workdir = Path(tempfile.gettempdir()) / f"engram-cosqa-{key}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    cosqa.build_workspace(workdir, corpus)
+    workspace = Workspace.open(workdir)
+    config = load_config(workspace)
+    embedder, reason = cosqa._embedder(config, workspace)
+    if embedder is None:
+        print(f"no embedder: {reason}", file=sys.stderr)
+        return None
+    graph = CodeGraph(workspace, config)
+    graph.index()
+    search = CodeSearch(workspace, graph, embedder)
+    search.index_chunks()
+    records = sorted(search._chunks().all_chunks(), key=lambda r: (r.file, r.start_line))
+    files = [r.file for r in records]
+    matrix = search._chunks().vectors_for([r.id for r in records])
+    bm25 = search._load().bm25  # built over the same (file, start_line) order
+    return Indexed(cosqa, queries, embedder, records, files, matrix, bm25, graph, search)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True)
@@ -187,34 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     if (args.onnx is None) == (args.view is None):
         parser.error("give exactly one extra list: --onnx (with --tokenizer) or --view")
 
-    from engram.codegraph import CodeGraph, CodeSearch
     from engram.codegraph.search import tokenize
-    from engram.config import load_config
-    from engram.workspace import Workspace
 
-    cosqa = _cosqa()
-    corpus, queries = cosqa.load(args.data, None, None, args.queries)
-    if args.workdir is None:  # the same scratch workspace cosqa.py uses, so vectors are reused
-        key = hashlib.sha1(
-            f"{args.data.resolve()}:{sorted(corpus)[:3]}:{len(corpus)}".encode()
-        ).hexdigest()[:10]
-        args.workdir = Path(tempfile.gettempdir()) / f"engram-cosqa-{key}"
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    cosqa.build_workspace(args.workdir, corpus)
-    workspace = Workspace.open(args.workdir)
-    config = load_config(workspace)
-    embedder, reason = cosqa._embedder(config, workspace)
-    if embedder is None:
-        print(f"no embedder: {reason}", file=sys.stderr)
+    indexed = index_corpus(args.data, args.queries, args.workdir)
+    if indexed is None:
         return 2
-    graph = CodeGraph(workspace, config)
-    graph.index()
-    search = CodeSearch(workspace, graph, embedder)
-    search.index_chunks()
-    records = sorted(search._chunks().all_chunks(), key=lambda r: (r.file, r.start_line))
-    files = [r.file for r in records]
-    matrix = search._chunks().vectors_for([r.id for r in records])
-    bm25 = search._load().bm25  # built over the same (file, start_line) order
+    queries, embedder = indexed.queries, indexed.embedder
+    records, files, matrix, bm25 = indexed.records, indexed.files, indexed.matrix, indexed.bm25
 
     cost: dict[str, float] = {}
     started = time.perf_counter()
@@ -292,8 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         **cost,
     }
-    graph.close()
-    search.close()
+    indexed.close()
     print(json.dumps(result))
     return 0
 

@@ -33,7 +33,6 @@ Last stdout line: {"dataset": ..., "items": N, "baseline": {...}, "grid": {...},
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import itertools
 import json
@@ -42,7 +41,6 @@ import math
 import re
 import statistics
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -185,36 +183,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
     from engram.bm25 import BM25Index
-    from engram.codegraph import CodeGraph, CodeSearch
     from engram.codegraph.chunking import split_identifier
     from engram.codegraph.search import tokenize
-    from engram.config import load_config
-    from engram.workspace import Workspace
 
-    cosqa = _load_script("cosqa")
     lab = _load_script("cosqa_lab")
-    corpus, queries = cosqa.load(args.data, None, None, args.queries)
-    if args.workdir is None:
-        key = hashlib.sha1(
-            f"{args.data.resolve()}:{sorted(corpus)[:3]}:{len(corpus)}".encode()
-        ).hexdigest()[:10]
-        args.workdir = Path(tempfile.gettempdir()) / f"engram-cosqa-{key}"
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    cosqa.build_workspace(args.workdir, corpus)
-    workspace = Workspace.open(args.workdir)
-    config = load_config(workspace)
-    embedder, reason = cosqa._embedder(config, workspace)
-    if embedder is None:
-        print(f"no embedder: {reason}", file=sys.stderr)
+    indexed = lab.index_corpus(args.data, args.queries, args.workdir)
+    if indexed is None:
         return 2
-    graph = CodeGraph(workspace, config)
-    graph.index()
-    search = CodeSearch(workspace, graph, embedder)
-    search.index_chunks()
-    records = sorted(search._chunks().all_chunks(), key=lambda r: (r.file, r.start_line))
-    files = [r.file for r in records]
-    matrix = search._chunks().vectors_for([r.id for r in records])
-    bm25 = search._load().bm25  # built over the same (file, start_line) order
+    queries, embedder = indexed.queries, indexed.embedder
+    records, files, matrix, bm25 = indexed.records, indexed.files, indexed.matrix, indexed.bm25
     namedoc = BM25Index([tokenize(lab.docstring_view(r.name, r.content)) for r in records])
 
     rewrites: dict[str, Callable[[str], str]] = {
@@ -346,8 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "single": single,
     }
-    graph.close()
-    search.close()
+    indexed.close()
     print(json.dumps(result))
     return 0
 
