@@ -20,7 +20,7 @@ chosen the same way (JSON). ``--score FILE`` scores another frozen set once with
 Features and NLI scores are cached (``--cache FILE``): the model reads every pair once.
 
 Usage: scripts/eval/contradiction_combine.py [--folds 5] [--repeats 5] [--with-nli]
-       [--no-model] [--cache FILE] [--fit-out PATH] [--score FILE] [--json]
+       [--no-model] [--cache FILE] [--fit-out PATH] [--score FILE] [--dev FILE ...] [--json]
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import contradictions as base
-from contradictions_cv import grouped_folds
+from contradictions_cv import cosine_reader, grouped_folds
 
 DATA = base.ROOT / "tests" / "lifecycle" / "data"
 DEV_FILES = (
@@ -304,6 +304,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="threshold: best recall at --min-precision, or best F1, on the training part",
     )  # fmt: skip
     parser.add_argument("--no-kind", action="store_true", help="(--mode full) no rule features")
+    parser.add_argument(
+        "--dev", type=Path, action="append", default=None,
+        help="a dev pair file (repeatable; default: every frozen set before held-out 5)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     global MODE, CRITERION, NO_KIND
@@ -313,23 +317,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     dev: list[dict[str, Any]] = []
     origin: list[str] = []
-    for name, split in DEV_FILES:
-        rows = base.load(DATA / name, split, args.mirrors)
+    dev_files = [(DATA / n, split) for n, split in DEV_FILES]
+    if args.dev:
+        dev_files = [(path, "all") for path in args.dev]
+    for path, split in dev_files:
+        rows = base.load(path, split, args.mirrors)
         dev += rows
-        origin += [Path(name).stem] * len(rows)
+        origin += [path.stem] * len(rows)
     nli = None if args.no_nli else load_nli(verify=True).judge
-    embedder: Any = None
-    if not args.no_model:
-        from engram.config import EmbedConfig
-        from engram.embed import load_embedder
-
-        embedder = load_embedder(EmbedConfig(), None).embedder
-
-    def cosines_of(rows: list[dict[str, Any]]) -> list[float | None]:
-        if embedder is None:
-            return [None] * len(rows)
-        vectors = embedder.embed([t for r in rows for t in (r["a"], r["b"])])
-        return [float(vectors[2 * i] @ vectors[2 * i + 1]) for i in range(len(rows))]
+    cosines_of, has_model = cosine_reader(args.no_model)
 
     cache: dict[str, Any] = {}
     if args.cache is not None and args.cache.is_file():
@@ -389,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "repositories": len(set(groups)),
         "nli": nli is not None,
         "nli_feature": with_nli,
-        "cosine": embedder is not None,
+        "cosine": has_model,
         "folds": len(tests["today"]) // repeats,
         "repeats": repeats,
         "thresholds_picked": sorted(set(thresholds)),

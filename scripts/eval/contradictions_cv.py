@@ -45,7 +45,7 @@ import json
 import random
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +189,28 @@ def grouped_folds(groups: list[str], k: int, rng: random.Random) -> list[list[in
     return parts
 
 
+def cosine_reader(
+    no_model: bool,
+) -> tuple[Callable[[list[dict[str, Any]]], list[float | None]], bool]:
+    """The embedding cosine of each pair's two texts (None each without the default model),
+    as the subject gate reads it, and whether the model loaded; shared with
+    ``contradiction_combine.py``."""
+    embedder: Any = None
+    if not no_model:
+        from engram.config import EmbedConfig
+        from engram.embed import load_embedder
+
+        embedder = load_embedder(EmbedConfig(), None).embedder
+
+    def cosines_of(rows: list[dict[str, Any]]) -> list[float | None]:
+        if embedder is None:
+            return [None] * len(rows)
+        vectors = embedder.embed([t for r in rows for t in (r["a"], r["b"])])
+        return [float(vectors[2 * i] @ vectors[2 * i + 1]) for i in range(len(rows))]
+
+    return cosines_of, embedder is not None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("file", nargs="?", type=Path, default=PUBLIC)
@@ -236,18 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         dev += more
         origin += [extra.stem] * len(more)
     nli = None if args.no_nli else load_nli(verify=True).judge
-    embedder: Any = None
-    if not args.no_model:
-        from engram.config import EmbedConfig
-        from engram.embed import load_embedder
-
-        embedder = load_embedder(EmbedConfig(), None).embedder
-
-    def cosines_of(rows: list[dict[str, Any]]) -> list[float | None]:
-        if embedder is None:
-            return [None] * len(rows)
-        vectors = embedder.embed([t for r in rows for t in (r["a"], r["b"])])
-        return [float(vectors[2 * i] @ vectors[2 * i + 1]) for i in range(len(rows))]
+    cosines_of, has_model = cosine_reader(args.no_model)
 
     shipped = defaults()
     if args.edit_grid:
@@ -312,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dev_items": len(dev),
         "dev_conflicts": sum(labels),
         "nli": nli is not None,
-        "cosine": embedder is not None,
+        "cosine": has_model,
         "dev_cv": {
             "folds": len(tests) // repeats,
             "repeats": repeats,

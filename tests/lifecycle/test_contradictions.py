@@ -641,3 +641,91 @@ def test_cv_script_takes_more_dev_files(tmp_path: Path) -> None:
     assert summary["dev_files"] == ["main", "spent"]
     per_file = summary["dev_full"]["per_file"]
     assert per_file["main"]["recall"] == 1.0 and per_file["spent"]["recall"] == 1.0
+
+
+def test_combine_script_smoke(tmp_path: Path) -> None:
+    """scripts/eval/contradiction_combine.py on an eight-pair set from four repositories
+    prints its JSON line: today's detector and the learned veto on the same grouped folds
+    (a smoke test of the script; the figures on the real sets are in docs/lifecycle.md)."""
+    import subprocess
+    import sys
+
+    texts = [
+        ("enable the cache", "disable the cache", True),
+        ("the job timeout is 30s", "the job timeout is 90s", True),
+        ("use logging instead of print", "don't use print", False),
+        ("the cache lives in /tmp", "the cache is cleared nightly", False),
+        ("retries are on by default", "retries are off by default", True),
+        ("logs go to stderr", "logs go to stderr, in JSON", False),
+        ("the default port is 8080", "the default port is 9090", True),
+        ("workers default to 4", "workers default to 4 (one per core)", False),
+    ]
+    rows = [
+        {"a": a, "b": b, "conflict": c, "repo": f"acme/r{i % 4}"}
+        for i, (a, b, c) in enumerate(texts)
+    ]
+    (tmp_path / "dev.jsonl").write_text("\n".join(json.dumps(row) for row in rows))
+    script = Path(__file__).resolve().parents[2] / "scripts" / "eval" / "contradiction_combine.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--dev", str(tmp_path / "dev.jsonl"), "--no-model",
+         "--no-nli", "--folds", "2", "--repeats", "1", "--json"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["dev_items"] == 8 and summary["dev_conflicts"] == 4
+    assert summary["repositories"] == 4 and summary["folds"] == 2
+    assert summary["today"]["recall"]["mean"] == 1.0  # the rules catch all four
+    assert set(summary["combined"]) >= {"precision", "recall", "f1", "pooled"}
+
+
+def test_scan_script_finds_a_one_line_value_edit(tmp_path: Path) -> None:
+    """scripts/eval/contradiction_scan.py reads a bare mirror's history and prints the
+    one-line documentation edit that changed a value, with both texts and references, and
+    not the edit that changed no value word (with ``--changed-value``)."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "src"
+    src.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+            cwd=src, check=True, capture_output=True,
+        )  # fmt: skip
+
+    git("init", "-q", "-b", "main")
+    lines = [
+        "# Demo",
+        "",
+        "The default timeout is 30 seconds for every request.",
+        "",
+        "Logging is enabled by default and goes to the standard error stream.",
+        "",
+    ]
+    (src / "README.md").write_text("\n".join(lines))
+    git("add", "README.md")
+    git("commit", "-q", "-m", "docs")
+    lines[2] = "The default timeout is 90 seconds for every request."
+    (src / "README.md").write_text("\n".join(lines))
+    git("commit", "-q", "-am", "longer timeout")
+    lines[4] = "Logging is enabled by default and goes to the standard error stream (stderr)."
+    (src / "README.md").write_text("\n".join(lines))
+    git("commit", "-q", "-am", "say stderr")
+    mirrors = tmp_path / "mirrors"
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(src), str(mirrors / "acme+demo" / "repo")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    script = Path(__file__).resolve().parents[2] / "scripts" / "eval" / "contradiction_scan.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "acme/demo", "--mirrors", str(mirrors), "--changed-value"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    found = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert len(found) == 1
+    (cand,) = found
+    assert cand["source"] == "doc-edit"
+    assert "30 seconds" in cand["text_a"] and "90 seconds" in cand["text_b"]
+    assert cand["a"]["path"] == "README.md" and cand["a"]["lines"] == [3, 3]
+    assert cand["a"]["repo"] == "acme/demo" and cand["b"]["commit"] != cand["a"]["commit"]
