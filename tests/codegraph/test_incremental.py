@@ -439,13 +439,13 @@ def _tables(db_path: Path) -> dict[str, list[tuple[object, ...]]]:
     return out
 
 
-def test_batched_writes_and_chunked_resolution_store_the_rows_of_one_file_at_a_time(
+def test_chunked_resolution_stores_the_rows_of_one_file_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A bulk pass writes a batch's rows together and resolves files a chunk at a time
-    (docs/codegraph.md, "At 50,000 files"): the tables, row ids included, are the ones
-    one file at a time gives, for a cold index and for a run that re-resolves files whose
-    old import edges are in the way of the new ones' ids."""
+    """A bulk pass resolves files a chunk at a time (docs/codegraph.md, "How indexing
+    works"): the tables, row ids included, are the ones one file at a time gives, for a
+    cold index, edits, a resumed resolution whose old import edges are in the way of the
+    new ones' ids, and a removed file."""
     from engram.codegraph import graph as graph_module
 
     files = {
@@ -672,3 +672,35 @@ def test_a_cold_index_where_few_files_import_rebuilds_the_same_closure(
     assert rebuilds == [1] and any(r[2] == 3 for r in rebuilt["closure"])
     assert index(10**9, "per_file.sqlite") == rebuilt
     assert rebuilds == [1]
+
+
+def test_an_index_run_pauses_the_collector_and_leaves_it_as_it_found_it(tmp_path: Path) -> None:
+    """A bulk pass runs with the cyclic collector off (its rows die by reference counting;
+    docs/codegraph.md) and leaves it on or off as it was, also when the run fails."""
+    import gc
+
+    write_tree(tmp_path / "ws", BASE)
+    graph = CodeGraph(Workspace.open(tmp_path / "ws"), db_path=tmp_path / "g.sqlite")
+    seen: list[bool] = []
+
+    def progress(done: int, total: int, what: str) -> None:
+        seen.append(gc.isenabled())
+
+    assert gc.isenabled()
+    graph.index(progress=progress)
+    assert seen and not any(seen[:-1]) and gc.isenabled()
+
+    def stop(done: int, total: int, what: str) -> None:
+        raise KeyboardInterrupt
+
+    (tmp_path / "ws" / "e.py").write_text("def fe():\n    return 5\n")
+    with pytest.raises(KeyboardInterrupt):
+        graph.index(progress=stop)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        graph.index()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    graph.close()

@@ -166,8 +166,9 @@ def reparse(
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while one file's matches are read.
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while one file's matches are read (or a bulk index
+    pass runs: ``CodeGraph.index``).
 
     The matches are tens of thousands of short-lived dicts, lists and nodes that form no
     reference cycles and are all freed by reference counting when extraction returns. With
@@ -191,7 +192,7 @@ def extract(loaded: LoadedLanguage, tree: Tree) -> FileFacts:
     """All facts of one parsed file; the tree is not kept."""
     root = tree.root_node
     facts = FileFacts(language=loaded.spec.name, has_errors=root.has_error)
-    with _collector_paused():
+    with collector_paused():
         matches = _matches(loaded, root)
         _collect_definitions(matches, facts)
         _collect_imports(matches, facts)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from engram.codegraph.extract import HIDDEN_KINDS, FileFacts, ImportRef
+from engram.codegraph.extract import HIDDEN_KINDS, FileFacts, ImportRef, collector_paused
 from engram.codegraph.languages import (
     LanguageRegistry,
     LanguageSpec,
@@ -201,21 +201,6 @@ class _Resolved:
         weight, kinds = self.deps.get(dst, (0.0, set()))
         kinds.add(kind)
         self.deps[dst] = (max(weight, EDGE_WEIGHTS[kind]), kinds)
-
-
-@attrs.define
-class _PendingRows:
-    """Rows of parsed files not yet written (:meth:`CodeGraph._write_facts`)."""
-
-    nodes: list[tuple[int, int, str, str, str, int, int, int | None, int]] = attrs.field(
-        factory=list
-    )
-    edges: list[tuple[str, int, int | None, int | None, str, str | None, float, int]] = attrs.field(
-        factory=list
-    )
-    imports: list[tuple[int, str, str, int, int]] = attrs.field(factory=list)
-    #: the id the next node gets; None: read max(id) + 1 first
-    next_node_id: int | None = None
 
 
 class _FileIds:
@@ -500,8 +485,6 @@ class CodeGraph:
         self._kept_facts: OrderedDict[str, tuple[_StoredForm, tuple[int, int]]] = OrderedDict()
         #: set by ``_store_bytes`` when the rows of the file were left as they were
         self._rows_kept = False
-        #: rows of parsed files a bulk pass (``_phase_parse``) writes a batch at a time
-        self._pending: _PendingRows | None = None
         #: (file id, depth) -> its named dependents, valid for ``_dependents_version``
         self._dependents_cache: OrderedDict[
             tuple[int, int], tuple[tuple[str, int, float, tuple[str, ...]], ...]
@@ -698,16 +681,20 @@ class CodeGraph:
             else:
                 self._drop_deferred_indexes()
             try:
-                self._phase_parse(listed, known, report, progress, cancel)
-                if removed:
-                    self._remove_files(removed)
-                    report.files_removed = len(removed)
-                    report.removed_files = removed
-                self._resolver = None
-                if added or removed:
-                    self._mark_reresolvable(added, removed)
-                    self._sync_modules()
-                self._phase_resolve(cancel)
+                # the pass's rows (a batch's, a chunk's) form no reference cycles and die by
+                # reference counting; with the collector on, holding them tripped twice the
+                # full collections of a file-at-a-time pass (docs/codegraph.md)
+                with collector_paused():
+                    self._phase_parse(listed, known, report, progress, cancel)
+                    if removed:
+                        self._remove_files(removed)
+                        report.files_removed = len(removed)
+                        report.removed_files = removed
+                    self._resolver = None
+                    if added or removed:
+                        self._mark_reresolvable(added, removed)
+                        self._sync_modules()
+                    self._phase_resolve(cancel)
             except IndexInterrupted:
                 report.interrupted = True
             except BaseException:
@@ -764,29 +751,14 @@ class CodeGraph:
         progress: Progress | None,
         cancel: CancelCallback | None,
     ) -> None:
-        self._db().execute("BEGIN")
-        self._pending = _PendingRows()  # each batch's rows go in together
-        try:
-            self._parse_listed(listed, known, report, progress, cancel)
-        finally:
-            self._pending = None
-
-    def _parse_listed(
-        self,
-        listed: list[str],
-        known: dict[str, tuple[str | None, int | None, int | None, str]],
-        report: IndexReport,
-        progress: Progress | None,
-        cancel: CancelCallback | None,
-    ) -> None:
         conn = self._db()
         total = len(listed)
         root = str(self.workspace.root)
         reader = self.workspace.bulk_reader()
+        conn.execute("BEGIN")
         in_batch = 0
         for done, rel in enumerate(listed):
             if cancel is not None and cancel():
-                self._flush_rows()
                 conn.commit()
                 raise IndexInterrupted
             if progress is not None:
@@ -821,11 +793,9 @@ class CodeGraph:
                 report.notes.append(f"{rel}: {note}")
             in_batch += 1
             if in_batch >= BATCH_SIZE:
-                self._flush_rows()
                 conn.commit()
                 conn.execute("BEGIN")
                 in_batch = 0
-        self._flush_rows()
         conn.commit()
 
     def _store_path(
@@ -994,7 +964,6 @@ class CodeGraph:
         file_id = int(row[0])
         if new:
             return file_id
-        self._flush_rows()
         # the file's own part of the graph is rebuilt from scratch
         conn.execute("DELETE FROM nodes WHERE file_id=?", (file_id,))
         conn.execute("DELETE FROM edges WHERE src_file=?", (file_id,))
@@ -1002,23 +971,16 @@ class CodeGraph:
         return file_id
 
     def _write_facts(self, file_id: int, facts: FileFacts) -> None:
-        """Store one file's rows, or add them to the pending batch of a bulk pass
-        (:meth:`_flush_rows` writes them: a few ``executemany`` per batch of files instead
-        of six statements per file). Row ids are the ones a write per file gives."""
         conn = self._db()
         if facts.package:
             conn.execute("UPDATE files SET package=? WHERE id=?", (facts.package, file_id))
-        pending = self._pending if self._pending is not None else _PendingRows()
-        # ids are assigned here (as SQLite would: max + 1) so that all rows go in with a few
-        # executemany calls instead of one statement per definition; the caller already
-        # holds the write transaction, so nobody else can take these ids
-        next_id = pending.next_node_id
-        if next_id is None:
-            next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]) + 1
+        # ids are assigned here (as SQLite would: max + 1) so that all rows of the file go in
+        # with a few executemany calls instead of one statement per definition; the caller
+        # already holds the write transaction, so nobody else can take these ids
+        next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]) + 1
         node_ids: list[int | None] = []
-        node_rows = pending.nodes
-        edge_rows = pending.edges
-        contains, exports = EDGE_WEIGHTS["contains"], EDGE_WEIGHTS["exports"]
+        node_rows: list[tuple[int, int, str, str, str, int, int, int | None, int]] = []
+        edge_rows: list[tuple[str, int, int | None, int, str, float, int]] = []
         for definition in facts.definitions:
             parent_id = node_ids[definition.parent] if definition.parent is not None else None
             if definition.kind in HIDDEN_KINDS:
@@ -1032,61 +994,54 @@ class CodeGraph:
                  definition.start_line, definition.end_line, parent_id, int(definition.exported))
             )  # fmt: skip
             edge_rows.append(
-                ("contains", file_id, parent_id, file_id, definition.qualname, None, contains,
-                 definition.start_line)
+                ("contains", file_id, parent_id, file_id, definition.qualname,
+                 EDGE_WEIGHTS["contains"], definition.start_line)
             )  # fmt: skip
             if definition.exported:
                 edge_rows.append(
-                    ("exports", file_id, None, file_id, definition.name, None, exports,
+                    ("exports", file_id, None, file_id, definition.name, EDGE_WEIGHTS["exports"],
                      definition.start_line)
                 )  # fmt: skip
-        pending.next_node_id = next_id
-        pending.imports += [
-            (file_id, ref.module, json.dumps(ref.names), int(ref.wildcard), ref.line)
-            for ref in facts.imports
-        ]
-        calls = EDGE_WEIGHTS["calls"]
-        edge_rows += [
-            ("calls", file_id, node_ids[c.caller] if c.caller is not None else None, None, c.name,
-             c.obj, calls, c.line)
-            for c in facts.calls
-        ]  # fmt: skip
+        conn.executemany(
+            """INSERT INTO nodes(id, file_id, kind, name, qualname, start_line, end_line,
+                                 parent_id, exported) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            node_rows,
+        )
+        conn.executemany(
+            """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, weight, line)
+               VALUES (?, ?, ?, ?, ?, ?, ?)""",
+            edge_rows,
+        )
+        conn.executemany(
+            "INSERT INTO imports(file_id, module, names, wildcard, line) VALUES (?, ?, ?, ?, ?)",
+            [
+                (file_id, ref.module, json.dumps(ref.names), int(ref.wildcard), ref.line)
+                for ref in facts.imports
+            ],
+        )
+        conn.executemany(
+            """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, target, weight, line)
+               VALUES ('calls', ?, ?, NULL, ?, ?, ?, ?)""",
+            [
+                (file_id, node_ids[c.caller] if c.caller is not None else None, c.name, c.obj,
+                 EDGE_WEIGHTS["calls"], c.line)
+                for c in facts.calls
+            ],
+        )  # fmt: skip
         class_ids = {
             d.name: node_ids[i]
             for i, d in enumerate(facts.definitions)
             if d.kind not in HIDDEN_KINDS and node_ids[i] is not None
         }
-        edge_rows += [
-            (ref.kind, file_id, class_ids.get(ref.class_name), None, ref.base, None,
-             EDGE_WEIGHTS[ref.kind], ref.line)
-            for ref in facts.inheritance
-        ]  # fmt: skip
-        if self._pending is None:
-            self._write_rows(pending)
-
-    def _flush_rows(self) -> None:
-        """Write the rows a bulk pass has pending (before a commit, and before a statement
-        that deletes rows: ids go as in a write per file)."""
-        if self._pending is not None:
-            self._write_rows(self._pending)
-            self._pending = _PendingRows()
-
-    def _write_rows(self, pending: _PendingRows) -> None:
-        conn = self._db()
         conn.executemany(
-            """INSERT INTO nodes(id, file_id, kind, name, qualname, start_line, end_line,
-                                 parent_id, exported) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            pending.nodes,
-        )
-        conn.executemany(
-            """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, target, weight, line)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
-            pending.edges,
-        )
-        conn.executemany(
-            "INSERT INTO imports(file_id, module, names, wildcard, line) VALUES (?, ?, ?, ?, ?)",
-            pending.imports,
-        )
+            """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, weight, line)
+               VALUES (?, ?, ?, NULL, ?, ?, ?)""",
+            [
+                (ref.kind, file_id, class_ids.get(ref.class_name), ref.base,
+                 EDGE_WEIGHTS[ref.kind], ref.line)
+                for ref in facts.inheritance
+            ],
+        )  # fmt: skip
 
     def _file_id(self, rel: str) -> int | None:
         row = self._db().execute("SELECT id FROM files WHERE path=?", (rel,)).fetchone()
