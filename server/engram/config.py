@@ -62,6 +62,10 @@ class RetrievalConfig:
     #: cross-validation over LoCoMo conversations (docs/retrieval.md); other models may
     #: need their own value.
     min_cosine: float = 0.2
+    #: Re-order the finalised top 30 with the shipped learned re-ranker (docs/retrieval.md
+    #: "Learned re-ranking of the top 30"). Its weights were fitted on conversations; false
+    #: keeps the pipeline's own order.
+    rerank: bool = True
 
 
 @attrs.define

@@ -105,6 +105,32 @@ def test_retriever_applies_the_model_and_hands_scores_out_in_the_new_order() -> 
     assert [h.score for h in after] == [h.score for h in before]  # same scale, new order
 
 
+def test_the_retrieval_rerank_setting_turns_the_shipped_model_off() -> None:
+    """``retrieval.rerank = false`` keeps the pipeline's own order: no model is loaded, and
+    the results equal those of a retriever built without one. An explicit model still wins
+    (the evaluation scripts pass one)."""
+    memories = [mem(f"deploy note {i} about the cache", id=f"m-{i}") for i in range(5)]
+    emb = HashEmbedder()
+    store = FakeStore(emb)
+    store.add(memories)
+    on = Retriever(store, emb, RetrievalConfig(), clock=lambda: NOW)  # type: ignore[arg-type]
+    off = Retriever(store, emb, RetrievalConfig(rerank=False), clock=lambda: NOW)  # type: ignore[arg-type]
+    plain = Retriever(store, emb, RetrievalConfig(), clock=lambda: NOW, rerank=None)  # type: ignore[arg-type]
+    assert on.rerank_model is not None and off.rerank_model is None
+    request = SearchRequest(query="deploy cache", k=10)
+    assert [h.memory.id for h in off.search(request)] == [
+        h.memory.id for h in plain.search(request)
+    ]
+    explicit = Retriever(
+        store,  # type: ignore[arg-type]
+        emb,
+        RetrievalConfig(rerank=False),
+        clock=lambda: NOW,
+        rerank=only("log_rank"),
+    )
+    assert explicit.rerank_model is not None
+
+
 def test_shipped_weights_are_a_model_over_known_features() -> None:
     model = default_model()
     assert model is not None

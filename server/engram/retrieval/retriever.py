@@ -167,9 +167,9 @@ class Retriever:
     ) -> None:
         self.store = store
         #: the learned re-ranking of the finalised top (docs/retrieval.md); "default": the
-        #: shipped model, None: the pipeline's order as it is
+        #: shipped model unless ``retrieval.rerank`` is off, None: the pipeline's order as it is
         self.rerank_model: RerankModel | None = (
-            default_model()
+            (default_model() if config.rerank else None)
             if rerank == "default"
             else (rerank if isinstance(rerank, RerankModel) else None)
         )
