@@ -40,6 +40,21 @@ def fresh_closure(root: Path, tmp_path: Path) -> set[tuple[str, str, int]]:
     return result
 
 
+def count_closure_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gains an item each time a graph rebuilds its whole closure."""
+    from engram.codegraph import graph as graph_module
+
+    rebuilds: list[int] = []
+    rebuild = graph_module.CodeGraph._rebuild_closure
+
+    def counted(self: CodeGraph, adjacency: graph_module._Adjacency) -> None:
+        rebuilds.append(1)
+        rebuild(self, adjacency)
+
+    monkeypatch.setattr(graph_module.CodeGraph, "_rebuild_closure", counted)
+    return rebuilds
+
+
 def test_reindex_replaces_edges_and_updates_closure(make_graph, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     graph = make_graph(BASE)
     root = graph.workspace.root
@@ -390,14 +405,7 @@ def test_a_whole_closure_rebuild_stores_the_rows_of_the_per_file_update(
         for i in range(40)
     }
     write_tree(root, files)
-    rebuilds: list[int] = []
-    rebuild = graph_module.CodeGraph._rebuild_closure
-
-    def counted(self: CodeGraph, adjacency: graph_module._Adjacency) -> None:
-        rebuilds.append(1)
-        rebuild(self, adjacency)
-
-    monkeypatch.setattr(graph_module.CodeGraph, "_rebuild_closure", counted)
+    rebuilds = count_closure_rebuilds(monkeypatch)
 
     def index(full: bool, name: str) -> list[tuple[object, ...]]:
         monkeypatch.setattr(graph_module, "_FULL_CLOSURE_OVER", 0 if full else 10**9)
@@ -652,14 +660,7 @@ def test_a_cold_index_where_few_files_import_rebuilds_the_same_closure(
         for i in range(10)
     })  # fmt: skip
     write_tree(root, files)
-    rebuilds: list[int] = []
-    rebuild = graph_module.CodeGraph._rebuild_closure
-
-    def counted(self: CodeGraph, adjacency: graph_module._Adjacency) -> None:
-        rebuilds.append(1)
-        rebuild(self, adjacency)
-
-    monkeypatch.setattr(graph_module.CodeGraph, "_rebuild_closure", counted)
+    rebuilds = count_closure_rebuilds(monkeypatch)
 
     def index(threshold: int, name: str) -> dict[str, list[tuple[object, ...]]]:
         monkeypatch.setattr(graph_module, "_FULL_CLOSURE_OVER", threshold)
