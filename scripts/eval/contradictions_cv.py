@@ -24,6 +24,11 @@ NLI scores are computed once per pair and cached, so the grid costs only the rul
 * ``--fresh FILE``: every pair of another frozen file (the fresh unseen set,
   ``contradiction_fresh_pairs.jsonl``), scored the same way, once the rule is fixed.
 
+* ``--fix-grid``: with the gate as shipped, every on/off combination of the readings of edits
+  that change no claim (``FIXES``, docs/lifecycle.md eighth pass); ``dev_cv.today`` is the
+  detector as shipped on the same folds, ``fixes_picked`` how many training parts turned
+  each reading on.
+
 * ``--grouped``: folds by repository (``--folds 0``: leave one repository out), so a test
   fold holds only repositories its training part never saw: folds that share repositories
   and phrasings estimated 0.99 recall where an unseen set gave 0.56 (docs/lifecycle.md,
@@ -31,7 +36,7 @@ NLI scores are computed once per pair and cached, so the grid costs only the rul
   ``--public-all``: FILE's held-out part joins dev (it is spent).
 
 Usage: scripts/eval/contradictions_cv.py [FILE] [--folds 5] [--repeats 5] [--heldout]
-       [--dev-also FILE ...] [--fresh FILE] [--grouped] [--public-all] [--no-model]
+       [--dev-also FILE ...] [--fresh FILE] [--grouped] [--fix-grid] [--public-all] [--no-model]
        [--mirrors DIR] [--json]
 Last stdout line: {"dev_cv": {...}, "chosen": {...}, "dev_full": {...}, "heldout": {...},
 "fresh": {...}}
@@ -69,11 +74,17 @@ EDIT_SLOTS = (False, True)
 #: remembers in scripts/bench/remember_contradictions.py --model), a p95 cost the budget
 #: does not allow; --no-cue-too searches it anyway (docs/lifecycle.md, sixth pass)
 EDIT_GRID_GATES = ((0.98, 0.99, 0.993, 0.995, 1.01), (0.0, 0.25), (0.5, 0.6, 1.01), (True,))
+#: the readings of edits that change no claim (eighth pass, ``--fix-grid``): each on or off
+#: (``engram.lifecycle.contradictions`` flags of the same names, lowercased)
+FIXES = (
+    "spelling_fixes", "same_literals", "quoted_names", "hyphenated_names",
+    "value_lists", "only_added",
+)  # fmt: skip
 #: the setting before this CV (issue 12, second pass): ties go to it
 BEFORE = {
     "threshold": 0.993, "min_overlap": 0.25, "subject_cosine": 0.6, "require_cue": True,
     "edit_extra": 0, "edit_opposites": False, "edit_slots": False,
-}  # fmt: skip
+} | dict.fromkeys(FIXES, False)  # fmt: skip
 
 
 def defaults() -> dict[str, Any]:
@@ -87,7 +98,8 @@ def defaults() -> dict[str, Any]:
             "subject_cosine": judges.subject_cosine, "require_cue": judges.require_cue,
             "edit_extra": contradictions.EDIT_EXTRA_TOKENS,
             "edit_opposites": contradictions.EDIT_OPPOSITES,
-            "edit_slots": contradictions.EDIT_SLOTS}  # fmt: skip
+            "edit_slots": contradictions.EDIT_SLOTS}  | {
+            fix: getattr(contradictions, fix.upper()) for fix in FIXES}  # fmt: skip
 
 
 class CachedNli:
@@ -111,15 +123,23 @@ def predict(rows: list[dict[str, Any]], cosines: list[float | None], setting: di
     from engram.lifecycle import contradictions
 
     names = {"edit_extra": "EDIT_EXTRA_TOKENS", "edit_opposites": "EDIT_OPPOSITES",
-             "edit_slots": "EDIT_SLOTS"}  # fmt: skip
+             "edit_slots": "EDIT_SLOTS"} | {fix: fix.upper() for fix in FIXES}  # fmt: skip
     shipped = {key: getattr(contradictions, name) for key, name in names.items()}
+
+    def forget() -> None:  # the readings of a note are cached; a flag changes them
+        for reader in (contradictions._read, contradictions._claims, contradictions._values,
+                       contradictions._example):  # fmt: skip
+            reader.cache_clear()
+
     for key, name in names.items():
         setattr(contradictions, name, setting.get(key, shipped[key]))
+    forget()
     try:
         return _predict(rows, cosines, setting, nli, cache)
     finally:
         for key, name in names.items():
             setattr(contradictions, name, shipped[key])
+        forget()
 
 
 def _predict(rows: list[dict[str, Any]], cosines: list[float | None], setting: dict[str, Any],
@@ -155,6 +175,7 @@ def choose(table: dict[int, list[bool]], settings: list[dict[str, Any]], labels:
             s["recall"] if s["precision"] >= min_precision else s["precision"],
             s["precision"],
             setting == BEFORE,
+            -sum(bool(setting.get(fix)) for fix in FIXES),  # fewer readings changed
         )
         if best is None or key > best:
             best, pick = key, k
@@ -233,6 +254,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="search the edit reader's reach too (a smaller gate grid); else it stays as shipped",
     )
     parser.add_argument(
+        "--fix-grid",
+        action="store_true",
+        help="search which readings of look-alike edits to turn on (the gate as shipped)",
+    )
+    parser.add_argument(
         "--no-cue-too",
         action="store_true",
         help="with --edit-grid: also settings that send pairs without a flip cue to the NLI",
@@ -270,16 +296,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             for e, p, v in itertools.product(EDIT_EXTRA, EDIT_OPPOSITES, EDIT_SLOTS)
         ]
+    elif args.fix_grid:
+        settings = [
+            shipped | dict(zip(FIXES, flags, strict=True))
+            for flags in itertools.product((False, True), repeat=len(FIXES))
+        ]
     else:
         settings = [
             {"threshold": t, "min_overlap": o, "subject_cosine": c, "require_cue": q}
             | {key: shipped[key] for key in ("edit_extra", "edit_opposites", "edit_slots")}
+            | {fix: shipped[fix] for fix in FIXES}
             for t, o, c, q in itertools.product(
                 THRESHOLDS, MIN_OVERLAPS, SUBJECT_COSINES, REQUIRE_CUE
             )
         ]
-    for extra in (BEFORE, shipped):  # both always in the grid
-        if extra not in settings:
+    for extra in (BEFORE, shipped):  # both always in the grid (the fix grid: today's gate)
+        if extra not in settings and not (args.fix_grid and extra is BEFORE):
             settings.append(dict(extra))
     cache: dict[tuple[str, str], float] = {}
     if args.nli_cache is not None and args.nli_cache.is_file():
@@ -290,6 +322,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rng = random.Random(12)
     tests: list[dict[str, float]] = []
+    # the detector as shipped, on the same test folds: what a change must beat
+    today = settings.index(shipped)
+    tests_today: list[dict[str, float]] = []
     picked: list[int] = []
     pooled: list[dict[str, float]] = []
     groups = [str(r.get("repo") or "written") for r in dev]
@@ -306,6 +341,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             k = choose(table, settings, labels, train, args.min_precision)
             picked.append(k)
             tests.append(base.scores([table[k][i] for i in test], [labels[i] for i in test]))
+            tests_today.append(
+                base.scores([table[today][i] for i in test], [labels[i] for i in test])
+            )
             for i in test:
                 out_of_fold[i] = table[k][i]
         pooled.append(base.scores(out_of_fold, labels))
@@ -317,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     everything = list(range(len(dev)))
     chosen = choose(table, settings, labels, everything, args.min_precision)
-    before = settings.index(BEFORE)
+    before = settings.index(shipped if args.fix_grid else BEFORE)
     summary: dict[str, Any] = {
         "dataset": args.file.stem,
         "dev_items": len(dev),
@@ -334,6 +372,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "recall": mean_sd("recall"),
             "f1": mean_sd("f1"),
             "settings_picked": len(set(picked)),
+            # how many training parts turned each reading of look-alike edits on
+            "fixes_picked": {fix: sum(bool(settings[k].get(fix)) for k in picked) for fix in FIXES},
+            "today": {key: mean_sd(key, tests_today) for key in ("precision", "recall", "f1")},
             "before_picked": sum(k == before for k in picked),
             # every pair scored once, by the setting its own training part chose
             "pooled": {key: mean_sd(key, pooled) for key in ("precision", "recall", "f1")},

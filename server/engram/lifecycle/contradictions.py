@@ -139,6 +139,133 @@ _VALUE_CUES = frozenset(
 )  # fmt: skip
 
 
+# -- look-alikes of an edit (docs/lifecycle.md, eighth pass) -------------------------------
+# On repositories no rule was written from, most false alarms are edits that change no claim:
+# a spelling fix that happens to touch "not" ("might now support it" / "might not support
+# it"), one value written two ways ("Lang 4.0" / "Lang 4", "'true'" / "true", "is not True"
+# / "is False"), a renamed quoted name ("'target'" / "'old_file'"), an option named with a
+# hyphenated "no-" ("--no-implicit-optional"), a clause added next to the one it qualifies
+# ("… are enabled. Defaults to true if not specified"), one item of a long list of versions.
+# Each reading below is switched by its flag; which ones ship was chosen by the CV grouped by
+# repository (``scripts/eval/contradictions_cv.py --fix-grid``).
+#: an edit whose only changes are one-letter spelling fixes (and dropped articles) changes
+#: no claim, even when the fixed word is "not" / "now" or "no" / "now"
+SPELLING_FIXES = True
+#: a number, truth value or quoted literal written another way is the same value
+SAME_LITERALS = True
+#: a swapped quoted string is a value only where a value stands (after "default", "is",
+#: "to", "=" …); elsewhere it names a thing ("if 'target' is out-of-date")
+QUOTED_NAMES = True
+#: "no-"/"non-"/"not-" joined to the next word is part of a name, not a negation
+HYPHENATED_NAMES = True
+#: an edit that only adds words (or only drops them) keeps every claim of the shorter note,
+#: unless what it adds is a negation (outside a condition), "only", "now", "always" …
+ONLY_ADDED = True
+#: a number is one item of a list, not a setting's value, in a note with this many numbers
+VALUE_LISTS = True
+LIST_NUMBERS = 6
+
+_HYPHENATED_NEGATION = re.compile(r"\b(no|non|not)-(?=[a-z])")
+_NOT_TRUTH = re.compile(r"\bnot\s+(true|false)\b", re.I)
+_NOT_TRUTH_OF = {"true": "false", "false": "true"}
+_NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
+_ZEROS = re.compile(r"^(\d+)(?:\.0+)+$")
+#: what a spelling fix may also drop or add
+_ARTICLES = frozenset({"a", "an", "the", "is", "are", "of", "to"})
+_WORD = re.compile(r"[a-z0-9][a-z0-9']*")
+
+
+@functools.lru_cache(maxsize=4096)
+def _number_count(text: str) -> int:
+    """How many numbers a note holds ("1,000,000,000" and "0.10.4" are one each)."""
+    return len(_NUMBERS.findall(text))
+
+
+def _same_number(token: str) -> str:
+    """ "4.0" and "4", "1.0.0" and "1" are one version."""
+    return _ZEROS.sub(r"\1", token)
+
+
+def _one_letter(x: str, y: str) -> bool:
+    """Whether ``y`` is ``x`` with one letter added, dropped, changed or two swapped."""
+    if x == y or abs(len(x) - len(y)) > 1:
+        return False
+    if len(x) == len(y):
+        diff = [i for i, (p, q) in enumerate(zip(x, y, strict=True)) if p != q]
+        return len(diff) == 1 or (
+            len(diff) == 2 and diff[1] == diff[0] + 1 and x[diff[0]] == y[diff[1]]
+            and x[diff[1]] == y[diff[0]]
+        )  # fmt: skip
+    short, long = sorted((x, y), key=len)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+#: words an added span may not hold: they change the claim they join, not qualify it
+_CLAIM_WORDS = _NEGATION_WORDS | {
+    "only", "now", "always", "never", "longer", "instead", "rather", "deprecated", "removed",
+}  # fmt: skip
+_CONDITION_WORDS = frozenset({"if", "unless", "when", "whether"})
+_CONTRACTED = re.compile(r"n't\b", re.I)
+
+
+def _only_added(old: str, new: str) -> bool:
+    """One note is the other with words added (a qualifier, an example, a detail): every
+    change inserts (or every change drops) words, none of which turns the kept claim — no
+    literal ("(default false)" / "(default)" moves the default), no negation outside a
+    condition ("… if not already set" qualifies), no "only", "now", "always", "instead" …"""
+    import difflib
+
+    # "isn't" is two edit tokens ("isn", "t"): read the negation as a word of its own
+    a = _edit_tokens(_CONTRACTED.sub(" not", old.replace("’", "'")))
+    b = _edit_tokens(_CONTRACTED.sub(" not", new.replace("’", "'")))
+    ops = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+    changed = [op for op in ops if op[0] != "equal"]
+    if not changed or {op[0] for op in changed} not in ({"insert"}, {"delete"}):
+        return False
+    for _, i1, i2, j1, j2 in changed:
+        span = a[i1:i2] + b[j1:j2]
+        if any(_literal((word,)) is not None for word in span):
+            return False
+        for k, word in enumerate(span):
+            if word in _CLAIM_WORDS:
+                conditioned = word in _NEGATION_WORDS and _CONDITION_WORDS.intersection(span[:k])
+                if not conditioned:
+                    return False
+    return True
+
+
+def _spelling_fix(old: str, new: str) -> bool:
+    """The two notes differ only by one-letter fixes of words (and dropped articles), none
+    of them a number, an opposite, or a negation made by adding a letter ("can" /
+    "cant")."""
+    import difflib
+
+    a, b = _WORD.findall(old.lower()), _WORD.findall(new.lower())
+    fixes = 0
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        if op != "replace":
+            if _ARTICLES.issuperset(a[i1:i2] + b[j1:j2]):
+                continue
+            return False
+        if i2 - i1 != j2 - j1:
+            return False
+        for x, y in zip(a[i1:i2], b[j1:j2], strict=True):
+            negation_made = any(
+                n in _NEGATION_WORDS and n.startswith(m) for n, m in ((x, y), (y, x))
+            )
+            if (
+                _HAS_DIGIT.search(x + y)
+                or _OPPOSITE_OF.get(x) == y
+                or negation_made
+                or not _one_letter(x, y)
+            ):
+                return False
+            fixes += 1
+    return fixes > 0
+
+
 @attrs.frozen
 class Contradiction:
     """``memory`` (an existing one) contradicts the new memory; ``kind`` says how."""
@@ -159,6 +286,8 @@ class _Reading:
     values: frozenset[str]
     #: how many negations the note has ("not", "no", "never", "instead of" …)
     negations: int = 0
+    #: how many numbers it holds ("tested in Chrome 5-26, Firefox 2-21, …" holds a list)
+    numbers: int = 0
 
 
 @functools.lru_cache(maxsize=4096)
@@ -166,6 +295,9 @@ def _read(text: str) -> _Reading:
     """Content words, which of them are negated or asserted, and the numbers (cached: the
     same candidates come back for every memory of a batch)."""
     lowered = _NEGATION_PHRASES.sub(" not ", _plain(text).lower())
+    if HYPHENATED_NAMES:
+        # "--no-implicit-optional", "non-chainable": a name, not a negation of the clause
+        lowered = _HYPHENATED_NEGATION.sub(r"\1_", lowered)
     words: set[str] = set()
     negated: set[str] = set()
     asserted: set[str] = set()
@@ -185,6 +317,8 @@ def _read(text: str) -> _Reading:
             if bare in _STOP:
                 continue
             bare = _stem(bare)
+            if SAME_LITERALS and _HAS_DIGIT.search(bare):
+                bare = _same_number(bare)
             if _HAS_DIGIT.search(bare) and _VALUE_CUES.intersection(
                 tokens[max(0, position - 2) : position]
             ):
@@ -196,7 +330,12 @@ def _read(text: str) -> _Reading:
             else:
                 asserted.add(bare)
     return _Reading(
-        frozenset(words), frozenset(negated), frozenset(asserted), frozenset(values), negations
+        frozenset(words),
+        frozenset(negated),
+        frozenset(asserted),
+        frozenset(values),
+        negations,
+        _number_count(text),
     )
 
 
@@ -204,6 +343,9 @@ def _plain(text: str) -> str:
     """``text`` without what only looks like a negation: "or not" (an alternative) and a
     negated opposite glossing the word before it ("optional (not required)")."""
     text = _OR_NOT.sub(" ", text.replace("’", "'"))
+    if SAME_LITERALS:
+        # "is not True" / "is False": one value written two ways
+        text = _NOT_TRUTH.sub(lambda m: _NOT_TRUTH_OF[m.group(1).lower()], text)
 
     def gloss(match: re.Match[str]) -> str:
         before = _TOKEN.findall(text[: match.start()].lower())[-3:]
@@ -334,6 +476,10 @@ def screen_contradictions(
         theirs_files = _files(other)
         if my_files and theirs_files and not my_files & theirs_files:
             continue  # different places may have different rules
+        if SPELLING_FIXES and _spelling_fix(other.content, new.content):
+            continue  # "might now support it" / "might not support it": a typo fixed
+        if ONLY_ADDED and _only_added(other.content, new.content):
+            continue  # "… default to 302" / "… default to 302 (if not already set)"
         # "will be enabled in the future" / "is disabled": a plan and today's state; the
         # word-set rules cannot tell them apart (the flip reader skips the plan's clause)
         planned = bool(_PLANNED.search(other.content)) != bool(_PLANNED.search(new.content))
@@ -642,6 +788,12 @@ def _value_change(old: str, new: str) -> str | None:
 SAME_SETTING_OVERLAP = 0.6
 
 
+def _same_setting(words_a: frozenset[str], words_b: frozenset[str]) -> bool:
+    shared = words_a & words_b
+    small = min(len(words_a), len(words_b))
+    return len(shared) >= 2 and len(shared) / small >= SAME_SETTING_OVERLAP
+
+
 def _flip(old: str, new: str) -> str | None:
     """A setting one note says is on and the other says is off."""
     a, b = _claims(old), _claims(new)
@@ -653,13 +805,8 @@ def _flip(old: str, new: str) -> str | None:
         return f"{name}: {'on' if a.named[name] else 'off'} vs {'on' if b.named[name] else 'off'}"
     for words_a, value_a in a.unnamed:
         for words_b, value_b in b.unnamed:
-            shared = words_a & words_b
-            small = min(len(words_a), len(words_b))
-            if (
-                value_a != value_b
-                and len(shared) >= 2
-                and len(shared) / small >= SAME_SETTING_OVERLAP
-            ):
+            if value_a != value_b and _same_setting(words_a, words_b):
+                shared = words_a & words_b
                 about = " ".join(sorted(shared)[:3])
                 state = {True: "on", False: "off"}
                 return f"{about}: {state[value_a]} vs {state[value_b]} by default"
@@ -705,8 +852,10 @@ def _judge(a: _Reading, b: _Reading) -> tuple[str, str] | None:
     # same negation placed elsewhere moves its scope, not the claim
     if flipped and a.negations != b.negations:
         return "polarity", f"one says not/never about: {', '.join(flipped[:3])}"
-    # values: the same words around different numbers or versions
-    if a.values and b.values and a.values != b.values:
+    # values: the same words around different numbers or versions (not one item of a long
+    # list of them: "tested in Chrome 5-26, Firefox 2-21, …")
+    listed = VALUE_LISTS and min(a.numbers, b.numbers) >= LIST_NUMBERS
+    if a.values and b.values and a.values != b.values and not listed:
         rest_a, rest_b = a.words - a.values, b.words - b.values
         if rest_a and rest_b and _overlap(rest_a, rest_b) >= 0.75:
             left = ", ".join(sorted(a.values - b.values)[:2])
@@ -925,9 +1074,14 @@ def _literal(span: Sequence[str]) -> tuple[str, ...] | None:
         if token in _LITERAL_CLASS:
             meaning.append(_LITERAL_CLASS[token])
         elif token[0] in "\"'":
-            meaning.append("str:" + token.strip("\"'"))
+            inner = token.strip("\"'")
+            if SAME_LITERALS and inner in _LITERAL_CLASS:
+                meaning.append(_LITERAL_CLASS[inner])  # "'true'" / "true"
+            else:
+                meaning.append("str:" + inner)
         elif number := _NUMBER.match(token):
-            meaning.append("num:" + number.group(1))
+            found = number.group(1)
+            meaning.append("num:" + (_same_number(found) if SAME_LITERALS else found))
         elif token in _NUMBER_WORDS:
             meaning.append("num:" + _NUMBER_WORDS[token])
         elif token not in _SPAN_FILLER:
@@ -946,6 +1100,7 @@ def _substitution(old: str, new: str) -> str | None:
     if a != b and sorted(a) == sorted(b):
         return _default_moved(a, b)
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    listed = min(_number_count(old), _number_count(new)) >= LIST_NUMBERS
     shared = sum(block.size for block in matcher.get_matching_blocks())
     if shared < MIN_EDIT_CONTEXT or shared < EDIT_SHARE * max(len(a), len(b)):
         return None
@@ -957,6 +1112,12 @@ def _substitution(old: str, new: str) -> str | None:
         if op == "equal":
             continue
         left, right = _swapped_value(a, b, (i1, i2, j1, j2)) if op == "replace" else (None, None)
+        if (
+            left is not None
+            and right is not None
+            and not _a_value_here(a, b, (i1, i2, j1, j2), left + right, listed)
+        ):
+            left = right = None
         if left is None or right is None:
             # not a value: another edit of the line ("if you want to" / "to"), allowed
             # when short and when it adds or drops no negation
@@ -987,6 +1148,24 @@ def _substitution(old: str, new: str) -> str | None:
     if not changed:
         return None
     return f"{changed[0][0]} vs {changed[0][1]}"
+
+
+def _a_value_here(
+    a: Sequence[str],
+    b: Sequence[str],
+    span: tuple[int, int, int, int],
+    meaning: tuple[str, ...],
+    listed: bool,
+) -> bool:
+    """Whether swapped literals are a value where they stand: a quoted string only in a value
+    slot or after a value cue (``QUOTED_NAMES``), a number not as one item of a long list
+    of them (``VALUE_LISTS``, ``listed``: the notes hold ``LIST_NUMBERS`` numbers)."""
+    i1 = span[0]
+    if QUOTED_NAMES and all(m.startswith("str:") for m in meaning):
+        cued = _NUMBER_CUES.intersection(a[max(0, i1 - NUMBER_CUE_WINDOW) : i1])
+        if not cued and not _in_value_slot(a, b, span):
+            return False
+    return not (VALUE_LISTS and listed and any(m.startswith("num:") for m in meaning))
 
 
 def _swapped_value(
