@@ -143,6 +143,21 @@ def test_vector_search_matches_brute_force(store: MemoryStore) -> None:
     assert store.vector_search(np.ones(7, np.float32), 3) == []  # other dimension: nothing
 
 
+def test_cosines_score_each_row_the_same_whichever_rows_are_around_it() -> None:
+    """A window's rows get the same cosines scored alone or within the whole store (BLAS's
+    ``@`` does not promise it: its per-row sums depend on a row's place in the call)."""
+    from engram.store.snapshot import cosines, normalise
+
+    rng = np.random.default_rng(3)
+    matrix = normalise(rng.normal(size=(5003, 384)).astype(np.float32))
+    for _ in range(20):
+        q = normalise(rng.normal(size=(1, 384)).astype(np.float32))[0]
+        rows = np.sort(rng.choice(len(matrix), int(rng.integers(1, 2000)), replace=False))
+        whole = cosines(matrix, q)
+        assert np.array_equal(whole[rows], cosines(matrix[rows], q))
+        assert whole == pytest.approx(matrix.astype(np.float64) @ q.astype(np.float64), abs=1e-6)
+
+
 def test_update_keeps_vector_and_missing_vectors_tracks_models(store: MemoryStore) -> None:
     fake = FakeEmbedder()
     a, b = Memory("alpha beta"), Memory("gamma delta")
