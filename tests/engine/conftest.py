@@ -105,6 +105,9 @@ class FakeStore:
         ]
         return sorted(scored, key=lambda x: -x[1])[:k]
 
+    def vector_search_each(self, vector, k, filters, *, model_id=None):  # type: ignore[no-untyped-def]
+        return [self.vector_search(vector, k, flt, model_id=model_id) for flt in filters]
+
     @property
     def version(self) -> int:
         """Moves with every write, as a table version does (``MemoryStore.version``)."""

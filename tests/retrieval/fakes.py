@@ -130,6 +130,16 @@ class FakeStore:
         scored.sort(key=lambda x: (-x[1], x[0]))
         return scored[:k]
 
+    def vector_search_each(
+        self,
+        vector: npt.NDArray[np.float32],
+        k: int,
+        filters: Sequence[MemoryFilter | None],
+        *,
+        model_id: str | None = None,
+    ) -> list[list[tuple[str, float]]]:
+        return [self.vector_search(vector, k, flt, model_id=model_id) for flt in filters]
+
 
 class FakeGraph:
     """An undirected file graph given as edges."""

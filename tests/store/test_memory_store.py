@@ -143,6 +143,57 @@ def test_vector_search_matches_brute_force(store: MemoryStore) -> None:
     assert store.vector_search(np.ones(7, np.float32), 3) == []  # other dimension: nothing
 
 
+def test_vector_search_each_is_one_search_per_filter_and_brute_force(store: MemoryStore) -> None:
+    """A dated query's two dense paths from one product: the same hits, scores to the bit,
+    as one ``vector_search`` per filter, and the same ids as NumPy's exact answer."""
+    from engram.model.timewindow import TimeWindow
+
+    rng = np.random.default_rng(17)
+    n = 2000
+    vectors = rng.normal(size=(n, 32)).astype(np.float32)
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    mems = [
+        Memory(
+            f"memory {i}",
+            type=MemoryType.GOTCHA if i % 3 else MemoryType.DECISION,
+            valid_from=start + timedelta(days=float(rng.uniform(0, 730))),
+        )
+        for i in range(n)
+    ]
+    store.add(mems, vectors, "rand")
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    stamps = np.array([m.valid_from.timestamp() for m in mems])
+    march = TimeWindow(datetime(2025, 3, 1, tzinfo=UTC), datetime(2025, 4, 1, tzinfo=UTC))
+    day = TimeWindow(datetime(2025, 3, 4, tzinfo=UTC), datetime(2025, 3, 7, tzinfo=UTC))
+    year = TimeWindow(datetime(2024, 1, 1, tzinfo=UTC), datetime(2025, 1, 1, tzinfo=UTC))
+    filters = [
+        None,
+        MemoryFilter(valid_within=march),
+        MemoryFilter(valid_within=day),
+        MemoryFilter(valid_within=year),  # half the store: not a selective filter
+        MemoryFilter(types=[MemoryType.DECISION], valid_within=march),
+    ]
+    allowed = [
+        np.ones(n, bool),
+        march.mask(stamps),
+        day.mask(stamps),
+        year.mask(stamps),
+        march.mask(stamps) & (np.arange(n) % 3 == 0),
+    ]
+    assert 0 < allowed[2].sum() < allowed[1].sum() < n // 4 < allowed[3].sum()
+    for _ in range(5):
+        q = rng.normal(size=32).astype(np.float32)
+        together = store.vector_search_each(q, 10, filters, model_id="rand")
+        assert together == [store.vector_search(q, 10, f, model_id="rand") for f in filters]
+        cos = unit @ (q / np.linalg.norm(q))
+        for hits, mask in zip(together, allowed, strict=True):
+            rows = np.flatnonzero(mask)
+            want = [mems[i].id for i in rows[np.argsort(-cos[rows])][:10]]
+            assert ids(hits) == want
+            assert [s for _, s in hits] == pytest.approx(sorted(cos[rows])[::-1][:10], abs=1e-5)
+    assert store.vector_search_each(q, 10, filters, model_id="other") == [[]] * len(filters)
+
+
 def test_cosines_score_each_row_the_same_whichever_rows_are_around_it() -> None:
     """A window's rows get the same cosines scored alone or within the whole store (BLAS's
     ``@`` does not promise it: its per-row sums depend on a row's place in the call)."""

@@ -319,13 +319,13 @@ class Retriever:
             pending_dated = (
                 None if dated is None else self._pool().submit(self._keyword, query, n, dated, [])
             )
-            dense, vector = self._dense(query, n, flt, notes)
+            dense, dense_dated = self._dense(query, n, flt, notes, dated)
             paths[BM25] = pending.result()
             notes.extend(keyword_notes)
             if dense is not None:
                 paths[DENSE] = dense
             if window is not None and dated is not None and pending_dated is not None:
-                in_window = self._in_window(pending_dated.result(), vector, n, dated)
+                in_window = self._in_window(pending_dated.result(), dense_dated)
                 if in_window:
                     paths[TIME] = in_window
                     notes.append(f"dated: {window.text}")
@@ -389,45 +389,50 @@ class Retriever:
             return []
 
     def _dense(
-        self, query: str, n: int, flt: Any, notes: list[str]
-    ) -> tuple[list[tuple[str, float]] | None, np.ndarray | None]:
-        """Dense candidates and the query vector (None, None without a working model)."""
+        self, query: str, n: int, flt: Any, notes: list[str], dated: Any = None
+    ) -> tuple[list[tuple[str, float]] | None, list[tuple[str, float]] | None]:
+        """Dense candidates, and with a ``dated`` filter those inside its window too.
+
+        (None, None) without a working model; the windowed list is None when its search
+        failed alone. Both lists come from one store call, so at 100k memories a dated
+        query costs one matrix product, not two (``MemoryStore.vector_search_each``).
+        """
         if self.embedder is None:
             notes.append("no embedding model: keyword + graph only")
             return None, None
+        model_id = self.embedder.model_id
         try:
             vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
-            found = self._vector_search(vector, n, flt)
+            if dated is not None:
+                try:
+                    found, inside = self.store.vector_search_each(
+                        vector, n, [flt, dated], model_id=model_id
+                    )
+                    return list(found), list(inside)
+                except Exception as exc:  # the window is an optional signal
+                    log.info("time-window search failed: %s", exc)
+            return list(self.store.vector_search(vector, n, flt, model_id=model_id)), None
         except Exception as exc:
             log.warning("dense search failed: %s", exc)
             notes.append("dense search unavailable: keyword + graph only")
             return None, None
-        return found, vector
-
-    def _vector_search(self, vector: np.ndarray, n: int, flt: Any) -> list[tuple[str, float]]:
-        model_id = self.embedder.model_id if self.embedder is not None else None
-        return list(self.store.vector_search(vector, n, flt, model_id=model_id))
 
     def _in_window(
         self,
         keyword_hits: list[tuple[str, float]],
-        vector: np.ndarray | None,
-        n: int,
-        dated: Any,
+        dense_hits: list[tuple[str, float]] | None,
     ) -> list[tuple[str, float]]:
         """The time path: BM25 and dense again, inside the window the query names.
 
         "What did we decide about caching in March?" has its answer among March's
         memories, where the whole store's top 50 may not reach; searching the window
         alone finds it, and fusion weighs it with the other paths (docs/retrieval.md).
-        The windowed BM25 ran on a worker thread beside the main paths.
+        The windowed BM25 ran on a worker thread beside the main paths; the windowed dense
+        hits came with the store-wide ones (``_dense``).
         """
         inner: dict[str, list[tuple[str, float]]] = {BM25: keyword_hits}
-        if vector is not None:
-            try:
-                inner[DENSE] = self._vector_search(vector, n, dated)
-            except Exception as exc:  # an optional signal: never fail the search for it
-                log.info("time-window search failed: %s", exc)
+        if dense_hits is not None:
+            inner[DENSE] = dense_hits
         fused = weighted_score_fusion(inner, FUSION_WEIGHTS[QueryType.SEMANTIC])
         floor = self.config.min_cosine
         matches = {mid for mid, _ in keyword_hits}

@@ -66,7 +66,8 @@ class RetrievalStore(Protocol):
 
     Called directly, never probed: a renamed method fails mypy here, not silently at run
     time. ``vector_search`` takes the query embedder's ``model_id`` so that after a model
-    switch only vectors of that model are compared.
+    switch only vectors of that model are compared; ``vector_search_each`` answers several
+    filters for one vector (the store scores them from one matrix product).
     """
 
     def get_many(self, ids: Sequence[str]) -> list[Memory]: ...
@@ -85,6 +86,17 @@ class RetrievalStore(Protocol):
         *,
         model_id: str | None = None,
     ) -> list[tuple[str, float]]: ...
+
+    def vector_search_each(
+        self,
+        vector: npt.NDArray[np.float32],
+        k: int,
+        filters: Sequence[MemoryFilter | None],
+        *,
+        model_id: str | None = None,
+    ) -> list[list[tuple[str, float]]]:
+        """``vector_search`` under each filter (a dated query: the store, then its window)."""
+        ...
 
 
 @attrs.define

@@ -907,28 +907,50 @@ class MemoryStore:
         Only vectors of the query's dimension are compared; with ``model_id`` only vectors
         of that model (after a model switch, until ``missing_vectors`` are re-embedded).
         """
+        return self.vector_search_each(vector, k, [flt], model_id=model_id)[0]
+
+    def vector_search_each(
+        self,
+        vector: npt.NDArray[np.float32],
+        k: int,
+        filters: Sequence[MemoryFilter | None],
+        *,
+        model_id: str | None = None,
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`vector_search` under each of ``filters``, from one matrix product.
+
+        A dated query's dense paths (the whole store, then inside its time window) share
+        the query vector; one product serves both (``FrozenBlock.search_each``).
+        """
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         with self._mutex:
             self.refresh()
             block = self._snap.blocks.get(int(query.shape[0]))
             if block is None or k <= 0:
-                return []
-            key = (self._snap.generation, block.dim, model_id, _filter_key(flt))
-            allowed = self._allowed_cache.get(key)
-            if allowed is None:
-                mask = self._row_mask(flt)
-                if model_id is not None:
-                    code = self._snap.model_codes.get(model_id, -2)
-                    mask &= self._snap.model_code.view() == code
-                allowed = block.allowed(mask)
-                if len(self._allowed_cache) > 32:
-                    self._allowed_cache.clear()
-                self._allowed_cache[key] = allowed
+                return [[] for _ in filters]
+            alloweds = [self._allowed(block, flt, model_id) for flt in filters]
             frozen, ids = block.frozen(), self._snap.ids
         # the matrix product (the O(n·dim) step, ~8 ms at 100k) runs without the lock, so
         # the retriever's keyword search on its worker thread is not kept waiting for it
-        hits = frozen.search(query, k, allowed)
-        return [(ids[row], score) for row, score in hits]
+        found = frozen.search_each(query, k, alloweds)
+        return [[(ids[row], score) for row, score in hits] for hits in found]
+
+    def _allowed(
+        self, block: VectorBlock, flt: MemoryFilter | None, model_id: str | None
+    ) -> npt.NDArray[np.bool_]:
+        """Block positions ``flt`` and ``model_id`` allow (cached until the next write)."""
+        key = (self._snap.generation, block.dim, model_id, _filter_key(flt))
+        allowed = self._allowed_cache.get(key)
+        if allowed is None:
+            mask = self._row_mask(flt)
+            if model_id is not None:
+                code = self._snap.model_codes.get(model_id, -2)
+                mask &= self._snap.model_code.view() == code
+            allowed = block.allowed(mask)
+            if len(self._allowed_cache) > 32:
+                self._allowed_cache.clear()
+            self._allowed_cache[key] = allowed
+        return allowed
 
     def missing_vectors(self, model_id: str) -> list[Memory]:
         """Memories with no vector from ``model_id`` (never embedded, or another model)."""
