@@ -80,6 +80,16 @@ FIXES = (
     "spelling_fixes", "same_literals", "quoted_names", "hyphenated_names",
     "value_lists", "only_added",
 )  # fmt: skip
+#: the readings of values no reader recognised (ninth pass, ``--recall-grid``): each on or
+#: off, with the eighth pass's readings as shipped; ``edit_opposites`` (sixth pass, off) is
+#: searched again with them, since held-out 5's and 6's misses hold "before" / "after" swaps
+RECALLS = (
+    "named_versions", "prereleases", "distinct_empties", "same_units", "short_slots",
+    "name_slots", "opposite_parts", "path_values", "issue_refs", "edit_opposites",
+)  # fmt: skip
+#: the flags ``predict`` sets on ``engram.lifecycle.contradictions`` (key: flag name)
+FLAGS = {"edit_extra": "EDIT_EXTRA_TOKENS", "edit_opposites": "EDIT_OPPOSITES",
+         "edit_slots": "EDIT_SLOTS"} | {fix: fix.upper() for fix in FIXES + RECALLS}  # fmt: skip
 #: the setting before this CV (issue 12, second pass): ties go to it
 BEFORE = {
     "threshold": 0.993, "min_overlap": 0.25, "subject_cosine": 0.6, "require_cue": True,
@@ -99,7 +109,7 @@ def defaults() -> dict[str, Any]:
             "edit_extra": contradictions.EDIT_EXTRA_TOKENS,
             "edit_opposites": contradictions.EDIT_OPPOSITES,
             "edit_slots": contradictions.EDIT_SLOTS}  | {
-            fix: getattr(contradictions, fix.upper()) for fix in FIXES}  # fmt: skip
+            fix: getattr(contradictions, fix.upper()) for fix in FIXES + RECALLS}  # fmt: skip
 
 
 class CachedNli:
@@ -122,8 +132,7 @@ def predict(rows: list[dict[str, Any]], cosines: list[float | None], setting: di
             nli: Any, cache: dict[tuple[str, str], float]) -> list[bool]:  # fmt: skip
     from engram.lifecycle import contradictions
 
-    names = {"edit_extra": "EDIT_EXTRA_TOKENS", "edit_opposites": "EDIT_OPPOSITES",
-             "edit_slots": "EDIT_SLOTS"} | {fix: fix.upper() for fix in FIXES}  # fmt: skip
+    names = FLAGS
     shipped = {key: getattr(contradictions, name) for key, name in names.items()}
 
     def forget() -> None:  # the readings of a note are cached; a flag changes them
@@ -175,7 +184,7 @@ def choose(table: dict[int, list[bool]], settings: list[dict[str, Any]], labels:
             s["recall"] if s["precision"] >= min_precision else s["precision"],
             s["precision"],
             setting == BEFORE,
-            -sum(bool(setting.get(fix)) for fix in FIXES),  # fewer readings changed
+            -sum(bool(setting.get(fix)) for fix in FIXES + RECALLS),  # fewer readings on
         )
         if best is None or key > best:
             best, pick = key, k
@@ -259,6 +268,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="search which readings of look-alike edits to turn on (the gate as shipped)",
     )
     parser.add_argument(
+        "--recall-grid",
+        action="store_true",
+        help="search which readings of unrecognised values to turn on (the rest as shipped)",
+    )
+    parser.add_argument(
         "--no-cue-too",
         action="store_true",
         help="with --edit-grid: also settings that send pairs without a flip cue to the NLI",
@@ -296,6 +310,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             for e, p, v in itertools.product(EDIT_EXTRA, EDIT_OPPOSITES, EDIT_SLOTS)
         ]
+    elif args.recall_grid:
+        # 2**10 combinations cost ~1 h on this machine: none, each alone, each left out of
+        # all, all (the readings touch disjoint pairs on dev, so they hardly interact)
+        choices = [frozenset(), frozenset(RECALLS)]
+        choices += [frozenset({name}) for name in RECALLS]
+        choices += [frozenset(RECALLS) - {name} for name in RECALLS]
+        settings = [shipped | {name: name in on for name in RECALLS} for on in choices]
     elif args.fix_grid:
         settings = [
             shipped | dict(zip(FIXES, flags, strict=True))
@@ -305,13 +326,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = [
             {"threshold": t, "min_overlap": o, "subject_cosine": c, "require_cue": q}
             | {key: shipped[key] for key in ("edit_extra", "edit_opposites", "edit_slots")}
-            | {fix: shipped[fix] for fix in FIXES}
+            | {fix: shipped[fix] for fix in FIXES + RECALLS}
             for t, o, c, q in itertools.product(
                 THRESHOLDS, MIN_OVERLAPS, SUBJECT_COSINES, REQUIRE_CUE
             )
         ]
     for extra in (BEFORE, shipped):  # both always in the grid (the fix grid: today's gate)
-        if extra not in settings and not (args.fix_grid and extra is BEFORE):
+        if extra not in settings and not ((args.fix_grid or args.recall_grid) and extra is BEFORE):
             settings.append(dict(extra))
     cache: dict[tuple[str, str], float] = {}
     if args.nli_cache is not None and args.nli_cache.is_file():
@@ -355,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     everything = list(range(len(dev)))
     chosen = choose(table, settings, labels, everything, args.min_precision)
-    before = settings.index(shipped if args.fix_grid else BEFORE)
+    before = settings.index(shipped if args.fix_grid or args.recall_grid else BEFORE)
     summary: dict[str, Any] = {
         "dataset": args.file.stem,
         "dev_items": len(dev),
@@ -374,6 +395,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "settings_picked": len(set(picked)),
             # how many training parts turned each reading of look-alike edits on
             "fixes_picked": {fix: sum(bool(settings[k].get(fix)) for k in picked) for fix in FIXES},
+            # and each reading of unrecognised values (``--recall-grid``)
+            "recalls_picked": {
+                name: sum(bool(settings[k].get(name)) for k in picked) for name in RECALLS
+            },
             "today": {key: mean_sd(key, tests_today) for key in ("precision", "recall", "f1")},
             "before_picked": sum(k == before for k in picked),
             # every pair scored once, by the setting its own training part chose

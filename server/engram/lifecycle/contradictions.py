@@ -45,6 +45,8 @@ from engram.model import Memory, MemoryType
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    import difflib
+
     from engram.lifecycle.nli import NliJudge
     from engram.llm import LlmClient
 
@@ -295,6 +297,8 @@ def _read(text: str) -> _Reading:
     """Content words, which of them are negated or asserted, and the numbers (cached: the
     same candidates come back for every memory of a batch)."""
     lowered = _NEGATION_PHRASES.sub(" not ", _plain(text).lower())
+    if ISSUE_REFS:
+        lowered = _ISSUE_REF.sub(" ", lowered)  # "(#8622)": which issue, not a value
     if HYPHENATED_NAMES:
         # "--no-implicit-optional", "non-chainable": a name, not a negation of the clause
         lowered = _HYPHENATED_NEGATION.sub(r"\1_", lowered)
@@ -316,6 +320,8 @@ def _read(text: str) -> _Reading:
                 continue
             if bare in _STOP:
                 continue
+            if SAME_UNITS and (quantity := _quantity((bare,))) is not None:
+                bare = f"{quantity[1]:g}{quantity[0]}"  # "1000ms" and "1s" are one value
             bare = _stem(bare)
             if SAME_LITERALS and _HAS_DIGIT.search(bare):
                 bare = _same_number(bare)
@@ -1057,13 +1063,110 @@ MAX_SWAPS = 2
 EDIT_EXTRA_TOKENS = 8
 EDIT_OPPOSITES = False
 EDIT_SLOTS = True
+
+# -- values no reader recognised (docs/lifecycle.md, ninth pass) ---------------------------
+# On held-out 6 most missed contradictions were values swapped in an edited line that the
+# edit reader did not read as values: a version after a product's name ("removed with
+# Mockito 3" / "… 4", "v3" / "v4"), a pre-release ("3.0.0-beta.3" / "-beta.4"), "null" /
+# "undefined", a file extension in a default path, an identifier whose one part is turned
+# into its opposite ("secureConnectEnd" / "…Start"), a name swapped for a name right after
+# "the default is", a two-word note ("default = 2500" / "… 10000"). One false-alarm kind is
+# the other way: one duration or size written in two units ("1000ms" / "1s"). Each reading
+# is switched by its flag; which ones ship was chosen by the CV grouped by repository
+# (``scripts/eval/contradictions_cv.py --recall-grid``).
+#: a number right after a capitalised name ("Mockito 3", "Babel 8") or written "v3" is a
+#: version of that thing, so a value
+NAMED_VERSIONS = False
+#: "3.0.0-beta.3" and "3.0.0-beta.4" are two versions (not both "3.0.0")
+PRERELEASES = False
+#: "null" and "undefined" are two values (JavaScript tells them apart); None/nil/null are one
+DISTINCT_EMPTIES = False
+#: one duration or size written in two units is one value ("1000ms" / "1s", "1024 KiB" /
+#: "1 MiB")
+SAME_UNITS = False
+#: a note of two or three words around a value slot ("default = 2500" / "… 10000") is
+#: read as an edit too (else an edit needs ``MIN_EDIT_CONTEXT`` shared words)
+SHORT_SLOTS = False
+#: a short name swapped for another right after "the default is" / "defaults to" / "returns"
+#: is a swapped value ("The default is jasmine2" / "… jest-circus")
+NAME_SLOTS = False
+#: an identifier with one part turned into its opposite is a swapped value
+#: ("after secureConnectEnd" / "after secureConnectStart")
+OPPOSITE_PARTS = False
+#: a file name whose extension changed after a value cue is a swapped value ("[default:
+#: …/alacritty.yml]" / "….toml")
+PATH_VALUES = False
+#: a number written "#8622" is a reference to an issue or pull request, not a value
+ISSUE_REFS = False
+_ISSUE_REF = re.compile(r"(?<![\w&])#\d+\b")
 #: a swap between these meanings turns one claim into its opposite
 _FLIP_MEANINGS = frozenset({"true", "false"}) | frozenset("opp:" + w for w in _OPPOSITE_OF)
 
 
 def _edit_tokens(text: str) -> list[str]:
     lowered = text.lower().replace("`", " ").replace("*", " ")
+    if ISSUE_REFS:
+        lowered = _ISSUE_REF.sub(" ", lowered)
     return [t.rstrip(".,:") or t for t in _EDIT_TOKEN.findall(lowered)]
+
+
+_V_VERSION = re.compile(r"^v(\d+(?:\.\d+)*)$")
+_PRERELEASE = re.compile(r"^(\d+(?:\.\d+)*-[a-z]+(?:\.?\d+)+)")
+#: a capitalised word just before a number: the thing the number is a version of
+_NAMED_NUMBER = re.compile(r"\b([A-Z][A-Za-z]+)\s*\(?\s*v?\d")
+#: units a duration or size may be written in, as a factor of seconds or bytes
+_UNITS = {
+    **dict.fromkeys(("ms", "msec", "millisecond", "milliseconds"), ("s", 0.001)),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), ("s", 1.0)),
+    **dict.fromkeys(("min", "mins", "minute", "minutes"), ("s", 60.0)),
+    **dict.fromkeys(("h", "hr", "hour", "hours"), ("s", 3600.0)),
+    **dict.fromkeys(("day", "days"), ("s", 86400.0)),
+    **dict.fromkeys(("b", "byte", "bytes"), ("b", 1.0)),
+    "kb": ("b", 1e3), "kib": ("b", 1024.0), "mb": ("b", 1e6), "mib": ("b", 1024.0**2),
+    "gb": ("b", 1e9), "gib": ("b", 1024.0**3),
+}  # fmt: skip
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([a-z]*)$")
+#: the other half of an identifier part turned into its opposite ("…Start" / "…End")
+_PART_OPPOSITE_OF = _OPPOSITE_OF | {"start": "end", "end": "start", "begin": "end"}
+_FILE_NAME = re.compile(r"^([\w.-]*\w)\.([a-z]{1,5})$")
+#: how far before a file name its value cue may sit ("[default: $HOME/.config/app/app.yml]")
+PATH_CUE_WINDOW = 6
+
+
+def _literal_class(token: str) -> str:
+    if DISTINCT_EMPTIES and token == "undefined":
+        return "undefined"
+    return _LITERAL_CLASS[token]
+
+
+def _quantity(span: Sequence[str]) -> tuple[str, float] | None:
+    """One duration or size in base units ("1000ms", "1 s" → seconds 1.0), or None when the
+    span is not one number with a known unit."""
+    words = [t for t in span if t not in ("a", "an", "the", "of")]
+    if not words or len(words) > 2:
+        return None
+    found = _QUANTITY.match(words[0])
+    if found is None:
+        return None
+    unit = found.group(2) or (words[1] if len(words) == 2 else "")
+    if not unit or (found.group(2) and len(words) == 2) or unit not in _UNITS:
+        return None
+    kind, factor = _UNITS[unit]
+    return kind, round(float(found.group(1)) * factor, 9)
+
+
+#: capitalised words before a number that name no thing with versions ("Since 3.0.1")
+_NOT_A_PRODUCT = frozenset(
+    {"since", "until", "till", "before", "after", "from", "through", "between", "see", "and",
+     "or", "not", "no", "now", "up", "about", "around", "approximately", "over", "under"}
+)  # fmt: skip
+
+
+def _version_names(text: str) -> frozenset[str]:
+    """The capitalised words a number follows in ``text`` ("Mockito 3", "TODO(Babel 8)"),
+    function words aside ("Since 3.0.1")."""
+    found = (m.group(1).lower() for m in _NAMED_NUMBER.finditer(text))
+    return frozenset(w for w in found if w not in _STOP and w not in _NOT_A_PRODUCT)
 
 
 def _literal(span: Sequence[str]) -> tuple[str, ...] | None:
@@ -1072,16 +1175,20 @@ def _literal(span: Sequence[str]) -> tuple[str, ...] | None:
     meaning: list[str] = []
     for token in span:
         if token in _LITERAL_CLASS:
-            meaning.append(_LITERAL_CLASS[token])
+            meaning.append(_literal_class(token))
         elif token[0] in "\"'":
             inner = token.strip("\"'")
             if SAME_LITERALS and inner in _LITERAL_CLASS:
-                meaning.append(_LITERAL_CLASS[inner])  # "'true'" / "true"
+                meaning.append(_literal_class(inner))  # "'true'" / "true"
             else:
                 meaning.append("str:" + inner)
+        elif PRERELEASES and (pre := _PRERELEASE.match(token)):
+            meaning.append("num:" + pre.group(1))
         elif number := _NUMBER.match(token):
             found = number.group(1)
             meaning.append("num:" + (_same_number(found) if SAME_LITERALS else found))
+        elif NAMED_VERSIONS and (version := _V_VERSION.match(token)):
+            meaning.append("num:" + version.group(1))
         elif token in _NUMBER_WORDS:
             meaning.append("num:" + _NUMBER_WORDS[token])
         elif token not in _SPAN_FILLER:
@@ -1102,8 +1209,11 @@ def _substitution(old: str, new: str) -> str | None:
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     listed = min(_number_count(old), _number_count(new)) >= LIST_NUMBERS
     shared = sum(block.size for block in matcher.get_matching_blocks())
-    if shared < MIN_EDIT_CONTEXT or shared < EDIT_SHARE * max(len(a), len(b)):
+    if shared < EDIT_SHARE * max(len(a), len(b)):
         return None
+    if shared < MIN_EDIT_CONTEXT and not (SHORT_SLOTS and _short_slot(a, b, matcher)):
+        return None
+    names = _version_names(old) | _version_names(new) if NAMED_VERSIONS else frozenset()
     changed = []
     changed_meaning: list[frozenset[str]] = []
     numbers_cued: list[bool] = []
@@ -1129,7 +1239,7 @@ def _substitution(old: str, new: str) -> str | None:
             continue
         swaps += 1
         if any(m.startswith("num:") for m in left + right):
-            numbers_cued.append(_number_is_value(a, i1, i2))
+            numbers_cued.append(_number_is_value(a, i1, i2, names))
         if left != right:
             changed.append((" ".join(a[i1:i2]), " ".join(b[j1:j2])))
             changed_meaning.append(frozenset(left + right))
@@ -1193,7 +1303,84 @@ def _swapped_value(
         if (lit_a or lit_b) and not named and 0 < len(words_a) <= 2 and 0 < len(words_b) <= 2:
             left = lit_a or ("name:" + " ".join(words_a),)
             right = lit_b or ("name:" + " ".join(words_b),)
+    if (left is None or right is None) and NAME_SLOTS and _after_default_is(a, b, span):
+        # "The default is jasmine2" / "The default is jest-circus": a name for a name
+        words_a = [t for t in a[i1:i2] if t not in _SPAN_FILLER]
+        words_b = [t for t in b[j1:j2] if t not in _SPAN_FILLER]
+        if (
+            0 < len(words_a) <= 2
+            and 0 < len(words_b) <= 2
+            and not _NOT_A_NAME.intersection(words_a + words_b)
+        ):
+            left = ("name:" + _SPELLED.sub("", " ".join(words_a)),)
+            right = ("name:" + _SPELLED.sub("", " ".join(words_b)),)
+    if (left is None or right is None) and i2 - i1 == j2 - j1 == 1:
+        if OPPOSITE_PARTS and (part := _opposite_part(a[i1], b[j1])):
+            left, right = ("opp:" + part[0],), ("opp:" + part[1],)
+        elif PATH_VALUES and (ext := _extension_swap(a[i1], b[j1])):
+            cued = _NUMBER_CUES.intersection(a[max(0, i1 - PATH_CUE_WINDOW) : i1])
+            if cued:
+                left, right = ("ext:" + ext[0],), ("ext:" + ext[1],)
+    if SAME_UNITS and left is not None and right is not None and left != right:
+        quantity = _quantity(a[i1:i2])
+        if quantity is not None and quantity == _quantity(b[j1:j2]):
+            right = left  # "1000ms" / "1s": one value written in two units
     return left, right
+
+
+#: what a name may be written with or without ("utf8" / "utf-8")
+_SPELLED = re.compile(r"[-_.\s]")
+
+
+def _after_default_is(a: Sequence[str], b: Sequence[str], span: tuple[int, int, int, int]) -> bool:
+    """Whether a replaced span follows "default is", "defaults to", "default being" in both
+    notes: where a default's value stands ("by default", "the default encoding" name none)."""
+    i1, _, j1, _ = span
+    return (
+        i1 >= 2
+        and j1 >= 2
+        and tuple(a[i1 - 2 : i1]) == tuple(b[j1 - 2 : j1])
+        and a[i1 - 2] in ("default", "defaults")
+        and a[i1 - 1] in ("is", "to", "being", "was")
+    )
+
+
+def _opposite_part(x: str, y: str) -> tuple[str, str] | None:
+    """The two parts of one identifier that differ, when one is the other's opposite
+    ("secureconnectend" / "secureconnectstart": end, start); the shared rest must be a
+    name of its own (at least four letters)."""
+    head = 0
+    while head < min(len(x), len(y)) and x[head] == y[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(x), len(y)) - head and x[-1 - tail] == y[-1 - tail]:
+        tail += 1
+    part_x, part_y = x[head : len(x) - tail], y[head : len(y) - tail]
+    if head + tail < 4 or not part_x or not part_y:
+        return None
+    return (part_x, part_y) if _PART_OPPOSITE_OF.get(part_x) == part_y else None
+
+
+def _extension_swap(x: str, y: str) -> tuple[str, str] | None:
+    """One file name with another extension ("alacritty.yml" / "alacritty.toml")."""
+    fx, fy = _FILE_NAME.match(x), _FILE_NAME.match(y)
+    if fx is None or fy is None or fx.group(1) != fy.group(1) or fx.group(2) == fy.group(2):
+        return None
+    if _HAS_DIGIT.search(fx.group(2) + fy.group(2)):
+        return None
+    return fx.group(2), fy.group(2)
+
+
+def _short_slot(a: Sequence[str], b: Sequence[str], matcher: difflib.SequenceMatcher[str]) -> bool:
+    """A short note ("default = 2500" / "default = 10000") read as an edit: at least two
+    shared words, every change a replacement, the first one in a value slot."""
+    blocks = matcher.get_matching_blocks()
+    if sum(block.size for block in blocks) < 2:
+        return False
+    edits = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if not edits or any(op[0] != "replace" for op in edits):
+        return False
+    return _in_value_slot(a, b, edits[0][1:])
 
 
 def _literals_in(span: Sequence[str]) -> tuple[str, ...] | None:
@@ -1240,13 +1427,21 @@ def _default_moved(a: Sequence[str], b: Sequence[str]) -> str | None:
     return None
 
 
-def _number_is_value(tokens: Sequence[str], start: int, end: int) -> bool:
+def _number_is_value(
+    tokens: Sequence[str], start: int, end: int, names: frozenset[str] = frozenset()
+) -> bool:
     """A swapped number is a setting's value after a value cue (a few words back: "default
-    is a 1 minute delay") or when it is a version ("Node 14.6+"), unless the word before
-    it names a part ("section 3.2", "note 1")."""
+    is a 1 minute delay") or when it is a version ("Node 14.6+"; with ``NAMED_VERSIONS``
+    also "Mockito 3", "v3": ``names`` are the capitalised words a number follows), unless
+    the word before it names a part ("section 3.2", "note 1")."""
     if start and tokens[start - 1] in _INDEX_WORDS:
         return False
     if any(_VERSION.match(t) for t in tokens[start:end]):
+        return True
+    if NAMED_VERSIONS and (
+        any(_V_VERSION.match(t) for t in tokens[start:end])
+        or (start and tokens[start - 1] in names and tokens[start - 1] not in _STOP)
+    ):
         return True
     return bool(_NUMBER_CUES.intersection(tokens[max(0, start - NUMBER_CUE_WINDOW) : start]))
 
