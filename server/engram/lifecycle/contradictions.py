@@ -1060,8 +1060,11 @@ MAX_SWAPS = 2
 #: literal swapped for a short name in a value slot is; chosen by cross-validation grouped
 #: by repository on dev (``scripts/eval/contradictions_cv.py --grouped --edit-grid``,
 #: docs/lifecycle.md, sixth pass; before it: 0, False, False)
+#: ``EDIT_OPPOSITES`` was turned on by the ninth pass's CV, for a word swapped alone: with
+#: other edits around it, it may be the two cases of a qualifier ("required in production" /
+#: "optional in development")
 EDIT_EXTRA_TOKENS = 8
-EDIT_OPPOSITES = False
+EDIT_OPPOSITES = True
 EDIT_SLOTS = True
 
 # -- values no reader recognised (docs/lifecycle.md, ninth pass) ---------------------------
@@ -1073,31 +1076,32 @@ EDIT_SLOTS = True
 # "the default is", a two-word note ("default = 2500" / "… 10000"). One false-alarm kind is
 # the other way: one duration or size written in two units ("1000ms" / "1s"). Each reading
 # is switched by its flag; which ones ship was chosen by the CV grouped by repository
-# (``scripts/eval/contradictions_cv.py --recall-grid``).
+# (``scripts/eval/contradictions_cv.py --recall-grid``): all but ``DISTINCT_EMPTIES`` (dev's
+# labels disagree on "pass null" / "pass undefined").
 #: a number right after a capitalised name ("Mockito 3", "Babel 8") or written "v3" is a
 #: version of that thing, so a value
-NAMED_VERSIONS = False
+NAMED_VERSIONS = True
 #: "3.0.0-beta.3" and "3.0.0-beta.4" are two versions (not both "3.0.0")
-PRERELEASES = False
+PRERELEASES = True
 #: "null" and "undefined" are two values (JavaScript tells them apart); None/nil/null are one
 DISTINCT_EMPTIES = False
 #: one duration or size written in two units is one value ("1000ms" / "1s", "1024 KiB" /
 #: "1 MiB")
-SAME_UNITS = False
+SAME_UNITS = True
 #: a note of two or three words around a value slot ("default = 2500" / "… 10000") is
 #: read as an edit too (else an edit needs ``MIN_EDIT_CONTEXT`` shared words)
-SHORT_SLOTS = False
+SHORT_SLOTS = True
 #: a short name swapped for another right after "the default is" / "defaults to" / "returns"
 #: is a swapped value ("The default is jasmine2" / "… jest-circus")
-NAME_SLOTS = False
+NAME_SLOTS = True
 #: an identifier with one part turned into its opposite is a swapped value
 #: ("after secureConnectEnd" / "after secureConnectStart")
-OPPOSITE_PARTS = False
+OPPOSITE_PARTS = True
 #: a file name whose extension changed after a value cue is a swapped value ("[default:
 #: …/alacritty.yml]" / "….toml")
-PATH_VALUES = False
+PATH_VALUES = True
 #: a number written "#8622" is a reference to an issue or pull request, not a value
-ISSUE_REFS = False
+ISSUE_REFS = True
 _ISSUE_REF = re.compile(r"(?<![\w&])#\d+\b")
 #: a swap between these meanings turns one claim into its opposite
 _FLIP_MEANINGS = frozenset({"true", "false"}) | frozenset("opp:" + w for w in _OPPOSITE_OF)
@@ -1245,6 +1249,10 @@ def _substitution(old: str, new: str) -> str | None:
             changed_meaning.append(frozenset(left + right))
     if swaps > MAX_SWAPS:
         return None
+    # "required in production" / "optional in development": a word swapped for its opposite
+    # together with other edits may be the two cases of a qualifier, both of which hold
+    if extra and any(m.startswith("opp:") for meaning in changed_meaning for m in meaning):
+        return None
     # "X=true … will enable it" / "X=false … will disable it": a value and its effect
     # flipped together describe one setting, they claim nothing opposite
     flips = [c for c in changed_meaning if c <= _FLIP_MEANINGS]
@@ -1316,7 +1324,7 @@ def _swapped_value(
             right = ("name:" + _SPELLED.sub("", " ".join(words_b)),)
     if (left is None or right is None) and i2 - i1 == j2 - j1 == 1:
         if OPPOSITE_PARTS and (part := _opposite_part(a[i1], b[j1])):
-            left, right = ("opp:" + part[0],), ("opp:" + part[1],)
+            left, right = ("part:" + part[0],), ("part:" + part[1],)
         elif PATH_VALUES and (ext := _extension_swap(a[i1], b[j1])):
             cued = _NUMBER_CUES.intersection(a[max(0, i1 - PATH_CUE_WINDOW) : i1])
             if cued:
