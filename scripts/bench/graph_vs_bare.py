@@ -17,8 +17,11 @@ graph as ``scale.py``'s latency phase does (a comment appended, one or two alter
 then a line inserted at the top) and gives ``CodeGraph.reindex_file``'s wall and CPU
 p50/p95 in ms; FILE is restored.
 
-Usage: scripts/bench/graph_vs_bare.py WORKSPACE [--edit FILE [--edits 40]]   (run it with
-``nice``; the last stdout line is one JSON object)
+``--keep-db PATH`` writes the graph to PATH (a new file) and keeps it, so that two trees'
+cold graphs can be compared with ``scripts/bench/graph_digest.py``.
+
+Usage: scripts/bench/graph_vs_bare.py WORKSPACE [--edit FILE [--edits 40]] [--keep-db PATH]
+(run it with ``nice``; the last stdout line is one JSON object)
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("workspace", type=Path)
     parser.add_argument("--edit", help="a file to re-index after edits, as scale.py does")
     parser.add_argument("--edits", type=int, default=40)
+    parser.add_argument("--keep-db", type=Path, help="build the graph here and keep it")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
@@ -67,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     bare_cpu = time.process_time() - started
 
     with tempfile.TemporaryDirectory(prefix="engram-graph-vs-bare-") as scratch:
-        graph = CodeGraph(Workspace.open(args.workspace), db_path=Path(scratch) / "graph.sqlite")
+        if args.keep_db is not None and args.keep_db.exists():
+            parser.error(f"{args.keep_db} exists: the measured index must start from nothing")
+        db_path = args.keep_db or Path(scratch) / "graph.sqlite"
+        graph = CodeGraph(Workspace.open(args.workspace), db_path=db_path)
         started = time.process_time()
         wall = time.perf_counter()
         report = graph.index()
