@@ -196,11 +196,18 @@ class _Resolved:
     module_aliases: dict[str, list[int]] = attrs.field(factory=lambda: defaultdict(list))
 
     def add_dep(self, file_id: int, dst: int, kind: str) -> None:
+        """Called per resolved reference (~1M in a cold index at 58k files), so a known
+        dependency is updated in place instead of building a default pair each time."""
         if dst == file_id:
             return
-        weight, kinds = self.deps.get(dst, (0.0, set()))
-        kinds.add(kind)
-        self.deps[dst] = (max(weight, EDGE_WEIGHTS[kind]), kinds)
+        weight = EDGE_WEIGHTS[kind]
+        known = self.deps.get(dst)
+        if known is None:
+            self.deps[dst] = (weight, {kind})
+            return
+        known[1].add(kind)
+        if weight > known[0]:
+            self.deps[dst] = (weight, known[1])
 
 
 class _FileIds:
@@ -327,6 +334,12 @@ class _Adjacency:
 
     def sources(self) -> set[int]:
         return set(self._by_src)
+
+    @property
+    def loaded(self) -> dict[int, list[tuple[int, float]]] | None:
+        """Every file's dependencies once ``load_all`` ran (the walk reads the map itself:
+        a call per hop was a tenth of the walk), else None."""
+        return self._by_src if self._complete else None
 
     def of(self, node: int) -> list[tuple[int, float]]:
         found = self._by_src.get(node)
@@ -1373,47 +1386,56 @@ class CodeGraph:
                 return file_id
             return None
 
+        # what pick() reads is fixed for the file, so a name called from several of its
+        # definitions (one edge per caller) is looked up once
+        picked: dict[tuple[str, str | None], int | None] = {}
         for edge_id, kind, name, obj, current in references:
-            dst = pick(name, obj if kind == "calls" else None)
+            key = (name, obj if kind == "calls" else None)
+            if key in picked:
+                dst = picked[key]
+            else:
+                dst = picked[key] = pick(*key)
             if dst != current:  # most calls (builtins, libraries) stay unresolved: no write
                 updates.append((dst, edge_id))
             if dst is not None:
                 found.add_dep(file_id, dst, kind)
 
-    def _forward_bfs(self, start: int, adjacency: _Adjacency) -> dict[int, tuple[int, float, str]]:
-        """Everything ``start`` depends on within MAX_DEPTH: ancestor -> (depth, weight, path)
-        where path is the stored JSON text of the path from the ancestor to ``start``.
+    def _forward_bfs(
+        self, start: int, adjacency: _Adjacency
+    ) -> list[tuple[int, int, int, float, str]]:
+        """The closure rows of ``start``: everything it depends on within MAX_DEPTH, as
+        ``(ancestor, start, depth, weight, path)`` where path is the stored JSON text of the
+        path from the ancestor to ``start``.
 
         The text is built a hop at a time as the walk extends a path (``"b, a, start]"``),
-        not formatted from a list per closure row.
+        not formatted from a list per closure row. A file keeps the depth it is first
+        reached at, so every file on a path was reached at a smaller depth than the path's
+        end: a step back onto the path is the ``known[0] < depth`` skip, and only ``start``
+        (never in ``best``) needs its own test, so no tuple of the path is built per hop
+        (the walk is most of a cold closure's Python: docs/codegraph.md, "At 50,000 files").
         """
+        loaded = adjacency.loaded
         neighbours = adjacency.of
-
-        best: dict[int, tuple[int, float, tuple[int, ...], str]] = {}
-        frontier: list[tuple[int, float, tuple[int, ...], str]] = [
-            (start, 1.0, (start,), f"{start}]")
-        ]
+        best: dict[int, tuple[int, float, str]] = {}
+        lookup = best.get
+        frontier: list[tuple[int, float, str]] = [(start, 1.0, f"{start}]")]
         for depth in range(1, MAX_DEPTH + 1):
-            next_frontier: dict[int, tuple[int, float, tuple[int, ...], str]] = {}
-            for node, weight, path, text in frontier:
-                for dst, edge_weight in neighbours(node):
-                    if dst in path:  # start included
+            next_frontier: dict[int, tuple[int, float, str]] = {}
+            for node, weight, text in frontier:
+                edges = loaded.get(node, ()) if loaded is not None else neighbours(node)
+                for dst, edge_weight in edges:
+                    if dst == start:
                         continue
                     total = weight * edge_weight
-                    known = best.get(dst)
-                    if known is not None and known[0] < depth:
-                        continue
-                    if known is None or total > known[1]:
-                        entry = (depth, total, (*path, dst), f"{dst}, {text}")
+                    known = lookup(dst)
+                    if known is None or (known[0] == depth and total > known[1]):
+                        entry = (depth, total, f"{dst}, {text}")
                         best[dst] = entry
                         next_frontier[dst] = entry
-            frontier = [(n, w, p, t) for n, (_, w, p, t) in next_frontier.items()]
-            if not frontier:
+            if not next_frontier:
                 break
-        return {
-            ancestor: (depth, weight, f"[{text}")
-            for ancestor, (depth, weight, _, text) in best.items()
-        }
+            frontier = [(n, w, t) for n, (_, w, t) in next_frontier.items()]
+        return [(a, start, depth, weight, f"[{text}") for a, (depth, weight, text) in best.items()]
 
     def _update_closure(self, changed: set[int]) -> None:
         """Recompute closure rows whose descendant can reach a changed file."""
@@ -1466,8 +1488,7 @@ class CodeGraph:
             conn.execute(f"DELETE FROM closure WHERE descendant IN ({marks})", chunk)
         rows: list[tuple[int, int, int, float, str]] = []
         for descendant in ids:
-            for ancestor, (depth, weight, path) in self._forward_bfs(descendant, adjacency).items():
-                rows.append((ancestor, descendant, depth, weight, path))
+            rows.extend(self._forward_bfs(descendant, adjacency))
             if len(rows) > 5000:
                 conn.executemany("INSERT OR REPLACE INTO closure VALUES (?, ?, ?, ?, ?)", rows)
                 rows = []
@@ -1494,8 +1515,7 @@ class CodeGraph:
         adjacency.load_all()  # one scan instead of a query per file
         rows: list[tuple[int, int, int, float, str]] = []
         for descendant in sorted(adjacency.sources()):
-            for ancestor, (depth, weight, path) in self._forward_bfs(descendant, adjacency).items():
-                rows.append((ancestor, descendant, depth, weight, path))
+            rows.extend(self._forward_bfs(descendant, adjacency))
             if len(rows) > 5000:
                 conn.executemany("INSERT INTO temp.closure_rows VALUES (?, ?, ?, ?, ?)", rows)
                 rows = []
