@@ -12,6 +12,7 @@ POSIX and relative to the root, so that memories survive a clone to another dire
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from engram.gitroot import find_workspace_root
@@ -199,8 +200,27 @@ class BulkReader:
             return self._workspace.read_bytes(rel)
 
     def _real_folder(self, folder: str) -> str | None:
+        """The folder's real path inside the root, or None (then each file gets the full check).
+
+        A folder that is not itself a link, in a parent whose real path is known, is that
+        path plus its name: one ``lstat`` instead of :func:`confine` resolving every part of
+        the path again (23k folders at 58k files: docs/codegraph.md, "At 50,000 files").
+        Anything else (a link, a missing folder, ``..``) takes :func:`confine`'s answer.
+        """
         if folder.startswith("/") or "\0" in folder or len(folder) > MAX_PATH_CHARS:
             return None
+        parent, _, name = folder.rpartition("/")
+        if folder and name not in ("", ".", ".."):
+            real_parent = self._folders.get(parent, "")
+            if real_parent == "":
+                real_parent = self._folders[parent] = self._real_folder(parent)
+            if real_parent is not None:
+                real = os.path.join(real_parent, name)
+                try:
+                    if not stat.S_ISLNK(os.lstat(real).st_mode):
+                        return real
+                except OSError:
+                    pass
         try:
             return str(confine(self._workspace.root, folder or "."))
         except WorkspaceError:

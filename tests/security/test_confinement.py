@@ -101,3 +101,29 @@ def test_the_bulk_reader_answers_as_read_bytes_does(linked_repo: Workspace, tmp_
     os.symlink(tmp_path / "home" / "credentials", ws.root / "src" / "late.py")
     with pytest.raises(WorkspaceError, match="outside the workspace"):
         reader.read_bytes("src/late.py")
+
+
+def test_the_bulk_reader_confines_nested_folders_through_their_parents(
+    linked_repo: Workspace, tmp_path: Path
+) -> None:
+    """A folder's real path is built from its parent's plus its name unless it is a link
+    (docs/codegraph.md, "At 50,000 files"): folders below a link that points out stay
+    refused, folders below a link that stays inside are read through it, and the answers
+    are :meth:`Workspace.read_bytes`'s."""
+    ws = linked_repo
+    root = ws.root
+    (root / "src" / "pkg" / "deep").mkdir(parents=True)
+    (root / "src" / "pkg" / "deep" / "mod.py").write_text("y = 2\n")
+    (tmp_path / "home" / "lib" / "sub").mkdir()
+    (tmp_path / "home" / "lib" / "sub" / "leak.py").write_text("secret = 1\n")
+    os.symlink(root / "src", root / "inner")  # a folder link that stays inside
+    os.symlink(tmp_path / "home" / "lib", root / "src" / "pkg" / "out")  # one that leaves
+    reader = ws.bulk_reader()
+    for rel in ("src/pkg/deep/mod.py", "inner/pkg/deep/mod.py", "src/pkg/deep/mod.py"):
+        assert reader.read_bytes(rel) == ws.read_bytes(rel) == b"y = 2\n"
+    for rel in ("vendor/sub/leak.py", "src/pkg/out/sub/leak.py", "src/pkg/deep/../../../x"):
+        with pytest.raises((WorkspaceError, OSError)) as direct:
+            ws.read_bytes(rel)
+        with pytest.raises(type(direct.value)) as bulk:
+            reader.read_bytes(rel)
+        assert str(bulk.value) == str(direct.value), rel
