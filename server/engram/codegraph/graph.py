@@ -337,8 +337,8 @@ class _Adjacency:
 
     @property
     def loaded(self) -> dict[int, list[tuple[int, float]]] | None:
-        """Every file's dependencies once ``load_all`` ran (the walk reads the map itself:
-        a call per hop was a tenth of the walk), else None."""
+        """Every file's dependencies once ``load_all`` ran, else None: the closure's walk
+        then reads the map itself instead of calling :meth:`of` at every hop."""
         return self._by_src if self._complete else None
 
     def of(self, node: int) -> list[tuple[int, float]]:
