@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -802,13 +803,28 @@ def test_eighth_pass_readings_keep_the_contradictions_next_to_them(
     assert found.kind == kind
 
 
+def _cv_grid(tmp_path: Path, texts: list[tuple[str, str, bool, str]], grid: str) -> dict[str, Any]:
+    """Run ``contradictions_cv.py`` with ``grid`` (``--fix-grid`` / ``--recall-grid``) on a
+    small set of ``(a, b, conflict, repo)`` pairs, grouped folds, no models: its JSON summary."""
+    import subprocess
+    import sys
+
+    rows = [{"a": a, "b": b, "conflict": c, "repo": f"acme/{r}"} for a, b, c, r in texts]
+    (tmp_path / "dev.jsonl").write_text("\n".join(json.dumps(row) for row in rows))
+    script = Path(__file__).resolve().parents[2] / "scripts" / "eval" / "contradictions_cv.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "dev.jsonl"), "--public-all", "--grouped",
+         grid, "--no-model", "--no-nli", "--folds", "2", "--repeats", "1", "--json"],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    summary: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return summary
+
+
 def test_cv_script_fix_grid_turns_on_a_reading_that_removes_a_false_alarm(tmp_path: Path) -> None:
     """``--fix-grid`` searches the readings of edits that change no claim: on a set whose
     one false alarm is a spelling fix, every training part turns that reading on, and the
     detector as shipped is scored on the same folds."""
-    import subprocess
-    import sys
-
     texts = [
         ("enable the cache", "disable the cache", True, "r0"),
         ("the job timeout is 30s", "the job timeout is 90s", True, "r1"),
@@ -818,15 +834,7 @@ def test_cv_script_fix_grid_turns_on_a_reading_that_removes_a_false_alarm(tmp_pa
         ("the cache lives in /tmp", "the cache is cleared nightly", False, "r0"),
         ("logs go to stderr", "logs go to stderr, in JSON", False, "r1"),
     ]  # fmt: skip
-    rows = [{"a": a, "b": b, "conflict": c, "repo": f"acme/{r}"} for a, b, c, r in texts]
-    (tmp_path / "dev.jsonl").write_text("\n".join(json.dumps(row) for row in rows))
-    script = Path(__file__).resolve().parents[2] / "scripts" / "eval" / "contradictions_cv.py"
-    done = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "dev.jsonl"), "--public-all", "--grouped",
-         "--fix-grid", "--no-model", "--no-nli", "--folds", "2", "--repeats", "1", "--json"],
-        capture_output=True, text=True, timeout=300, check=True,
-    )  # fmt: skip
-    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    summary = _cv_grid(tmp_path, texts, "--fix-grid")
     assert summary["chosen"]["spelling_fixes"] is True
     assert summary["dev_full"]["chosen"]["precision"] == 1.0
     assert set(summary["dev_cv"]["today"]) == {"precision", "recall", "f1"}
@@ -950,9 +958,6 @@ def test_cv_script_recall_grid_turns_on_a_reading_that_finds_a_missed_value(
 ) -> None:
     """``--recall-grid`` searches the readings of values no reader recognised (ninth pass):
     on a set whose one miss is a version after a product's name, the reading is chosen."""
-    import subprocess
-    import sys
-
     texts = [
         ("enable the cache", "disable the cache", True, "r0"),
         ("the job timeout is 30s", "the job timeout is 90s", True, "r1"),
@@ -963,15 +968,7 @@ def test_cv_script_recall_grid_turns_on_a_reading_that_finds_a_missed_value(
         ("the cache lives in /tmp", "the cache is cleared nightly", False, "r0"),
         ("logs go to stderr", "logs go to stderr, in JSON", False, "r1"),
     ]  # fmt: skip
-    rows = [{"a": a, "b": b, "conflict": c, "repo": f"acme/{r}"} for a, b, c, r in texts]
-    (tmp_path / "dev.jsonl").write_text("\n".join(json.dumps(row) for row in rows))
-    script = Path(__file__).resolve().parents[2] / "scripts" / "eval" / "contradictions_cv.py"
-    done = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "dev.jsonl"), "--public-all", "--grouped",
-         "--recall-grid", "--no-model", "--no-nli", "--folds", "2", "--repeats", "1", "--json"],
-        capture_output=True, text=True, timeout=300, check=True,
-    )  # fmt: skip
-    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    summary = _cv_grid(tmp_path, texts, "--recall-grid")
     assert summary["chosen"]["named_versions"] is True
     assert summary["dev_full"]["chosen"]["recall"] == 1.0
     assert set(summary["dev_cv"]["recalls_picked"]) >= {"named_versions", "same_units"}
