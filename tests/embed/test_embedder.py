@@ -130,6 +130,26 @@ def test_assembled_directory_is_reused_and_repaired(tmp_path: Path) -> None:
     assert assemble_model_dir(files, [blocked, tmp_path / "second"]).parent == tmp_path / "second"
 
 
+def test_two_installs_sharing_a_cache_keep_their_own_directories(tmp_path: Path) -> None:
+    """Two installs of the same weights (another venv, another checkout) share the user
+    cache: assembling for one must not rebuild the other's directory, which a process of
+    the other install may be loading at that moment."""
+    installed = DefaultModelFiles.installed()
+    other_onnx = tmp_path / "other-venv" / "model.onnx"
+    other_onnx.parent.mkdir()
+    shutil.copyfile(installed.onnx_path, other_onnx)
+    other = DefaultModelFiles(other_onnx, installed.files_dir)
+    cache = tmp_path / "cache"
+    mine = assemble_model_dir(installed, [cache])
+    built = {p.name: p.lstat().st_mtime_ns for p in mine.iterdir()}
+    theirs = assemble_model_dir(other, [cache])
+    assert theirs != mine and theirs.parent == mine.parent == cache
+    assert {p.name: p.lstat().st_mtime_ns for p in mine.iterdir()} == built
+    assert os.readlink(mine / "model.onnx") == str(installed.onnx_path)
+    assert os.readlink(theirs / "model.onnx") == str(other_onnx)
+    assert assemble_model_dir(installed, [cache]) == mine
+
+
 def test_local_model_directory_loads(default_embedder: Embedder, model_root: Path) -> None:
     directory = next(model_root.glob(f"{DEFAULT_MODEL_ID}-*"))
     status = load_embedder(EmbedConfig(model=str(directory)), None)

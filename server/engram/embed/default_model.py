@@ -146,14 +146,19 @@ def assemble_model_dir(files: DefaultModelFiles, roots: list[Path]) -> Path:
     """Verify the sources and return a directory fastembed can load (built if needed).
 
     The directory name carries the ONNX digest, so a new model version never reuses an
-    old directory; it is built in a temporary sibling and renamed into place so that two
-    processes starting at once never see half a directory.
+    old directory, and a digest of where the weights are installed, so two installs (a
+    project's venv and a pipx copy, two checkouts) sharing the user cache each keep their
+    own directory: with one name, each load by the other install found the link pointing
+    elsewhere and rebuilt the directory under the feet of a process loading it ("Could not
+    find tokenizer.json"). It is built in a temporary sibling and renamed into place so that
+    two processes starting at once never see half a directory.
     """
     verify_files(files)
     wanted = _wanted_contents(files)
+    source = hashlib.sha256(str(files.onnx_path).encode()).hexdigest()[:8]
     errors: list[str] = []
     for root in roots:
-        target = root / f"{DEFAULT_MODEL_ID}-{ONNX_SHA256[:12]}"
+        target = root / f"{DEFAULT_MODEL_ID}-{ONNX_SHA256[:12]}-{source}"
         try:
             if _is_current(target, files, wanted):
                 return target
