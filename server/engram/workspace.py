@@ -187,9 +187,7 @@ class BulkReader:
 
     def read_bytes(self, rel: str) -> bytes:
         folder, _, name = rel.rpartition("/")
-        real = self._folders.get(folder, "")
-        if real == "":
-            real = self._folders[folder] = self._real_folder(folder)
+        real = self._folder(folder)
         if real is None or name in ("", ".", "..") or "\0" in name:
             return self._workspace.read_bytes(rel)
         try:
@@ -198,6 +196,13 @@ class BulkReader:
                 return handle.read()
         except OSError:  # a link (ELOOP), gone, a folder, unreadable: the full answer
             return self._workspace.read_bytes(rel)
+
+    def _folder(self, folder: str) -> str | None:
+        """:meth:`_real_folder`'s answer for ``folder``, worked out once per pass."""
+        real = self._folders.get(folder, "")
+        if real == "":
+            real = self._folders[folder] = self._real_folder(folder)
+        return real
 
     def _real_folder(self, folder: str) -> str | None:
         """The folder's real path inside the root, or None (then each file gets the full check).
@@ -211,9 +216,7 @@ class BulkReader:
             return None
         parent, _, name = folder.rpartition("/")
         if folder and name not in ("", ".", ".."):
-            real_parent = self._folders.get(parent, "")
-            if real_parent == "":
-                real_parent = self._folders[parent] = self._real_folder(parent)
+            real_parent = self._folder(parent)
             if real_parent is not None:
                 real = os.path.join(real_parent, name)
                 try:
