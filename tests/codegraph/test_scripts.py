@@ -121,6 +121,37 @@ def test_graph_vs_bare_on_a_tiny_tree(tmp_path: Path) -> None:
     assert (tmp_path / "ws" / "b.py").read_bytes() == before  # the edited file is restored
 
 
+def test_graph_digest_and_closure_walk_on_a_kept_graph(tmp_path: Path) -> None:
+    """The two tools that show a cheaper cold index leaves the graph as it was: a graph
+    kept by ``graph_vs_bare.py --keep-db`` digests equal to itself and different from a
+    graph of another tree, and the closure's walk alone gives the stored closure rows."""
+    trees = {
+        "one": {"a.py": "import b\ndef fa():\n    return b.fb()\n",
+                "b.py": "def fb():\n    return 1\n"},
+        "two": {"a.py": "import b\n", "b.py": "import c\n", "c.py": "X = 1\n"},
+    }  # fmt: skip
+    for name, files in trees.items():
+        write_tree(tmp_path / name, files)
+        run(
+            "scripts/bench/graph_vs_bare.py", str(tmp_path / name),
+            "--keep-db", str(tmp_path / f"{name}.sqlite"), cwd=tmp_path,
+        )  # fmt: skip
+    one, two = str(tmp_path / "one.sqlite"), str(tmp_path / "two.sqlite")
+    alone = run("scripts/bench/graph_digest.py", one, cwd=tmp_path)
+    assert alone["closure"]["rows"] == 1 and len(alone["nodes"]["sha256"]) == 64
+    same = run("scripts/bench/graph_digest.py", one, one, cwd=tmp_path)
+    assert same["identical"] is True and same["differ"] == []
+    differ = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/bench/graph_digest.py"), one, two],
+        capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+    assert differ.returncode == 1
+    assert "closure" in json.loads(differ.stdout.strip().splitlines()[-1])["differ"]
+    walk = run("scripts/bench/closure_walk.py", two, "--rounds", "1", cwd=tmp_path)
+    assert walk["files_walked"] == 2 and walk["closure_rows"] == 3
+    assert walk["rows_identical_to_stored"] is True and len(walk["walk_cpu_seconds"]) == 1
+
+
 def test_cosqa_lab_on_a_tiny_slice(tmp_path: Path) -> None:
     """The lab mixes a third list into the fusion with CV weights: a local ONNX model, or
     a docstring view through the configured model (docs/codegraph.md, issue 17)."""
