@@ -10,29 +10,35 @@ returns those pages; where there is no glibc it is a no-op.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
-_trim: object = None  # the resolved ``malloc_trim`` or False (unavailable); None: unresolved
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, looked up once per process; None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import ctypes.util
+
+    try:
+        name = ctypes.util.find_library("c") or "libc.so.6"
+        trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
+    except OSError as exc:  # musl and friends: nothing to trim this way
+        log.debug("no malloc_trim: %s", exc)
+        return None
+    return trim if callable(trim) else None
 
 
 def release_freed_heap() -> bool:
     """``malloc_trim(0)``: True when glibc was asked, False where it is not available."""
-    global _trim
-    if _trim is None:
-        _trim = False
-        if sys.platform.startswith("linux"):
-            import ctypes
-            import ctypes.util
-
-            try:
-                name = ctypes.util.find_library("c") or "libc.so.6"
-                _trim = getattr(ctypes.CDLL(name), "malloc_trim", False)
-            except OSError as exc:  # musl and friends: nothing to trim this way
-                log.debug("no malloc_trim: %s", exc)
-    if not _trim or not callable(_trim):
+    trim = _malloc_trim()
+    if trim is None:
         return False
-    _trim(0)
+    trim(0)
     return True
