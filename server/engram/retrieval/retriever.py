@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -75,6 +75,7 @@ from engram.retrieval.types import (
 
 if TYPE_CHECKING:
     from engram.embed import Embedder
+    from engram.store import MemoryFilter
 
 log = logging.getLogger(__name__)
 
@@ -288,7 +289,7 @@ class Retriever:
                     hit.score = pair.score
         return placed
 
-    def _filter(self, request: SearchRequest) -> Any:
+    def _filter(self, request: SearchRequest) -> MemoryFilter:
         from engram.store import MemoryFilter
 
         return MemoryFilter(
@@ -380,7 +381,9 @@ class Retriever:
         found.update(mid for mid, _ in paths.get(TIME, []))
         return found
 
-    def _keyword(self, query: str, n: int, flt: Any, notes: list[str]) -> list[tuple[str, float]]:
+    def _keyword(
+        self, query: str, n: int, flt: MemoryFilter | None, notes: list[str]
+    ) -> list[tuple[str, float]]:
         try:
             return list(self.store.keyword_search(query, n, flt))
         except Exception as exc:  # a broken FTS index must not take search down
@@ -389,7 +392,12 @@ class Retriever:
             return []
 
     def _dense(
-        self, query: str, n: int, flt: Any, notes: list[str], dated: Any = None
+        self,
+        query: str,
+        n: int,
+        flt: MemoryFilter | None,
+        notes: list[str],
+        dated: MemoryFilter | None = None,
     ) -> tuple[list[tuple[str, float]] | None, list[tuple[str, float]] | None]:
         """Dense candidates, and with a ``dated`` filter those inside its window too.
 
