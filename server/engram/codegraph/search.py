@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -276,9 +276,9 @@ class _Snapshot:
     version: int
     rows: list[tuple[str, str | None, str, int, int, str]]  # file, name, kind, start, end, content
     bm25: BM25Index
-    matrix: Any  # np.ndarray (n, dim) or None
+    matrix: npt.NDArray[np.float32] | None  # (n, dim); None: no model, or mixed models
     model_id: str | None
-    prose: Any = None  # np.ndarray of bool: chunks of files no parser knows (Markdown, text)
+    prose: npt.NDArray[np.bool_] | None = None  # chunks of files no parser knows (Markdown)
 
 
 @attrs.define
