@@ -4,8 +4,8 @@ and what a change of the ``diagnostics`` settings does (new policy, shown again)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -22,11 +22,16 @@ from engram.lsp.publishing import diagnostics_for, publish, request_pull_refresh
 from engram.lsp.tracking import refresh_document
 
 if TYPE_CHECKING:
+    from engram.lsp.anchors import SymbolInfo
     from engram.lsp.server import EngramLanguageServer
+    from engram.model import Memory
 
 UNCHANGED = types.DocumentDiagnosticReportKind.Unchanged
 
 Partners = dict[str, list[tuple[str, str]]]
+WorkspaceReport = (
+    types.WorkspaceFullDocumentDiagnosticReport | types.WorkspaceUnchangedDocumentDiagnosticReport
+)
 
 
 def register(server: EngramLanguageServer) -> None:
@@ -57,7 +62,7 @@ def register(server: EngramLanguageServer) -> None:
         ls: EngramLanguageServer, params: types.WorkspaceDiagnosticParams
     ) -> types.WorkspaceDiagnosticReport:
         previous = {p.uri: p.value for p in params.previous_result_ids}
-        reports: list[Any] = []
+        reports: list[WorkspaceReport] = []
         for folder in list(ls.session.folders.values()):
             if (folder.engine is None and folder.link is None) or not folder.ready:
                 continue
@@ -79,13 +84,13 @@ FEATURE = Feature(
 
 async def _folder_reports(
     ls: EngramLanguageServer, folder: Folder, previous: dict[str, str]
-) -> list[Any]:
+) -> list[WorkspaceReport]:
     link_lease = folder.links.acquire("workspace diagnostics") if folder.engine is None else None
     if link_lease is not None:
         with link_lease as link:
             by_file, partners = await asyncio.to_thread(link.anchored)
 
-            def symbols_of(rel: str) -> Any:
+            def symbols_of(rel: str) -> Sequence[SymbolInfo]:
                 return link.snapshot(rel, folder.has_graph)[1]
 
             return await _reports(ls, folder, previous, by_file, partners, symbols_of)
@@ -112,13 +117,13 @@ async def _reports(
     ls: EngramLanguageServer,
     folder: Folder,
     previous: dict[str, str],
-    by_file: Any,
+    by_file: Mapping[str, Sequence[Memory]],
     partners: Partners,
-    symbols_of: Callable[[str], Any],
-) -> list[Any]:
+    symbols_of: Callable[[str], Sequence[SymbolInfo]],
+) -> list[WorkspaceReport]:
     now = ls.session.clock()
     policy = folder.policy  # one settings snapshot for the whole report
-    reports: list[Any] = []
+    reports: list[WorkspaceReport] = []
     for rel, memories in by_file.items():
         uri = ls.session.uri_for(folder, rel)
         doc = ls.session.docs.get(uri)
