@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -53,6 +53,9 @@ from engram.history.renames import fold_renames
 from engram.jsontypes import JsonObject
 from engram.progress import Progress
 from engram.workspace import Workspace
+
+if TYPE_CHECKING:
+    from git import Repo
 
 #: what HEAD reads and (inode, size, mtime) of each file that moves it (None: missing)
 HeadStamp = tuple[str, tuple[tuple[int, int, int] | None, ...]]
@@ -215,7 +218,7 @@ class GitHistory:
         self._db_path = db_path
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
-        self._repo: Any | None = None
+        self._repo: Repo | None = None
         self._prefix = ""
         self._status: str | None = None
         self._reason = ""
@@ -255,7 +258,7 @@ class GitHistory:
         if status not in (STATUS_OK,):
             log.info("git history %s: %s", status, reason)
 
-    def _open_repo(self) -> Any | None:
+    def _open_repo(self) -> Repo | None:
         """The GitPython ``Repo``, or ``None`` with :attr:`status` explaining why."""
         if self._status is not None:
             return self._repo
@@ -339,7 +342,11 @@ class GitHistory:
         if self._prefix:
             cmd.append(self._prefix)
         proc = repo.git.execute(cmd, as_process=True)
-        stream = proc.proc.stdout if hasattr(proc, "proc") else proc.stdout
+        inner = getattr(proc, "proc", proc)  # GitPython's AutoInterrupt wraps the Popen
+        stream = inner.stdout if inner is not None else None
+        if stream is None:  # no pipe to read (GitPython gave none): no commits, no crash
+            log.info("git log gave no output stream")
+            return
 
         def chunks() -> Iterator[bytes]:
             while True:
