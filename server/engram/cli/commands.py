@@ -34,6 +34,7 @@ from engram.model import to_jsonable
 if TYPE_CHECKING:  # the use cases cost ~70 ms to import: imported when a command runs
     from engram.app import Engine
     from engram.app.indexing import IndexRun
+    from engram.workspace_trust import SettingsTrust
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ def index_notes(run: IndexRun, embedder_status: str) -> list[str]:
     return notes
 
 
-def _read_events(raw: str) -> list[Any]:
+def _read_events(raw: str) -> list[object]:
     text = raw.strip()
     if not text:
         raise InvalidInput("no event on stdin (expected a JSON object or JSON lines)")
@@ -128,7 +129,7 @@ def _read_events(raw: str) -> list[Any]:
         return doc if isinstance(doc, list) else [doc]
     except json.JSONDecodeError:
         pass
-    events: list[Any] = []
+    events: list[object] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -142,7 +143,7 @@ def _read_events(raw: str) -> list[Any]:
 _SAFE_SESSION = re.compile(r"[^A-Za-z0-9_.-]")
 
 
-def _drain_inbox(engine: Engine, events: list[Any]) -> list[Any]:
+def _drain_inbox(engine: Engine, events: list[object]) -> list[object]:
     """The hook payloads queued in the inbox (oldest first per session).
 
     ``engram hook`` appends every payload to ``.engram/agents/inbox/<session>.jsonl``; at
@@ -161,7 +162,7 @@ def _drain_inbox(engine: Engine, events: list[Any]) -> list[Any]:
     }
     if inbox.is_dir():
         sessions |= {p.stem for p in inbox.glob("*.jsonl") if not p.is_symlink()}
-    queued: list[Any] = []
+    queued: list[object] = []
     for session in sorted(sessions):
         path = inbox / f"{session}.jsonl"
         if not path.exists():
@@ -194,7 +195,7 @@ def cmd_digest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settle_agent_sessions(engine: Engine, payloads: list[Any]) -> None:
+def _settle_agent_sessions(engine: Engine, payloads: list[object]) -> None:
     """After a drain: the memories hooks handed to these sessions get their feedback."""
     from engram.agents.feedback import settle_sessions
 
@@ -371,7 +372,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_trust(root: Path, trust: Any, mcp_files: list[str]) -> None:
+def _print_trust(root: Path, trust: SettingsTrust, mcp_files: list[str]) -> None:
     if trust.state == "none":
         print(f"{root}: {trust.summary()}; nothing to trust")
     else:
