@@ -42,6 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import contradictions as base
+import edit_features as general
 from contradictions_cv import cosine_reader, grouped_folds
 
 DATA = base.ROOT / "tests" / "lifecycle" / "data"
@@ -181,35 +182,62 @@ def nli_feature(score: float | None) -> float:
     return math.log(p / (1 - p))
 
 
-THRESHOLDS = tuple(round(t, 2) for t in np.arange(0.05, 0.96, 0.05))
+THRESHOLDS = (*(round(t, 2) for t in np.arange(0.05, 0.96, 0.05)), 0.97, 0.98, 0.99)
 L2 = 1.0
+
+
+FEATURE_SET = "legacy"
+#: the NLI model reads every pair (``--nli-all``), or also the pairs the judges would read
+#: without the flip cue (``--no-cue``); by default only what the product gives it
+NLI_ALL = False
+NO_CUE = False
 
 
 def pair_rows(rows: list[dict[str, Any]], cosines: list[float | None], nli: Any,
               cache: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
     """Per pair: the rules' finding (kind), the shipped NLI judge's finding, the NLI score
-    on the pair itself, and the edit features (engram.lifecycle.combine)."""
+    on the pair itself, and the edit features (``--features edit``: the shipped
+    ``edit_features`` ones, else this script's first set)."""
     from engram.lifecycle.contradictions import ContradictionJudges, screen_contradictions
     from engram.model import Memory, MemoryType
 
-    out = []
-    for row, cosine in zip(rows, cosines, strict=True):
-        key = json.dumps([row["a"], row["b"], cosine])
+    def new_memory(text: str) -> Memory:
+        return Memory(text, type=MemoryType.GOTCHA)
+
+    keys = [
+        json.dumps([row["a"], row["b"], cosine]) for row, cosine in zip(rows, cosines, strict=True)
+    ]
+    for row, cosine, key in zip(rows, cosines, keys, strict=True):
         if key not in cache:
             old = Memory(row["a"], type=MemoryType.GOTCHA)
             new = Memory(row["b"], type=MemoryType.GOTCHA)
             screening = screen_contradictions(new, [(old, cosine)], judges=ContradictionJudges())
             kind = screening.found[0].kind if screening.found else ""
-            score = None
-            if nli is not None:
-                score = float(nli.contradiction([(row["a"], row["b"])])[0])
-            cache[key] = {
-                "kind": kind,
-                "open": bool(screening.open_pairs),
-                "nli": score,
-            }
+            cache[key] = {"kind": kind, "open": bool(screening.open_pairs), "nli": None}
+        if "open_no_cue" not in cache[key]:
+            # the pairs the judges would read if they did not need a flip cue (``--no-cue``)
+            free = ContradictionJudges(require_cue=False)
+            older = [(new_memory(row["a"]), cosine)]
+            screening = screen_contradictions(new_memory(row["b"]), older, judges=free)
+            cache[key]["open_no_cue"] = bool(screening.open_pairs)
+    # the NLI model reads what the product gives it (``--nli-all``: every pair), in batches
+    todo = [
+        (row, key) for row, key in zip(rows, keys, strict=True)
+        if nli is not None and cache[key]["nli"] is None
+        and (NLI_ALL or cache[key]["open"] or (NO_CUE and cache[key]["open_no_cue"]))
+    ]  # fmt: skip
+    for start in range(0, len(todo), 16):
+        batch = todo[start : start + 16]
+        read = nli.contradiction([(row["a"], row["b"]) for row, _ in batch])
+        for (_, key), score in zip(batch, read, strict=True):
+            cache[key]["nli"] = float(score)
+    out = []
+    for row, cosine, key in zip(rows, cosines, keys, strict=True):
         cell = dict(cache[key])
-        cell["features"] = edit_features(row["a"], row["b"], cell["kind"], cosine)
+        features = general.edit_features if FEATURE_SET == "edit" else edit_features
+        cell["features"] = features(row["a"], row["b"], cell["kind"], cosine)
+        # where the product would read the pair with the learned reading (its subject gate)
+        cell["gate"] = general.edit_gate(row["a"], row["b"], cosine)
         out.append(cell)
     return out
 
@@ -222,7 +250,9 @@ def design(cells: list[dict[str, Any]], with_nli: bool) -> np.ndarray:
     if NO_KIND:  # which reader fired is no feature: only the edit's general shape
         x[:, :5] = 0.0
     if with_nli:
-        x = np.hstack([x, np.array([[nli_feature(c["nli"])] for c in cells])])
+        # the score where the product computes it (the judges' open pairs), unless --nli-all
+        read = [c["nli"] if NLI_ALL or c["open"] else None for c in cells]
+        x = np.hstack([x, np.array([[nli_feature(r)] for r in read])])
     return x
 
 
@@ -263,7 +293,15 @@ def decide(cells: list[dict[str, Any]], prob: np.ndarray, threshold: float,
     judge's findings on open pairs are kept as shipped. ``full``: every pair the regression
     gives ``threshold`` (it then reads every pair, not only the rules' findings)."""
     if MODE == "full":
-        return [bool(p >= threshold) for p in prob]
+        return [
+            (c["gate"] and bool(p >= threshold)) or j
+            for c, p, j in zip(cells, prob, judged, strict=True)
+        ]
+    if MODE == "add":
+        return [
+            bool(c["kind"]) or j or (c["gate"] and bool(p >= threshold))
+            for c, p, j in zip(cells, prob, judged, strict=True)
+        ]
     return [
         (bool(c["kind"]) and p >= threshold) or j
         for c, p, j in zip(cells, prob, judged, strict=True)
@@ -298,7 +336,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fit-out", type=Path, help="write the weights fitted on all of dev")
     parser.add_argument("--score", type=Path, help="a frozen set to score once")
     parser.add_argument("--mirrors", type=Path, default=base.DEFAULT_MIRRORS)
-    parser.add_argument("--mode", choices=["veto", "full"], default="veto")
+    parser.add_argument(
+        "--mode", choices=["veto", "full", "add"], default="veto",
+        help="veto: the rules' findings stand when the regression agrees; add: the pairs"
+        " the rules and judges leave unflagged count when it says so; full: both",
+    )  # fmt: skip
+    parser.add_argument(
+        "--features", choices=["legacy", "edit"], default="legacy",
+        help="edit: edit_features.py's features (what kind of token changed, where)",
+    )  # fmt: skip
+    parser.add_argument("--l2", type=float, default=L2)
+    parser.add_argument("--nli-all", action="store_true", help="NLI scores for every pair")
+    parser.add_argument(
+        "--no-cue", action="store_true",
+        help="also report the detector whose judges need no flip cue (row no_cue)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--by-set", action="store_true",
+        help="leave one pair FILE out in turn (train on the others), not folds of repositories",
+    )  # fmt: skip
     parser.add_argument(
         "--criterion", choices=["recall", "f1"], default="recall",
         help="threshold: best recall at --min-precision, or best F1, on the training part",
@@ -310,8 +366,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    global MODE, CRITERION, NO_KIND
+    global MODE, CRITERION, NO_KIND, FEATURE_SET, NLI_ALL, NO_CUE
     MODE, CRITERION, NO_KIND = args.mode, args.criterion, args.no_kind
+    FEATURE_SET, NLI_ALL, NO_CUE = args.features, args.nli_all, args.no_cue
 
     from engram.lifecycle.nli import DEFAULT_THRESHOLD, load_nli
 
@@ -346,19 +403,35 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     judged = judged_of(cells)
     today = [bool(c["kind"]) or j for c, j in zip(cells, judged, strict=True)]
+    # the NLI judge without the flip cue, same threshold (the sixth pass kept the cue for cost)
+    no_cue = [
+        bool(c["kind"])
+        or (nli is not None and c["open_no_cue"] and (c["nli"] or 0.0) >= DEFAULT_THRESHOLD)
+        for c in cells
+    ]
+    rows_of = {"today": today, "no_cue": no_cue}
 
     groups = [str(r.get("repo") or "written") for r in dev]
     rng = random.Random(12)
-    repeats = 1 if args.folds <= 0 else args.repeats
-    tests: dict[str, list[dict[str, float]]] = {"today": [], "combined": []}
-    pooled: dict[str, list[dict[str, float]]] = {"today": [], "combined": []}
+    repeats = 1 if args.folds <= 0 or args.by_set else args.repeats
+    # ``add`` fits on the pairs it decides: unflagged by the rules and judges, in its gate
+    fittable = [MODE != "add" or (not today[i] and cells[i]["gate"]) for i in range(len(dev))]
+    per_set: dict[str, dict[str, dict[str, float]]] = {}
+    names = ["today", "combined"] + (["no_cue"] if NO_CUE else [])
+    fixed = [n for n in names if n != "combined"]  # the detectors that fit nothing
+    tests: dict[str, list[dict[str, float]]] = {n: [] for n in names}
+    pooled: dict[str, list[dict[str, float]]] = {n: [] for n in names}
     thresholds: list[float] = []
     for _ in range(repeats):
-        parts = grouped_folds(groups, args.folds, rng)
+        if args.by_set:
+            parts = [[i for i in range(len(dev)) if origin[i] == n] for n in dict.fromkeys(origin)]
+        else:
+            parts = grouped_folds(groups, args.folds, rng)
         oof = [False] * len(dev)
         for j, test in enumerate(parts):
             train = [i for p, part in enumerate(parts) if p != j for i in part]
-            coef, _, bias = fit(x[train], y[train])
+            fitted = [i for i in train if fittable[i]]
+            coef, _, bias = fit(x[fitted], y[fitted], args.l2)
             prob_train = probabilities(x[train], coef, bias)
             t = choose_threshold(
                 [cells[i] for i in train], prob_train, [judged[i] for i in train],
@@ -369,11 +442,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             pred = decide([cells[i] for i in test], prob_test, t, [judged[i] for i in test])
             gold = [labels[i] for i in test]
             tests["combined"].append(base.scores(pred, gold))
-            tests["today"].append(base.scores([today[i] for i in test], gold))
+            for name in fixed:
+                tests[name].append(base.scores([rows_of[name][i] for i in test], gold))
+            if args.by_set:
+                per_set[origin[test[0]]] = {n: tests[n][-1] for n in names}
+                per_set[origin[test[0]]]["threshold"] = t
             for i, p in zip(test, pred, strict=True):
                 oof[i] = p
         pooled["combined"].append(base.scores(oof, labels))
-        pooled["today"].append(base.scores(today, labels))
+        for name in fixed:
+            pooled[name].append(base.scores(rows_of[name], labels))
 
     def mean_sd(values: list[float]) -> dict[str, float]:
         sd = statistics.stdev(values) if len(values) > 1 else 0.0
@@ -390,14 +468,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "repeats": repeats,
         "thresholds_picked": sorted(set(thresholds)),
     }
-    for name in ("today", "combined"):
+    for name in names:
         summary[name] = {
             key: mean_sd([t[key] for t in tests[name]]) for key in ("precision", "recall", "f1")
         }
         summary[name]["pooled"] = {
             key: mean_sd([t[key] for t in pooled[name]]) for key in ("precision", "recall", "f1")
         }
-    coef, _, bias = fit(x, y)
+    if per_set:
+        summary["per_set"] = per_set
+        # the sets built as unseen ones (held-out 3 to 7, dev 7): the closest dev-side
+        # analogue of a new set
+        unseen = [n for n in per_set if "heldout" in n or "dev7" in n]
+        for name in names:
+            summary[name + "_unseen_sets"] = {
+                key: mean_sd([per_set[n][name][key] for n in unseen])
+                for key in ("precision", "recall", "f1")
+            }
+    fitted_all = [i for i in range(len(dev)) if fittable[i]]
+    coef, _, bias = fit(x[fitted_all], y[fitted_all], args.l2)
     prob = probabilities(x, coef, bias)
     threshold = choose_threshold(cells, prob, judged, labels, args.min_precision)
     # the last repeat's out-of-fold predictions per file: held-out 4's pairs are the only
@@ -421,7 +510,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "combined": base.scores(decide(cells, prob, threshold, judged), labels),
     }
     if args.fit_out is not None:
-        names = list(FEATURES) + (["nli"] if with_nli else [])
+        names = list(general.FEATURES if FEATURE_SET == "edit" else FEATURES)
+        names += ["nli"] if with_nli else []
         args.fit_out.write_text(json.dumps({
             "features": names, "coefficients": [round(float(c), 6) for c in coef],
             "bias": round(bias, 6), "threshold": threshold, "mode": MODE,
