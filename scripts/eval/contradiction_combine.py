@@ -17,10 +17,22 @@ scored on the left-out repositories. ``--fit-out FILE`` writes the coefficients 
 all of dev, with the threshold
 chosen the same way (JSON). ``--score FILE`` scores another frozen set once with the fitted weights.
 
-Features and NLI scores are cached (``--cache FILE``): the model reads every pair once.
+Features and NLI scores are cached (``--cache FILE``): the model reads each pair once, and
+only the pairs the product would give it (the judges' open pairs; ``--no-cue`` also those
+open without the flip cue, ``--nli-all`` every pair).
+
+The tenth pass (docs/lifecycle.md) added: ``--features edit`` (``edit_features.py``: what kind
+of token changed and where, whatever the phrasing); ``--mode add`` (the regression flags pairs
+the rules and judges leave unflagged, within the rules' subject gate; fitted on those pairs
+only) and ``--mode full`` (it decides the rules' findings too, with which reader fired as a
+feature); ``--by-set`` (leave one pair file out in turn: the closest dev-side analogue of an
+unseen set; the held-out and dev 7 files are summarised as ``*_unseen_sets``); ``--no-cue``
+(a ``no_cue`` row: the NLI judge reading the open pairs without the flip cue).
 
 Usage: scripts/eval/contradiction_combine.py [--folds 5] [--repeats 5] [--with-nli]
-       [--no-model] [--cache FILE] [--fit-out PATH] [--score FILE] [--dev FILE ...] [--json]
+       [--no-model] [--cache FILE] [--fit-out PATH] [--score FILE] [--dev FILE ...]
+       [--features legacy|edit] [--mode veto|add|full] [--criterion recall|f1] [--by-set]
+       [--no-cue] [--nli-all] [--l2 X] [--json]
 """
 
 from __future__ import annotations
@@ -403,12 +415,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     judged = judged_of(cells)
     today = [bool(c["kind"]) or j for c, j in zip(cells, judged, strict=True)]
+
     # the NLI judge without the flip cue, same threshold (the sixth pass kept the cue for cost)
-    no_cue = [
-        bool(c["kind"])
-        or (nli is not None and c["open_no_cue"] and (c["nli"] or 0.0) >= DEFAULT_THRESHOLD)
-        for c in cells
-    ]
+    def no_cue_of(cs: list[dict[str, Any]]) -> list[bool]:
+        return [
+            bool(c["kind"])
+            or (nli is not None and c["open_no_cue"] and (c["nli"] or 0.0) >= DEFAULT_THRESHOLD)
+            for c in cs
+        ]
+
+    no_cue = no_cue_of(cells)
     rows_of = {"today": today, "no_cue": no_cue}
 
     groups = [str(r.get("repo") or "written") for r in dev]
@@ -532,7 +548,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             ),
             "combined": base.scores(decide(scored, sp, threshold, js), gold),
             "rules_only": base.scores([bool(c["kind"]) for c in scored], gold),
+            "threshold": threshold,
         }
+        if NO_CUE:
+            summary["score"]["no_cue"] = base.scores(no_cue_of(scored), gold)
         if args.cache is not None:
             args.cache.write_text(json.dumps(cache))
     print(json.dumps(summary) if args.json else json.dumps(summary, indent=2))
