@@ -48,7 +48,13 @@ class EmbedConfig:
     #: model name; or a path to a local model directory. ``"none"`` disables dense search.
     model: str = "default"
     batch_size: int = 32
+    #: ONNX intra-op threads of the batch session (indexing); ``None`` = every core.
     threads: int | None = None
+    #: Threads of a second ONNX session that embeds one text at a time (a search's query,
+    #: a single memory): one spinning thread per core cost a single short query more than it
+    #: gained on a shared 2-core machine (docs/retrieval.md, issue 17). ``0`` = no second
+    #: session; single texts share the batch session.
+    query_threads: int = 1
 
 
 @attrs.define

@@ -23,6 +23,7 @@ from engram.embed import (
     memory_embedding_text,
 )
 from engram.embed.default_model import DefaultModelFiles, assemble_model_dir
+from engram.embed.embedders import FastEmbedEmbedder
 from engram.model import CodeAnchor, Memory, MemoryType
 from engram.workspace import Workspace
 
@@ -256,3 +257,66 @@ def test_memory_embedding_text_puts_context_before_content() -> None:
     ):
         assert part in head
     assert memory_embedding_text(Memory("plain")).startswith("Type: module insight\n\n")
+
+
+_QUERY_TEXTS = [
+    "How do I reset my password?",
+    "refresh tokens rotate on every use",
+    "def parse(path: str) -> Config: read the TOML file and validate it",
+    "The cat sat on the mat",
+    "why does the build fail on Windows when the path has spaces",
+]
+
+
+def test_single_text_session_gives_the_batch_sessions_vectors(
+    default_embedder: Embedder, model_root: Path
+) -> None:
+    assert isinstance(default_embedder, FastEmbedEmbedder)
+    assert default_embedder.has_query_session  # embed.query_threads defaults to 1
+    shared = load_embedder(EmbedConfig(query_threads=0), None, model_roots=[model_root])
+    assert isinstance(shared.embedder, FastEmbedEmbedder)
+    assert not shared.embedder.has_query_session
+    batch = shared.embedder.embed(_QUERY_TEXTS)
+    for i, text in enumerate(_QUERY_TEXTS):
+        single = default_embedder.embed([text])
+        assert single.shape == (1, DEFAULT_DIM) and single.dtype == np.float32
+        assert np.allclose(single[0], shared.embedder.embed([text])[0], atol=1e-5)
+        assert np.allclose(single[0], batch[i], atol=1e-5)
+
+
+class _RecordingModel:
+    """A stand-in ``TextEmbedding`` that records the calls it gets."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+        self.calls: list[list[str]] = []
+
+    def embed(self, documents: list[str], batch_size: int = 32) -> list[npt.NDArray[np.float32]]:
+        self.calls.append(list(documents))
+        return [np.full(4, self.value, np.float32) for _ in documents]
+
+
+def test_one_text_goes_to_the_query_session_and_lists_to_the_batch_session() -> None:
+    batch_model, query_model = _RecordingModel(1.0), _RecordingModel(2.0)
+    embedder = FastEmbedEmbedder(batch_model, "m", 4, batch_size=8, query_model=query_model)
+    embedder.embed(["one query"])
+    embedder.embed(["a", "bb", "ccc"])
+    assert query_model.calls == [["one query"]]
+    assert sorted(t for call in batch_model.calls for t in call) == ["a", "bb", "ccc"]
+    alone = FastEmbedEmbedder(batch_model, "m", 4, batch_size=8)
+    alone.embed(["one query"])
+    assert batch_model.calls[-1] == ["one query"] and len(query_model.calls) == 1
+
+
+def test_cache_serves_single_queries_embedded_by_the_query_session(
+    tmp_workspace: Workspace, model_root: Path
+) -> None:
+    status = load_embedder(EmbedConfig(), tmp_workspace, model_roots=[model_root])
+    embedder = status.embedder
+    assert isinstance(embedder, CachedEmbedder)
+    assert isinstance(embedder.inner, FastEmbedEmbedder) and embedder.inner.has_query_session
+    first = embedder.embed(["where is the retry policy configured"])
+    assert embedder.misses == 1
+    again = CachedEmbedder(embedder.inner, EmbeddingCache(embedder.cache.path))
+    second = again.embed(["where is the retry policy configured"])
+    assert again.misses == 0 and np.array_equal(first, second)

@@ -80,16 +80,30 @@ class TextEmbeddingModel(Protocol):
 
 
 class FastEmbedEmbedder:
-    """A fastembed ``TextEmbedding`` behind a lock, embedding in length-bounded batches."""
+    """A fastembed ``TextEmbedding`` behind a lock, embedding in length-bounded batches.
+
+    ``query_model``, when given, is a second session over the same model files (built with
+    fewer intra-op threads, ``embed.query_threads``) that embeds calls of a single text
+    behind its own lock: a search's query neither pays for every core's spinning threads
+    nor waits behind a background batch. Both sessions run the same graph, so the vectors
+    agree (tests/embed).
+    """
 
     def __init__(
-        self, model: TextEmbeddingModel, model_id: str, dim: int, batch_size: int = 32
+        self,
+        model: TextEmbeddingModel,
+        model_id: str,
+        dim: int,
+        batch_size: int = 32,
+        query_model: TextEmbeddingModel | None = None,
     ) -> None:
         self._model = model
         self._model_id = model_id
         self._dim = dim
         self._batch_size = max(1, batch_size)
         self._lock = threading.Lock()
+        self._query_model = query_model
+        self._query_lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
@@ -99,9 +113,18 @@ class FastEmbedEmbedder:
     def dim(self) -> int:
         return self._dim
 
+    @property
+    def has_query_session(self) -> bool:
+        """Whether single texts get their own session (``embed.query_threads`` > 0)."""
+        return self._query_model is not None
+
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if not texts:
             return np.zeros((0, self._dim), np.float32)
+        if len(texts) == 1 and self._query_model is not None:
+            with self._query_lock:
+                vectors = list(self._query_model.embed([texts[0]], batch_size=1))
+            return l2_normalise(np.vstack(vectors))
         out = np.zeros((len(texts), self._dim), np.float32)
         with self._lock:  # one ONNX session; onnxruntime already uses every core
             for batch in length_batches(texts, self._batch_size):

@@ -135,11 +135,20 @@ class _NoModel(Exception):
 def _fastembed(
     model_name: str, config: EmbedConfig, model_id: str, dim: int, **kwargs: Any
 ) -> FastEmbedEmbedder:
+    """The batch session, plus the single-text session when ``embed.query_threads`` > 0.
+
+    Both are built here, at load (the engine's warm-up), so no request waits for the second.
+    """
     from fastembed import TextEmbedding
 
     with _offline():
         model = TextEmbedding(model_name, threads=config.threads, local_files_only=True, **kwargs)
-    return FastEmbedEmbedder(model, model_id, dim, config.batch_size)
+        query_model = None
+        if config.query_threads > 0:
+            query_model = TextEmbedding(
+                model_name, threads=config.query_threads, local_files_only=True, **kwargs
+            )
+    return FastEmbedEmbedder(model, model_id, dim, config.batch_size, query_model)
 
 
 def _looks_like_path(name: str, workspace: Workspace | None) -> bool:
