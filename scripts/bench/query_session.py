@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""What the one-thread query session costs and gives: RSS, load time, batch and query speed.
+
+Loads the default embedder in this (fresh) process and prints, as one JSON line:
+
+* ``rss_before_mb`` / ``rss_after_mb``: resident memory before and after loading the model
+  (so running it with ``--query-threads 1`` and ``--query-threads 0`` gives the second
+  session's extra RSS);
+* ``load_s``: wall clock of ``load_embedder`` (the model's sha256 check, both sessions);
+* ``batch_texts_per_s``: embedding ``--chunks`` code chunks of ~600 characters (cut from the
+  Python files under ``--source``) in one call, as indexing does;
+* ``query_p50_ms`` / ``query_p95_ms``: ``--queries`` single short queries, one call each.
+
+Without ``--query-threads`` the config's default is used, so the script also runs against a
+checkout older than ``embed.query_threads`` (for an old-vs-new comparison).
+
+Usage: scripts/bench/query_session.py [--query-threads N] [--chunks 500] [--queries 100]
+       [--source /work/repos/click/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+CHUNK_CHARS = 600
+
+
+def rss_mb() -> float:
+    """This process's resident set from /proc (Linux), in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def code_chunks(source: Path, count: int) -> list[str]:
+    """``count`` consecutive ~600-character slices of the Python files under ``source``."""
+    chunks: list[str] = []
+    for path in sorted(source.rglob("*.py")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for start in range(0, len(text), CHUNK_CHARS):
+            chunks.append(text[start : start + CHUNK_CHARS])
+            if len(chunks) == count:
+                return chunks
+    return chunks
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--query-threads", type=int, default=None)
+    parser.add_argument("--chunks", type=int, default=500)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--source", type=Path, default=Path("/work/repos/click/src"))
+    args = parser.parse_args()
+
+    import numpy as np
+
+    from engram.config import EmbedConfig
+    from engram.embed import load_embedder
+
+    chunks = code_chunks(args.source, args.chunks)
+    queries = [f"where is the retry policy for request {i} configured" for i in range(args.queries)]
+    config = (
+        EmbedConfig()
+        if args.query_threads is None
+        else EmbedConfig(query_threads=args.query_threads)
+    )
+    before = rss_mb()
+    start = time.perf_counter()
+    status = load_embedder(config, None)
+    load_s = time.perf_counter() - start
+    embedder = status.embedder
+    if embedder is None:
+        raise SystemExit(f"no embedder: {status.reason}")
+    after = rss_mb()
+    embedder.embed([queries[0]])  # first-call set-up of both sessions is not timed
+    embedder.embed(chunks[:4])
+    start = time.perf_counter()
+    embedder.embed(chunks)
+    batch_s = time.perf_counter() - start
+    times = []
+    for query in queries:
+        start = time.perf_counter()
+        embedder.embed([query])
+        times.append((time.perf_counter() - start) * 1000)
+    print(
+        json.dumps(
+            {
+                "query_threads": args.query_threads,
+                "chunks": len(chunks),
+                "rss_before_mb": round(before, 1),
+                "rss_after_mb": round(after, 1),
+                "rss_model_mb": round(after - before, 1),
+                "rss_end_mb": round(rss_mb(), 1),
+                "load_s": round(load_s, 3),
+                "batch_texts_per_s": round(len(chunks) / batch_s, 1),
+                "query_p50_ms": round(float(np.percentile(times, 50)), 2),
+                "query_p95_ms": round(float(np.percentile(times, 95)), 2),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
