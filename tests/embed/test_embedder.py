@@ -22,7 +22,12 @@ from engram.embed import (
     load_embedder,
     memory_embedding_text,
 )
-from engram.embed.default_model import DefaultModelFiles, assemble_model_dir
+from engram.embed.default_model import (
+    FOLDED_WEIGHTS,
+    DefaultModelFiles,
+    assemble_model_dir,
+    fold_model_dir,
+)
 from engram.embed.embedders import FastEmbedEmbedder
 from engram.model import CodeAnchor, Memory, MemoryType
 from engram.workspace import Workspace
@@ -320,3 +325,56 @@ def test_cache_serves_single_queries_embedded_by_the_query_session(
     again = CachedEmbedder(embedder.inner, EmbeddingCache(embedder.cache.path))
     second = again.embed(["where is the retry policy configured"])
     assert again.misses == 0 and np.array_equal(first, second)
+
+
+def test_default_model_loads_folded_and_gives_the_assembled_models_vectors(
+    default_embedder: Embedder, model_root: Path
+) -> None:
+    """Both sessions load the folded copy (one mapped weights.bin); its vectors are the ones
+    fastembed gives over the assembled int8 model, which folds its weights in memory."""
+    from fastembed import TextEmbedding
+
+    assembled = next(model_root.glob(f"{DEFAULT_MODEL_ID}-*"))
+    folded = [p for p in model_root.iterdir() if p.name.startswith(f"folded-{assembled.name}-")]
+    assert len(folded) == 1 and (folded[0] / FOLDED_WEIGHTS).stat().st_size > 80_000_000
+    plain = TextEmbedding(
+        "sentence-transformers/all-MiniLM-L6-v2",
+        specific_model_path=str(assembled),
+        local_files_only=True,
+    )
+    texts = [*_QUERY_TEXTS, "word " * 600]
+    expected = np.vstack(list(plain.embed(texts)))
+    assert np.allclose(default_embedder.embed(texts), expected, atol=1e-5)
+    for i, text in enumerate(texts):
+        assert np.allclose(default_embedder.embed([text])[0], expected[i], atol=1e-5)
+
+
+def test_folded_directory_is_reused_and_rebuilt_when_damaged(tmp_path: Path) -> None:
+    assembled = assemble_model_dir(DefaultModelFiles.installed(), [tmp_path])
+    folded = fold_model_dir(assembled)
+    assert folded.parent == tmp_path and folded != assembled
+    built = {p.name: p.stat().st_mtime_ns for p in folded.iterdir()}
+    assert fold_model_dir(assembled) == folded
+    assert {p.name: p.stat().st_mtime_ns for p in folded.iterdir()} == built
+    weights = folded / FOLDED_WEIGHTS
+    good = weights.read_bytes()
+    with weights.open("r+b") as handle:  # one damaged byte in the middle of the weights
+        handle.seek(len(good) // 2)
+        handle.write(bytes([good[len(good) // 2] ^ 0xFF]))
+    assert fold_model_dir(assembled) == folded
+    assert (folded / FOLDED_WEIGHTS).read_bytes() == good
+
+
+def test_default_model_loads_unfolded_when_folding_fails(
+    default_embedder: Embedder, model_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram.embed import loader
+
+    def refuse(assembled: Path) -> Path:
+        raise OSError(f"read-only cache next to {assembled}")
+
+    monkeypatch.setattr(loader, "fold_model_dir", refuse)
+    status = load_embedder(EmbedConfig(), None, model_roots=[model_root])
+    assert status.embedder is not None and "verified" in status.reason
+    text = ["the unfolded model gives the same vectors"]
+    assert np.allclose(status.embedder.embed(text), default_embedder.embed(text), atol=1e-5)

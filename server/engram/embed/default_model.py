@@ -15,6 +15,15 @@ gives exactly this model's post-processing (mean pooling over the attention mask
 normalisation). The one deliberate change: the assembled ``tokenizer_config.json`` adds
 ``max_length: 256``, the sentence-transformers ``max_seq_length`` of this model (the
 upstream file says 512, which fastembed would use as the truncation limit).
+
+The int8 weights are stored as ``int8 -> Cast -> Mul(scale)``; ONNX Runtime's constant folding
+turns them into ~90 MB of float32 in every session it builds. :func:`fold_model_dir` does that
+folding once, on disk: a sibling directory holds the graph after ONNX Runtime's basic
+(portable) optimisations and its float32 initializers in one ``weights.bin``, which ONNX Runtime
+maps into memory instead of copying. So the batch session and the query's one-thread session
+(``embed.query_threads``) read one copy of the 47 MB embedding table from the page cache
+instead of each folding its own; each still packs its own copy of the matmul weights
+(~43 MB) for its kernels (docs/retrieval.md, issue 17 round 7).
 """
 
 from __future__ import annotations
@@ -38,6 +47,11 @@ DEFAULT_DIM = 384
 MAX_SEQ_LENGTH = 256
 
 ONNX_FILE = "model.onnx"
+#: The folded model's initializers (external data of its ``model.onnx``) and its manifest.
+FOLDED_WEIGHTS = "weights.bin"
+FOLDED_MANIFEST = "folded.json"
+#: Initializers at least this large go to ``weights.bin`` (the rest stay in the graph).
+FOLDED_MIN_EXTERNAL_BYTES = 1024
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 #: Tokenizer/config files committed in ``model_files/`` and their pinned digests.
 TOKENIZER_SHA256: Mapping[str, str] = {
@@ -186,3 +200,86 @@ def assemble_model_dir(files: DefaultModelFiles, roots: list[Path]) -> Path:
             errors.append(f"{root}: {exc.strerror or exc}")
             continue
     raise ModelFilesError("cannot write an assembled model directory (" + "; ".join(errors) + ")")
+
+
+def _folded_is_current(target: Path, wanted: Mapping[str, bytes], runtime: str) -> bool:
+    """Whether ``target`` is a complete folded directory for these files and this runtime.
+
+    The manifest written last (inside the staging directory, before the rename) holds the
+    sha256 of the graph and of the weights, so a damaged ``weights.bin`` is rebuilt rather
+    than loaded into silently wrong vectors.
+    """
+    try:
+        manifest = json.loads((target / FOLDED_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(manifest, dict) or manifest.get("onnxruntime") != runtime:
+        return False
+    digests = manifest.get("sha256")
+    if not isinstance(digests, dict):
+        return False
+    for name in (ONNX_FILE, FOLDED_WEIGHTS):
+        path = target / name
+        if not path.is_file() or digests.get(name) != sha256_file(path):
+            return False
+    for name, content in wanted.items():
+        path = target / name
+        if not path.is_file() or path.read_bytes() != content:
+            return False
+    return True
+
+
+def fold_model_dir(assembled: Path) -> Path:
+    """A sibling of ``assembled`` whose graph has its constants folded (built if needed).
+
+    ONNX Runtime builds it: a session at the basic optimisation level (constant folding and
+    other rewrites that keep standard ONNX operators, so the result is portable) saves its
+    optimised graph, with every initializer of at least ``FOLDED_MIN_EXTERNAL_BYTES`` in
+    ``weights.bin``. Sessions over that directory map ``weights.bin`` instead of folding
+    their own float32 copy; their vectors are the assembled model's (tests/embed). The name
+    carries the assembled directory's and the runtime's version (another runtime may fold
+    differently); it is built in a temporary sibling and renamed into place, as
+    :func:`assemble_model_dir` does. Raises ``OSError`` or ONNX Runtime's errors; the caller
+    falls back to ``assembled``.
+    """
+    import onnxruntime as ort
+
+    runtime = str(ort.__version__)
+    target = assembled.parent / f"folded-{assembled.name}-ort{runtime}"
+    wanted = {name: (assembled / name).read_bytes() for name in TOKENIZER_SHA256}
+    if _folded_is_current(target, wanted, runtime):
+        return target
+    staging = Path(tempfile.mkdtemp(prefix=".fold-", dir=assembled.parent))
+    try:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(staging / ONNX_FILE)
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", FOLDED_WEIGHTS
+        )
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes",
+            str(FOLDED_MIN_EXTERNAL_BYTES),
+        )
+        ort.InferenceSession(
+            str(assembled / ONNX_FILE), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        for name, content in wanted.items():
+            (staging / name).write_bytes(content)
+        manifest = {
+            "onnxruntime": runtime,
+            "sha256": {name: sha256_file(staging / name) for name in (ONNX_FILE, FOLDED_WEIGHTS)},
+        }
+        (staging / FOLDED_MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        if target.exists():
+            shutil.rmtree(target, ignore_errors=True)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not _folded_is_current(target, wanted, runtime):  # lost a race to a twin
+                raise
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    log.info("folded the default model's constants into %s", target)
+    return target

@@ -33,6 +33,7 @@ from engram.embed.default_model import (
     DefaultModelFiles,
     ModelFilesError,
     assemble_model_dir,
+    fold_model_dir,
     model_cache_roots,
 )
 from engram.embed.embedders import CachedEmbedder, Embedder, FastEmbedEmbedder
@@ -111,7 +112,7 @@ def load_embedder(
                 config,
                 DEFAULT_MODEL_ID,
                 DEFAULT_DIM,
-                specific_model_path=str(directory),
+                specific_model_path=str(_folded_or_assembled(directory)),
             )
             reason = f"default model {DEFAULT_MODEL_ID} (verified, offline)"
         elif _looks_like_path(name, workspace):
@@ -130,6 +131,17 @@ def load_embedder(
 
 class _NoModel(Exception):
     pass
+
+
+def _folded_or_assembled(assembled: Path) -> Path:
+    """The folded copy of the default model (both sessions map one ``weights.bin`` instead
+    of each folding ~90 MB of float32), or the assembled directory when it cannot be built
+    (a read-only cache, a full disk): the same vectors, each session folding its own."""
+    try:
+        return fold_model_dir(assembled)
+    except Exception as exc:  # OSError, onnxruntime's errors: slower to load, same vectors
+        log.info("default model not folded (%s); each session folds its own weights", _short(exc))
+        return assembled
 
 
 def _fastembed(
