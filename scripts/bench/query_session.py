@@ -5,7 +5,10 @@ Loads the default embedder in this (fresh) process and prints, as one JSON line:
 
 * ``rss_before_mb`` / ``rss_after_mb``: resident memory before and after loading the model
   (so running it with ``--query-threads 1`` and ``--query-threads 0`` gives the second
-  session's extra RSS);
+  session's extra RSS), and ``rss_end_mb`` after the batch and the queries;
+* ``pss_*_mb`` / ``anon_*_mb`` after loading and at the end: the proportional set (a page
+  mapped twice, as the folded model's ``weights.bin`` is by two sessions, counts once) and
+  the private anonymous memory, because RSS counts a file page once per mapping;
 * ``load_s``: wall clock of ``load_embedder`` (the model's sha256 check, both sessions);
 * ``batch_texts_per_s``: embedding ``--chunks`` code chunks of ~600 characters (cut from the
   Python files under ``--source``) in one call, as indexing does;
@@ -21,6 +24,7 @@ Usage: scripts/bench/query_session.py [--query-threads N] [--chunks 500] [--quer
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -34,6 +38,17 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def smaps_mb() -> dict[str, float]:
+    """``Pss`` and ``Anonymous`` of this process from /proc/self/smaps_rollup, in MB."""
+    found = {"Pss": float("nan"), "Anonymous": float("nan")}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in found:
+                found[key] = int(value.split()[0]) / 1024
+    return found
 
 
 def code_chunks(source: Path, count: int) -> list[str]:
@@ -76,6 +91,7 @@ def main() -> None:
     if embedder is None:
         raise SystemExit(f"no embedder: {status.reason}")
     after = rss_mb()
+    after_smaps = smaps_mb()
     embedder.embed([queries[0]])  # first-call set-up of both sessions is not timed
     embedder.embed(chunks[:4])
     start = time.perf_counter()
@@ -86,6 +102,7 @@ def main() -> None:
         start = time.perf_counter()
         embedder.embed([query])
         times.append((time.perf_counter() - start) * 1000)
+    end_smaps = smaps_mb()
     print(
         json.dumps(
             {
@@ -95,6 +112,10 @@ def main() -> None:
                 "rss_after_mb": round(after, 1),
                 "rss_model_mb": round(after - before, 1),
                 "rss_end_mb": round(rss_mb(), 1),
+                "pss_after_mb": round(after_smaps["Pss"], 1),
+                "anon_after_mb": round(after_smaps["Anonymous"], 1),
+                "pss_end_mb": round(end_smaps["Pss"], 1),
+                "anon_end_mb": round(end_smaps["Anonymous"], 1),
                 "load_s": round(load_s, 3),
                 "batch_texts_per_s": round(len(chunks) / batch_s, 1),
                 "query_p50_ms": round(float(np.percentile(times, 50)), 2),
