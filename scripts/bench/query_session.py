@@ -18,7 +18,7 @@ Without ``--query-threads`` the config's default is used, so the script also run
 checkout older than ``embed.query_threads`` (for an old-vs-new comparison).
 
 Usage: scripts/bench/query_session.py [--query-threads N] [--chunks 500] [--queries 100]
-       [--source /work/repos/click/src]
+       [--source DIR]  (default: this checkout's server/engram)
 """
 
 from __future__ import annotations
@@ -68,7 +68,9 @@ def main() -> None:
     parser.add_argument("--query-threads", type=int, default=None)
     parser.add_argument("--chunks", type=int, default=500)
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--source", type=Path, default=Path("/work/repos/click/src"))
+    parser.add_argument(
+        "--source", type=Path, default=Path(__file__).resolve().parents[2] / "server"
+    )
     args = parser.parse_args()
 
     import numpy as np
