@@ -365,6 +365,31 @@ def test_folded_directory_is_reused_and_rebuilt_when_damaged(tmp_path: Path) -> 
     assert (folded / FOLDED_WEIGHTS).read_bytes() == good
 
 
+def test_folding_removes_copies_nothing_can_read(tmp_path: Path) -> None:
+    """An upgrade of onnxruntime folds a new copy, and a deleted venv leaves its copy: each
+    ~87 MB would stay in the cache for good. A live install's copy is not touched."""
+    assembled = assemble_model_dir(DefaultModelFiles.installed(), [tmp_path])
+    old_runtime = tmp_path / f"folded-{assembled.name}-ort0.0.1"
+    gone, live = tmp_path / "default-gone", tmp_path / "default-live"
+    for owner, target in (
+        (gone, tmp_path / "no-such-install.onnx"),
+        (live, assembled / "model.onnx"),
+    ):
+        owner.mkdir()
+        (owner / "model.onnx").symlink_to(target)
+    leftovers = [
+        old_runtime,
+        tmp_path / "folded-default-gone-ort1.0",
+        tmp_path / "folded-default-live-ort1.0",
+    ]
+    for leftover in leftovers:
+        leftover.mkdir()
+        (leftover / FOLDED_WEIGHTS).write_bytes(b"old")
+    folded = fold_model_dir(assembled)
+    assert folded.is_dir()
+    assert [p.exists() for p in leftovers] == [False, False, True]
+
+
 def test_default_model_loads_unfolded_when_folding_fails(
     default_embedder: Embedder, model_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

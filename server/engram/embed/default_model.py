@@ -282,4 +282,28 @@ def fold_model_dir(assembled: Path) -> Path:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     log.info("folded the default model's constants into %s", target)
+    _drop_leftovers(assembled, target)
     return target
+
+
+def _drop_leftovers(assembled: Path, keep: Path) -> None:
+    """Remove folded copies (~87 MB each) that nothing can read any more.
+
+    * this install's copies for other ONNX Runtime versions: a folded directory is only
+      read by the runtime that wrote it, so one is left over from before an upgrade;
+    * copies of installs that are gone: an assembled directory links ``model.onnx`` to the
+      install's weights, so a dangling link means the venv or checkout was deleted (each
+      install has its own directory, named by where its weights are).
+
+    Nothing else would ever delete them. A process still running keeps its mapping of a
+    removed ``weights.bin`` (POSIX), so it is not disturbed.
+    """
+    for folded in assembled.parent.glob("folded-*-ort*"):
+        if folded == keep or not folded.is_dir():
+            continue
+        owner = assembled.parent / folded.name.removeprefix("folded-").rpartition("-ort")[0]
+        other_runtime = owner == assembled
+        install_gone = not (owner / ONNX_FILE).exists()  # a dangling link: False
+        if other_runtime or install_gone:
+            shutil.rmtree(folded, ignore_errors=True)
+            log.info("removed %s (folded for another runtime or a removed install)", folded)
