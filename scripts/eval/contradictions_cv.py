@@ -75,7 +75,7 @@ EDIT_SLOTS = (False, True)
 #: does not allow; --no-cue-too searches it anyway (docs/lifecycle.md, sixth pass)
 EDIT_GRID_GATES = ((0.98, 0.99, 0.993, 0.995, 1.01), (0.0, 0.25), (0.5, 0.6, 1.01), (True,))
 #: the readings of edits that change no claim (eighth pass, ``--fix-grid``): each on or off
-#: (``engram.lifecycle.contradictions`` flags of the same names, lowercased)
+#: (fields of ``engram.lifecycle.contradictions.Readings`` of the same names)
 FIXES = (
     "spelling_fixes", "same_literals", "quoted_names", "hyphenated_names",
     "value_lists", "only_added",
@@ -87,9 +87,9 @@ RECALLS = (
     "named_versions", "prereleases", "distinct_empties", "same_units", "short_slots",
     "name_slots", "opposite_parts", "path_values", "issue_refs", "edit_opposites",
 )  # fmt: skip
-#: the flags ``predict`` sets on ``engram.lifecycle.contradictions`` (key: flag name)
-FLAGS = {"edit_extra": "EDIT_EXTRA_TOKENS", "edit_opposites": "EDIT_OPPOSITES",
-         "edit_slots": "EDIT_SLOTS"} | {fix: fix.upper() for fix in FIXES + RECALLS}  # fmt: skip
+#: the ``Readings`` fields ``predict`` builds from a setting (key: field name)
+FIELDS = {"edit_extra": "edit_extra_tokens", "edit_opposites": "edit_opposites",
+          "edit_slots": "edit_slots"} | {fix: fix for fix in FIXES + RECALLS}  # fmt: skip
 #: the setting before this CV (issue 12, second pass): ties go to it
 BEFORE = {
     "threshold": 0.993, "min_overlap": 0.25, "subject_cosine": 0.6, "require_cue": True,
@@ -99,17 +99,13 @@ BEFORE = {
 
 def defaults() -> dict[str, Any]:
     """The setting Engram ships now (``ContradictionJudges`` and the NLI threshold)."""
-    from engram.lifecycle import contradictions
     from engram.lifecycle.contradictions import ContradictionJudges
     from engram.lifecycle.nli import DEFAULT_THRESHOLD
 
     judges = ContradictionJudges()
     return {"threshold": DEFAULT_THRESHOLD, "min_overlap": judges.min_overlap,
-            "subject_cosine": judges.subject_cosine, "require_cue": judges.require_cue,
-            "edit_extra": contradictions.EDIT_EXTRA_TOKENS,
-            "edit_opposites": contradictions.EDIT_OPPOSITES,
-            "edit_slots": contradictions.EDIT_SLOTS}  | {
-            fix: getattr(contradictions, fix.upper()) for fix in FIXES + RECALLS}  # fmt: skip
+            "subject_cosine": judges.subject_cosine, "require_cue": judges.require_cue} | {
+            key: getattr(judges.readings, name) for key, name in FIELDS.items()}  # fmt: skip
 
 
 class CachedNli:
@@ -130,38 +126,23 @@ class CachedNli:
 
 def predict(rows: list[dict[str, Any]], cosines: list[float | None], setting: dict[str, Any],
             nli: Any, cache: dict[tuple[str, str], float]) -> list[bool]:  # fmt: skip
-    from engram.lifecycle import contradictions
-
-    names = FLAGS
-    shipped = {key: getattr(contradictions, name) for key, name in names.items()}
-
-    def forget() -> None:  # the readings of a note are cached; a flag changes them
-        for reader in (contradictions._read, contradictions._claims, contradictions._values,
-                       contradictions._example):  # fmt: skip
-            reader.cache_clear()
-
-    for key, name in names.items():
-        setattr(contradictions, name, setting.get(key, shipped[key]))
-    forget()
-    try:
-        return _predict(rows, cosines, setting, nli, cache)
-    finally:
-        for key, name in names.items():
-            setattr(contradictions, name, shipped[key])
-        forget()
-
-
-def _predict(rows: list[dict[str, Any]], cosines: list[float | None], setting: dict[str, Any],
-             nli: Any, cache: dict[tuple[str, str], float]) -> list[bool]:  # fmt: skip
-    from engram.lifecycle.contradictions import ContradictionJudges, find_contradictions
+    """What the detector says on each row with ``setting`` (the gate, the threshold and the
+    readings; a reading the setting leaves out stays as shipped). The readings are a value
+    the judges carry, part of every cached reader's key: nothing to set or clear."""
+    from engram.lifecycle.contradictions import ContradictionJudges, Readings, find_contradictions
     from engram.model import Memory, MemoryType
 
+    shipped = Readings()
+    readings = Readings(**{
+        name: setting.get(key, getattr(shipped, name)) for key, name in FIELDS.items()
+    })  # fmt: skip
     judge = None if nli is None else CachedNli(nli, cache, setting["threshold"])
     judges = ContradictionJudges(
         nli=judge,  # type: ignore[arg-type]
         min_overlap=setting["min_overlap"],
         subject_cosine=setting["subject_cosine"],
         require_cue=setting["require_cue"],
+        readings=readings,
     )
     out = []
     for row, cosine in zip(rows, cosines, strict=True):

@@ -254,11 +254,13 @@ def edit_gate(old: str, new: str, cosine: float | None) -> bool:
     added, not a plan against today's state."""
     from engram.lifecycle import contradictions as c
 
-    if c.SPELLING_FIXES and c._spelling_fix(old, new):
+    readings = c.SHIPPED  # the readings as shipped (the gate is scored against main's detector)
+    if readings.spelling_fixes and c._spelling_fix(old, new):
         return False
-    if c.ONLY_ADDED and c._only_added(old, new):
+    if readings.only_added and c._only_added(old, new, readings):
         return False
     if bool(c._PLANNED.search(old)) != bool(c._PLANNED.search(new)):
         return False
-    overlap = c._overlap(c._canonical(c._read(new).words), c._canonical(c._read(old).words))
+    mine, theirs = c._read(new, readings), c._read(old, readings)
+    overlap = c._overlap(c._canonical(mine.words), c._canonical(theirs.words))
     return overlap >= c.MIN_OVERLAP_FOR_FLIPS or (cosine is not None and cosine >= c.CLOSE_COSINE)

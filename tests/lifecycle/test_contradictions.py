@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
-from engram.lifecycle.contradictions import find_contradictions
+from engram.lifecycle.contradictions import ContradictionJudges, Readings, find_contradictions
 from engram.model import CodeAnchor, Memory, MemoryType
 
 PAIRS = Path(__file__).parent / "data" / "contradiction_pairs.jsonl"
@@ -506,9 +507,9 @@ def test_value_swap_look_alikes_are_not_contradictions(old: str, new: str) -> No
     ],
 )  # fmt: skip
 def test_a_value_changed_in_an_edited_line_is_found(old: str, new: str) -> None:
-    from engram.lifecycle.contradictions import _substitution
+    from engram.lifecycle.contradictions import SHIPPED, _substitution
 
-    assert _substitution(old, new) is not None
+    assert _substitution(old, new, SHIPPED) is not None
     assert len(find_contradictions(gotcha(new), [(gotcha(old), None)])) == 1
 
 
@@ -534,9 +535,9 @@ def test_a_value_changed_in_an_edited_line_is_found(old: str, new: str) -> None:
     ],
 )  # fmt: skip
 def test_edited_line_look_alikes_are_not_value_changes(old: str, new: str) -> None:
-    from engram.lifecycle.contradictions import _substitution
+    from engram.lifecycle.contradictions import SHIPPED, _substitution
 
-    assert _substitution(old, new) is None
+    assert _substitution(old, new, SHIPPED) is None
 
 
 @pytest.mark.parametrize(
@@ -844,58 +845,58 @@ def test_cv_script_fix_grid_turns_on_a_reading_that_removes_a_false_alarm(tmp_pa
 #: the readings of values no reader recognised (docs/lifecycle.md, ninth pass), each with a
 #: contradiction it catches and a look-alike next to it that it must leave alone
 NINTH_PASS = [
-    ("NAMED_VERSIONS",
+    ("named_versions",
      "@deprecated Moved to Runner.Silent, this class will be removed with Mockito 3",
      "@deprecated Moved to Runner.Silent, this class will be removed with Mockito 4",
      # "Since" before a number names no product; "3.x.x" / "3.0.1" stays a look-alike
      "@deprecated Since 3.x.x. Please migrate your code to verifyNoInteractions()",
      "@deprecated Since 3.0.1. Please migrate your code to verifyNoInteractions()"),
-    ("NAMED_VERSIONS",
+    ("named_versions",
      "TODO: (v7) Change the Location generic default from any to unknown and",
      "TODO: (v9) Change the Location generic default from any to unknown and",
      # a number after a part word names the part
      "See section 3 for how the Location generic default is chosen and why",
      "See section 4 for how the Location generic default is chosen and why"),
-    ("PRERELEASES",
+    ("prereleases",
      "Allowing empty values is no longer the default (changed again in 3.0.0-beta.3)",
      "Allowing empty values is no longer the default (changed again in 3.0.0-beta.4)",
      "Allowing empty values is no longer the default (changed again in 3.0.0-beta.3)",
      "Allowing empty values is no longer the default (changed again in 3.0.0-beta.3 )"),
-    ("DISTINCT_EMPTIES",
+    ("distinct_empties",
      "You can omit this header by setting it to null.",
      "You can omit this header by setting it to undefined.",
      # None and null are one empty value
      "You can omit this header by setting it to null.",
      "You can omit this header by setting it to None."),
-    ("SHORT_SLOTS",
+    ("short_slots",
      "[ capacity: | default = 2500 ]", "[ capacity: | default = 10000 ]",
      # two words around a swap that is no value slot
      "[ capacity: | shards ]", "[ capacity: | samples ]"),
-    ("NAME_SLOTS",
+    ("name_slots",
      "A custom test runner can be used. The default is jasmine2. A path to it works too.",
      "A custom test runner can be used. The default is jest-circus. A path to it works too.",
      # "by default" and "the default X" name no default's value
      "By default both Jackson2Encoder and Jackson2Decoder do not support elements of type",
      "By default both JacksonJsonEncoder and JacksonJsonDecoder do not support elements of type"),
-    ("NAME_SLOTS",
+    ("name_slots",
      "The -p option picks the publisher to use, with the default being pypi. Run it at the root.",
      "The -p option picks the publisher to use, with the default being index. Run it at the root.",
      # one name spelled two ways
      "The -p option picks the publisher to use, with the default being pypi. Run it at the root.",
      "The -p option picks the publisher to use, with the default being py-pi. Run it at the root."),
-    ("OPPOSITE_PARTS",
+    ("opposite_parts",
      "If the call uses HTTPS, this will be invoked after [secureConnectEnd], otherwise it will",
      "If the call uses HTTPS, this will be invoked after [secureConnectStart], otherwise it will",
      # a renamed identifier whose changed part is no opposite
      "If the call uses HTTPS, this will be invoked after [secureConnectEnd], otherwise it will",
      "If the call uses HTTPS, this will be invoked after [tlsConnectEnd], otherwise it will"),
-    ("PATH_VALUES",
+    ("path_values",
      "Specify alternative configuration file [default: $HOME/.config/app/app.yml].",
      "Specify alternative configuration file [default: $HOME/.config/app/app.toml].",
      # a file renamed in a reference, no value cue before it
      "More about the options in docs/guide/options.rst, with examples for each one",
      "More about the options in docs/guide/options.md, with examples for each one"),
-    ("EDIT_OPPOSITES",
+    ("edit_opposites",
      "and superclasses before any of the previous steps; all After methods are",
      "and superclasses after any of the previous steps; all After methods are",
      "and superclasses before any of the previous steps; all After methods are",
@@ -903,26 +904,24 @@ NINTH_PASS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("flag", "old", "new", "like_old", "like_new"), NINTH_PASS)
+def _kinds(old: str, new: str, readings: Readings | None = None) -> list[str]:
+    """What ``find_contradictions`` finds for ``new`` against ``old`` (both gotchas): with
+    no ``readings``, as shipped (no judges); else the rules alone read with ``readings``."""
+    judges = None if readings is None else ContradictionJudges(readings=readings)
+    return [c.kind for c in find_contradictions(gotcha(new), [(gotcha(old), None)], judges=judges)]
+
+
+@pytest.mark.parametrize(("field", "old", "new", "like_old", "like_new"), NINTH_PASS)
 def test_ninth_pass_readings_find_values_no_reader_recognised(
-    monkeypatch: pytest.MonkeyPatch, flag: str, old: str, new: str, like_old: str, like_new: str
+    field: str, old: str, new: str, like_old: str, like_new: str
 ) -> None:
-    """Each reading (its flag on) flags the missed contradiction kind it was written for and
-    leaves the look-alike next to it alone; with the flag off the kind is missed, which is
+    """Each reading (its field on) flags the missed contradiction kind it was written for and
+    leaves the look-alike next to it alone; with the field off the kind is missed, which is
     why the reading exists."""
-    from engram.lifecycle import contradictions
-
-    def found(a: str, b: str) -> list[str]:
-        for reader in (contradictions._read, contradictions._claims, contradictions._values,
-                       contradictions._example):  # fmt: skip
-            reader.cache_clear()
-        return [c.kind for c in find_contradictions(gotcha(b), [(gotcha(a), None)])]
-
-    monkeypatch.setattr(contradictions, flag, False)
-    assert found(old, new) == []
-    monkeypatch.setattr(contradictions, flag, True)
-    assert found(old, new) == ["value"]
-    assert found(like_old, like_new) == []
+    assert _kinds(old, new, attrs.evolve(Readings(), **{field: False})) == []
+    on = attrs.evolve(Readings(), **{field: True})
+    assert _kinds(old, new, on) == ["value"]
+    assert _kinds(like_old, like_new, on) == []
 
 
 @pytest.mark.parametrize(
@@ -938,19 +937,95 @@ def test_ninth_pass_readings_find_values_no_reader_recognised(
     ],
 )  # fmt: skip
 def test_a_value_written_in_other_units_or_an_issue_number_is_no_change(
-    monkeypatch: pytest.MonkeyPatch, old: str, new: str, changed: str
+    old: str, new: str, changed: str
 ) -> None:
-    """``SAME_UNITS`` and ``ISSUE_REFS`` (ninth pass): one duration or size in two units is
+    """``same_units`` and ``issue_refs`` (ninth pass): one duration or size in two units is
     one value, and "#8622" names an issue; a value that did change is still found."""
-    from engram.lifecycle import contradictions
-
-    monkeypatch.setattr(contradictions, "SAME_UNITS", True)
-    monkeypatch.setattr(contradictions, "ISSUE_REFS", True)
-    contradictions._read.cache_clear()
-    assert find_contradictions(gotcha(new), [(gotcha(old), None)]) == []
+    readings = Readings(same_units=True, issue_refs=True)
+    assert _kinds(old, new, readings) == []
     if changed:
-        (hit,) = find_contradictions(gotcha(changed), [(gotcha(old), None)])
-        assert hit.kind == "value"
+        assert _kinds(old, changed, readings) == ["value"]
+
+
+#: (field, old, new, as shipped): a pair each reading decides - the field turned the other
+#: way (a number: 0) changes what is found. "As shipped" is what main's detector found on the
+#: pair before the readings became a ``Readings`` value (module flags, at 087c884)
+DECIDED_BY = [
+    ("spelling_fixes", "Older readers might now support this encoding yet.",
+     "Older readers might not support this encoding yet.", []),
+    ("same_literals", 'errors => ["the check on port (80) is not True"]',
+     'errors => ["the check on port (80) is False"]', []),
+    ("same_literals", "@deprecated The helper will be removed in release 4.0.",
+     "@deprecated The helper will be removed in release 4.", []),
+    ("quoted_names", "return true if 'target' is newer than every source file",
+     "return true if 'dest' is newer than every source file", []),
+    ("hyphenated_names", ".. option:: --no-color-output", ".. option:: --color-output", []),
+    ("only_added", "Redirects to the url; the status code is optional, default to 302.",
+     "Redirects to the url; the status code is optional, default to 302 (if it is not "
+     "already set by the caller).", []),
+    ("value_lists",
+     "Tested in Chrome 5-26, Firefox 2-21, IE 6-10, Safari 3-6, Node.js 0.10.5 and "
+     "PhantomJS 1.8.1.",
+     "Tested in Chrome 5-26, Firefox 2-21, IE 6-10, Safari 3-6, Node.js 0.10.5 and "
+     "PhantomJS 1.9.0.",
+     []),
+    ("edit_extra_tokens", "Retries: the worker gives up after 3 failed attempts in a row.",
+     "Retries: the client gives up after 5 failed attempts in a row.", ["value"]),
+    ("edit_opposites", NINTH_PASS[-1][1], NINTH_PASS[-1][2], ["value"]),
+    ("edit_slots", "sourceMap mode for the bundle output files. Default: true. See the guide",
+     "sourceMap mode for the bundle output files. Default: ifRelativeSource. See the guide",
+     ["value"]),
+    ("named_versions", NINTH_PASS[0][1], NINTH_PASS[0][2], ["value"]),
+    ("prereleases", NINTH_PASS[2][1], NINTH_PASS[2][2], ["value"]),
+    ("distinct_empties", NINTH_PASS[3][1], NINTH_PASS[3][2], []),
+    ("same_units", "First request: time out after 1000ms.", "First request: time out after 1s.",
+     []),
+    ("short_slots", NINTH_PASS[4][1], NINTH_PASS[4][2], ["value"]),
+    ("name_slots", NINTH_PASS[5][1], NINTH_PASS[5][2], ["value"]),
+    ("opposite_parts", NINTH_PASS[7][1], NINTH_PASS[7][2], ["value"]),
+    ("path_values", NINTH_PASS[8][1], NINTH_PASS[8][2], ["value"]),
+    ("issue_refs", "Provide a default when using theme() (#8622)",
+     "Provide a default when using theme() (#8652)", []),
+]  # fmt: skip
+
+
+def test_every_reading_has_a_pair_it_decides() -> None:
+    assert {field for field, *_ in DECIDED_BY} == set(attrs.fields_dict(Readings))
+
+
+def _turned(field: str) -> Readings:
+    shipped = getattr(Readings(), field)
+    other = (not shipped) if isinstance(shipped, bool) else 0
+    return attrs.evolve(Readings(), **{field: other})
+
+
+@pytest.mark.parametrize(("field", "old", "new", "shipped"), DECIDED_BY)
+def test_default_readings_are_the_shipped_detector(
+    field: str, old: str, new: str, shipped: list[str]
+) -> None:
+    """``Readings()`` is what Engram shipped with the module flags: on a pair the field
+    decides, the default reads as main's detector did, with no judges and with judges that
+    carry the default; the field turned the other way reads otherwise (so the pair tests it)."""
+    assert _kinds(old, new) == shipped
+    assert _kinds(old, new, Readings()) == shipped
+    assert _kinds(old, new, _turned(field)) != shipped
+
+
+@pytest.mark.parametrize(("field", "old", "new", "shipped"), DECIDED_BY)
+def test_two_readings_in_one_process_never_share_a_cached_reading(
+    field: str, old: str, new: str, shipped: list[str]
+) -> None:
+    """Judges with other readings, interleaved on one pair in one process, each give their
+    own answer every time: the readings are part of each cached reader's key, so no cache
+    needs clearing and none leaks from one setting to the other."""
+    turned = ContradictionJudges(readings=_turned(field))
+    default = ContradictionJudges()
+    answers = []
+    for judges in (default, turned, default, turned):
+        found = find_contradictions(gotcha(new), [(gotcha(old), None)], judges=judges)
+        answers.append([c.kind for c in found])
+    assert answers[0] == answers[2] == shipped
+    assert answers[1] == answers[3] != shipped
 
 
 def test_cv_script_recall_grid_turns_on_a_reading_that_finds_a_missed_value(

@@ -51,8 +51,10 @@ if TYPE_CHECKING:
     from engram.llm import LlmClient
 
 __all__ = [
+    "SHIPPED",
     "Contradiction",
     "ContradictionJudges",
+    "Readings",
     "Screening",
     "find_contradictions",
     "judge_pairs",
@@ -141,30 +143,93 @@ _VALUE_CUES = frozenset(
 )  # fmt: skip
 
 
-# -- look-alikes of an edit (docs/lifecycle.md, eighth pass) -------------------------------
-# On repositories no rule was written from, most false alarms are edits that change no claim:
-# a spelling fix that happens to touch "not" ("might now support it" / "might not support
-# it"), one value written two ways ("Lang 4.0" / "Lang 4", "'true'" / "true", "is not True"
-# / "is False"), a renamed quoted name ("'target'" / "'old_file'"), an option named with a
-# hyphenated "no-" ("--no-implicit-optional"), a clause added next to the one it qualifies
-# ("… are enabled. Defaults to true if not specified"), one item of a long list of versions.
-# Each reading below is switched by its flag; which ones ship was chosen by the CV grouped by
-# repository (``scripts/eval/contradictions_cv.py --fix-grid``).
-#: an edit whose only changes are one-letter spelling fixes (and dropped articles) changes
-#: no claim, even when the fixed word is "not" / "now" or "no" / "now"
-SPELLING_FIXES = True
-#: a number, truth value or quoted literal written another way is the same value
-SAME_LITERALS = True
-#: a swapped quoted string is a value only where a value stands (after "default", "is",
-#: "to", "=" …); elsewhere it names a thing ("if 'target' is out-of-date")
-QUOTED_NAMES = True
-#: "no-"/"non-"/"not-" joined to the next word is part of a name, not a negation
-HYPHENATED_NAMES = True
-#: an edit that only adds words (or only drops them) keeps every claim of the shorter note,
-#: unless what it adds is a negation (outside a condition), "only", "now", "always" …
-ONLY_ADDED = True
-#: a number is one item of a list, not a setting's value, in a note with this many numbers
-VALUE_LISTS = True
+# -- which readings are on (docs/lifecycle.md, "Readings") ----------------------------------
+@attrs.frozen(cache_hash=True)
+class Readings:
+    """Which of the rules' optional readings are on: one field per reading, the defaults
+    being what Engram ships. A value, not module state, so that the cross-validation
+    (``scripts/eval/contradictions_cv.py``) can score another setting in the same process
+    without touching anything the product reads: ``ContradictionJudges`` carries it down to
+    every reader that consults a field, and the cached readers take it as part of their key,
+    so two settings never share a cached reading and no cache needs clearing.
+
+    Eighth pass (look-alikes of an edit; chosen by the CV grouped by repository,
+    ``--fix-grid``): on repositories no rule was written from, most false alarms were edits
+    that change no claim: a spelling fix that happens to touch "not" ("might now support
+    it" / "might not support it"), one value written two ways ("Lang 4.0" / "Lang 4",
+    "'true'" / "true", "is not True" / "is False"), a renamed quoted name ("'target'" /
+    "'old_file'"), an option named with a hyphenated "no-" ("--no-implicit-optional"), a
+    clause added next to the one it qualifies, one item of a long list of versions.
+
+    Ninth pass (values no reader recognised; chosen by the CV grouped by repository,
+    ``--recall-grid``: all but ``distinct_empties``, dev's labels disagree on "pass null" /
+    "pass undefined"): on held-out 6 most missed contradictions were values swapped in an
+    edited line that the edit reader did not read as values; one false-alarm kind is the
+    other way, one duration or size written in two units.
+    """
+
+    #: (eighth pass) an edit whose only changes are one-letter spelling fixes (and dropped
+    #: articles) changes no claim, even when the fixed word is "not" / "now" or "no" / "now"
+    spelling_fixes: bool = True
+    #: (eighth pass) a number, truth value or quoted literal written another way is the same
+    #: value ("4.0" / "4", "'true'" / "true", "is not True" / "is False")
+    same_literals: bool = True
+    #: (eighth pass) a swapped quoted string is a value only where a value stands (after
+    #: "default", "is", "to", "=" …); elsewhere it names a thing ("if 'target' is out-of-date")
+    quoted_names: bool = True
+    #: (eighth pass) "no-"/"non-"/"not-" joined to the next word is part of a name, not a
+    #: negation ("--no-implicit-optional")
+    hyphenated_names: bool = True
+    #: (eighth pass) an edit that only adds words (or only drops them) keeps every claim of
+    #: the shorter note, unless what it adds is a negation (outside a condition), "only",
+    #: "now", "always" …
+    only_added: bool = True
+    #: (eighth pass) a number is one item of a list, not a setting's value, in a note with
+    #: ``LIST_NUMBERS`` numbers
+    value_lists: bool = True
+    #: (sixth pass, ``--edit-grid``; before it 0, the fifth pass's reader) how many other
+    #: words an edit may change around its swapped values, none of them a negation
+    edit_extra_tokens: int = 8
+    #: (sixth pass off, turned on by the ninth pass's CV) a word swapped alone for its
+    #: opposite is a swapped value ("before" / "after"); with other edits around it, it may
+    #: be the two cases of a qualifier ("required in production" / "optional in development")
+    edit_opposites: bool = True
+    #: (sixth pass, ``--edit-grid``) a literal swapped for a short name in a value slot is a
+    #: swapped value ("Default: true" / "Default: ifRelativeSource")
+    edit_slots: bool = True
+    #: (ninth pass) a number right after a capitalised name ("Mockito 3", "Babel 8") or
+    #: written "v3" is a version of that thing, so a value
+    named_versions: bool = True
+    #: (ninth pass) "3.0.0-beta.3" and "3.0.0-beta.4" are two versions (not both "3.0.0")
+    prereleases: bool = True
+    #: (ninth pass, off) "null" and "undefined" are two values (JavaScript tells them
+    #: apart); None/nil/null are one
+    distinct_empties: bool = False
+    #: (ninth pass) one duration or size written in two units is one value ("1000ms" /
+    #: "1s", "1024 KiB" / "1 MiB")
+    same_units: bool = True
+    #: (ninth pass) a note of two or three words around a value slot ("default = 2500" /
+    #: "… 10000") is read as an edit too (else an edit needs ``MIN_EDIT_CONTEXT`` shared words)
+    short_slots: bool = True
+    #: (ninth pass) a short name swapped for another right after "the default is" /
+    #: "defaults to" is a swapped value ("The default is jasmine2" / "… jest-circus")
+    name_slots: bool = True
+    #: (ninth pass) an identifier with one part turned into its opposite is a swapped value
+    #: ("after secureConnectEnd" / "after secureConnectStart")
+    opposite_parts: bool = True
+    #: (ninth pass) a file name whose extension changed after a value cue is a swapped value
+    #: ("[default: …/alacritty.yml]" / "….toml")
+    path_values: bool = True
+    #: (ninth pass) a number written "#8622" is a reference to an issue or pull request, not
+    #: a value
+    issue_refs: bool = True
+
+
+#: what Engram ships (the rules alone, ``judges`` None, read with these)
+SHIPPED = Readings()
+
+#: a note holds a list of values, not one setting's value, from this many numbers on
+#: (``Readings.value_lists``)
 LIST_NUMBERS = 6
 
 _HYPHENATED_NEGATION = re.compile(r"\b(no|non|not)-(?=[a-z])")
@@ -210,7 +275,7 @@ _CONDITION_WORDS = frozenset({"if", "unless", "when", "whether"})
 _CONTRACTED = re.compile(r"n't\b", re.I)
 
 
-def _only_added(old: str, new: str) -> bool:
+def _only_added(old: str, new: str, readings: Readings) -> bool:
     """One note is the other with words added (a qualifier, an example, a detail): every
     change inserts (or every change drops) words, none of which turns the kept claim — no
     literal ("(default false)" / "(default)" moves the default), no negation outside a
@@ -218,15 +283,15 @@ def _only_added(old: str, new: str) -> bool:
     import difflib
 
     # "isn't" is two edit tokens ("isn", "t"): read the negation as a word of its own
-    a = _edit_tokens(_CONTRACTED.sub(" not", old.replace("’", "'")))
-    b = _edit_tokens(_CONTRACTED.sub(" not", new.replace("’", "'")))
+    a = _edit_tokens(_CONTRACTED.sub(" not", old.replace("’", "'")), readings)
+    b = _edit_tokens(_CONTRACTED.sub(" not", new.replace("’", "'")), readings)
     ops = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
     changed = [op for op in ops if op[0] != "equal"]
     if not changed or {op[0] for op in changed} not in ({"insert"}, {"delete"}):
         return False
     for _, i1, i2, j1, j2 in changed:
         span = a[i1:i2] + b[j1:j2]
-        if any(_literal((word,)) is not None for word in span):
+        if any(_literal((word,), readings) is not None for word in span):
             return False
         for k, word in enumerate(span):
             if word in _CLAIM_WORDS:
@@ -293,13 +358,13 @@ class _Reading:
 
 
 @functools.lru_cache(maxsize=4096)
-def _read(text: str) -> _Reading:
+def _read(text: str, readings: Readings) -> _Reading:
     """Content words, which of them are negated or asserted, and the numbers (cached: the
     same candidates come back for every memory of a batch)."""
-    lowered = _NEGATION_PHRASES.sub(" not ", _plain(text).lower())
-    if ISSUE_REFS:
+    lowered = _NEGATION_PHRASES.sub(" not ", _plain(text, readings).lower())
+    if readings.issue_refs:
         lowered = _ISSUE_REF.sub(" ", lowered)  # "(#8622)": which issue, not a value
-    if HYPHENATED_NAMES:
+    if readings.hyphenated_names:
         # "--no-implicit-optional", "non-chainable": a name, not a negation of the clause
         lowered = _HYPHENATED_NEGATION.sub(r"\1_", lowered)
     words: set[str] = set()
@@ -320,10 +385,10 @@ def _read(text: str) -> _Reading:
                 continue
             if bare in _STOP:
                 continue
-            if SAME_UNITS and (quantity := _quantity((bare,))) is not None:
+            if readings.same_units and (quantity := _quantity((bare,))) is not None:
                 bare = f"{quantity[1]:g}{quantity[0]}"  # "1000ms" and "1s" are one value
             bare = _stem(bare)
-            if SAME_LITERALS and _HAS_DIGIT.search(bare):
+            if readings.same_literals and _HAS_DIGIT.search(bare):
                 bare = _same_number(bare)
             if _HAS_DIGIT.search(bare) and _VALUE_CUES.intersection(
                 tokens[max(0, position - 2) : position]
@@ -345,11 +410,11 @@ def _read(text: str) -> _Reading:
     )
 
 
-def _plain(text: str) -> str:
+def _plain(text: str, readings: Readings) -> str:
     """``text`` without what only looks like a negation: "or not" (an alternative) and a
     negated opposite glossing the word before it ("optional (not required)")."""
     text = _OR_NOT.sub(" ", text.replace("’", "'"))
-    if SAME_LITERALS:
+    if readings.same_literals:
         # "is not True" / "is False": one value written two ways
         text = _NOT_TRUTH.sub(lambda m: _NOT_TRUTH_OF[m.group(1).lower()], text)
 
@@ -409,6 +474,9 @@ class ContradictionJudges:
     #: without it the NLI judge reads twice the pairs for a p95 cost the budget does not
     #: allow (docs/lifecycle.md, sixth pass)
     require_cue: bool = True
+    #: which of the rules' optional readings are on (the CV scores others; the product
+    #: ships the defaults)
+    readings: Readings = SHIPPED
 
 
 @attrs.frozen
@@ -469,7 +537,8 @@ def screen_contradictions(
     read (none when ``judges`` is ``None``)."""
     if new.type in UNCOMPARED_TYPES:
         return Screening()
-    mine = _read(new.content)
+    readings = SHIPPED if judges is None else judges.readings
+    mine = _read(new.content, readings)
     my_files = _files(new)
     my_symbols = _symbols(new)
     found: dict[str, Contradiction] = {}
@@ -482,14 +551,14 @@ def screen_contradictions(
         theirs_files = _files(other)
         if my_files and theirs_files and not my_files & theirs_files:
             continue  # different places may have different rules
-        if SPELLING_FIXES and _spelling_fix(other.content, new.content):
+        if readings.spelling_fixes and _spelling_fix(other.content, new.content):
             continue  # "might now support it" / "might not support it": a typo fixed
-        if ONLY_ADDED and _only_added(other.content, new.content):
+        if readings.only_added and _only_added(other.content, new.content, readings):
             continue  # "… default to 302" / "… default to 302 (if not already set)"
         # "will be enabled in the future" / "is disabled": a plan and today's state; the
         # word-set rules cannot tell them apart (the flip reader skips the plan's clause)
         planned = bool(_PLANNED.search(other.content)) != bool(_PLANNED.search(new.content))
-        theirs = _read(other.content)
+        theirs = _read(other.content, readings)
         # "enable the cache" / "disable the cache" are about the same subject: opposites
         # count as one word when measuring how much the notes share
         overlap = _overlap(_canonical(mine.words), _canonical(theirs.words))
@@ -498,19 +567,19 @@ def screen_contradictions(
         if not planned and (
             overlap >= MIN_OVERLAP or (close and overlap >= MIN_OVERLAP_WHEN_CLOSE)
         ):
-            verdict = _judge(mine, theirs)
+            verdict = _judge(mine, theirs, readings)
             if verdict is not None:
                 kind, reason = verdict
                 found[other.id] = Contradiction(other, kind, reason, round(overlap, 3))
                 continue
-        flip = _flip(other.content, new.content)
+        flip = _flip(other.content, new.content, readings)
         kind = "flip"
         if flip is None:
-            flip, kind = _value_change(other.content, new.content), "value"
+            flip, kind = _value_change(other.content, new.content, readings), "value"
         if flip is None and not planned:
-            kind, flip = _change(other.content, new.content) or (kind, None)
+            kind, flip = _change(other.content, new.content, readings) or (kind, None)
         if flip is None and not planned:
-            flip, kind = _substitution(other.content, new.content), "value"
+            flip, kind = _substitution(other.content, new.content, readings), "value"
         if flip is not None and (same_symbol or overlap >= MIN_OVERLAP_FOR_FLIPS or close):
             found[other.id] = Contradiction(other, kind, flip, round(overlap, 3))
             continue
@@ -659,7 +728,7 @@ def _clause_words(clause: str) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _claims(text: str) -> _Claims:
+def _claims(text: str, readings: Readings) -> _Claims:
     """Setting -> on/off, from assignments and from clauses that say something is on or
     off, enabled or disabled, on or not on by default."""
     named: dict[str, bool] = {}
@@ -672,9 +741,9 @@ def _claims(text: str) -> _Claims:
         assignments.append((match.group(1).lower().strip("`"), _TRUTH[match.group(2).lower()]))
         return f"{match.group(1)} \x01{len(assignments) - 1}\x01"
 
-    if _example(text):
+    if _example(text, readings):
         return _Claims({}, ())  # what each value does, no state claimed
-    text = _ASSIGN.sub(mark, _plain(text))
+    text = _ASSIGN.sub(mark, _plain(text, readings))
     whole = _MARK.sub("", text)
     for marked in _CLAUSES.split(text):
         assigned = dict(assignments[int(i)] for i in _MARK.findall(marked))
@@ -699,11 +768,11 @@ def _claims(text: str) -> _Claims:
 
 
 @functools.lru_cache(maxsize=4096)
-def _example(text: str) -> bool:
+def _example(text: str, readings: Readings) -> bool:
     """ "X=true … will enable it", "set x: false to disable it": what a value does, not the
     state the setting is in (an instruction or example, no default said, and every
     assigned truth value agreeing with the effect the note names)."""
-    plain = _plain(text)
+    plain = _plain(text, readings)
     values = [_TRUTH[value.lower()] for _, value in _ASSIGN.findall(plain)]
     rest = _ASSIGN.sub(lambda m: m.group(1), plain)
     on, off = bool(_ON.search(rest)), bool(_OFF.search(rest))
@@ -750,7 +819,7 @@ _NOT_A_VALUE = frozenset({"the", "a", "an", "be", "now", "use", "using", "its", 
 
 
 @functools.lru_cache(maxsize=4096)
-def _values(text: str) -> dict[str, str]:
+def _values(text: str, readings: Readings) -> dict[str, str]:
     """Setting -> the value a note gives it (a default, or an assignment)."""
     found: dict[str, str] = {}
     for pattern in _DEFAULT_VALUES:
@@ -758,7 +827,7 @@ def _values(text: str) -> dict[str, str]:
             value = value.strip("\"'`.,").lower()
             if value and value not in _NOT_A_VALUE:
                 found.setdefault(name.lower().strip("`"), value)
-    example = _example(text)
+    example = _example(text, readings)
     for name, value in _ASSIGN_VALUE.findall(text):
         value = value.strip("\"'`.,").lower()
         if not (example and value in _TRUTH):
@@ -780,8 +849,8 @@ def _values(text: str) -> dict[str, str]:
     return found
 
 
-def _value_change(old: str, new: str) -> str | None:
-    a, b = _values(old), _values(new)
+def _value_change(old: str, new: str, readings: Readings) -> str | None:
+    a, b = _values(old, readings), _values(new, readings)
     changed = sorted(k for k in a.keys() & b.keys() if a[k] != b[k])
     if not changed:
         return None
@@ -800,9 +869,9 @@ def _same_setting(words_a: frozenset[str], words_b: frozenset[str]) -> bool:
     return len(shared) >= 2 and len(shared) / small >= SAME_SETTING_OVERLAP
 
 
-def _flip(old: str, new: str) -> str | None:
+def _flip(old: str, new: str, readings: Readings) -> str | None:
     """A setting one note says is on and the other says is off."""
-    a, b = _claims(old), _claims(new)
+    a, b = _claims(old, readings), _claims(new, readings)
     flipped = sorted(
         name for name in a.named.keys() & b.named.keys() if a.named[name] != b.named[name]
     )
@@ -834,7 +903,7 @@ def _flip_cue(old: str, new: str) -> bool:
     return {m.lower() for m in _CUE.findall(old)} != {m.lower() for m in _CUE.findall(new)}
 
 
-def _judge(a: _Reading, b: _Reading) -> tuple[str, str] | None:
+def _judge(a: _Reading, b: _Reading, readings: Readings) -> tuple[str, str] | None:
     # words only one side has (numbers aside): when both sides have some, each note is
     # qualified its own way ("in integration tests" / "in unit tests", "in production" /
     # "in development") and both may hold
@@ -860,7 +929,7 @@ def _judge(a: _Reading, b: _Reading) -> tuple[str, str] | None:
         return "polarity", f"one says not/never about: {', '.join(flipped[:3])}"
     # values: the same words around different numbers or versions (not one item of a long
     # list of them: "tested in Chrome 5-26, Firefox 2-21, …")
-    listed = VALUE_LISTS and min(a.numbers, b.numbers) >= LIST_NUMBERS
+    listed = readings.value_lists and min(a.numbers, b.numbers) >= LIST_NUMBERS
     if a.values and b.values and a.values != b.values and not listed:
         rest_a, rest_b = a.words - a.values, b.words - b.values
         if rest_a and rest_b and _overlap(rest_a, rest_b) >= 0.75:
@@ -933,10 +1002,10 @@ def _replaced(text: str) -> list[tuple[frozenset[str], frozenset[str]]]:
     return found
 
 
-def _superseded(stated: str, change: str) -> str | None:
+def _superseded(stated: str, change: str, readings: Readings) -> str | None:
     """``change`` replaced something ``stated`` asserts (and ``stated`` does not already
     say what replaced it)."""
-    reading = _read(stated)
+    reading = _read(stated, readings)
     for old, new in _replaced(change):
         kept = reading.asserted - reading.negated
         if len(old & kept) / len(old) >= SUPERSEDED_COVERAGE and not (new & reading.words):
@@ -944,7 +1013,7 @@ def _superseded(stated: str, change: str) -> str | None:
     return None
 
 
-def _copula_change(stated: str, change: str) -> str | None:
+def _copula_change(stated: str, change: str, readings: Readings) -> str | None:
     """ "X is now Y" against "X is Z": one subject, another head word of what it is."""
     for sentence in _CLAUSES.split(change):
         now = _COPULA_NOW.match(sentence.strip())
@@ -984,18 +1053,18 @@ def _content_head(text: str) -> str | None:
     return None
 
 
-def _default_changed(stated: str, change: str) -> str | None:
+def _default_changed(stated: str, change: str, readings: Readings) -> str | None:
     """ "Changed the default X to Y" against a note on X's default that does not say Y."""
     if not re.search(r"\bchang", change, re.I) or not _DEFAULT.search(stated):
         return None
     lowered = stated.lower()
-    for name, value in _values(change).items():
-        if name in lowered and value not in lowered and name not in _values(stated):
+    for name, value in _values(change, readings).items():
+        if name in lowered and value not in lowered and name not in _values(stated, readings):
             return f"{name}: default changed to {value}"
     return None
 
 
-def _change(old: str, new: str) -> tuple[str, str] | None:
+def _change(old: str, new: str, readings: Readings) -> tuple[str, str] | None:
     """A change statement in either note that the other note's claim cannot survive."""
     for stated, change in ((old, new), (new, old)):
         if _REVERT.search(change) and not _REVERT.search(stated):
@@ -1005,7 +1074,7 @@ def _change(old: str, new: str) -> tuple[str, str] | None:
             ("value", _copula_change),
             ("value", _default_changed),
         ):
-            reason = reader(stated, change)
+            reason = reader(stated, change, readings)
             if reason is not None:
                 return kind, reason
     return None
@@ -1055,61 +1124,15 @@ _NUMBER_CUES = _VALUE_CUES | {"default", "defaults"}
 MIN_EDIT_CONTEXT = 4
 EDIT_SHARE = 0.6
 MAX_SWAPS = 2
-#: other words the edit may change around the swapped values (0: none, the reader of the
-#: fifth pass), whether a word swapped for its opposite is a swapped value, and whether a
-#: literal swapped for a short name in a value slot is; chosen by cross-validation grouped
-#: by repository on dev (``scripts/eval/contradictions_cv.py --grouped --edit-grid``,
-#: docs/lifecycle.md, sixth pass; before it: 0, False, False)
-#: ``EDIT_OPPOSITES`` was turned on by the ninth pass's CV, for a word swapped alone: with
-#: other edits around it, it may be the two cases of a qualifier ("required in production" /
-#: "optional in development")
-EDIT_EXTRA_TOKENS = 8
-EDIT_OPPOSITES = True
-EDIT_SLOTS = True
-
-# -- values no reader recognised (docs/lifecycle.md, ninth pass) ---------------------------
-# On held-out 6 most missed contradictions were values swapped in an edited line that the
-# edit reader did not read as values: a version after a product's name ("removed with
-# Mockito 3" / "… 4", "v3" / "v4"), a pre-release ("3.0.0-beta.3" / "-beta.4"), "null" /
-# "undefined", a file extension in a default path, an identifier whose one part is turned
-# into its opposite ("secureConnectEnd" / "…Start"), a name swapped for a name right after
-# "the default is", a two-word note ("default = 2500" / "… 10000"). One false-alarm kind is
-# the other way: one duration or size written in two units ("1000ms" / "1s"). Each reading
-# is switched by its flag; which ones ship was chosen by the CV grouped by repository
-# (``scripts/eval/contradictions_cv.py --recall-grid``): all but ``DISTINCT_EMPTIES`` (dev's
-# labels disagree on "pass null" / "pass undefined").
-#: a number right after a capitalised name ("Mockito 3", "Babel 8") or written "v3" is a
-#: version of that thing, so a value
-NAMED_VERSIONS = True
-#: "3.0.0-beta.3" and "3.0.0-beta.4" are two versions (not both "3.0.0")
-PRERELEASES = True
-#: "null" and "undefined" are two values (JavaScript tells them apart); None/nil/null are one
-DISTINCT_EMPTIES = False
-#: one duration or size written in two units is one value ("1000ms" / "1s", "1024 KiB" /
-#: "1 MiB")
-SAME_UNITS = True
-#: a note of two or three words around a value slot ("default = 2500" / "… 10000") is
-#: read as an edit too (else an edit needs ``MIN_EDIT_CONTEXT`` shared words)
-SHORT_SLOTS = True
-#: a short name swapped for another right after "the default is" / "defaults to" / "returns"
-#: is a swapped value ("The default is jasmine2" / "… jest-circus")
-NAME_SLOTS = True
-#: an identifier with one part turned into its opposite is a swapped value
-#: ("after secureConnectEnd" / "after secureConnectStart")
-OPPOSITE_PARTS = True
-#: a file name whose extension changed after a value cue is a swapped value ("[default:
-#: …/alacritty.yml]" / "….toml")
-PATH_VALUES = True
-#: a number written "#8622" is a reference to an issue or pull request, not a value
-ISSUE_REFS = True
+# which readings of an edit are on: ``Readings`` (sixth and ninth passes)
 _ISSUE_REF = re.compile(r"(?<![\w&])#\d+\b")
 #: a swap between these meanings turns one claim into its opposite
 _FLIP_MEANINGS = frozenset({"true", "false"}) | frozenset("opp:" + w for w in _OPPOSITE_OF)
 
 
-def _edit_tokens(text: str) -> list[str]:
+def _edit_tokens(text: str, readings: Readings) -> list[str]:
     lowered = text.lower().replace("`", " ").replace("*", " ")
-    if ISSUE_REFS:
+    if readings.issue_refs:
         lowered = _ISSUE_REF.sub(" ", lowered)
     return [t.rstrip(".,:") or t for t in _EDIT_TOKEN.findall(lowered)]
 
@@ -1137,8 +1160,8 @@ _FILE_NAME = re.compile(r"^([\w.-]*\w)\.([a-z]{1,5})$")
 PATH_CUE_WINDOW = 6
 
 
-def _literal_class(token: str) -> str:
-    if DISTINCT_EMPTIES and token == "undefined":
+def _literal_class(token: str, readings: Readings) -> str:
+    if readings.distinct_empties and token == "undefined":
         return "undefined"
     return _LITERAL_CLASS[token]
 
@@ -1173,25 +1196,25 @@ def _version_names(text: str) -> frozenset[str]:
     return frozenset(w for w in found if w not in _STOP and w not in _NOT_A_PRODUCT)
 
 
-def _literal(span: Sequence[str]) -> tuple[str, ...] | None:
+def _literal(span: Sequence[str], readings: Readings) -> tuple[str, ...] | None:
     """What a swapped span means as a value (``("true",)``, ``("num", "120")``), or None
     when it holds any word that is not a literal or a unit."""
     meaning: list[str] = []
     for token in span:
         if token in _LITERAL_CLASS:
-            meaning.append(_literal_class(token))
+            meaning.append(_literal_class(token, readings))
         elif token[0] in "\"'":
             inner = token.strip("\"'")
-            if SAME_LITERALS and inner in _LITERAL_CLASS:
-                meaning.append(_literal_class(inner))  # "'true'" / "true"
+            if readings.same_literals and inner in _LITERAL_CLASS:
+                meaning.append(_literal_class(inner, readings))  # "'true'" / "true"
             else:
                 meaning.append("str:" + inner)
-        elif PRERELEASES and (pre := _PRERELEASE.match(token)):
+        elif readings.prereleases and (pre := _PRERELEASE.match(token)):
             meaning.append("num:" + pre.group(1))
         elif number := _NUMBER.match(token):
             found = number.group(1)
-            meaning.append("num:" + (_same_number(found) if SAME_LITERALS else found))
-        elif NAMED_VERSIONS and (version := _V_VERSION.match(token)):
+            meaning.append("num:" + (_same_number(found) if readings.same_literals else found))
+        elif readings.named_versions and (version := _V_VERSION.match(token)):
             meaning.append("num:" + version.group(1))
         elif token in _NUMBER_WORDS:
             meaning.append("num:" + _NUMBER_WORDS[token])
@@ -1200,12 +1223,12 @@ def _literal(span: Sequence[str]) -> tuple[str, ...] | None:
     return tuple(meaning) or None
 
 
-def _substitution(old: str, new: str) -> str | None:
+def _substitution(old: str, new: str, readings: Readings) -> str | None:
     """The same sentence with a literal value swapped for another of a different meaning
-    (around it, other edits of at most ``EDIT_EXTRA_TOKENS`` words that negate nothing)."""
+    (around it, other edits of at most ``readings.edit_extra_tokens`` words that negate nothing)."""
     import difflib
 
-    a, b = _edit_tokens(old), _edit_tokens(new)
+    a, b = _edit_tokens(old, readings), _edit_tokens(new, readings)
     if not a or not b:
         return None
     if a != b and sorted(a) == sorted(b):
@@ -1215,9 +1238,9 @@ def _substitution(old: str, new: str) -> str | None:
     shared = sum(block.size for block in matcher.get_matching_blocks())
     if shared < EDIT_SHARE * max(len(a), len(b)):
         return None
-    if shared < MIN_EDIT_CONTEXT and not (SHORT_SLOTS and _short_slot(a, b, matcher)):
+    if shared < MIN_EDIT_CONTEXT and not (readings.short_slots and _short_slot(a, b, matcher)):
         return None
-    names = _version_names(old) | _version_names(new) if NAMED_VERSIONS else frozenset()
+    names = _version_names(old) | _version_names(new) if readings.named_versions else frozenset()
     changed = []
     changed_meaning: list[frozenset[str]] = []
     numbers_cued: list[bool] = []
@@ -1225,11 +1248,13 @@ def _substitution(old: str, new: str) -> str | None:
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             continue
-        left, right = _swapped_value(a, b, (i1, i2, j1, j2)) if op == "replace" else (None, None)
+        left, right = (
+            _swapped_value(a, b, (i1, i2, j1, j2), readings) if op == "replace" else (None, None)
+        )
         if (
             left is not None
             and right is not None
-            and not _a_value_here(a, b, (i1, i2, j1, j2), left + right, listed)
+            and not _a_value_here(a, b, (i1, i2, j1, j2), left + right, listed, readings)
         ):
             left = right = None
         if left is None or right is None:
@@ -1238,12 +1263,14 @@ def _substitution(old: str, new: str) -> str | None:
             extra += (i2 - i1) + (j2 - j1)
             if i2 - i1 == j2 - j1 == 1 and _OPPOSITE_OF.get(a[i1]) == b[j1]:
                 opposite_edits += 1  # "will enable it" / "will disable it"
-            if extra > EDIT_EXTRA_TOKENS or _NEGATION_WORDS.intersection(a[i1:i2] + b[j1:j2]):
+            if extra > readings.edit_extra_tokens or _NEGATION_WORDS.intersection(
+                a[i1:i2] + b[j1:j2]
+            ):
                 return None
             continue
         swaps += 1
         if any(m.startswith("num:") for m in left + right):
-            numbers_cued.append(_number_is_value(a, i1, i2, names))
+            numbers_cued.append(_number_is_value(a, i1, i2, readings, names))
         if left != right:
             changed.append((" ".join(a[i1:i2]), " ".join(b[j1:j2])))
             changed_meaning.append(frozenset(left + right))
@@ -1274,44 +1301,45 @@ def _a_value_here(
     span: tuple[int, int, int, int],
     meaning: tuple[str, ...],
     listed: bool,
+    readings: Readings,
 ) -> bool:
     """Whether swapped literals are a value where they stand: a quoted string only in a value
-    slot or after a value cue (``QUOTED_NAMES``), a number not as one item of a long list
-    of them (``VALUE_LISTS``, ``listed``: the notes hold ``LIST_NUMBERS`` numbers)."""
+    slot or after a value cue (``quoted_names``), a number not as one item of a long list
+    of them (``value_lists``, ``listed``: the notes hold ``LIST_NUMBERS`` numbers)."""
     i1 = span[0]
-    if QUOTED_NAMES and all(m.startswith("str:") for m in meaning):
+    if readings.quoted_names and all(m.startswith("str:") for m in meaning):
         cued = _NUMBER_CUES.intersection(a[max(0, i1 - NUMBER_CUE_WINDOW) : i1])
         if not cued and not _in_value_slot(a, b, span):
             return False
-    return not (VALUE_LISTS and listed and any(m.startswith("num:") for m in meaning))
+    return not (readings.value_lists and listed and any(m.startswith("num:") for m in meaning))
 
 
 def _swapped_value(
-    a: Sequence[str], b: Sequence[str], span: tuple[int, int, int, int]
+    a: Sequence[str], b: Sequence[str], span: tuple[int, int, int, int], readings: Readings
 ) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
     """What a replaced span means as a value on each side (None: it is no value): a
-    literal, a listed choice next to "default", or (``EDIT_OPPOSITES``) one word swapped
+    literal, a listed choice next to "default", or (``edit_opposites``) one word swapped
     for its opposite ("before" / "after", "minimum" / "maximum")."""
     i1, i2, j1, j2 = span
-    left, right = _literal(a[i1:i2]), _literal(b[j1:j2])
+    left, right = _literal(a[i1:i2], readings), _literal(b[j1:j2], readings)
     if left is None or right is None:
         left, right = _option(a, b, span), _option(b, a, (j1, j2, i1, i2))
-    if (left is None or right is None) and EDIT_OPPOSITES:
+    if (left is None or right is None) and readings.edit_opposites:
         words_a = [t for t in a[i1:i2] if t not in _SPAN_FILLER]
         words_b = [t for t in b[j1:j2] if t not in _SPAN_FILLER]
         if len(words_a) == len(words_b) == 1 and _OPPOSITE_OF.get(words_a[0]) == words_b[0]:
             left, right = ("opp:" + words_a[0],), ("opp:" + words_b[0],)
-    if (left is None or right is None) and EDIT_SLOTS and _in_value_slot(a, b, span):
+    if (left is None or right is None) and readings.edit_slots and _in_value_slot(a, b, span):
         # "Default: true" / "Default: ifRelativeSource", "returns io.EOF" / "returns
         # false": a literal on one side, a short name on the other, where a value stands
         words_a = [t for t in a[i1:i2] if t not in _SPAN_FILLER]
         words_b = [t for t in b[j1:j2] if t not in _SPAN_FILLER]
-        lit_a, lit_b = _literals_in(a[i1:i2]), _literals_in(b[j1:j2])
+        lit_a, lit_b = _literals_in(a[i1:i2], readings), _literals_in(b[j1:j2], readings)
         named = [w for w in (words_a if lit_b and not lit_a else words_b) if w in _NOT_A_NAME]
         if (lit_a or lit_b) and not named and 0 < len(words_a) <= 2 and 0 < len(words_b) <= 2:
             left = lit_a or ("name:" + " ".join(words_a),)
             right = lit_b or ("name:" + " ".join(words_b),)
-    if (left is None or right is None) and NAME_SLOTS and _after_default_is(a, b, span):
+    if (left is None or right is None) and readings.name_slots and _after_default_is(a, b, span):
         # "The default is jasmine2" / "The default is jest-circus": a name for a name
         words_a = [t for t in a[i1:i2] if t not in _SPAN_FILLER]
         words_b = [t for t in b[j1:j2] if t not in _SPAN_FILLER]
@@ -1323,13 +1351,13 @@ def _swapped_value(
             left = ("name:" + _SPELLED.sub("", " ".join(words_a)),)
             right = ("name:" + _SPELLED.sub("", " ".join(words_b)),)
     if (left is None or right is None) and i2 - i1 == j2 - j1 == 1:
-        if OPPOSITE_PARTS and (part := _opposite_part(a[i1], b[j1])):
+        if readings.opposite_parts and (part := _opposite_part(a[i1], b[j1])):
             left, right = ("part:" + part[0],), ("part:" + part[1],)
-        elif PATH_VALUES and (ext := _extension_swap(a[i1], b[j1])):
+        elif readings.path_values and (ext := _extension_swap(a[i1], b[j1])):
             cued = _NUMBER_CUES.intersection(a[max(0, i1 - PATH_CUE_WINDOW) : i1])
             if cued:
                 left, right = ("ext:" + ext[0],), ("ext:" + ext[1],)
-    if SAME_UNITS and left is not None and right is not None and left != right:
+    if readings.same_units and left is not None and right is not None and left != right:
         quantity = _quantity(a[i1:i2])
         if quantity is not None and quantity == _quantity(b[j1:j2]):
             right = left  # "1000ms" / "1s": one value written in two units
@@ -1391,9 +1419,9 @@ def _short_slot(a: Sequence[str], b: Sequence[str], matcher: difflib.SequenceMat
     return _in_value_slot(a, b, edits[0][1:])
 
 
-def _literals_in(span: Sequence[str]) -> tuple[str, ...] | None:
+def _literals_in(span: Sequence[str], readings: Readings) -> tuple[str, ...] | None:
     """The meaning of the literals a span holds among other words ("turned off": false)."""
-    found = [m for token in span if (m := _literal((token,))) is not None]
+    found = [m for token in span if (m := _literal((token,), readings)) is not None]
     return tuple(part for m in found for part in m) or None
 
 
@@ -1436,17 +1464,21 @@ def _default_moved(a: Sequence[str], b: Sequence[str]) -> str | None:
 
 
 def _number_is_value(
-    tokens: Sequence[str], start: int, end: int, names: frozenset[str] = frozenset()
+    tokens: Sequence[str],
+    start: int,
+    end: int,
+    readings: Readings,
+    names: frozenset[str] = frozenset(),
 ) -> bool:
     """A swapped number is a setting's value after a value cue (a few words back: "default
-    is a 1 minute delay") or when it is a version ("Node 14.6+"; with ``NAMED_VERSIONS``
+    is a 1 minute delay") or when it is a version ("Node 14.6+"; with ``named_versions``
     also "Mockito 3", "v3": ``names`` are the capitalised words a number follows), unless
     the word before it names a part ("section 3.2", "note 1")."""
     if start and tokens[start - 1] in _INDEX_WORDS:
         return False
     if any(_VERSION.match(t) for t in tokens[start:end]):
         return True
-    if NAMED_VERSIONS and (
+    if readings.named_versions and (
         any(_V_VERSION.match(t) for t in tokens[start:end])
         or (start and tokens[start - 1] in names and tokens[start - 1] not in _STOP)
     ):
