@@ -129,6 +129,36 @@ def test_memories_and_chunks_on_s3_behave_as_on_disk(
         chunks.close()
 
 
+def test_a_table_still_being_created_elsewhere_reads_as_empty(
+    s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Machines racing to create a fresh shared store: the winner's data files land before
+    its first manifest, so for a moment the table is listed but cannot be opened. Another
+    machine opening then must see an empty store, not fail (seen in CI as "Table 'memories'
+    was not found" with eight writers), and its first write must still land."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    bucket = s3.new_bucket()
+    # what a creator has written before its commit: a data file, no _versions/ manifest
+    s3.client().put_object(  # type: ignore[attr-defined]
+        Bucket=bucket, Key="ws/memories.lance/data/0-partial.lance", Body=b"partial"
+    )
+    loc = StoreLocation.of(f"s3://{bucket}/ws", tmp_path / "a" / ".engram",
+                           endpoint=s3.endpoint, region="us-east-1", allow_http=True,
+                           refresh_seconds=0)  # fmt: skip
+    from engram.model import Memory
+
+    store = MemoryStore(Workspace.open(machine(tmp_path, "a")), location=loc)
+    try:
+        assert store.count() == 0
+        note = Memory("the ledger rounds half to even")
+        store.add([note], np.eye(4, dtype=np.float32)[:1], "test-4")
+        assert store.count() == 1 and store.get(note.id) is not None
+    finally:
+        store.close()
+
+
 def attrs_evolve(loc: StoreLocation, local_dir: Path) -> StoreLocation:
     import attrs
 

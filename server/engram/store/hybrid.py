@@ -100,6 +100,11 @@ class WriteResult:
 _CONFLICT_WORDS = ("conflict", "retryable", "concurrent", "precondition", "already exists")
 
 
+def _not_found(exc: BaseException) -> bool:
+    """LanceDB's answer for a table that has no committed version ("… was not found")."""
+    return "not found" in str(exc).lower()
+
+
 def is_commit_conflict(exc: BaseException) -> bool:
     """A commit that lost a race to another writer (LanceDB says "commit conflict")."""
     text = str(exc).lower()
@@ -220,7 +225,16 @@ class HybridTable:
                 if not self.exists():
                     return None, True
                 db = self._connect()
-                self._table = self.guard("open", lambda: db.open_table(self.name))
+                try:
+                    self._table = db.open_table(self.name)
+                except Exception as exc:  # lancedb raises ValueError/RuntimeError/OSError
+                    if self.remote and _not_found(exc):
+                        # listed but without a committed version: another machine is
+                        # creating it right now (its data files land before its first
+                        # manifest), so for us it does not exist yet (docs/storage.md)
+                        log.info("%s is being created elsewhere: %s", self.path, _one_line(exc))
+                        return None, True
+                    raise self.error("open", exc) from exc
                 self._check_version(self._table)
                 return self._table, True
             if self._maybe_changed():
