@@ -705,3 +705,51 @@ def test_an_index_run_pauses_the_collector_and_leaves_it_as_it_found_it(tmp_path
     finally:
         gc.enable()
     graph.close()
+
+
+def test_a_cold_index_resolves_from_its_kept_rows_what_reading_them_back_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold run hands its parse phase's rows to its resolution instead of reading them
+    back (docs/codegraph.md, "How indexing works"); every table, row ids included, is the
+    one reading them back gives: with everything kept, with nothing kept (the budget), with
+    the budget spent part way (the rest read back), and for a file whose call object holds
+    a separator of the kept text (read back)."""
+    from engram.codegraph import graph as graph_module
+
+    root = tmp_path / "ws"
+    files: dict[str, str | bytes] = {
+        f"p{i:02}.py": "".join(f"import p{j:02}\n" for j in (i + 1, i + 2, i * 3 % 30) if j < 30)
+        + f"from p{(i + 5) % 30:02} import f{(i + 5) % 30}\n"
+        + f"class C{i}(p{(i + 1) % 30:02}.Base):\n    def m(self):\n"
+        + f"        return self.n() + f{i}() + p{(i + 2) % 30:02}.f{(i + 2) % 30}()\n"
+        + f"def f{i}():\n    return p{(i + 1) % 30:02}.f{(i + 1) % 30}() + len([])\n"
+        for i in range(30)
+    }
+    files.update({f"go/pkg/g{i}.go": f"package pkg\nfunc G{i}() int {{ return G{(i + 1) % 5}() }}\n"
+                  for i in range(5)})  # fmt: skip
+    files["sep.py"] = 'import p01\ndef s():\n    return "a\x01b".join(p01.f1())\n'
+    files["blob.py"] = b"\0binary"
+    write_tree(root, files)
+    monkeypatch.setattr(graph_module, "_RESOLVE_CHUNK", 7)
+    monkeypatch.setattr(graph_module, "_PRELOAD_IDS_OVER", 0)
+
+    def index(name: str, budget: int) -> tuple[dict[str, list[tuple[object, ...]]], int]:
+        graph = CodeGraph(Workspace.open(root), db_path=tmp_path / f"{name}.sqlite")
+        graph.kept_budget = budget
+        statements: list[str] = []
+        graph._db().set_trace_callback(statements.append)
+        graph.index()
+        graph.close()
+        read_back = [s for s in statements if "FROM edges WHERE src_file IN" in s]
+        return _tables(tmp_path / f"{name}.sqlite"), len(read_back)
+
+    kept, kept_reads = index("kept", 10**9)
+    read, reads = index("read", 0)
+    partly, partly_reads = index("partly", 120)
+    assert kept["edges"] and any(r[1] == "calls" and r[4] is not None for r in kept["edges"])
+    assert any(r[-1] for r in kept["imports"]) and kept["file_deps"] and kept["closure"]
+    assert kept == read == partly
+    # only the chunk with the file whose calls could not be kept read anything back
+    assert kept_reads == 1
+    assert reads == len(range(0, 37, 7)) > partly_reads > kept_reads

@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from engram.codegraph.extract import HIDDEN_KINDS, FileFacts, ImportRef, collector_paused
+from engram.codegraph.extract import (
+    HIDDEN_KINDS,
+    CallRef,
+    FileFacts,
+    ImportRef,
+    collector_paused,
+)
 from engram.codegraph.languages import (
     LanguageRegistry,
     LanguageSpec,
@@ -165,6 +171,9 @@ _DEFERRED_INDEXES = {
     "edges_dst": "CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst_file, kind, dst_name)",
 }
 
+#: The definition names of a file that has none.
+_NO_NAMES: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+
 #: Resolving more files than this at once reads every file id up front; fewer (an edit)
 #: looks up only the paths it meets: building the map was O(files) per edited file.
 _PRELOAD_IDS_OVER = 200
@@ -180,6 +189,82 @@ _NAMES_KEPT = 10_000
 _PACKAGES_KEPT = 2_000
 #: Files one resolution statement reads or writes for (docs/codegraph.md, "At 50,000 files").
 _RESOLVE_CHUNK = 256
+#: What a cold run's parse phase keeps in memory for its resolution, counted in calls,
+#: bases, imports and definition names (58k files keep ~2.5M, ~175 MB more peak RSS, so
+#: this bounds it near 300 MB); past it, files are read back from SQLite.
+_KEPT_ITEMS = 4_000_000
+
+
+def _pack_calls(calls: Sequence[CallRef]) -> str | None:
+    """The (callee, object) of each call as one string, each call ``\x00name`` or
+    ``\x00name\x01object``; None when a name or an object holds either separator (the file
+    is then read back instead). One string a file: the 1.7M calls of 58k files kept as
+    objects (the extractor's, or tuples of interned names) pinned 270-480 MB of small
+    objects until resolution; as text they take ~40 MB."""
+    text = "".join(
+        [f"\x00{c.name}" if c.obj is None else f"\x00{c.name}\x01{c.obj}" for c in calls]
+    )
+    objects = sum(1 for c in calls if c.obj is not None)
+    if text.count("\x00") != len(calls) or text.count("\x01") != objects:
+        return None
+    return text
+
+
+def _unpack_calls(text: str) -> list[tuple[str, str | None]]:
+    """The (callee, object) keys :func:`_pack_calls` packed, in order."""
+    keys: list[tuple[str, str | None]] = []
+    for item in text.split("\x00")[1:]:
+        name, marked, obj = item.partition("\x01")
+        keys.append((name, obj if marked else None))
+    return keys
+
+
+@attrs.frozen
+class _KeptFile:
+    """The rows the parse phase of a cold run wrote for one file, as its resolution reads
+    them: the same values, row ids included, without reading them back from SQLite."""
+
+    package: str | None
+    #: (imports rowid, the reference) in rowid order; every row was stored unresolved
+    imports: tuple[tuple[int, ImportRef], ...]
+    #: id of the first call edge; the file's call edges follow it one id apart
+    first_call: int
+    #: the call edges in id order, every one stored unresolved, as one text:
+    #: :func:`_pack_calls`
+    calls: str
+    #: (edge id, kind, base name, None, None) of the extends and implements edges
+    bases: tuple[tuple[int, str, str, str | None, int | None], ...]
+
+
+class _KeptRows:
+    """What a cold run's parse phase wrote, kept for its resolution (bounded by
+    :data:`_KEPT_ITEMS`).
+
+    Resolution otherwise reads back every file's imports, its ~1.7M call rows (at 58k files)
+    and the definition names the parse phase has just written. Only files new to the graph
+    in a cold run are kept: nothing else has rows of theirs (no old dependencies, no import
+    edges, no resolved call), so what is kept is all there is. A file that did not fit is
+    read from SQLite as before.
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.items = 0
+        self.full = False
+        #: file id -> its rows, taken (and dropped) by the resolution of its chunk
+        self.files: dict[int, _KeptFile] = {}
+        #: file id -> (names of its definitions, of its top-level ones), kept to the end
+        #: of resolution: calls into a file resolve against them
+        self.names: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+
+    def fits(self, items: int) -> bool:
+        """Reserve room for ``items``; False past the budget, and from then on for every
+        file: the rest of the run's files are read back."""
+        if self.full or self.items + items > self.budget:
+            self.full = True
+            return False
+        self.items += items
+        return True
 
 
 @attrs.define
@@ -213,9 +298,17 @@ class _Resolved:
 class _FileIds:
     """``files.path`` <-> ``files.id`` during one resolution pass, read as needed."""
 
-    def __init__(self, conn: sqlite3.Connection, *, preload: bool) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        preload: bool,
+        kept: dict[int, tuple[frozenset[str], frozenset[str]]] | None = None,
+    ) -> None:
         self._conn = conn
         self._complete = preload
+        #: the names a cold run's parse phase kept (:class:`_KeptRows`), never read back
+        self._kept: dict[int, tuple[frozenset[str], frozenset[str]]] = kept or {}
         self._by_path: dict[str, int | None] = {}
         self._by_id: dict[int, str | None] = {}
         #: file id -> (names of its definitions, of its top-level ones); one pass reads a
@@ -249,7 +342,7 @@ class _FileIds:
         return self._definitions(file_id)[1]
 
     def _definitions(self, file_id: int) -> tuple[frozenset[str], frozenset[str]]:
-        found = self._names.get(file_id)
+        found = self._names.get(file_id) or self._kept.get(file_id)
         if found is None:
             rows = self._conn.execute(
                 "SELECT name, parent_id IS NULL FROM nodes WHERE file_id=?", (file_id,)
@@ -263,7 +356,8 @@ class _FileIds:
     def read_names(self, file_ids: Iterable[int]) -> None:
         """Read the definition names of the files not yet known, in one statement per
         500 files (what a chunk of a resolution pass is about to ask for)."""
-        missing = sorted(i for i in set(file_ids) if i not in self._names)
+        kept = self._kept
+        missing = sorted(i for i in set(file_ids) if i not in self._names and i not in kept)
         if len(self._names) + len(missing) > _NAMES_KEPT:  # bounded on a huge tree
             self._names.clear()
         for start in range(0, len(missing), 500):
@@ -498,6 +592,10 @@ class CodeGraph:
         self._kept_facts: OrderedDict[str, tuple[_StoredForm, tuple[int, int]]] = OrderedDict()
         #: set by ``_store_bytes`` when the rows of the file were left as they were
         self._rows_kept = False
+        #: during a cold ``index`` run: the rows its parse phase wrote, for its resolution
+        self._kept: _KeptRows | None = None
+        #: how many items (references, imports, names) a cold run keeps (:data:`_KEPT_ITEMS`)
+        self.kept_budget = _KEPT_ITEMS
         #: (file id, depth) -> its named dependents, valid for ``_dependents_version``
         self._dependents_cache: OrderedDict[
             tuple[int, int], tuple[tuple[str, int, float, tuple[str, ...]], ...]
@@ -698,16 +796,22 @@ class CodeGraph:
                 # reference counting; with the collector on, holding them tripped twice the
                 # full collections of a file-at-a-time pass (docs/codegraph.md)
                 with collector_paused():
-                    self._phase_parse(listed, known, report, progress, cancel)
-                    if removed:
-                        self._remove_files(removed)
-                        report.files_removed = len(removed)
-                        report.removed_files = removed
-                    self._resolver = None
-                    if added or removed:
-                        self._mark_reresolvable(added, removed)
-                        self._sync_modules()
-                    self._phase_resolve(cancel)
+                    # a cold run hands its parse phase's rows to its resolution (kept
+                    # before the collector resumes: they form no cycles either)
+                    self._kept = None if known else _KeptRows(self.kept_budget)
+                    try:
+                        self._phase_parse(listed, known, report, progress, cancel)
+                        if removed:
+                            self._remove_files(removed)
+                            report.files_removed = len(removed)
+                            report.removed_files = removed
+                        self._resolver = None
+                        if added or removed:
+                            self._mark_reresolvable(added, removed)
+                            self._sync_modules()
+                        self._phase_resolve(cancel)
+                    finally:
+                        self._kept = None
             except IndexInterrupted:
                 report.interrupted = True
             except BaseException:
@@ -908,7 +1012,7 @@ class CodeGraph:
                 return "ok", note
         file_id = self._write_file(rel, digest, size, mtime_ns, "ok", note, language, new=new)
         if facts is not None:
-            self._write_facts(file_id, facts)
+            self._write_facts(file_id, facts, keep=new and self._kept is not None)
         return "ok", note
 
     def _shift_lines(self, file_id: int, threshold: int, delta: int) -> None:
@@ -976,6 +1080,10 @@ class CodeGraph:
         ).fetchone()  # fmt: skip
         file_id = int(row[0])
         if new:
+            if self._kept is not None and self._kept.fits(1):
+                # no facts (yet): _write_facts replaces this for a parsed file
+                self._kept.files[file_id] = _KeptFile(None, (), 0, "", ())
+                self._kept.names[file_id] = _NO_NAMES
             return file_id
         # the file's own part of the graph is rebuilt from scratch
         conn.execute("DELETE FROM nodes WHERE file_id=?", (file_id,))
@@ -983,14 +1091,27 @@ class CodeGraph:
         conn.execute("DELETE FROM imports WHERE file_id=?", (file_id,))
         return file_id
 
-    def _write_facts(self, file_id: int, facts: FileFacts) -> None:
+    def _write_facts(self, file_id: int, facts: FileFacts, *, keep: bool = False) -> None:
+        """Store one file's rows; ``keep`` (a file new to the graph in a cold run) also
+        hands them to this run's resolution (:class:`_KeptRows`)."""
         conn = self._db()
         if facts.package:
             conn.execute("UPDATE files SET package=? WHERE id=?", (facts.package, file_id))
         # ids are assigned here (as SQLite would: max + 1) so that all rows of the file go in
         # with a few executemany calls instead of one statement per definition; the caller
         # already holds the write transaction, so nobody else can take these ids
-        next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]) + 1
+        if keep:
+            # the edge and import ids the inserts below take, for the kept rows
+            next_id, next_edge, next_import = (
+                int(v) + 1
+                for v in conn.execute(
+                    "SELECT (SELECT coalesce(max(id), 0) FROM nodes), "
+                    "(SELECT coalesce(max(id), 0) FROM edges), "
+                    "(SELECT coalesce(max(rowid), 0) FROM imports)"
+                ).fetchone()
+            )
+        else:
+            next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]) + 1
         node_ids: list[int | None] = []
         node_rows: list[tuple[int, int, str, str, str, int, int, int | None, int]] = []
         edge_rows: list[tuple[str, int, int | None, int, str, float, int]] = []
@@ -1055,6 +1176,45 @@ class CodeGraph:
                 for ref in facts.inheritance
             ],
         )  # fmt: skip
+        if keep:
+            self._keep_facts(file_id, facts, node_rows, next_edge + len(edge_rows), next_import)
+
+    def _keep_facts(
+        self,
+        file_id: int,
+        facts: FileFacts,
+        node_rows: list[tuple[int, int, str, str, str, int, int, int | None, int]],
+        first_call: int,
+        first_import: int,
+    ) -> None:
+        """Keep what :meth:`_write_facts` just wrote, as resolution would read it back:
+        definition names (all, and those whose node has no parent), the package, the
+        imports with their rowids, the call edges from ``first_call`` on and then the base
+        edges."""
+        kept = self._kept
+        assert kept is not None
+        calls = facts.calls
+        packed = _pack_calls(calls)
+        if packed is None or not kept.fits(
+            len(calls) + len(facts.imports) + len(node_rows) + len(facts.inheritance)
+        ):
+            kept.files.pop(file_id, None)  # read back from SQLite
+            kept.names.pop(file_id, None)
+            return
+        names = frozenset([row[3] for row in node_rows])
+        top = frozenset([row[3] for row in node_rows if row[7] is None])
+        kept.names[file_id] = (names, names if len(top) == len(names) else top)
+        first_base = first_call + len(calls)
+        kept.files[file_id] = _KeptFile(
+            facts.package or None,
+            tuple(enumerate(facts.imports, first_import)),
+            first_call,
+            packed,
+            tuple(
+                (first_base + i, ref.kind, ref.base, None, None)
+                for i, ref in enumerate(facts.inheritance)
+            ),
+        )
 
     def _file_id(self, rel: str) -> int | None:
         row = self._db().execute("SELECT id FROM files WHERE path=?", (rel,)).fetchone()
@@ -1203,7 +1363,12 @@ class CodeGraph:
         per-file statements were a third of resolution, docs/codegraph.md). The rows
         written are the ones the per-file order writes, row ids included.
         """
-        ids = _FileIds(self._db(), preload=len(file_ids) > _PRELOAD_IDS_OVER)
+        kept = self._kept
+        ids = _FileIds(
+            self._db(),
+            preload=len(file_ids) > _PRELOAD_IDS_OVER,
+            kept=kept.names if kept is not None else None,
+        )
         changed: set[int] = set()
         for start in range(0, len(file_ids), _RESOLVE_CHUNK):
             chunk = file_ids[start : start + _RESOLVE_CHUNK]
@@ -1218,45 +1383,61 @@ class CodeGraph:
         if not named:
             return set()
         keys = [file_id for file_id, _ in named]
-        marks = ",".join("?" * len(keys))
+        # a cold run's files come from what its parse phase kept; only the others are read
+        kept: dict[int, _KeptFile] = {}
+        if self._kept is not None:
+            kept_files = self._kept.files
+            kept = {k: rows for k in keys if (rows := kept_files.pop(k, None)) is not None}
+        read = [k for k in keys if k not in kept]
+        marks = ",".join("?" * len(read))
         before: dict[int, set[tuple[int, float]]] = defaultdict(set)
-        for src, dst, weight in conn.execute(
-            f"SELECT src, dst, weight FROM file_deps WHERE src IN ({marks})", keys
-        ):
-            before[int(src)].add((int(dst), float(weight)))
-        packages: dict[int, str | None] = {
-            int(r[0]): r[1]
-            for r in conn.execute(f"SELECT id, package FROM files WHERE id IN ({marks})", keys)
-        }
-        import_rows: dict[int, list[tuple[int, str, str, int, int]]] = defaultdict(list)
-        for file_id, rowid, module, names_json, wildcard, line in conn.execute(
-            "SELECT file_id, rowid, module, names, wildcard, line FROM imports "
-            f"WHERE file_id IN ({marks}) ORDER BY file_id, rowid",
-            keys,
-        ):
-            import_rows[int(file_id)].append((int(rowid), module, names_json, wildcard, line))
+        packages: dict[int, str | None] = {k: rows.package for k, rows in kept.items()}
+        import_rows: dict[int, list[tuple[int, ImportRef]]] = defaultdict(list)
         references: dict[int, list[tuple[int, str, str, str | None, int | None]]] = defaultdict(
             list
         )
-        for src, edge_id, kind, name, obj, current in conn.execute(
-            "SELECT src_file, id, kind, dst_name, target, dst_file FROM edges "
-            f"WHERE src_file IN ({marks}) AND kind IN ('calls', 'extends', 'implements')",
-            keys,
-        ):
-            references[int(src)].append((edge_id, kind, name, obj, current))
-        with_import_edges = {
-            int(r[0])
-            for r in conn.execute(
-                "SELECT DISTINCT src_file FROM edges "
-                f"WHERE kind='imports' AND src_file IN ({marks})",
-                keys,
-            )
-        }
+        with_import_edges: set[int] = set()
+        if read:
+            for src, dst, weight in conn.execute(
+                f"SELECT src, dst, weight FROM file_deps WHERE src IN ({marks})", read
+            ):
+                before[int(src)].add((int(dst), float(weight)))
+            for file_id, package in conn.execute(
+                f"SELECT id, package FROM files WHERE id IN ({marks})", read
+            ):
+                packages[int(file_id)] = package
+            for file_id, rowid, module, names_json, wildcard, line in conn.execute(
+                "SELECT file_id, rowid, module, names, wildcard, line FROM imports "
+                f"WHERE file_id IN ({marks}) ORDER BY file_id, rowid",
+                read,
+            ):
+                import_rows[int(file_id)].append(
+                    (
+                        int(rowid),
+                        ImportRef(module, json.loads(names_json), bool(wildcard), int(line)),
+                    )
+                )
+            for src, edge_id, kind, name, obj, current in conn.execute(
+                "SELECT src_file, id, kind, dst_name, target, dst_file FROM edges "
+                f"WHERE src_file IN ({marks}) AND kind IN ('calls', 'extends', 'implements')",
+                read,
+            ):
+                references[int(src)].append((edge_id, kind, name, obj, current))
+            with_import_edges = {
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT DISTINCT src_file FROM edges "
+                    f"WHERE kind='imports' AND src_file IN ({marks})",
+                    read,
+                )
+            }
         # imports first (pure string work), so the definition names of every file the
         # chunk's calls may resolve to are read in one statement
         resolved = [
             (file_id, rel, spec, self._resolve_imports(
-                file_id, rel, spec, resolver, ids, packages.get(file_id), import_rows[file_id]))
+                file_id, rel, spec, resolver, ids, packages.get(file_id),
+                kept[file_id].imports if file_id in kept else import_rows[file_id],
+                fresh=file_id in kept))
             for file_id, rel in named
             for spec in (language_for(rel),)
         ]  # fmt: skip
@@ -1280,9 +1461,12 @@ class CodeGraph:
                 conn.execute("DELETE FROM edges WHERE src_file=? AND kind='imports'", (file_id,))
             resolved_rows += found.resolved_rows
             import_edges += found.import_edges
+            kept_file = kept.get(file_id)
             self._resolve_references(
-                file_id, rel, spec, resolver, ids, found, references[file_id], updates
-            )
+                file_id, rel, spec, resolver, ids, found,
+                kept_file.bases if kept_file is not None else references[file_id], updates,
+                kept_file,
+            )  # fmt: skip
             deps = found.deps
             deps_rows += [
                 (file_id, dst, weight, ",".join(sorted(kinds)))
@@ -1294,7 +1478,8 @@ class CodeGraph:
         conn.executemany("UPDATE imports SET resolved=? WHERE rowid=?", resolved_rows)
         conn.executemany(insert_import_edges, import_edges)
         conn.executemany("UPDATE edges SET dst_file=? WHERE id=?", updates)
-        conn.execute(f"DELETE FROM file_deps WHERE src IN ({marks})", keys)
+        if read:
+            conn.execute(f"DELETE FROM file_deps WHERE src IN ({marks})", read)
         conn.executemany(
             "INSERT INTO file_deps(src, dst, weight, kinds) VALUES (?, ?, ?, ?)", deps_rows
         )
@@ -1308,21 +1493,27 @@ class CodeGraph:
         resolver: ImportResolver,
         ids: _FileIds,
         package: str | None,
-        rows: list[tuple[int, str, str, int, int]],
+        rows: Sequence[tuple[int, ImportRef]],
+        *,
+        fresh: bool = False,
     ) -> _Resolved:
-        """One file's imports: the files they name, and the rows that record it."""
+        """One file's imports: the files they name, and the rows that record it (``fresh``:
+        every row is stored unresolved, so only the resolved ones are written)."""
         found = _Resolved()
-        for rowid, module, names_json, wildcard, line in rows:
-            ref = ImportRef(module, json.loads(names_json), bool(wildcard), int(line))
+        for rowid, ref in rows:
+            module = ref.module
             targets = (
                 [i for t in resolver.resolve(spec.resolver, rel, ref, package)
                  if (i := ids.id_of(t)) is not None]
                 if spec is not None else []
             )  # fmt: skip
-            found.resolved_rows.append((int(bool(targets)), rowid))
+            if targets or not fresh:
+                found.resolved_rows.append((int(bool(targets)), rowid))
             for target in targets:
                 found.add_dep(file_id, target, "imports")
-                found.import_edges.append((file_id, target, module, EDGE_WEIGHTS["imports"], line))
+                found.import_edges.append(
+                    (file_id, target, module, EDGE_WEIGHTS["imports"], ref.line)
+                )
                 for name in ref.names:
                     found.imported_names[name].append(target)
                 alias = module.replace("::", "/").replace(".", "/").rstrip("/").split("/")[-1]
@@ -1337,11 +1528,14 @@ class CodeGraph:
         resolver: ImportResolver,
         ids: _FileIds,
         found: _Resolved,
-        references: list[tuple[int, str, str, str | None, int | None]],
+        references: Sequence[tuple[int, str, str, str | None, int | None]],
         updates: list[tuple[int | None, int]],
+        kept: _KeptFile | None = None,
     ) -> None:
         """One file's calls and bases: the file each names (``updates`` gets the edges
-        whose target moved; ``found.deps`` the files they make it depend on)."""
+        whose target moved; ``found.deps`` the files they make it depend on). ``kept``: the
+        file's call edges as a cold run's parse phase kept them (all stored unresolved);
+        ``references`` then holds only its bases."""
         deps = found.deps
         imported_names = found.imported_names
         module_aliases = found.module_aliases
@@ -1389,6 +1583,15 @@ class CodeGraph:
         # what pick() reads is fixed for the file, so a name called from several of its
         # definitions (one edge per caller) is looked up once
         picked: dict[tuple[str, str | None], int | None] = {}
+        if kept is not None:
+            add_dep = found.add_dep
+            edge_id = kept.first_call
+            for key in _unpack_calls(kept.calls):
+                dst = picked[key] if key in picked else picked.setdefault(key, pick(*key))
+                if dst is not None:  # stored unresolved: only the resolved ones are written
+                    updates.append((dst, edge_id))
+                    add_dep(file_id, dst, "calls")
+                edge_id += 1
         for edge_id, kind, name, obj, current in references:
             key = (name, obj if kind == "calls" else None)
             if key in picked:
