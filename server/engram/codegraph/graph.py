@@ -201,11 +201,11 @@ def _pack_calls(calls: Sequence[CallRef]) -> str | None:
     is then read back instead). One string a file: the 1.7M calls of 58k files kept as
     objects (the extractor's, or tuples of interned names) pinned 270-480 MB of small
     objects until resolution; as text they take ~40 MB."""
+    objects = [c.obj for c in calls]
     text = "".join(
         [f"\x00{c.name}" if c.obj is None else f"\x00{c.name}\x01{c.obj}" for c in calls]
     )
-    objects = sum(1 for c in calls if c.obj is not None)
-    if text.count("\x00") != len(calls) or text.count("\x01") != objects:
+    if text.count("\x00") != len(calls) or text.count("\x01") != len(calls) - objects.count(None):
         return None
     return text
 
@@ -251,6 +251,8 @@ class _KeptRows:
         self.budget = budget
         self.items = 0
         self.full = False
+        #: the next (node, edge, import) ids the parse phase's inserts take
+        self.next_ids: tuple[int, ...] | None = None
         #: file id -> its rows, taken (and dropped) by the resolution of its chunk
         self.files: dict[int, _KeptFile] = {}
         #: file id -> (names of its definitions, of its top-level ones), kept to the end
@@ -1100,17 +1102,23 @@ class CodeGraph:
         # ids are assigned here (as SQLite would: max + 1) so that all rows of the file go in
         # with a few executemany calls instead of one statement per definition; the caller
         # already holds the write transaction, so nobody else can take these ids
-        if keep:
-            # the edge and import ids the inserts below take, for the kept rows
-            next_id, next_edge, next_import = (
-                int(v) + 1
-                for v in conn.execute(
-                    "SELECT (SELECT coalesce(max(id), 0) FROM nodes), "
-                    "(SELECT coalesce(max(id), 0) FROM edges), "
-                    "(SELECT coalesce(max(rowid), 0) FROM imports)"
-                ).fetchone()
-            )
+        kept = self._kept
+        if keep and kept is not None:
+            # the node, edge and import ids the inserts below take: read once a cold run,
+            # then counted (every row of its parse phase goes in here, none is deleted)
+            if kept.next_ids is None:
+                kept.next_ids = tuple(
+                    int(v) + 1
+                    for v in conn.execute(
+                        "SELECT (SELECT coalesce(max(id), 0) FROM nodes), "
+                        "(SELECT coalesce(max(id), 0) FROM edges), "
+                        "(SELECT coalesce(max(rowid), 0) FROM imports)"
+                    ).fetchone()
+                )
+            next_id, next_edge, next_import = kept.next_ids
         else:
+            if kept is not None:
+                kept.next_ids = None  # rows not counted: read the ids again
             next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]) + 1
         node_ids: list[int | None] = []
         node_rows: list[tuple[int, int, str, str, str, int, int, int | None, int]] = []
@@ -1176,8 +1184,14 @@ class CodeGraph:
                 for ref in facts.inheritance
             ],
         )  # fmt: skip
-        if keep:
-            self._keep_facts(file_id, facts, node_rows, next_edge + len(edge_rows), next_import)
+        if keep and kept is not None:
+            first_call = next_edge + len(edge_rows)
+            kept.next_ids = (
+                next_id,
+                first_call + len(facts.calls) + len(facts.inheritance),
+                next_import + len(facts.imports),
+            )
+            self._keep_facts(file_id, facts, node_rows, first_call, next_import)
 
     def _keep_facts(
         self,
