@@ -710,11 +710,11 @@ def test_an_index_run_pauses_the_collector_and_leaves_it_as_it_found_it(tmp_path
 def test_a_cold_index_resolves_from_its_kept_rows_what_reading_them_back_gives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A cold run hands its parse phase's rows to its resolution instead of reading them
-    back (docs/codegraph.md, "How indexing works"); every table, row ids included, is the
-    one reading them back gives: with everything kept, with nothing kept (the budget), with
-    the budget spent part way (the rest read back), and for a file whose call object holds
-    a separator of the kept text (read back)."""
+    """A cold run hands its parse phase's calls and definition names to its resolution
+    instead of reading them back (docs/codegraph.md, "How indexing works"); every table,
+    row ids included, is the one reading them back gives: with everything kept, with
+    nothing kept (the budget), with the budget spent part way (the rest read back), and for
+    a file whose call object holds a separator of the kept text (read back)."""
     from engram.codegraph import graph as graph_module
 
     root = tmp_path / "ws"
@@ -741,7 +741,9 @@ def test_a_cold_index_resolves_from_its_kept_rows_what_reading_them_back_gives(
         graph._db().set_trace_callback(statements.append)
         graph.index()
         graph.close()
-        read_back = [s for s in statements if "FROM edges WHERE src_file IN" in s]
+        read_back = [
+            s for s in statements if "FROM edges WHERE src_file IN" in s and "'calls'" in s
+        ]
         return _tables(tmp_path / f"{name}.sqlite"), len(read_back)
 
     kept, kept_reads = index("kept", 10**9)
@@ -750,6 +752,6 @@ def test_a_cold_index_resolves_from_its_kept_rows_what_reading_them_back_gives(
     assert kept["edges"] and any(r[1] == "calls" and r[4] is not None for r in kept["edges"])
     assert any(r[-1] for r in kept["imports"]) and kept["file_deps"] and kept["closure"]
     assert kept == read == partly
-    # only the chunk with the file whose calls could not be kept read anything back
+    # only the chunk with the file whose calls could not be kept read calls back
     assert kept_reads == 1
     assert reads == len(range(0, 37, 7)) > partly_reads > kept_reads

@@ -219,32 +219,39 @@ def _unpack_calls(text: str) -> list[tuple[str, str | None]]:
     return keys
 
 
-@attrs.frozen
-class _KeptFile:
-    """The rows the parse phase of a cold run wrote for one file, as its resolution reads
-    them: the same values, row ids included, without reading them back from SQLite."""
+def _pack_names(
+    node_rows: Sequence[tuple[int, int, str, str, str, int, int, int | None, int]],
+) -> str | None:
+    """A file's definition names as one string: ``\x00name`` for a nested definition,
+    ``\x00\x01name`` for one whose node has no parent; None when a name holds either."""
+    text = "".join([f"\x00{r[3]}" if r[7] is not None else f"\x00\x01{r[3]}" for r in node_rows])
+    tops = [r[7] for r in node_rows].count(None)
+    if text.count("\x00") != len(node_rows) or text.count("\x01") != tops:
+        return None
+    return text
 
-    package: str | None
-    #: (imports rowid, the reference) in rowid order; every row was stored unresolved
-    imports: tuple[tuple[int, ImportRef], ...]
-    #: id of the first call edge; the file's call edges follow it one id apart
-    first_call: int
-    #: the call edges in id order, every one stored unresolved, as one text:
-    #: :func:`_pack_calls`
-    calls: str
-    #: (edge id, kind, base name, None, None) of the extends and implements edges
-    bases: tuple[tuple[int, str, str, str | None, int | None], ...]
+
+def _unpack_names(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(names of the definitions, of the top-level ones) :func:`_pack_names` packed."""
+    if not text:
+        return _NO_NAMES
+    items = text.split("\x00")[1:]
+    names = frozenset([n.removeprefix("\x01") for n in items])
+    top = frozenset([n[1:] for n in items if n[:1] == "\x01"])
+    return names, names if len(top) == len(names) else top
 
 
 class _KeptRows:
     """What a cold run's parse phase wrote, kept for its resolution (bounded by
     :data:`_KEPT_ITEMS`).
 
-    Resolution otherwise reads back every file's imports, its ~1.7M call rows (at 58k files)
-    and the definition names the parse phase has just written. Only files new to the graph
-    in a cold run are kept: nothing else has rows of theirs (no old dependencies, no import
-    edges, no resolved call), so what is kept is all there is. A file that did not fit is
-    read from SQLite as before.
+    Resolution otherwise reads back the ~1.7M call rows (at 58k files) and every file's
+    definition names the parse phase has just written. Only files new to the graph in a
+    cold run are kept: none of their calls is resolved yet. A file that did not fit is read
+    from SQLite as before. Each file's calls and names are kept as one string apiece, not
+    as objects: keeping ~175 MB of small objects (frozensets of names, import references,
+    tuples) through the parse phase made tree-sitter's parsing and the extraction ~5 CPU s
+    slower at 58k files, more than resolution saved (docs/codegraph.md, "a third pass").
     """
 
     def __init__(self, budget: int) -> None:
@@ -253,11 +260,12 @@ class _KeptRows:
         self.full = False
         #: the next (node, edge, import) ids the parse phase's inserts take
         self.next_ids: tuple[int, ...] | None = None
-        #: file id -> its rows, taken (and dropped) by the resolution of its chunk
-        self.files: dict[int, _KeptFile] = {}
-        #: file id -> (names of its definitions, of its top-level ones), kept to the end
-        #: of resolution: calls into a file resolve against them
-        self.names: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+        #: file id -> the id of its first call edge and its calls (:func:`_pack_calls`),
+        #: as ``f"{id}{calls}"``; taken (and dropped) by the resolution of its chunk
+        self.calls: dict[int, str] = {}
+        #: file id -> its definition names (:func:`_pack_names`), kept to the end of
+        #: resolution: calls into a file resolve against them
+        self.names: dict[int, str] = {}
 
     def fits(self, items: int) -> bool:
         """Reserve room for ``items``; False past the budget, and from then on for every
@@ -305,12 +313,12 @@ class _FileIds:
         conn: sqlite3.Connection,
         *,
         preload: bool,
-        kept: dict[int, tuple[frozenset[str], frozenset[str]]] | None = None,
+        kept: dict[int, str] | None = None,
     ) -> None:
         self._conn = conn
         self._complete = preload
         #: the names a cold run's parse phase kept (:class:`_KeptRows`), never read back
-        self._kept: dict[int, tuple[frozenset[str], frozenset[str]]] = kept or {}
+        self._kept: dict[int, str] = kept or {}
         self._by_path: dict[str, int | None] = {}
         self._by_id: dict[int, str | None] = {}
         #: file id -> (names of its definitions, of its top-level ones); one pass reads a
@@ -344,7 +352,12 @@ class _FileIds:
         return self._definitions(file_id)[1]
 
     def _definitions(self, file_id: int) -> tuple[frozenset[str], frozenset[str]]:
-        found = self._names.get(file_id) or self._kept.get(file_id)
+        found = self._names.get(file_id)
+        if found is None and file_id in self._kept:
+            found = _unpack_names(self._kept[file_id])
+            if len(self._names) >= _NAMES_KEPT:  # bounded on a huge tree
+                self._names.clear()
+            self._names[file_id] = found
         if found is None:
             rows = self._conn.execute(
                 "SELECT name, parent_id IS NULL FROM nodes WHERE file_id=?", (file_id,)
@@ -358,10 +371,14 @@ class _FileIds:
     def read_names(self, file_ids: Iterable[int]) -> None:
         """Read the definition names of the files not yet known, in one statement per
         500 files (what a chunk of a resolution pass is about to ask for)."""
-        kept = self._kept
-        missing = sorted(i for i in set(file_ids) if i not in self._names and i not in kept)
+        missing = sorted(i for i in set(file_ids) if i not in self._names)
         if len(self._names) + len(missing) > _NAMES_KEPT:  # bounded on a huge tree
             self._names.clear()
+        kept = self._kept
+        if kept:
+            for file_id in [i for i in missing if i in kept]:
+                self._names[file_id] = _unpack_names(kept[file_id])
+            missing = [i for i in missing if i not in kept]
         for start in range(0, len(missing), 500):
             part = missing[start : start + 500]
             rows: dict[int, list[tuple[str, int]]] = {i: [] for i in part}
@@ -1084,8 +1101,8 @@ class CodeGraph:
         if new:
             if self._kept is not None and self._kept.fits(1):
                 # no facts (yet): _write_facts replaces this for a parsed file
-                self._kept.files[file_id] = _KeptFile(None, (), 0, "", ())
-                self._kept.names[file_id] = _NO_NAMES
+                self._kept.calls[file_id] = "0"
+                self._kept.names[file_id] = ""
             return file_id
         # the file's own part of the graph is rebuilt from scratch
         conn.execute("DELETE FROM nodes WHERE file_id=?", (file_id,))
@@ -1191,7 +1208,7 @@ class CodeGraph:
                 first_call + len(facts.calls) + len(facts.inheritance),
                 next_import + len(facts.imports),
             )
-            self._keep_facts(file_id, facts, node_rows, first_call, next_import)
+            self._keep_facts(file_id, facts, node_rows, first_call)
 
     def _keep_facts(
         self,
@@ -1199,36 +1216,20 @@ class CodeGraph:
         facts: FileFacts,
         node_rows: list[tuple[int, int, str, str, str, int, int, int | None, int]],
         first_call: int,
-        first_import: int,
     ) -> None:
-        """Keep what :meth:`_write_facts` just wrote, as resolution would read it back:
-        definition names (all, and those whose node has no parent), the package, the
-        imports with their rowids, the call edges from ``first_call`` on and then the base
-        edges."""
+        """Keep what :meth:`_write_facts` just wrote of the file's calls (from edge id
+        ``first_call`` on) and definition names, as resolution would read them back."""
         kept = self._kept
         assert kept is not None
         calls = facts.calls
         packed = _pack_calls(calls)
-        if packed is None or not kept.fits(
-            len(calls) + len(facts.imports) + len(node_rows) + len(facts.inheritance)
-        ):
-            kept.files.pop(file_id, None)  # read back from SQLite
+        names = _pack_names(node_rows)
+        if packed is None or names is None or not kept.fits(len(calls) + len(node_rows)):
+            kept.calls.pop(file_id, None)  # read back from SQLite
             kept.names.pop(file_id, None)
             return
-        names = frozenset([row[3] for row in node_rows])
-        top = frozenset([row[3] for row in node_rows if row[7] is None])
-        kept.names[file_id] = (names, names if len(top) == len(names) else top)
-        first_base = first_call + len(calls)
-        kept.files[file_id] = _KeptFile(
-            facts.package or None,
-            tuple(enumerate(facts.imports, first_import)),
-            first_call,
-            packed,
-            tuple(
-                (first_base + i, ref.kind, ref.base, None, None)
-                for i, ref in enumerate(facts.inheritance)
-            ),
-        )
+        kept.calls[file_id] = f"{first_call}{packed}"
+        kept.names[file_id] = names
 
     def _file_id(self, rel: str) -> int | None:
         row = self._db().execute("SELECT id FROM files WHERE path=?", (rel,)).fetchone()
@@ -1397,61 +1398,57 @@ class CodeGraph:
         if not named:
             return set()
         keys = [file_id for file_id, _ in named]
-        # a cold run's files come from what its parse phase kept; only the others are read
-        kept: dict[int, _KeptFile] = {}
+        # a cold run's calls come from what its parse phase kept: only its bases are read
+        kept: dict[int, str] = {}
         if self._kept is not None:
-            kept_files = self._kept.files
-            kept = {k: rows for k in keys if (rows := kept_files.pop(k, None)) is not None}
-        read = [k for k in keys if k not in kept]
-        marks = ",".join("?" * len(read))
+            kept_calls = self._kept.calls
+            kept = {k: calls for k in keys if (calls := kept_calls.pop(k, None)) is not None}
+        marks = ",".join("?" * len(keys))
         before: dict[int, set[tuple[int, float]]] = defaultdict(set)
-        packages: dict[int, str | None] = {k: rows.package for k, rows in kept.items()}
+        for src, dst, weight in conn.execute(
+            f"SELECT src, dst, weight FROM file_deps WHERE src IN ({marks})", keys
+        ):
+            before[int(src)].add((int(dst), float(weight)))
+        packages: dict[int, str | None] = {
+            int(r[0]): r[1]
+            for r in conn.execute(f"SELECT id, package FROM files WHERE id IN ({marks})", keys)
+        }
         import_rows: dict[int, list[tuple[int, ImportRef]]] = defaultdict(list)
+        for file_id, rowid, module, names_json, wildcard, line in conn.execute(
+            "SELECT file_id, rowid, module, names, wildcard, line FROM imports "
+            f"WHERE file_id IN ({marks}) ORDER BY file_id, rowid",
+            keys,
+        ):
+            ref = ImportRef(module, json.loads(names_json), bool(wildcard), int(line))
+            import_rows[int(file_id)].append((int(rowid), ref))
         references: dict[int, list[tuple[int, str, str, str | None, int | None]]] = defaultdict(
             list
         )
-        with_import_edges: set[int] = set()
-        if read:
-            for src, dst, weight in conn.execute(
-                f"SELECT src, dst, weight FROM file_deps WHERE src IN ({marks})", read
-            ):
-                before[int(src)].add((int(dst), float(weight)))
-            for file_id, package in conn.execute(
-                f"SELECT id, package FROM files WHERE id IN ({marks})", read
-            ):
-                packages[int(file_id)] = package
-            for file_id, rowid, module, names_json, wildcard, line in conn.execute(
-                "SELECT file_id, rowid, module, names, wildcard, line FROM imports "
-                f"WHERE file_id IN ({marks}) ORDER BY file_id, rowid",
-                read,
-            ):
-                import_rows[int(file_id)].append(
-                    (
-                        int(rowid),
-                        ImportRef(module, json.loads(names_json), bool(wildcard), int(line)),
-                    )
-                )
+        read = [k for k in keys if k not in kept]
+        for part, kinds in ((read, "'calls', 'extends', 'implements'"),
+                            (list(kept), "'extends', 'implements'")):  # fmt: skip
+            if not part:
+                continue
             for src, edge_id, kind, name, obj, current in conn.execute(
                 "SELECT src_file, id, kind, dst_name, target, dst_file FROM edges "
-                f"WHERE src_file IN ({marks}) AND kind IN ('calls', 'extends', 'implements')",
-                read,
+                f"WHERE src_file IN ({','.join('?' * len(part))}) AND kind IN ({kinds})",
+                part,
             ):
                 references[int(src)].append((edge_id, kind, name, obj, current))
-            with_import_edges = {
-                int(r[0])
-                for r in conn.execute(
-                    "SELECT DISTINCT src_file FROM edges "
-                    f"WHERE kind='imports' AND src_file IN ({marks})",
-                    read,
-                )
-            }
+        with_import_edges = {
+            int(r[0])
+            for r in conn.execute(
+                "SELECT DISTINCT src_file FROM edges "
+                f"WHERE kind='imports' AND src_file IN ({marks})",
+                keys,
+            )
+        }
         # imports first (pure string work), so the definition names of every file the
         # chunk's calls may resolve to are read in one statement
         resolved = [
             (file_id, rel, spec, self._resolve_imports(
                 file_id, rel, spec, resolver, ids, packages.get(file_id),
-                kept[file_id].imports if file_id in kept else import_rows[file_id],
-                fresh=file_id in kept))
+                import_rows[file_id], fresh=file_id in kept))
             for file_id, rel in named
             for spec in (language_for(rel),)
         ]  # fmt: skip
@@ -1475,11 +1472,9 @@ class CodeGraph:
                 conn.execute("DELETE FROM edges WHERE src_file=? AND kind='imports'", (file_id,))
             resolved_rows += found.resolved_rows
             import_edges += found.import_edges
-            kept_file = kept.get(file_id)
             self._resolve_references(
-                file_id, rel, spec, resolver, ids, found,
-                kept_file.bases if kept_file is not None else references[file_id], updates,
-                kept_file,
+                file_id, rel, spec, resolver, ids, found, references[file_id], updates,
+                kept.get(file_id),
             )  # fmt: skip
             deps = found.deps
             deps_rows += [
@@ -1492,8 +1487,7 @@ class CodeGraph:
         conn.executemany("UPDATE imports SET resolved=? WHERE rowid=?", resolved_rows)
         conn.executemany(insert_import_edges, import_edges)
         conn.executemany("UPDATE edges SET dst_file=? WHERE id=?", updates)
-        if read:
-            conn.execute(f"DELETE FROM file_deps WHERE src IN ({marks})", read)
+        conn.execute(f"DELETE FROM file_deps WHERE src IN ({marks})", keys)
         conn.executemany(
             "INSERT INTO file_deps(src, dst, weight, kinds) VALUES (?, ?, ?, ?)", deps_rows
         )
@@ -1544,12 +1538,12 @@ class CodeGraph:
         found: _Resolved,
         references: Sequence[tuple[int, str, str, str | None, int | None]],
         updates: list[tuple[int | None, int]],
-        kept: _KeptFile | None = None,
+        kept: str | None = None,
     ) -> None:
         """One file's calls and bases: the file each names (``updates`` gets the edges
         whose target moved; ``found.deps`` the files they make it depend on). ``kept``: the
-        file's call edges as a cold run's parse phase kept them (all stored unresolved);
-        ``references`` then holds only its bases."""
+        file's call edges as a cold run's parse phase kept them (:attr:`_KeptRows.calls`,
+        all stored unresolved); ``references`` then holds only its bases."""
         deps = found.deps
         imported_names = found.imported_names
         module_aliases = found.module_aliases
@@ -1599,8 +1593,9 @@ class CodeGraph:
         picked: dict[tuple[str, str | None], int | None] = {}
         if kept is not None:
             add_dep = found.add_dep
-            edge_id = kept.first_call
-            for key in _unpack_calls(kept.calls):
+            first, separator, packed = kept.partition("\x00")
+            edge_id = int(first)
+            for key in _unpack_calls(separator + packed):
                 dst = picked[key] if key in picked else picked.setdefault(key, pick(*key))
                 if dst is not None:  # stored unresolved: only the resolved ones are written
                     updates.append((dst, edge_id))
