@@ -189,9 +189,9 @@ _NAMES_KEPT = 10_000
 _PACKAGES_KEPT = 2_000
 #: Files one resolution statement reads or writes for (docs/codegraph.md, "At 50,000 files").
 _RESOLVE_CHUNK = 256
-#: What a cold run's parse phase keeps in memory for its resolution, counted in calls,
-#: bases, imports and definition names (58k files keep ~2.5M, ~175 MB more peak RSS, so
-#: this bounds it near 300 MB); past it, files are read back from SQLite.
+#: What a cold run's parse phase keeps in memory for its resolution, counted in calls and
+#: definition names (58k files keep ~2.2M, packed as text: tens of MB); past it, files are
+#: read back from SQLite.
 _KEPT_ITEMS = 4_000_000
 
 
