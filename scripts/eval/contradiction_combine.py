@@ -55,6 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import contradictions as base
 import edit_features as general
+import embed_features as meaning
+import lookalikes
 from contradictions_cv import cosine_reader, grouped_folds
 
 DATA = base.ROOT / "tests" / "lifecycle" / "data"
@@ -246,6 +248,17 @@ def pair_rows(rows: list[dict[str, Any]], cosines: list[float | None], nli: Any,
     out = []
     for row, cosine, key in zip(rows, cosines, keys, strict=True):
         cell = dict(cache[key])
+        cell["kind_today"] = cell["kind"]
+        if LOOKALIKES:
+            # the rules reading the pair with the look-alike readings applied (``--lookalikes``)
+            look = "look:" + ",".join(LOOKALIKES)
+            if look not in cache[key]:
+                a, b = lookalikes.normalise_pair(row["a"], row["b"], LOOKALIKES)
+                screening = screen_contradictions(
+                    new_memory(b), [(new_memory(a), cosine)], judges=ContradictionJudges()
+                )
+                cache[key][look] = screening.found[0].kind if screening.found else ""
+            cell["kind"] = cache[key][look]
         features = general.edit_features if FEATURE_SET == "edit" else edit_features
         cell["features"] = features(row["a"], row["b"], cell["kind"], cosine)
         # where the product would read the pair with the learned reading (its subject gate)
@@ -255,17 +268,51 @@ def pair_rows(rows: list[dict[str, Any]], cosines: list[float | None], nli: Any,
 
 
 NO_KIND = False
+#: ``--lookalikes url,truth``: the look-alike readings of ``lookalikes.py`` the rules read with
+LOOKALIKES: tuple[str, ...] = ()
+
+
+def add_embeddings(rows: list[dict[str, Any]], cells: list[dict[str, Any]], embedder: Any) -> None:
+    """Each cell's ``embed``: :func:`embed_features.embed_features` of its pair."""
+    global EMBED_WIDTH
+    x = meaning.embed_features([(r["a"], r["b"]) for r in rows], embedder, EMBED_PARTS)
+    EMBED_WIDTH = x.shape[1]
+    for cell, row in zip(cells, x, strict=True):
+        cell["embed"] = row
 
 
 def design(cells: list[dict[str, Any]], with_nli: bool) -> np.ndarray:
     x = np.array([c["features"] for c in cells], dtype=float)
+    if EMBED_ONLY:  # the meaning of the edit alone (``--features embed``)
+        x = np.zeros((len(cells), 0))
     if NO_KIND:  # which reader fired is no feature: only the edit's general shape
         x[:, :5] = 0.0
     if with_nli:
         # the score where the product computes it (the judges' open pairs), unless --nli-all
         read = [c["nli"] if NLI_ALL or c["open"] else None for c in cells]
         x = np.hstack([x, np.array([[nli_feature(r)] for r in read])])
+    if EMBED_PARTS:
+        x = np.hstack([x, np.array([c["embed"] for c in cells], dtype=float)])
     return x
+
+
+#: ``--features embed`` / ``edit+embed``: which blocks of ``embed_features`` (empty: none)
+EMBED_PARTS: tuple[str, ...] = ()
+EMBED_ONLY = False
+#: the L2 penalty on the embedding columns (``--l2-embed``; many columns, few pairs)
+L2_EMBED = 100.0
+
+
+def penalties(x: np.ndarray, l2: float) -> np.ndarray:
+    """Per column: ``l2``, or :data:`L2_EMBED` for the embedding block (the last columns)."""
+    out = np.full(x.shape[1], l2)
+    if EMBED_PARTS:
+        width = EMBED_WIDTH
+        out[x.shape[1] - width :] = L2_EMBED
+    return out
+
+
+EMBED_WIDTH = 0
 
 
 def fit(x: np.ndarray, y: np.ndarray, l2: float = L2) -> tuple[np.ndarray, np.ndarray, float]:
@@ -275,15 +322,14 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float = L2) -> tuple[np.ndarray, np.nd
     scale[scale == 0] = 1.0
     z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
     w = np.zeros(z.shape[1])
-    penalty = np.full(z.shape[1], l2)
-    penalty[0] = 0.0
+    penalty = np.concatenate([[0.0], penalties(x, l2)])
     for _ in range(50):
         p = 1 / (1 + np.exp(-z @ w))
         grad = z.T @ (p - y) + penalty * w
         hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(penalty) + 1e-9 * np.eye(len(w))
         step = np.linalg.solve(hess, grad)
         w -= step
-        if np.abs(step).max() < 1e-8:
+        if np.abs(step).max() < 1e-6:
             break
     # back to raw feature units: p = sigmoid(bias + x @ coef)
     coef = w[1:] / scale
@@ -337,6 +383,7 @@ def choose_threshold(cells: list[dict[str, Any]], prob: np.ndarray, judged: list
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global EMBED_PARTS, EMBED_ONLY, L2_EMBED, LOOKALIKES
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=5)
@@ -354,8 +401,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         " the rules and judges leave unflagged count when it says so; full: both",
     )  # fmt: skip
     parser.add_argument(
-        "--features", choices=["legacy", "edit"], default="legacy",
-        help="edit: edit_features.py's features (what kind of token changed, where)",
+        "--features", choices=["legacy", "edit", "embed", "edit+embed"], default="legacy",
+        help="edit: edit_features.py's features (what kind of token changed, where); embed:"
+        " embed_features.py's (what the changed spans and their sentence mean); edit+embed: both",
+    )  # fmt: skip
+    parser.add_argument(
+        "--embed-parts", default=",".join(meaning.PARTS),
+        help="comma-separated blocks of embed_features.py (span_uv, span_diff, sent_diff)",
+    )  # fmt: skip
+    parser.add_argument("--l2-embed", type=float, default=L2_EMBED)
+    parser.add_argument(
+        "--lookalikes", default="",
+        help="comma-separated look-alike readings of lookalikes.py (url, truth) the rules read"
+        " with; the today row stays the shipped detector",
     )  # fmt: skip
     parser.add_argument("--l2", type=float, default=L2)
     parser.add_argument("--nli-all", action="store_true", help="NLI scores for every pair")
@@ -380,7 +438,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     global MODE, CRITERION, NO_KIND, FEATURE_SET, NLI_ALL, NO_CUE
     MODE, CRITERION, NO_KIND = args.mode, args.criterion, args.no_kind
-    FEATURE_SET, NLI_ALL, NO_CUE = args.features, args.nli_all, args.no_cue
+    NLI_ALL, NO_CUE = args.nli_all, args.no_cue
+    FEATURE_SET = "legacy" if args.features == "legacy" else "edit"
+    if "embed" in args.features:
+        EMBED_PARTS = tuple(p for p in args.embed_parts.split(",") if p)
+        EMBED_ONLY = args.features == "embed"
+    L2_EMBED = args.l2_embed
+    LOOKALIKES = tuple(r for r in args.lookalikes.split(",") if r)
 
     from engram.lifecycle.nli import DEFAULT_THRESHOLD, load_nli
 
@@ -402,6 +466,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     cells = pair_rows(dev, cosines_of(dev), nli, cache)
     if args.cache is not None:
         args.cache.write_text(json.dumps(cache))
+    embedder: Any = None
+    if EMBED_PARTS:
+        from engram.config import EmbedConfig
+        from engram.embed import load_embedder
+
+        embedder = load_embedder(EmbedConfig(), None).embedder
+        add_embeddings(dev, cells, embedder)
     labels = [bool(r["conflict"]) for r in dev]
     y = np.array(labels, dtype=float)
     with_nli = args.with_nli and nli is not None
@@ -414,7 +485,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
 
     judged = judged_of(cells)
-    today = [bool(c["kind"]) or j for c, j in zip(cells, judged, strict=True)]
+    today = [bool(c["kind_today"]) or j for c, j in zip(cells, judged, strict=True)]
+    # with --lookalikes: the rules reading with them, the judges as shipped
+    looked = [bool(c["kind"]) or j for c, j in zip(cells, judged, strict=True)]
 
     # the NLI judge without the flip cue, same threshold (the sixth pass kept the cue for cost)
     def no_cue_of(cs: list[dict[str, Any]]) -> list[bool]:
@@ -425,15 +498,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
 
     no_cue = no_cue_of(cells)
-    rows_of = {"today": today, "no_cue": no_cue}
+    rows_of = {"today": today, "no_cue": no_cue, "lookalikes": looked}
 
     groups = [str(r.get("repo") or "written") for r in dev]
     rng = random.Random(12)
     repeats = 1 if args.folds <= 0 or args.by_set else args.repeats
     # ``add`` fits on the pairs it decides: unflagged by the rules and judges, in its gate
-    fittable = [MODE != "add" or (not today[i] and cells[i]["gate"]) for i in range(len(dev))]
+    fittable = [MODE != "add" or (not looked[i] and cells[i]["gate"]) for i in range(len(dev))]
     per_set: dict[str, dict[str, dict[str, float]]] = {}
     names = ["today", "combined"] + (["no_cue"] if NO_CUE else [])
+    names += ["lookalikes"] if LOOKALIKES else []
     fixed = [n for n in names if n != "combined"]  # the detectors that fit nothing
     tests: dict[str, list[dict[str, float]]] = {n: [] for n in names}
     pooled: dict[str, list[dict[str, float]]] = {n: [] for n in names}
@@ -527,7 +601,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if args.fit_out is not None:
         names = list(general.FEATURES if FEATURE_SET == "edit" else FEATURES)
+        names = [] if EMBED_ONLY else names
         names += ["nli"] if with_nli else []
+        names += [f"embed_{i}" for i in range(EMBED_WIDTH)] if EMBED_PARTS else []
         args.fit_out.write_text(json.dumps({
             "features": names, "coefficients": [round(float(c), 6) for c in coef],
             "bias": round(bias, 6), "threshold": threshold, "mode": MODE,
@@ -535,6 +611,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.score is not None:
         rows = base.load(args.score, "all", args.mirrors)
         scored = pair_rows(rows, cosines_of(rows), nli, cache)
+        if EMBED_PARTS:
+            add_embeddings(rows, scored, embedder)
         gold = [bool(r["conflict"]) for r in rows]
         js = judged_of(scored)
         sx = design(scored, with_nli)
@@ -544,10 +622,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "items": len(rows),
             "conflicts": sum(gold),
             "today": base.scores(
+                [bool(c["kind_today"]) or j for c, j in zip(scored, js, strict=True)], gold
+            ),
+            "lookalikes": base.scores(
                 [bool(c["kind"]) or j for c, j in zip(scored, js, strict=True)], gold
             ),
             "combined": base.scores(decide(scored, sp, threshold, js), gold),
-            "rules_only": base.scores([bool(c["kind"]) for c in scored], gold),
+            "rules_only": base.scores([bool(c["kind_today"]) for c in scored], gold),
             "threshold": threshold,
         }
         if NO_CUE:

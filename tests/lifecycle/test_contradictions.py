@@ -1139,3 +1139,88 @@ def test_combine_script_adds_learned_findings_and_leaves_one_set_out(tmp_path: P
     # adding never takes a finding away: recall is at least today's
     assert held["combined"]["recall"] >= held["today"]["recall"]
     assert summary["today_unseen_sets"]["recall"]["mean"] == held["today"]["recall"]
+
+
+def _script_module(name: str) -> Any:
+    """A module of scripts/eval imported from its file (it lives with the scripts)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "eval" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _flagged(old: str, new: str) -> bool:
+    older = Memory(old, type=MemoryType.GOTCHA)
+    return bool(find_contradictions(Memory(new, type=MemoryType.GOTCHA), [(older, None)]))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a version inside a link target: where a page lives, not a claim
+        ("See the [subscriber docs](https://docs.rs/tracing/0.1.16/tracing/) for the default.",
+         "See the [subscriber docs](https://docs.rs/tracing/0.1.17/tracing/) for the default."),
+        # the same value written two ways
+        ("The verbosity level. Defaults to 0 (off).",
+         "The verbosity level. Defaults to False (off)."),
+    ],
+)  # fmt: skip
+def test_lookalike_readings_unflag_a_link_version_and_one_value_written_two_ways(
+    old: str, new: str
+) -> None:
+    """lookalikes.py (eleventh pass): with its readings applied the rules no longer flag the
+    look-alike they flag on the raw texts."""
+    looks = _script_module("lookalikes")
+    assert _flagged(old, new)  # today's rules read a swapped value
+    assert not _flagged(*looks.normalise_pair(old, new))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The job timeout is 30s, see https://example.org/v1/jobs.",
+         "The job timeout is 90s, see https://example.org/v2/jobs."),
+        ("Retries default to 1 (on).", "Retries default to false (off)."),
+    ],
+)  # fmt: skip
+def test_lookalike_readings_keep_a_value_changed_outside_the_link_or_of_another_truth(
+    old: str, new: str
+) -> None:
+    looks = _script_module("lookalikes")
+    assert _flagged(*looks.normalise_pair(old, new))
+
+
+class _LetterEmbedder:
+    """A deterministic stand-in for the embedding model: letter counts, L2-normalised."""
+
+    def embed(self, texts: Any) -> Any:
+        import numpy as np
+
+        rows = np.zeros((len(texts), 26), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for ch in text.lower():
+                if "a" <= ch <= "z":
+                    rows[i, ord(ch) - 97] += 1
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        norms[norms == 0] = 1
+        return rows / norms
+
+
+def test_embed_features_read_the_changed_spans_and_the_sentence_around_them() -> None:
+    """embed_features.py (eleventh pass): the old and new span and the sentence holding the
+    first change, and one row of [u, v, |u-v|, u*v] (spans) + [|u-v|, u*v] (sentences)."""
+    meaning = _script_module("embed_features")
+    old = "Workers restart nightly. The job timeout is 30s here."
+    new = "Workers restart nightly. The job timeout is 90 seconds here."
+    assert meaning.changed_parts(old, new) == (
+        "30s", "90 seconds", "The job timeout is 30s here.", "The job timeout is 90 seconds here."
+    )  # fmt: skip
+    rows = meaning.embed_features([(old, new), ("logs go to stderr", "logs go to stderr, in JSON")],
+                                  _LetterEmbedder())  # fmt: skip
+    assert rows.shape == (2, 6 * 26)
+    # words only added: the old span is empty and reads as the zero vector
+    assert not rows[1, :26].any() and rows[1, 26:52].any()
