@@ -28,13 +28,14 @@ instead of each folding its own; each still packs its own copy of the matmul wei
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
@@ -185,13 +186,7 @@ def assemble_model_dir(files: DefaultModelFiles, roots: list[Path]) -> Path:
                     shutil.copyfile(files.onnx_path, staging / ONNX_FILE)
                 for name, content in wanted.items():
                     (staging / name).write_bytes(content)
-                if target.exists():
-                    shutil.rmtree(target, ignore_errors=True)
-                try:
-                    staging.rename(target)
-                except OSError:
-                    if not _is_current(target, files, wanted):  # lost a race to a twin
-                        raise
+                _publish(staging, target, functools.partial(_is_current, target, files, wanted))
             finally:
                 if staging.exists():
                     shutil.rmtree(staging, ignore_errors=True)
@@ -200,6 +195,22 @@ def assemble_model_dir(files: DefaultModelFiles, roots: list[Path]) -> Path:
             errors.append(f"{root}: {exc.strerror or exc}")
             continue
     raise ModelFilesError("cannot write an assembled model directory (" + "; ".join(errors) + ")")
+
+
+def _publish(staging: Path, target: Path, is_current: Callable[[], bool]) -> None:
+    """Move a complete ``staging`` directory into place as ``target``.
+
+    A stale ``target`` is removed first; when the rename still fails, a twin process (two
+    editors starting at once) may have just published the same directory, which is fine
+    when ``is_current()`` says so; anything else is raised.
+    """
+    if target.exists():
+        shutil.rmtree(target, ignore_errors=True)
+    try:
+        staging.rename(target)
+    except OSError:
+        if not is_current():  # lost a race to a twin
+            raise
 
 
 def _folded_is_current(target: Path, wanted: Mapping[str, bytes], runtime: str) -> bool:
@@ -271,13 +282,7 @@ def fold_model_dir(assembled: Path) -> Path:
             "sha256": {name: sha256_file(staging / name) for name in (ONNX_FILE, FOLDED_WEIGHTS)},
         }
         (staging / FOLDED_MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        if target.exists():
-            shutil.rmtree(target, ignore_errors=True)
-        try:
-            staging.rename(target)
-        except OSError:
-            if not _folded_is_current(target, wanted, runtime):  # lost a race to a twin
-                raise
+        _publish(staging, target, lambda: _folded_is_current(target, wanted, runtime))
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
