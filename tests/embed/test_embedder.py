@@ -390,6 +390,38 @@ def test_folding_removes_copies_nothing_can_read(tmp_path: Path) -> None:
     assert [p.exists() for p in leftovers] == [False, False, True]
 
 
+def test_a_folded_copy_inside_the_workspace_is_never_loaded(
+    default_embedder: Embedder, tmp_workspace: Workspace
+) -> None:
+    """The workspace's own folder is the last place a model directory may be assembled; a
+    cloned repository can ship files there. The assembled directory is checked against
+    pinned digests, but a folded copy only against its own manifest, so one inside the
+    workspace is never folded into or loaded: a planted copy with a consistent manifest
+    and a graph of its making is ignored (docs/security.md)."""
+    import json
+
+    import onnxruntime as ort
+
+    from engram.embed.default_model import FOLDED_MANIFEST, ONNX_FILE, sha256_file
+
+    root = tmp_workspace.engram_dir / "models"
+    assembled = assemble_model_dir(DefaultModelFiles.installed(), [root])
+    planted = root / f"folded-{assembled.name}-ort{ort.__version__}"
+    shutil.copytree(assembled, planted, symlinks=False)
+    (planted / ONNX_FILE).write_bytes(b"not the model")
+    (planted / FOLDED_WEIGHTS).write_bytes(b"not the weights")
+    digests = {name: sha256_file(planted / name) for name in (ONNX_FILE, FOLDED_WEIGHTS)}
+    manifest = {"onnxruntime": str(ort.__version__), "sha256": digests}
+    (planted / FOLDED_MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+
+    status = load_embedder(EmbedConfig(), tmp_workspace, model_roots=[root])
+    assert status.embedder is not None, status.reason
+    text = ["the assembled model, verified against pinned digests"]
+    assert np.allclose(status.embedder.embed(text), default_embedder.embed(text), atol=1e-5)
+    assert (planted / ONNX_FILE).read_bytes() == b"not the model"  # left alone, unused
+    assert sorted(p.name for p in root.glob("folded-*")) == [planted.name]
+
+
 def test_default_model_loads_unfolded_when_folding_fails(
     default_embedder: Embedder, model_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

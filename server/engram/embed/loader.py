@@ -112,7 +112,7 @@ def load_embedder(
                 config,
                 DEFAULT_MODEL_ID,
                 DEFAULT_DIM,
-                specific_model_path=str(_folded_or_assembled(directory)),
+                specific_model_path=str(_folded_or_assembled(directory, workspace)),
             )
             reason = f"default model {DEFAULT_MODEL_ID} (verified, offline)"
         elif _looks_like_path(name, workspace):
@@ -133,10 +133,18 @@ class _NoModel(Exception):
     pass
 
 
-def _folded_or_assembled(assembled: Path) -> Path:
+def _folded_or_assembled(assembled: Path, workspace: Workspace | None) -> Path:
     """The folded copy of the default model (both sessions map one ``weights.bin`` instead
     of each folding ~90 MB of float32), or the assembled directory when it cannot be built
-    (a read-only cache, a full disk): the same vectors, each session folding its own."""
+    (a read-only cache, a full disk): the same vectors, each session folding its own.
+
+    Only for an assembled directory in a user cache: one inside the workspace (the last
+    resort of ``model_cache_roots``) is not folded, because a folded copy is checked against
+    its own manifest only (the assembled one against pinned digests), and a cloned
+    repository could ship ``.engram/models/folded-*`` with a graph of its making
+    (docs/security.md)."""
+    if workspace is not None and assembled.is_relative_to(workspace.root):
+        return assembled
     try:
         return fold_model_dir(assembled)
     except Exception as exc:  # OSError, onnxruntime's errors: slower to load, same vectors
