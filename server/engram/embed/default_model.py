@@ -141,6 +141,15 @@ def _wanted_contents(files: DefaultModelFiles) -> dict[str, bytes]:
     return wanted
 
 
+def _holds(target: Path, wanted: Mapping[str, bytes]) -> bool:
+    """Whether each of ``wanted``'s files is in ``target`` with exactly that content."""
+    for name, content in wanted.items():
+        path = target / name
+        if not path.is_file() or path.read_bytes() != content:
+            return False
+    return True
+
+
 def _is_current(target: Path, files: DefaultModelFiles, wanted: Mapping[str, bytes]) -> bool:
     onnx = target / ONNX_FILE
     if not onnx.exists():
@@ -150,11 +159,7 @@ def _is_current(target: Path, files: DefaultModelFiles, wanted: Mapping[str, byt
             return False
     elif sha256_file(onnx) != ONNX_SHA256:
         return False
-    for name, content in wanted.items():
-        path = target / name
-        if not path.is_file() or path.read_bytes() != content:
-            return False
-    return True
+    return _holds(target, wanted)
 
 
 def assemble_model_dir(files: DefaultModelFiles, roots: list[Path]) -> Path:
@@ -233,11 +238,7 @@ def _folded_is_current(target: Path, wanted: Mapping[str, bytes], runtime: str) 
         path = target / name
         if not path.is_file() or digests.get(name) != sha256_file(path):
             return False
-    for name, content in wanted.items():
-        path = target / name
-        if not path.is_file() or path.read_bytes() != content:
-            return False
-    return True
+    return _holds(target, wanted)
 
 
 def fold_model_dir(assembled: Path) -> Path:
