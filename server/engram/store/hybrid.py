@@ -22,6 +22,10 @@
   write is found immediately; every ``OPTIMIZE_EVERY_WRITES`` writes (or when many rows
   are unindexed) the table is optimised: fragments compacted, the index brought up to
   date, versions older than ``CLEANUP_AFTER`` removed so they do not pile up.
+
+Long on purpose: opening, the version check, the retried writes and the index upkeep all
+decide together what a reader may see of another process's (or machine's) commit; split
+apart, each part would need the others' state (the mutex, the stamps, the open table).
 """
 
 from __future__ import annotations
