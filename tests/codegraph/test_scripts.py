@@ -147,6 +147,12 @@ def test_graph_digest_and_closure_walk_on_a_kept_graph(tmp_path: Path) -> None:
     )  # fmt: skip
     assert differ.returncode == 1
     assert "closure" in json.loads(differ.stdout.strip().splitlines()[-1])["differ"]
+    # the answers' digest: every file's dependents (depth, weight, path) and dependencies
+    said = run("scripts/bench/graph_digest.py", "--answers", two, two, cwd=tmp_path)
+    assert said["identical"] is True and said["a"]["files"] == {"rows": 3}
+    assert said["a"]["dependents"]["rows"] == 3 and said["a"]["dependencies"]["rows"] == 2
+    unlike = run("scripts/bench/graph_digest.py", "--answers", one, cwd=tmp_path)
+    assert unlike["dependents"]["sha256"] != said["a"]["dependents"]["sha256"]
     walk = run("scripts/bench/closure_walk.py", two, "--rounds", "1", cwd=tmp_path)
     assert walk["files_walked"] == 2 and walk["closure_rows"] == 3
     assert walk["rows_identical_to_stored"] is True and len(walk["walk_cpu_seconds"]) == 1
