@@ -294,7 +294,7 @@ def test_a_cold_index_builds_the_lookup_indexes_after_its_rows(tmp_path: Path) -
             seen_while_loading.append(_indexes(tmp_path / "g.sqlite"))
 
     graph.index(progress=progress)
-    deferred = {"nodes_name", "edges_dst"}
+    deferred = {"edges_dst"}
     assert seen_while_loading and not deferred & seen_while_loading[0]
     assert deferred <= _indexes(tmp_path / "g.sqlite")
     assert graph.dependents("c.py")  # the graph itself is complete
@@ -393,9 +393,9 @@ def test_rows_another_connection_wrote_are_never_kept(make_graph, tmp_path: Path
 def test_a_whole_closure_rebuild_stores_the_rows_of_the_per_file_update(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The rebuild of the whole closure (rows sorted into the key through a scratch table,
-    its index built after) stores every row, weight and path the per-file update stores,
-    and leaves the descendant index in place and no scratch table behind."""
+    """The rebuild of the whole closure (rows appended in the walk's order, its unique key
+    and descendant index built after) stores every row, weight and path the per-file
+    update stores, and leaves both indexes in place."""
     from engram.codegraph import graph as graph_module
 
     root = tmp_path / "ws"
@@ -420,7 +420,7 @@ def test_a_whole_closure_rebuild_stores_the_rows_of_the_per_file_update(
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         conn.close()
         graph.close()
-        assert "closure_descendant" in names and "closure_rows" not in names
+        assert {"closure_key", "closure_descendant"} <= names
         return rows
 
     rebuilt = index(True, "full.sqlite")

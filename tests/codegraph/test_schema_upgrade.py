@@ -1,7 +1,8 @@
 """The graph database across Engram versions: old graphs open, upgraded or rebuilt, never a crash.
 
 Schema 2 added ``files.basename`` (indexed) so naming-convention lookups do not scan every
-path (docs/codegraph.md, "At 50,000 files").
+path (docs/codegraph.md, "At 50,000 files"); schema 3 made the closure a rowid table with a
+unique key index, so a cold index appends its rows (docs/codegraph.md, "a fourth pass").
 """
 
 from __future__ import annotations
@@ -45,6 +46,77 @@ def _downgrade_to_schema_1(db: Path) -> None:
     conn.close()
 
 
+def _downgrade_to_schema_2(db: Path) -> None:
+    """Make ``db`` what Engram wrote before schema 3: the closure ``WITHOUT ROWID`` keyed
+    by ``(ancestor, descendant)``, and the ``nodes_name`` index."""
+    conn = sqlite3.connect(db)
+    conn.executescript(
+        """
+        CREATE TABLE closure_old (
+            ancestor INTEGER NOT NULL, descendant INTEGER NOT NULL, depth INTEGER NOT NULL,
+            weight REAL NOT NULL, path TEXT NOT NULL, PRIMARY KEY (ancestor, descendant)
+        ) WITHOUT ROWID;
+        INSERT INTO closure_old SELECT * FROM closure;
+        DROP TABLE closure;
+        ALTER TABLE closure_old RENAME TO closure;
+        CREATE INDEX closure_descendant ON closure(descendant);
+        CREATE INDEX nodes_name ON nodes(name);
+        UPDATE meta SET value='2' WHERE key='schema';
+        """
+    )
+    conn.commit()
+    conn.close()
+
+
+def _closure_and_indexes(db: Path) -> tuple[list[tuple[object, ...]], set[str], str]:
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT * FROM closure ORDER BY ancestor, descendant").fetchall()
+    names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+    table = conn.execute("SELECT sql FROM sqlite_master WHERE name='closure'").fetchone()
+    conn.close()
+    return rows, names, str(table[0])
+
+
+def test_a_schema_2_graph_keeps_its_closure_in_the_new_layout(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Schema 3 stores the closure as a rowid table with a unique (ancestor, descendant)
+    index (a cold index appends its rows instead of sorting them into the key): a schema
+    2 graph's rows are copied over, not recomputed, and answer as before; the unread
+    ``nodes_name`` index goes."""
+    root = tmp_path / "ws"
+    graph = _indexed(root)
+    db = graph.db_path
+    dependents = graph.dependents("pkg/db.py")
+    graph.close()
+    rows, _, _ = _closure_and_indexes(db)
+    _downgrade_to_schema_2(db)
+    assert "WITHOUT ROWID" in _closure_and_indexes(db)[2]
+
+    with caplog.at_level(logging.WARNING, logger="engram.codegraph.graph"):
+        reopened = CodeGraph(Workspace.open(root))
+        try:
+            assert reopened.dependents("pkg/db.py") == dependents
+            assert [d[0] for d in dependents] == ["pkg/repo.py"]
+            # an edit that changes the dependencies updates the copied rows in place
+            (root / "pkg" / "db.py").write_text("from pkg.repo import load\n\ndef connect():\n")
+            assert reopened.reindex_file("pkg/db.py").changed
+            assert ("pkg/repo.py", 1) in {(d[0], d[1]) for d in reopened.dependents("pkg/db.py")}
+            assert ("pkg/db.py", 1) in {(d[0], d[1]) for d in reopened.dependents("pkg/repo.py")}
+        finally:
+            reopened.close()
+    assert any(f"upgrading schema 2 -> {SCHEMA_VERSION}" in r.getMessage() for r in caplog.records)
+    upgraded, names, table = _closure_and_indexes(db)
+    assert "WITHOUT ROWID" not in table
+    assert {"closure_key", "closure_descendant"} <= names and "nodes_name" not in names
+    assert len(upgraded) == len(rows) + 1  # pkg/db.py now depends on pkg/repo.py
+
+    fresh = CodeGraph(Workspace.open(root), db_path=tmp_path / "fresh.sqlite")
+    fresh.index()
+    fresh.close()
+    assert upgraded == _closure_and_indexes(tmp_path / "fresh.sqlite")[0]
+
+
 def test_basename_lookup_is_exact_and_batched(tmp_path: Path) -> None:
     graph = _indexed(tmp_path / "ws")
     try:
@@ -77,7 +149,7 @@ def test_a_schema_1_graph_is_upgraded_in_place(
             assert reopened.stats()["files"] == len(FILES)
         finally:
             reopened.close()
-    assert any("upgrading schema 1 -> 2" in r.getMessage() for r in caplog.records)
+    assert any(f"upgrading schema 1 -> {SCHEMA_VERSION}" in r.getMessage() for r in caplog.records)
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == (
         str(SCHEMA_VERSION),

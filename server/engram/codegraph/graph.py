@@ -64,8 +64,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: 2: ``files.basename`` (indexed) for naming-convention lookups (docs/codegraph.md)
-SCHEMA_VERSION = 2
+#: 2: ``files.basename`` (indexed) for naming-convention lookups (docs/codegraph.md);
+#: 3: ``closure`` a rowid table with a unique ``(ancestor, descendant)`` index, no
+#: ``nodes_name`` (what a cold index builds cheaper; both upgraded in place)
+SCHEMA_VERSION = 3
 MAX_DEPTH = 3
 #: Files whose dependents :meth:`CodeGraph.dependents` remembers (per graph version).
 DEPENDENTS_CACHED = 16
@@ -119,7 +121,6 @@ CREATE TABLE IF NOT EXISTS nodes (
     exported INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS nodes_file ON nodes(file_id);
-CREATE INDEX IF NOT EXISTS nodes_name ON nodes(name);
 CREATE TABLE IF NOT EXISTS imports (
     file_id INTEGER NOT NULL,
     module TEXT NOT NULL,
@@ -155,9 +156,9 @@ CREATE TABLE IF NOT EXISTS closure (
     descendant INTEGER NOT NULL,
     depth INTEGER NOT NULL,
     weight REAL NOT NULL,
-    path TEXT NOT NULL,
-    PRIMARY KEY (ancestor, descendant)
-) WITHOUT ROWID;
+    path TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS closure_key ON closure(ancestor, descendant);
 CREATE INDEX IF NOT EXISTS closure_descendant ON closure(descendant);
 """
 
@@ -167,7 +168,6 @@ CREATE INDEX IF NOT EXISTS closure_descendant ON closure(descendant);
 #: queries do, so every run and every edit makes sure they exist (docs/codegraph.md, "How
 #: indexing works").
 _DEFERRED_INDEXES = {
-    "nodes_name": "CREATE INDEX IF NOT EXISTS nodes_name ON nodes(name)",
     "edges_dst": "CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst_file, kind, dst_name)",
 }
 
@@ -704,8 +704,10 @@ class CodeGraph:
         """Create or upgrade the schema; False when the file must be rebuilt instead.
 
         Version 1 graphs (before ``files.basename``) are upgraded in place: one column,
-        filled from the paths, and its index; nothing is re-parsed. A graph written by a
-        newer Engram (or with an unreadable version) is rebuilt, with a log line saying so.
+        filled from the paths, and its index; nothing is re-parsed. Version 2 graphs (and
+        1) get the closure's rows copied into its version 3 table (:meth:`_upgrade_closure`)
+        and lose the unread ``nodes_name`` index. A graph written by a newer Engram (or
+        with an unreadable version) is rebuilt, with a log line saying so.
         """
         if self._stored_schema(conn) == (True, SCHEMA_VERSION):
             return True  # the usual case: no write, so no wait behind a running index
@@ -719,7 +721,7 @@ class CodeGraph:
                 version = 1 if old_files else SCHEMA_VERSION
             if version == 1:
                 log.warning(
-                    "code graph %s: upgrading schema 1 -> %d (indexed file basenames)",
+                    "code graph %s: upgrading schema 1 -> %d (file basenames, closure layout)",
                     self.db_path,
                     SCHEMA_VERSION,
                 )
@@ -733,6 +735,15 @@ class CodeGraph:
                         for file_id, path in conn.execute("SELECT id, path FROM files")
                     ],
                 )
+            if version in (1, 2):
+                if version == 2:
+                    log.warning(
+                        "code graph %s: upgrading schema 2 -> %d (closure layout)",
+                        self.db_path,
+                        SCHEMA_VERSION,
+                    )
+                self._upgrade_closure(conn)
+                conn.execute("DROP INDEX IF EXISTS nodes_name")
             elif version != SCHEMA_VERSION:
                 log.warning(
                     "code graph %s has schema %s; this Engram reads %d: discarded; the next "
@@ -753,6 +764,28 @@ class CodeGraph:
                 conn.rollback()
             raise
         return True
+
+    @staticmethod
+    def _upgrade_closure(conn: sqlite3.Connection) -> None:
+        """Copy a version 1-2 closure (``WITHOUT ROWID``, keyed by ``(ancestor,
+        descendant)``) into the version 3 table, rows unchanged; the schema's statements
+        then build its two indexes. Inside the caller's transaction."""
+        row = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type='table' AND name='closure'"
+        ).fetchone()
+        if row is None or "WITHOUT ROWID" not in str(row[0]).upper():
+            return  # no closure yet (the schema creates it) or already the new table
+        conn.execute("DROP TABLE IF EXISTS closure_upgrade")
+        conn.execute(
+            "CREATE TABLE closure_upgrade (ancestor INTEGER NOT NULL, descendant INTEGER "
+            "NOT NULL, depth INTEGER NOT NULL, weight REAL NOT NULL, path TEXT NOT NULL)"
+        )
+        conn.execute(
+            "INSERT INTO closure_upgrade SELECT ancestor, descendant, depth, weight, path "
+            "FROM closure ORDER BY descendant, ancestor"
+        )
+        conn.execute("DROP TABLE closure")  # and its closure_descendant index
+        conn.execute("ALTER TABLE closure_upgrade RENAME TO closure")
 
     def close(self) -> None:
         with self._lock:
@@ -1712,31 +1745,28 @@ class CodeGraph:
     def _rebuild_closure(self, adjacency: _Adjacency) -> None:
         """The whole closure from scratch, inside the caller's transaction.
 
-        The walk yields rows by descendant, but the table is keyed by (ancestor,
-        descendant): inserted as they come, every row lands on a random page of the key and
-        of ``closure_descendant``. So the rows go to a scratch heap table first (appends),
-        then into ``closure`` in key order through SQLite's sorter (bounded memory: it
-        spills to a temporary file), and ``closure_descendant`` is built once afterwards.
-        Half the CPU of the row-by-row inserts; the rows are the same.
+        The walk yields rows by descendant; the table is a rowid table, so they are
+        appended as they come, and its two indexes, the unique ``(ancestor, descendant)``
+        key and ``descendant``, are built once afterwards through SQLite's sorter (bounded
+        memory: it spills to a temporary file). Row-by-row inserts into a table keyed by
+        ancestor landed on random pages (twice the CPU); a keyed table filled in key order
+        needed the rows copied and sorted once more (docs/codegraph.md, "a fourth pass").
+        The rows are the same.
         """
         conn = self._db()
-        conn.execute("DELETE FROM closure")
+        conn.execute("DROP INDEX IF EXISTS closure_key")
         conn.execute("DROP INDEX IF EXISTS closure_descendant")
-        conn.execute("DROP TABLE IF EXISTS temp.closure_rows")
-        conn.execute("CREATE TEMP TABLE closure_rows (ancestor, descendant, depth, weight, path)")
+        conn.execute("DELETE FROM closure")
         adjacency.load_all()  # one scan instead of a query per file
         rows: list[tuple[int, int, int, float, str]] = []
+        insert = "INSERT INTO closure VALUES (?, ?, ?, ?, ?)"
         for descendant in sorted(adjacency.sources()):
             rows.extend(self._forward_bfs(descendant, adjacency))
             if len(rows) > 5000:
-                conn.executemany("INSERT INTO temp.closure_rows VALUES (?, ?, ?, ?, ?)", rows)
+                conn.executemany(insert, rows)
                 rows = []
-        conn.executemany("INSERT INTO temp.closure_rows VALUES (?, ?, ?, ?, ?)", rows)
-        conn.execute(
-            "INSERT INTO closure SELECT ancestor, descendant, depth, weight, path "
-            "FROM temp.closure_rows ORDER BY ancestor, descendant"
-        )
-        conn.execute("DROP TABLE temp.closure_rows")
+        conn.executemany(insert, rows)
+        conn.execute("CREATE UNIQUE INDEX closure_key ON closure(ancestor, descendant)")
         conn.execute("CREATE INDEX closure_descendant ON closure(descendant)")
 
     # -- single-file updates ---------------------------------------------------------------
