@@ -100,6 +100,28 @@ def test_new_and_deleted_files_update_resolution(make_graph, tmp_path: Path) -> 
     assert closure(graph) == fresh_closure(root, tmp_path)
 
 
+def test_a_removed_file_takes_the_closure_rows_through_it(make_graph, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """z imports a, a imports b, b imports c: with b gone (an index run, or the LSP's
+    re-index of the deleted path), c has no dependents left; a's and z's rows through b
+    went with it (they outlived b when its dependents' rows on it were deleted before
+    their resolution compared old and new dependencies)."""
+    files = {"z.py": "import a\n", "a.py": "import b\n", "b.py": "import c\n", "c.py": "X = 1\n"}
+    graph = make_graph(files)
+    root = graph.workspace.root
+    for how in ("index", "reindex_file"):
+        write_tree(root, files)
+        graph.index()
+        assert [d[0] for d in graph.dependents("c.py")] == ["b.py", "a.py", "z.py"]
+        (root / "b.py").unlink()
+        if how == "index":
+            assert graph.index().removed_files == ["b.py"]
+        else:
+            assert graph.reindex_file("b.py").removed
+        assert graph.dependents("c.py") == []
+        assert graph.dependencies("a.py") == {}
+        assert closure(graph) == fresh_closure(root, tmp_path / how) == {("a.py", "z.py", 1)}
+
+
 def test_interrupted_index_resumes_without_corruption(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     files = {f"m{i:03}.py": f"import m{i + 1:03}\ndef f{i}():\n    pass\n" for i in range(250)}

@@ -1286,9 +1286,14 @@ class CodeGraph:
                 "(SELECT descendant FROM closure WHERE ancestor=? AND depth<?)",
                 (now, file_id, MAX_DEPTH),
             )
+            # the dependencies on it stay until their files are resolved again (marked
+            # above): resolution compares a file's old dependencies with its new ones, and
+            # only a file whose dependencies changed has the closure rows through it
+            # recomputed; deleted here, the rows of files that reached others through it
+            # outlived it
             for table, column in (("nodes", "file_id"), ("edges", "src_file"),
                                   ("imports", "file_id"), ("file_deps", "src"),
-                                  ("file_deps", "dst"), ("closure", "ancestor"),
+                                  ("closure", "ancestor"),
                                   ("closure", "descendant")):  # fmt: skip
                 conn.execute(f"DELETE FROM {table} WHERE {column}=?", (file_id,))
             conn.execute("UPDATE edges SET dst_file=NULL WHERE dst_file=?", (file_id,))
