@@ -2,7 +2,8 @@
 
 Schema 2 added ``files.basename`` (indexed) so naming-convention lookups do not scan every
 path (docs/codegraph.md, "At 50,000 files"); schema 3 made the closure a rowid table with a
-unique key index, so a cold index appends its rows (docs/codegraph.md, "a fourth pass").
+unique key index, so a cold index appends its rows, and schema 4 split ``edges_dst`` into a
+resolved and an unresolved partial index (docs/codegraph.md, "a fourth pass").
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def _downgrade_to_schema_1(db: Path) -> None:
 
 def _downgrade_to_schema_2(db: Path) -> None:
     """Make ``db`` what Engram wrote before schema 3: the closure ``WITHOUT ROWID`` keyed
-    by ``(ancestor, descendant)``, and the ``nodes_name`` index."""
+    by ``(ancestor, descendant)``, the ``nodes_name`` index, and (before schema 4) one
+    ``edges_dst`` index over resolved and unresolved targets."""
     conn = sqlite3.connect(db)
     conn.executescript(
         """
@@ -61,6 +63,9 @@ def _downgrade_to_schema_2(db: Path) -> None:
         ALTER TABLE closure_old RENAME TO closure;
         CREATE INDEX closure_descendant ON closure(descendant);
         CREATE INDEX nodes_name ON nodes(name);
+        DROP INDEX edges_dst;
+        DROP INDEX edges_unresolved;
+        CREATE INDEX edges_dst ON edges(dst_file, kind, dst_name);
         UPDATE meta SET value='2' WHERE key='schema';
         """
     )
@@ -69,9 +74,14 @@ def _downgrade_to_schema_2(db: Path) -> None:
 
 
 def _closure_and_indexes(db: Path) -> tuple[list[tuple[object, ...]], set[str], str]:
+    """The closure's rows, the names of every table and index (an index defined with a
+    WHERE clause named ``name WHERE``), and the closure table's SQL."""
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT * FROM closure ORDER BY ancestor, descendant").fetchall()
-    names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+    names = {
+        f"{r[0]} WHERE" if " WHERE " in str(r[1]).upper() else str(r[0])
+        for r in conn.execute("SELECT name, sql FROM sqlite_master")
+    }
     table = conn.execute("SELECT sql FROM sqlite_master WHERE name='closure'").fetchone()
     conn.close()
     return rows, names, str(table[0])
@@ -83,7 +93,7 @@ def test_a_schema_2_graph_keeps_its_closure_in_the_new_layout(
     """Schema 3 stores the closure as a rowid table with a unique (ancestor, descendant)
     index (a cold index appends its rows instead of sorting them into the key): a schema
     2 graph's rows are copied over, not recomputed, and answer as before; the unread
-    ``nodes_name`` index goes."""
+    ``nodes_name`` index goes, and ``edges_dst`` becomes schema 4's two partial indexes."""
     root = tmp_path / "ws"
     graph = _indexed(root)
     db = graph.db_path
@@ -109,6 +119,7 @@ def test_a_schema_2_graph_keeps_its_closure_in_the_new_layout(
     upgraded, names, table = _closure_and_indexes(db)
     assert "WITHOUT ROWID" not in table
     assert {"closure_key", "closure_descendant"} <= names and "nodes_name" not in names
+    assert {"edges_dst WHERE", "edges_unresolved WHERE"} <= names  # partial, schema 4
     assert len(upgraded) == len(rows) + 1  # pkg/db.py now depends on pkg/repo.py
 
     fresh = CodeGraph(Workspace.open(root), db_path=tmp_path / "fresh.sqlite")

@@ -66,8 +66,9 @@ log = logging.getLogger(__name__)
 
 #: 2: ``files.basename`` (indexed) for naming-convention lookups (docs/codegraph.md);
 #: 3: ``closure`` a rowid table with a unique ``(ancestor, descendant)`` index, no
-#: ``nodes_name`` (what a cold index builds cheaper; both upgraded in place)
-SCHEMA_VERSION = 3
+#: ``nodes_name``; 4: ``edges_dst`` for resolved targets only, ``edges_unresolved`` by name
+#: (what a cold index builds cheaper; each upgraded in place)
+SCHEMA_VERSION = 4
 MAX_DEPTH = 3
 #: Files whose dependents :meth:`CodeGraph.dependents` remembers (per graph version).
 DEPENDENTS_CACHED = 16
@@ -142,7 +143,8 @@ CREATE TABLE IF NOT EXISTS edges (
     line INTEGER
 );
 CREATE INDEX IF NOT EXISTS edges_src ON edges(src_file, kind);
-CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst_file, kind, dst_name);
+CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst_file, kind, dst_name) WHERE dst_file IS NOT NULL;
+CREATE INDEX IF NOT EXISTS edges_unresolved ON edges(dst_name) WHERE dst_file IS NULL;
 CREATE TABLE IF NOT EXISTS file_deps (
     src INTEGER NOT NULL,
     dst INTEGER NOT NULL,
@@ -166,9 +168,14 @@ CREATE INDEX IF NOT EXISTS closure_descendant ON closure(descendant);
 #: Secondary indexes a cold index creates once its rows are in instead of growing them row by
 #: row (their keys arrive in no useful order); neither phase of a run reads them, edits and
 #: queries do, so every run and every edit makes sure they exist (docs/codegraph.md, "How
-#: indexing works").
+#: indexing works"). An edge's target is indexed by file once resolved and by name while
+#: not (what re-resolving callers looks up): two partial indexes, cheaper to build than
+#: one over both, as the unresolved ones' keys sort on a name past an equal file and kind.
 _DEFERRED_INDEXES = {
-    "edges_dst": "CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst_file, kind, dst_name)",
+    "edges_dst": "CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst_file, kind, dst_name) "
+    "WHERE dst_file IS NOT NULL",
+    "edges_unresolved": "CREATE INDEX IF NOT EXISTS edges_unresolved ON edges(dst_name) "
+    "WHERE dst_file IS NULL",
 }
 
 #: The definition names of a file that has none.
@@ -706,8 +713,9 @@ class CodeGraph:
         Version 1 graphs (before ``files.basename``) are upgraded in place: one column,
         filled from the paths, and its index; nothing is re-parsed. Version 2 graphs (and
         1) get the closure's rows copied into its version 3 table (:meth:`_upgrade_closure`)
-        and lose the unread ``nodes_name`` index. A graph written by a newer Engram (or
-        with an unreadable version) is rebuilt, with a log line saying so.
+        and lose the unread ``nodes_name`` index; version 3 graphs (and older) get the
+        edge target indexes of version 4. A graph written by a newer Engram (or with an
+        unreadable version) is rebuilt, with a log line saying so.
         """
         if self._stored_schema(conn) == (True, SCHEMA_VERSION):
             return True  # the usual case: no write, so no wait behind a running index
@@ -735,15 +743,19 @@ class CodeGraph:
                         for file_id, path in conn.execute("SELECT id, path FROM files")
                     ],
                 )
+            if version in (2, 3):
+                log.warning(
+                    "code graph %s: upgrading schema %d -> %d (%s)",
+                    self.db_path,
+                    version,
+                    SCHEMA_VERSION,
+                    "edge indexes" if version == 3 else "closure layout, edge indexes",
+                )
             if version in (1, 2):
-                if version == 2:
-                    log.warning(
-                        "code graph %s: upgrading schema 2 -> %d (closure layout)",
-                        self.db_path,
-                        SCHEMA_VERSION,
-                    )
                 self._upgrade_closure(conn)
                 conn.execute("DROP INDEX IF EXISTS nodes_name")
+            if version in (1, 2, 3):
+                conn.execute("DROP INDEX IF EXISTS edges_dst")  # rebuilt partial below
             elif version != SCHEMA_VERSION:
                 log.warning(
                     "code graph %s has schema %s; this Engram reads %d: discarded; the next "
