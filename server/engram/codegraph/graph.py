@@ -176,6 +176,7 @@ _DEFERRED_INDEXES = {
     "WHERE dst_file IS NOT NULL",
     "edges_unresolved": "CREATE INDEX IF NOT EXISTS edges_unresolved ON edges(dst_name) "
     "WHERE dst_file IS NULL",
+    "file_deps_dst": "CREATE INDEX IF NOT EXISTS file_deps_dst ON file_deps(dst)",
 }
 
 #: The definition names of a file that has none.
@@ -1538,9 +1539,9 @@ class CodeGraph:
                 kept.get(file_id),
             )  # fmt: skip
             deps = found.deps
-            deps_rows += [
+            deps_rows += [  # in key order: the table is keyed by (src, dst)
                 (file_id, dst, weight, ",".join(sorted(kinds)))
-                for dst, (weight, kinds) in deps.items()
+                for dst, (weight, kinds) in sorted(deps.items())
             ]
             after = {(dst, weight) for dst, (weight, _) in deps.items()}
             if before.get(file_id, set()) != after:
