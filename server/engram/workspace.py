@@ -169,6 +169,21 @@ def uri_to_path(uri: str) -> Path | None:
     return Path(path) if path else None
 
 
+def _read_all(fd: int) -> bytes:
+    """Everything ``fd`` reads: one ``os.read`` of its size and a byte more (which tells the
+    end), then on until the end for a file that grew. ``os.fdopen(fd).read()`` builds two
+    file objects and reads twice per file: about half the CPU of reading the 67k files of
+    a cold index at 58k files (docs/codegraph.md, "a fourth pass")."""
+    size = os.fstat(fd).st_size
+    data = os.read(fd, size + 1)
+    if len(data) <= size:
+        return data
+    parts = [data]
+    while chunk := os.read(fd, 1 << 16):
+        parts.append(chunk)
+    return b"".join(parts)
+
+
 class BulkReader:
     """:meth:`Workspace.read_bytes` for one pass over many files, confining each folder once.
 
@@ -192,10 +207,14 @@ class BulkReader:
             return self._workspace.read_bytes(rel)
         try:
             fd = os.open(f"{real}/{name}", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            with os.fdopen(fd, "rb") as handle:
-                return handle.read()
-        except OSError:  # a link (ELOOP), gone, a folder, unreadable: the full answer
+        except OSError:  # a link (ELOOP), gone, unreadable: the full answer
             return self._workspace.read_bytes(rel)
+        try:
+            return _read_all(fd)
+        except OSError:  # a folder (EISDIR), unreadable: the full answer
+            return self._workspace.read_bytes(rel)
+        finally:
+            os.close(fd)
 
     def _folder(self, folder: str) -> str | None:
         """:meth:`_real_folder`'s answer for ``folder``, worked out once per pass."""

@@ -94,6 +94,10 @@ def test_the_bulk_reader_answers_as_read_bytes_does(linked_repo: Workspace, tmp_
         with pytest.raises(type(direct.value)) as bulk:
             reader.read_bytes(rel)
         assert str(bulk.value) == str(direct.value), rel
+    # whole contents, whatever the size (one read of the size and a byte more)
+    for size in (0, 1, 4095, 4096, 70_000):
+        (ws.root / "src" / "sized.py").write_bytes(bytes(i % 251 for i in range(size)))
+        assert reader.read_bytes("src/sized.py") == ws.read_bytes("src/sized.py")
     # a file replaced by a link after its folder was checked is still refused
     (ws.root / "src" / "late.py").write_text("x = 1\n")
     assert reader.read_bytes("src/late.py") == b"x = 1\n"
