@@ -777,3 +777,23 @@ def test_a_cold_index_resolves_from_its_kept_rows_what_reading_them_back_gives(
     # only the chunk with the file whose calls could not be kept read calls back
     assert kept_reads == 1
     assert reads == len(range(0, 37, 7)) > partly_reads > kept_reads
+
+
+def test_import_names_are_stored_as_json_dumps_writes_them(make_graph) -> None:  # type: ignore[no-untyped-def]
+    """The parse phase joins each import's names from their JSON forms instead of calling
+    ``json.dumps`` per import (docs/codegraph.md, "a fourth pass"); the stored text is the
+    same, whatever the names hold, and so are the queries that read it."""
+    import json
+
+    from engram.codegraph.graph import _json_names
+
+    for names in ([], ["a"], ["a", "b"], ['q"uote', "back\\slash", "tab\t", "é", "\u2028", "日本"]):
+        assert _json_names(names) == json.dumps(names)
+    graph = make_graph({
+        "lib.py": "def helper():\n    return 1\ndef café():\n    return 2\n",
+        "app.py": "from lib import helper, café\nimport lib\n\ndef run():\n    return helper()\n",
+    })  # fmt: skip
+    stored = graph._db().execute("SELECT names FROM imports ORDER BY rowid").fetchall()
+    assert sorted(json.loads(r[0]) for r in stored) == [[], ["helper", "café"]]
+    assert [r[0] for r in stored if json.loads(r[0])] == [json.dumps(["helper", "café"])]
+    assert ("app.py", "imports", 1) in graph.symbol_dependents("lib.py", "helper")
