@@ -1488,13 +1488,16 @@ class CodeGraph:
             for r in conn.execute(f"SELECT id, package FROM files WHERE id IN ({marks})", keys)
         }
         import_rows: dict[int, list[tuple[int, ImportRef]]] = defaultdict(list)
-        for file_id, rowid, module, names_json, wildcard, line in conn.execute(
+        stored = conn.execute(
             "SELECT file_id, rowid, module, names, wildcard, line FROM imports "
             f"WHERE file_id IN ({marks}) ORDER BY file_id, rowid",
             keys,
-        ):
-            ref = ImportRef(module, json.loads(names_json), bool(wildcard), int(line))
-            import_rows[int(file_id)].append((int(rowid), ref))
+        ).fetchall()
+        # every names column is the JSON text of a list: one decode for the chunk (a
+        # json.loads per import was half of reading them: 280k at 58k files)
+        listed: list[list[str]] = json.loads("[" + ",".join([r[3] for r in stored]) + "]")
+        for (file_id, rowid, module, _, wildcard, line), names in zip(stored, listed, strict=True):
+            import_rows[file_id].append((rowid, ImportRef(module, names, bool(wildcard), line)))
         references: dict[int, list[tuple[int, str, str, str | None, int | None]]] = defaultdict(
             list
         )
