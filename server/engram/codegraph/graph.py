@@ -222,15 +222,6 @@ def _pack_calls(calls: Sequence[CallRef]) -> str | None:
     return text
 
 
-def _unpack_calls(text: str) -> list[tuple[str, str | None]]:
-    """The (callee, object) keys :func:`_pack_calls` packed, in order."""
-    keys: list[tuple[str, str | None]] = []
-    for item in text.split("\x00")[1:]:
-        name, marked, obj = item.partition("\x01")
-        keys.append((name, obj if marked else None))
-    return keys
-
-
 def _pack_names(
     node_rows: Sequence[tuple[int, int, str, str, str, int, int, int | None, int]],
 ) -> str | None:
@@ -1668,16 +1659,28 @@ class CodeGraph:
         # what pick() reads is fixed for the file, so a name called from several of its
         # definitions (one edge per caller) is looked up once
         picked: dict[tuple[str, str | None], int | None] = {}
-        if kept is not None:
-            add_dep = found.add_dep
-            first, separator, packed = kept.partition("\x00")
-            edge_id = int(first)
-            for key in _unpack_calls(separator + packed):
+        first, separator, packed = (kept or "").partition("\x00")
+        if separator:
+            # each distinct packed call (``name`` or ``name\x01object``) is looked up once and
+            # adds its dependency once; the 1.7M calls of 58k files then cost a string-keyed
+            # lookup each instead of a tuple, a lookup and a call (docs/codegraph.md, "a
+            # fourth pass")
+            items = packed.split("\x00")
+            targets: dict[str, int | None] = {}
+            for item in dict.fromkeys(items):
+                callee, marked, on = item.partition("\x01")
+                key = (callee, on if marked else None)
                 dst = picked[key] if key in picked else picked.setdefault(key, pick(*key))
-                if dst is not None:  # stored unresolved: only the resolved ones are written
-                    updates.append((dst, edge_id))
-                    add_dep(file_id, dst, "calls")
-                edge_id += 1
+                targets[item] = dst
+                if dst is not None:
+                    found.add_dep(file_id, dst, "calls")
+            edge_id = int(first)
+            # stored unresolved: only the resolved ones are written
+            updates += [
+                (dst, edge_id + offset)
+                for offset, item in enumerate(items)
+                if (dst := targets[item]) is not None
+            ]
         for edge_id, kind, name, obj, current in references:
             key = (name, obj if kind == "calls" else None)
             if key in picked:
