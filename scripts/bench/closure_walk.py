@@ -7,7 +7,13 @@ A cold index rebuilds the whole closure: one forward walk per file with dependen
 checks that the rows it gives are the stored ``closure`` table, so an older checkout and a
 newer one can be compared on the same dependencies without the rest of an index.
 
-Usage: scripts/bench/closure_walk.py GRAPH.sqlite [--rounds 2]   (run it with ``nice``)
+``--rebuild COPY`` times instead what a cold index spends on the closure and the deferred
+indexes: GRAPH is copied to COPY (a new file) and opened by the code on ``PYTHONPATH`` (so
+upgraded to its schema), the closure emptied and the deferred indexes dropped as a cold run
+has them, then ``CodeGraph._rebuild_closure`` and ``_ensure_indexes`` are timed.
+
+Usage: scripts/bench/closure_walk.py GRAPH.sqlite [--rounds 2] [--rebuild COPY.sqlite]
+(run it with ``nice``)
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import shutil
 import sqlite3
 import sys
 import time
@@ -27,7 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("db", type=Path)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rebuild", type=Path, help="time a cold rebuild on this copy")
     args = parser.parse_args(argv)
+    if args.rebuild is not None:
+        if args.rebuild.exists():
+            parser.error(f"{args.rebuild} exists: the copy must be a new file")
+        print(json.dumps(rebuild(args.db, args.rebuild)))
+        return 0
 
     import engram
     from engram.codegraph import graph as graph_module
@@ -66,6 +79,43 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     return 0 if same else 1
+
+
+def rebuild(db: Path, copy: Path) -> dict[str, object]:
+    """CPU seconds of a cold index's closure rebuild and deferred index builds on ``copy``."""
+    import engram
+    from engram.codegraph import graph as graph_module
+    from engram.workspace import Workspace
+
+    shutil.copy(db, copy)
+    graph = graph_module.CodeGraph(Workspace.open(copy.parent), db_path=copy)
+    try:
+        conn = graph._db()  # upgrades an older schema first
+        conn.execute("BEGIN")
+        for name in graph_module._DEFERRED_INDEXES:
+            conn.execute(f"DROP INDEX IF EXISTS {name}")
+        conn.execute("DELETE FROM closure")
+        conn.commit()
+        gc.disable()  # as in a cold index (collector_paused)
+        started = time.process_time()
+        conn.execute("BEGIN")
+        graph._rebuild_closure(graph_module._Adjacency(conn))
+        conn.commit()
+        closure_cpu = time.process_time() - started
+        started = time.process_time()
+        graph._ensure_indexes()
+        index_cpu = time.process_time() - started
+        gc.enable()
+        rows = int(conn.execute("SELECT count(*) FROM closure").fetchone()[0])
+    finally:
+        graph.close()
+    return {
+        "engram": str(Path(engram.__file__).parent),
+        "closure_rows": rows,
+        "rebuild_closure_cpu_seconds": round(closure_cpu, 2),
+        "deferred_indexes_cpu_seconds": round(index_cpu, 2),
+        "deferred_indexes": sorted(graph_module._DEFERRED_INDEXES),
+    }
 
 
 if __name__ == "__main__":

@@ -156,6 +156,12 @@ def test_graph_digest_and_closure_walk_on_a_kept_graph(tmp_path: Path) -> None:
     walk = run("scripts/bench/closure_walk.py", two, "--rounds", "1", cwd=tmp_path)
     assert walk["files_walked"] == 2 and walk["closure_rows"] == 3
     assert walk["rows_identical_to_stored"] is True and len(walk["walk_cpu_seconds"]) == 1
+    copy = tmp_path / "rebuilt.sqlite"
+    rebuilt = run("scripts/bench/closure_walk.py", two, "--rebuild", str(copy), cwd=tmp_path)
+    assert rebuilt["closure_rows"] == 3 and rebuilt["rebuild_closure_cpu_seconds"] >= 0
+    assert "edges_dst" in rebuilt["deferred_indexes"]
+    again = run("scripts/bench/graph_digest.py", two, str(copy), cwd=tmp_path)
+    assert again["identical"] is True  # the rebuilt closure is the stored one
 
 
 def test_cosqa_lab_on_a_tiny_slice(tmp_path: Path) -> None:
