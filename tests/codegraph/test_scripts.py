@@ -109,6 +109,8 @@ def test_graph_vs_bare_on_a_tiny_tree(tmp_path: Path) -> None:
     assert result["files_parsed_bare"] == 2 and result["files_indexed"] == 3
     assert result["closure_rows"] == 1 and result["graph_cpu_seconds"] > 0
     assert result["ratio"] is not None and result["ratio"] >= 0
+    # the stricter floor: the graph's combined query instead of the four one by one
+    assert result["bare_combined_cpu_seconds"] >= 0 and result["ratio_combined"] >= 0
     assert "append_p95_ms" not in result
 
     before = (tmp_path / "ws" / "b.py").read_bytes()
