@@ -54,14 +54,27 @@ async def connect_engine(ls: EngramLanguageServer, folder: Folder) -> EngineLink
     def on_close() -> None:
         ls.threadsafe(engine_lost, ls, folder)
 
-    try:
-        link = await asyncio.to_thread(EngineLink.open, folder.root, on_event, on_close)
-    except EngineUnavailable as exc:
-        log.info("no workspace engine for %s (%s): working in-process", folder.root, exc)
-        return None
-    folder.links.set(link)
-    log.info("Engram for %s served by the workspace engine (pid %d)", folder.root, link.pid)
-    return link
+    for attempt in range(2):
+        try:
+            link = await asyncio.to_thread(EngineLink.open, folder.root, on_event, on_close)
+        except EngineUnavailable as exc:
+            log.info("no workspace engine for %s (%s): working in-process", folder.root, exc)
+            return None
+        folder.links.set(link)
+        if link.alive:
+            log.info("Engram for %s served by the workspace engine (pid %d)", folder.root, link.pid)
+            return link
+        # The engine went away while the link was opening: its ``on_close`` ran on the loop
+        # before the link was set here, found no link to lose and reconnected nothing, so
+        # the folder would keep a dead link (no events, and the store poll skips linked
+        # folders) for good. Drop it and connect once more (which starts a new engine).
+        folder.links.close()
+        log.warning(
+            "the workspace engine for %s went away as it was linked; %s",
+            folder.root,
+            "connecting again" if attempt == 0 else "working in-process",
+        )
+    return None
 
 
 def engine_event(ls: EngramLanguageServer, folder: Folder, event: Json) -> None:
