@@ -12,9 +12,13 @@ as child processes (each measured alone, ``nice`` applied by the caller):
 * ``bare_tree_sitter``: read + parse + the same queries over the same files, storing
   nothing (the floor), next to ``cold_index``: ``engram index --no-embed`` from nothing
   (graph, keyword code chunks, history, facts), its code-graph phase apart, and its peak
-  RSS; ratio ``graph_vs_bare`` = tree-sitter seconds / graph seconds (goal ≥ 0.8); the
-  floor is also timed with the four queries run as the graph's one combined query
-  (``graph_vs_bare_combined_cpu``, the stricter ratio; docs/codegraph.md, "The floor");
+  RSS (its largest process's, and ``tree_peak_rss_mb``, the sampled sum over the process
+  tree: parse workers count, ``proctree.py``); ratio ``graph_vs_bare`` = tree-sitter
+  seconds / graph seconds, the throughput (goal ≥ 0.8; the floor runs in one process, the
+  index may use several: compare ``graph_vs_bare_cpu``, CPU seconds of every process, for
+  the cost); the floor is also timed with the four queries run as the graph's one combined
+  query (``graph_vs_bare_combined`` and ``graph_vs_bare_combined_cpu``, the stricter
+  ratios; docs/codegraph.md, "The floor");
 * ``interrupted``: a cold index killed (SIGKILL) part-way, then run again: how many files
   the second run still had to parse, whether the graph ends complete, and the CPU seconds
   of both runs together next to the cold index's;
@@ -212,18 +216,10 @@ def run_child(
 
 
 def peak_rss_of(args: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """Run a child under a fresh Python that reports only its own child's peak RSS."""
-    wrapper = (
-        "import json,resource,subprocess,sys,time;t=time.perf_counter();"
-        "p=subprocess.run(sys.argv[1:],capture_output=True,text=True);"
-        "u=resource.getrusage(resource.RUSAGE_CHILDREN);r=u.ru_maxrss/1024;"
-        "sys.stderr.write(p.stderr[-1500:]);"
-        "print(p.stdout.strip());"
-        "print(json.dumps({'code':p.returncode,'peak_rss_mb':round(r,1),"
-        "'seconds':round(time.perf_counter()-t,2),"
-        "'cpu_seconds':round(u.ru_utime+u.ru_stime,2)}))"
-    )
-    result = run_child([sys.executable, "-c", wrapper, *args], env)
+    """Run a child under a fresh Python (``proctree.py run``) so ``RUSAGE_CHILDREN`` holds
+    that child alone: its time, CPU, the peak RSS of its largest process and the sampled
+    peak of its whole process tree (the index's parse workers count: docs/codegraph.md)."""
+    result = run_child([sys.executable, str(HERE / "proctree.py"), "run", "--", *args], env)
     lines = result["stdout"].strip().splitlines()
     info = json.loads(lines[-1])
     info["stdout"] = "\n".join(lines[:-1])
@@ -878,11 +874,17 @@ def main(argv: list[str] | None = None) -> int:
         result["graph_vs_bare_combined_cpu"] = round(
             bare["combined_cpu_seconds"] / cold["graph_cpu_seconds"], 3
         )
+    if bare.get("combined_seconds") and cold.get("graph_seconds"):
+        result["graph_vs_bare_combined"] = round(
+            bare["combined_seconds"] / cold["graph_seconds"], 3
+        )
     lat = result.get("latency", {})
     result["goals"] = {
         "graph_vs_bare": result.get("graph_vs_bare", 0) >= GOALS["graph_vs_bare"],
         "graph_vs_bare_cpu": result.get("graph_vs_bare_cpu", 0) >= GOALS["graph_vs_bare"],
-        "index_rss_mb": cold.get("peak_rss_mb", 1e9) <= GOALS["index_rss_mb"],
+        # the whole tree's sampled peak when there is one (parse workers add theirs)
+        "index_rss_mb": max(cold.get("peak_rss_mb", 1e9), cold.get("tree_peak_rss_mb") or 0)
+        <= GOALS["index_rss_mb"],
         "incremental_p95_ms": lat.get("incremental_p95_ms", 1e9) <= GOALS["incremental_p95_ms"],
         "impact_p95_ms": lat.get("impact_p95_ms", 1e9) <= GOALS["impact_p95_ms"],
     }

@@ -58,6 +58,7 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     assert result["bare_tree_sitter"]["files"] == 6
     cold = result["cold_index"]
     assert cold["code"] == 0 and cold["files_indexed"] == 6 and cold["peak_rss_mb"] > 0
+    assert cold["tree_peak_rss_mb"] > 0  # the whole process tree's, sampled
     assert result["graph_vs_bare"] > 0
     # the index ran in the measured process, not in a detached engine it never sees
     assert cold["cpu_seconds"] >= cold["graph_cpu_seconds"] > 0, cold
@@ -152,3 +153,32 @@ def test_a_large_index_summary_reaches_the_bench_whole() -> None:
     assert info["code"] == 0 and info["peak_rss_mb"] > 0
     summary = json.loads(info["stdout"])
     assert summary["ok"] == 1 and len(summary["notes"]) == 3000
+
+
+def test_the_tree_peak_counts_every_process_of_the_tree() -> None:
+    """A child that starts a grandchild, each holding ~80 MB at once: the largest single
+    process's peak (``ru_maxrss``, what the bench reported alone before parse workers)
+    sees one of them, the sampled tree peak both."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("proctree", ROOT / "scripts/bench/proctree.py")
+    assert spec is not None and spec.loader is not None
+    proctree = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(proctree)
+    hold = "import time; b = bytearray(80 * 2**20); b[::4096] = b'x' * len(b[::4096]); "
+    grandchild = hold + "time.sleep(2.5)"
+    child = (
+        "import subprocess, sys, time; "
+        f"p = subprocess.Popen([sys.executable, '-c', {grandchild!r}]); " + hold + "p.wait()"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/bench/proctree.py"), "run", "--",
+         sys.executable, "-c", child],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert info["code"] == 0 and info["cpu_seconds"] > 0
+    assert 80 <= info["peak_rss_mb"] < 150  # one process: ~80 MB plus an interpreter
+    assert info["tree_peak_rss_mb"] >= 160, info  # both at once
+    assert proctree.tree_rss_kb(os.getpid()) > 0
