@@ -113,7 +113,7 @@ def test_graph_vs_bare_on_a_tiny_tree(tmp_path: Path) -> None:
     assert result["bare_combined_cpu_seconds"] >= 0 and result["ratio_combined"] >= 0
     # throughput on wall seconds, and what any parse workers cost and held
     assert result["bare_wall_seconds"] >= 0 and result["throughput"] >= 0
-    assert result["graph_worker_cpu_seconds"] >= 0 and result["graph_tree_peak_rss_mb"] > 0
+    assert result["graph_children_cpu_seconds"] >= 0 and result["graph_tree_peak_rss_mb"] > 0
     assert "append_p95_ms" not in result
 
     before = (tmp_path / "ws" / "b.py").read_bytes()
