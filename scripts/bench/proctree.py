@@ -7,9 +7,11 @@ cold index on several cores") the memory the index holds is the main process's p
 worker's, and a peak read from one process would flatter it. The benches therefore also
 sample the tree: every ``interval`` seconds (0.5 by default; a sample costs ~1 ms of CPU)
 the RSS (``VmRSS``) of the root and of every process whose parent chain leads to it,
-summed; the largest sum is the tree's peak. A
-sample can miss a spike shorter than the interval, so the figure is a floor of the true
-peak, reported beside the single-process peak (which is exact).
+summed; the largest sum is the tree's peak. Two
+errors, opposite ways: a sample can miss a spike shorter than the interval, and ``VmRSS``
+counts pages shared between processes (the interpreter, the grammars' libraries) once in
+each, so the sum over several interpreters is above what they hold together. It is
+reported beside the single-process peak (which is exact).
 
 Linux only (``/proc``); elsewhere the sampler reports ``None``.
 
