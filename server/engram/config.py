@@ -102,6 +102,13 @@ class DiagnosticsConfig:
 @attrs.define
 class IndexConfig:
     max_file_bytes: int = 1_000_000
+    #: processes a large index run parses in (docs/codegraph.md, "A cold index on several
+    #: cores"): unset, one per CPU up to 8; 0, in the indexing process. Clamped to the
+    #: CPUs this process may use whatever a repository's settings say (docs/security.md)
+    workers: int | None = None
+    #: the workers start only when a run has at least this many files to parse (a cold
+    #: index, a large change): starting one costs ~0.5 s of CPU
+    workers_min_files: int = 1000
     exclude: list[str] = attrs.field(factory=list)
     index_on_start: bool = True
     #: the language server indexes keyword-only and leaves embeddings (code chunks,

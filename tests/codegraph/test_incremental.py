@@ -785,7 +785,7 @@ def test_import_names_are_stored_as_json_dumps_writes_them(make_graph) -> None: 
     same, whatever the names hold, and so are the queries that read it."""
     import json
 
-    from engram.codegraph.graph import _json_names
+    from engram.codegraph.parse_worker import json_names as _json_names
 
     for names in ([], ["a"], ["a", "b"], ['q"uote', "back\\slash", "tab\t", "é", "\u2028", "日本"]):
         assert _json_names(names) == json.dumps(names)

@@ -30,22 +30,12 @@ import threading
 import time
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
 
-from engram.codegraph.extract import (
-    HIDDEN_KINDS,
-    CallRef,
-    FileFacts,
-    ImportRef,
-    collector_paused,
-    extract,
-    parse,
-    reparse,
-)
+from engram.codegraph.extract import ImportRef, collector_paused, parse, reparse
 from engram.codegraph.languages import (
     LanguageRegistry,
     LanguageSpec,
@@ -53,11 +43,19 @@ from engram.codegraph.languages import (
     is_indexable,
     language_for,
 )
+from engram.codegraph.parse_worker import (
+    Examined,
+    FileRows,
+    ParsePool,
+    PoolStartError,
+    Task,
+    examine,
+    worker_count,
+)
 from engram.codegraph.project import ProjectFact, detect_project
 from engram.codegraph.resolve import ImportResolver, read_go_modules, read_js_packages
 from engram.codegraph.walk import iter_workspace_files
 from engram.config import EngramConfig, IndexConfig
-from engram.model import content_hash
 from engram.progress import Progress
 from engram.workspace import Workspace, WorkspaceError
 
@@ -77,7 +75,6 @@ MAX_DEPTH = 3
 #: Files whose dependents :meth:`CodeGraph.dependents` remembers (per graph version).
 DEPENDENTS_CACHED = 16
 BATCH_SIZE = 100
-BINARY_SNIFF_BYTES = 8192
 #: Syntax trees kept for incremental re-parsing of files edited through ``reindex_file``
 #: (the files open in an editor); a bulk index never keeps a tree.
 RECENT_TREES = 4
@@ -205,41 +202,6 @@ _RESOLVE_CHUNK = 256
 #: definition names (58k files keep ~2.2M, packed as text: tens of MB); past it, files are
 #: read back from SQLite.
 _KEPT_ITEMS = 4_000_000
-
-
-def _pack_calls(calls: Sequence[CallRef]) -> str | None:
-    """The (callee, object) of each call as one string, each call ``\x00name`` or
-    ``\x00name\x01object``; None when a name or an object holds either separator (the file
-    is then read back instead). One string a file: the 1.7M calls of 58k files kept as
-    objects (the extractor's, or tuples of interned names) pinned 270-480 MB of small
-    objects until resolution; as text they take ~40 MB."""
-    objects = [c.obj for c in calls]
-    text = "".join(
-        [f"\x00{c.name}" if c.obj is None else f"\x00{c.name}\x01{c.obj}" for c in calls]
-    )
-    if text.count("\x00") != len(calls) or text.count("\x01") != len(calls) - objects.count(None):
-        return None
-    return text
-
-
-def _pack_names(
-    node_rows: Sequence[tuple[int, int, str, str, str, int, int, int | None, int]],
-) -> str | None:
-    """A file's definition names as one string: ``\x00name`` for a nested definition,
-    ``\x00\x01name`` for one whose node has no parent; None when a name holds either."""
-    text = "".join([f"\x00{r[3]}" if r[7] is not None else f"\x00\x01{r[3]}" for r in node_rows])
-    tops = [r[7] for r in node_rows].count(None)
-    if text.count("\x00") != len(node_rows) or text.count("\x01") != tops:
-        return None
-    return text
-
-
-def _json_names(names: Sequence[str]) -> str:
-    """``json.dumps(names)`` for a list of strings, joined from the strings' JSON forms:
-    the same text without the encoder's per-call setup (a third of a microsecond instead of
-    one, for each of the 280k imports of a cold index at 58k files; docs/codegraph.md, "a
-    fourth pass")."""
-    return "[" + ", ".join(map(encode_basestring_ascii, names)) + "]" if names else "[]"
 
 
 def _unpack_names(text: str) -> tuple[frozenset[str], frozenset[str]]:
@@ -507,9 +469,15 @@ class IndexReport:
     edges: int = 0
     closure_rows: int = 0
     seconds: float = 0.0
-    #: CPU seconds of the process during the run (wall seconds also count a busy
-    #: machine's neighbours; scripts/bench/scale.py compares on both)
+    #: CPU seconds of the run, this process's and its parse workers' (wall seconds also
+    #: count a busy machine's neighbours; scripts/bench/scale.py compares on both)
     cpu_seconds: float = 0.0
+    #: parse worker processes the run used (0: it parsed in this process)
+    workers: int = 0
+    #: the part of ``cpu_seconds`` the workers spent (their start-up included)
+    worker_cpu_seconds: float = 0.0
+    #: the workers' peak resident memory, added up (MiB)
+    worker_peak_rss_mb: float = 0.0
     interrupted: bool = False
     #: files added or modified in this run: the ones whose code chunks need re-embedding
     changed_files: list[str] = attrs.field(factory=list)
@@ -534,6 +502,14 @@ class ReindexResult:
     milliseconds: float = 0.0
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's ended (waited-for) children, as the OS counts them."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 class IndexInterrupted(Exception):
     """Raised inside a run when the cancel callback says stop; the run is resumable."""
 
@@ -543,28 +519,28 @@ class IndexInterrupted(Exception):
 _StoredForm = tuple[tuple[object, ...], tuple[int, ...]]
 
 
-def _stored_form(facts: FileFacts | None, note: str | None, language: str | None) -> _StoredForm:
-    """What :meth:`CodeGraph._write_file` and ``_write_facts`` store of one file's facts,
+def _stored_form(rows: FileRows | None, note: str | None, language: str | None) -> _StoredForm:
+    """What :meth:`CodeGraph._write_file` and ``_write_facts`` store of one file's rows,
     without row ids: two contents with the same form leave the same graph. The line numbers
     are apart so that an edit that only moved lines is told by :func:`_line_shift`."""
-    if facts is None:
+    if rows is None:
         return (language, note, None), ()
     shape = (
         language,
         note,
-        facts.package,
-        tuple((d.kind, d.name, d.qualname, d.parent, d.exported) for d in facts.definitions),
-        tuple((i.module, tuple(i.names), i.wildcard) for i in facts.imports),
-        tuple((c.name, c.obj, c.caller) for c in facts.calls),
-        tuple((r.class_name, r.base, r.kind) for r in facts.inheritance),
+        rows.package,
+        tuple((n[0], n[1], n[2], n[5], n[6]) for n in rows.nodes),
+        tuple(i[:3] for i in rows.imports),
+        tuple(c[:3] for c in rows.calls),
+        tuple(r[:3] for r in rows.bases),
     )
     lines: list[int] = []
-    for d in facts.definitions:
-        lines.append(d.start_line)
-        lines.append(d.end_line)
-    lines.extend(i.line for i in facts.imports)
-    lines.extend(c.line for c in facts.calls)
-    lines.extend(r.line for r in facts.inheritance)
+    for n in rows.nodes:
+        lines.append(n[3])
+        lines.append(n[4])
+    lines.extend(i[3] for i in rows.imports)
+    lines.extend(c[3] for c in rows.calls)
+    lines.extend(r[3] for r in rows.bases)
     return shape, tuple(lines)
 
 
@@ -895,7 +871,7 @@ class CodeGraph:
             report.edges = conn.execute("SELECT count(*) FROM edges").fetchone()[0]
             report.closure_rows = conn.execute("SELECT count(*) FROM closure").fetchone()[0]
         report.seconds = time.perf_counter() - started
-        report.cpu_seconds = time.process_time() - cpu_started
+        report.cpu_seconds = time.process_time() - cpu_started + report.worker_cpu_seconds
         return report
 
     def _drop_deferred_indexes(self) -> None:
@@ -937,21 +913,25 @@ class CodeGraph:
         progress: Progress | None,
         cancel: CancelCallback | None,
     ) -> None:
+        """Store every listed file that changed, in listing order, a batch per commit.
+
+        The files to parse are read, hashed, parsed and extracted in worker processes when
+        there are at least ``index.workers_min_files`` of them (:meth:`_parse_pool`); this
+        process writes their rows in the same order and batches either way, so the ids and
+        the graph do not depend on where the parsing ran.
+        """
         conn = self._db()
         total = len(listed)
         root = str(self.workspace.root)
         reader = self.workspace.bulk_reader()
-        conn.execute("BEGIN")
-        in_batch = 0
-        for done, rel in enumerate(listed):
-            if cancel is not None and cancel():
-                conn.commit()
-                raise IndexInterrupted
-            if progress is not None:
-                progress(done, total, rel)
+        # the stat and the unchanged check come first: they say how many files to parse
+        stats: list[os.stat_result | None] = []
+        tasks: list[Task] = []
+        for rel in listed:
             try:
                 stat = os.stat(f"{root}/{rel}")
             except OSError:
+                stats.append(None)
                 continue
             previous = known.get(rel)
             if (
@@ -960,29 +940,135 @@ class CodeGraph:
                 and previous[2] == stat.st_mtime_ns
                 and previous[3] != "error"
             ):
+                stats.append(None)
                 report.files_unchanged += 1
                 continue
-            outcome = self._store_path(
-                rel, stat.st_size, stat.st_mtime_ns, previous, read=reader.read_bytes
+            stats.append(stat)
+            tasks.append(
+                (rel, stat.st_size, stat.st_mtime_ns, previous[0] if previous else None,
+                 previous[3] if previous else None)
+            )  # fmt: skip
+        pool = self._parse_pool(len(tasks))
+        pool_cpu_started, main_cpu_started = _children_cpu(), time.process_time()
+        finished = False
+        try:
+            examined = pool.results(tasks) if pool is not None else None
+            conn.execute("BEGIN")
+            in_batch = 0
+            for done, rel in enumerate(listed):
+                if cancel is not None and cancel():
+                    conn.commit()
+                    raise IndexInterrupted
+                if progress is not None:
+                    progress(done, total, rel)
+                listed_stat = stats[done]
+                if listed_stat is None:
+                    continue
+                stat = listed_stat
+                previous = known.get(rel)
+                found = next(examined) if examined is not None else None
+                if found is None:  # in-process (no pool, or the pool gave up)
+                    outcome = self._store_path(
+                        rel, stat.st_size, stat.st_mtime_ns, previous, read=reader.read_bytes
+                    )
+                else:
+                    if found.status == "crashed":  # the file killed a worker
+                        found = self._examine(
+                            rel, stat.st_size, stat.st_mtime_ns, previous,
+                            read=reader.read_bytes, died=found.note,
+                        )  # fmt: skip
+                    outcome = self._store_examined(
+                        rel, stat.st_size, stat.st_mtime_ns, previous, found
+                    )
+                if outcome is None:
+                    report.files_unchanged += 1
+                    continue
+                status, note = outcome
+                if status == "ok":
+                    report.files_indexed += 1
+                    report.bytes_indexed += stat.st_size
+                    report.changed_files.append(rel)
+                else:
+                    report.files_skipped += 1
+                if note:
+                    report.notes.append(f"{rel}: {note}")
+                in_batch += 1
+                if in_batch >= BATCH_SIZE:
+                    conn.commit()
+                    conn.execute("BEGIN")
+                    in_batch = 0
+            conn.commit()
+            finished = True
+        finally:
+            if pool is not None:
+                if finished:
+                    pool.close()
+                else:  # cancelled, Ctrl-C, an error: the workers end now
+                    pool.terminate()
+                report.workers = pool.used
+                report.worker_cpu_seconds = pool.cpu_seconds
+                report.worker_peak_rss_mb = round(pool.peak_rss_mb, 1)
+                log.info(
+                    "parsed %d files in %d worker processes (%d started): %.1f CPU s (%.1f by "
+                    "the OS's count of ended children), peak RSS %.0f MB together; writing "
+                    "their rows here: %.1f CPU s",
+                    len(tasks),
+                    report.workers,
+                    pool.started,
+                    pool.cpu_seconds,
+                    _children_cpu() - pool_cpu_started,
+                    pool.peak_rss_mb,
+                    time.process_time() - main_cpu_started,
+                )
+
+    def _parse_pool(self, files: int) -> ParsePool | None:
+        """Worker processes for a run with ``files`` to parse, or None (in-process): when
+        there are fewer than ``index.workers_min_files`` (starting a worker costs ~0.5 s of
+        CPU), one CPU or ``index.workers`` 0, or when no worker starts (logged)."""
+        workers = worker_count(self.config.workers)
+        if workers < 1 or files < max(1, self.config.workers_min_files):
+            return None
+        workers = min(workers, -(-files // max(1, self.config.workers_min_files)))
+        try:
+            return ParsePool(
+                workers,
+                root=self.workspace.root,
+                max_file_bytes=self.config.max_file_bytes,
+                query_root=self._registry.query_root,
+                pack=self._kept is not None,
             )
-            if outcome is None:
-                report.files_unchanged += 1
-                continue
-            status, note = outcome
-            if status == "ok":
-                report.files_indexed += 1
-                report.bytes_indexed += stat.st_size
-                report.changed_files.append(rel)
-            else:
-                report.files_skipped += 1
-            if note:
-                report.notes.append(f"{rel}: {note}")
-            in_batch += 1
-            if in_batch >= BATCH_SIZE:
-                conn.commit()
-                conn.execute("BEGIN")
-                in_batch = 0
-        conn.commit()
+        except (PoolStartError, OSError) as exc:
+            log.warning("parse workers unavailable (%s): parsing in-process", exc)
+            return None
+
+    def _examine(
+        self,
+        rel: str,
+        size: int,
+        mtime_ns: int,
+        previous: tuple[str | None, int | None, int | None, str] | None,
+        *,
+        keep_tree: bool = False,
+        read: Callable[[str], bytes] | None = None,
+        died: str | None = None,
+    ) -> Examined:
+        """:func:`examine` in this process; ``died`` (a worker's exit code) gives the file
+        the ``parse failed`` note a grammar that raises gets, without parsing it here."""
+
+        def parse_tree(loaded: LoadedLanguage, data: bytes) -> Tree:
+            if died is not None:
+                raise RuntimeError(f"the parser process died on it ({died})")
+            return self._parse(rel, loaded, data, keep_tree=keep_tree)
+
+        return examine(
+            (rel, size, mtime_ns, previous[0] if previous else None,
+             previous[3] if previous else None),
+            read=read or self.workspace.read_bytes,
+            max_file_bytes=self.config.max_file_bytes,
+            registry=self._registry,
+            parse_tree=parse_tree,
+            pack=previous is None and self._kept is not None,
+        )  # fmt: skip
 
     def _store_path(
         self,
@@ -999,63 +1085,37 @@ class CodeGraph:
         ``keep_tree`` keeps the syntax tree for an incremental re-parse of the next edit;
         ``read`` is the confined reader (a bulk pass passes one that confines per folder).
         """
-        conn = self._db()
-        new = previous is None
-        if size > self.config.max_file_bytes:
-            digest = f"size:{size}:{mtime_ns}"
-            if previous is not None and previous[0] == digest:
-                return None
-            note = (
-                f"skipped: {size} bytes is over index.max_file_bytes ({self.config.max_file_bytes})"
-            )
-            self._write_file(rel, digest, size, mtime_ns, "skipped", note, None, new=new)
-            return "skipped", note
-        try:
-            data = (read or self.workspace.read_bytes)(rel)
-        except WorkspaceError as exc:
-            note = f"skipped: {exc}"
-            self._write_file(rel, None, size, mtime_ns, "error", note, None, new=new)
-            return "error", note
-        except OSError as exc:
-            note = f"unreadable: {exc.strerror or exc}"
-            self._write_file(rel, None, size, mtime_ns, "error", note, None, new=new)
-            return "error", note
-        digest = content_hash(data)
-        if previous is not None and previous[0] == digest and previous[3] != "error":
-            conn.execute("UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, rel))
-            return None
-        return self._store_bytes(rel, data, digest, size, mtime_ns, keep_tree=keep_tree, new=new)
+        found = self._examine(rel, size, mtime_ns, previous, keep_tree=keep_tree, read=read)
+        return self._store_examined(rel, size, mtime_ns, previous, found, keep_tree=keep_tree)
 
-    def _store_bytes(
+    def _store_examined(
         self,
         rel: str,
-        data: bytes,
-        digest: str,
         size: int,
         mtime_ns: int,
+        previous: tuple[str | None, int | None, int | None, str] | None,
+        found: Examined,
         *,
         keep_tree: bool = False,
-        new: bool = False,
-    ) -> tuple[str, str | None]:
-        if b"\0" in data[:BINARY_SNIFF_BYTES]:
-            binary_note = "skipped: binary content"
-            self._write_file(rel, digest, size, mtime_ns, "binary", binary_note, None, new=new)
-            return "binary", binary_note
-        spec = language_for(rel)
-        loaded = self._registry.get(spec) if spec is not None else None
-        facts: FileFacts | None = None
-        note: str | None = None
-        if loaded is not None:
-            try:
-                facts = extract(loaded, self._parse(rel, loaded, data, keep_tree=keep_tree))
-            except Exception as exc:  # a grammar bug must not end the run
-                log.warning("parse failed for %s: %s", rel, exc)
-                note = f"parse failed: {exc}"
-            if facts is not None and facts.has_errors:
-                note = "syntax errors: partial structure"
-        language = spec.name if spec else None
+    ) -> tuple[str, str | None] | None:
+        """Write what :func:`examine` found of one file (here or in a worker): its row and
+        rows; ``None`` when it is unchanged."""
+        conn = self._db()
+        new = previous is None
+        status, digest, note, language, rows = found
+        if status == "same":
+            return None
+        if status == "unchanged":
+            conn.execute("UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, rel))
+            return None
+        if note is not None and note.startswith("parse failed"):
+            log.warning("%s for %s", note, rel)
+        if status != "ok":
+            self._write_file(rel, digest, size, mtime_ns, status, note, None, new=new)
+            return status, note
+        assert digest is not None
         if keep_tree and not new:
-            key = _stored_form(facts, note, language)
+            key = _stored_form(rows, note, language)
             kept = self._kept_facts.pop(rel, None)
             if kept is not None and kept[1] == self._version() and kept[0][0] == key[0]:
                 # the rows this content gives are the ones stored by this connection's last
@@ -1064,7 +1124,6 @@ class CodeGraph:
                 # shift moved them (docs/codegraph.md, "One edited file")
                 shift = _line_shift(kept[0][1], key[1]) if kept[0][1] != key[1] else (0, 0)
                 if shift is not None:
-                    conn = self._db()
                     row = conn.execute(
                         "UPDATE files SET hash=?, size=?, mtime_ns=? WHERE path=? RETURNING id",
                         (digest, size, mtime_ns, rel),
@@ -1079,10 +1138,10 @@ class CodeGraph:
                 return "ok", note
         file_id = self._write_file(
             rel, digest, size, mtime_ns, "ok", note, language, new=new,
-            package=facts.package if facts is not None else None,
+            package=rows.package if rows is not None else None,
         )  # fmt: skip
-        if facts is not None:
-            self._write_facts(file_id, facts, keep=new and self._kept is not None)
+        if rows is not None:
+            self._write_facts(file_id, rows, keep=new and self._kept is not None)
         return "ok", note
 
     def _shift_lines(self, file_id: int, threshold: int, delta: int) -> None:
@@ -1162,9 +1221,10 @@ class CodeGraph:
         conn.execute("DELETE FROM imports WHERE file_id=?", (file_id,))
         return file_id
 
-    def _write_facts(self, file_id: int, facts: FileFacts, *, keep: bool = False) -> None:
-        """Store one file's rows; ``keep`` (a file new to the graph in a cold run) also
-        hands them to this run's resolution (:class:`_KeptRows`)."""
+    def _write_facts(self, file_id: int, rows: FileRows, *, keep: bool = False) -> None:
+        """Store one file's rows (made here or in a worker: :func:`examine`); ``keep`` (a
+        file new to the graph in a cold run) also hands them to this run's resolution
+        (:class:`_KeptRows`)."""
         conn = self._db()
         # ids are assigned here (as SQLite would: max + 1) so that all rows of the file go in
         # with a few executemany calls instead of one statement per definition; the caller
@@ -1182,35 +1242,24 @@ class CodeGraph:
                         "(SELECT coalesce(max(rowid), 0) FROM imports)"
                     ).fetchone()
                 )
-            next_id, next_edge, next_import = kept.next_ids
+            base, next_edge, next_import = kept.next_ids
         else:
             if kept is not None:
                 kept.next_ids = None  # rows not counted: read the ids again
-            next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]) + 1
-        node_ids: list[int | None] = []
+            base = int(conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]) + 1
         node_rows: list[tuple[int, int, str, str, str, int, int, int | None, int]] = []
         edge_rows: list[tuple[str, int, int | None, int, str, float, int]] = []
-        for definition in facts.definitions:
-            parent_id = node_ids[definition.parent] if definition.parent is not None else None
-            if definition.kind in HIDDEN_KINDS:
-                node_ids.append(parent_id)  # children attach to the nearest visible ancestor
-                continue
-            node_id = next_id
-            next_id += 1
-            node_ids.append(node_id)
+        contains, exports = EDGE_WEIGHTS["contains"], EDGE_WEIGHTS["exports"]
+        node_id = base
+        for kind, name, qualname, start, end, parent, exported in rows.nodes:
+            parent_id = base + parent if parent is not None else None
             node_rows.append(
-                (node_id, file_id, definition.kind, definition.name, definition.qualname,
-                 definition.start_line, definition.end_line, parent_id, int(definition.exported))
-            )  # fmt: skip
-            edge_rows.append(
-                ("contains", file_id, parent_id, file_id, definition.qualname,
-                 EDGE_WEIGHTS["contains"], definition.start_line)
-            )  # fmt: skip
-            if definition.exported:
-                edge_rows.append(
-                    ("exports", file_id, None, file_id, definition.name, EDGE_WEIGHTS["exports"],
-                     definition.start_line)
-                )  # fmt: skip
+                (node_id, file_id, kind, name, qualname, start, end, parent_id, exported)
+            )
+            node_id += 1
+            edge_rows.append(("contains", file_id, parent_id, file_id, qualname, contains, start))
+            if exported:
+                edge_rows.append(("exports", file_id, None, file_id, name, exports, start))
         conn.executemany(
             """INSERT INTO nodes(id, file_id, kind, name, qualname, start_line, end_line,
                                  parent_id, exported) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
@@ -1223,63 +1272,46 @@ class CodeGraph:
         )
         conn.executemany(
             "INSERT INTO imports(file_id, module, names, wildcard, line) VALUES (?, ?, ?, ?, ?)",
-            [
-                (file_id, ref.module, _json_names(ref.names), int(ref.wildcard), ref.line)
-                for ref in facts.imports
-            ],
+            [(file_id, *ref) for ref in rows.imports],
         )
+        calls = EDGE_WEIGHTS["calls"]
         conn.executemany(
             """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, target, weight, line)
                VALUES ('calls', ?, ?, NULL, ?, ?, ?, ?)""",
             [
-                (file_id, node_ids[c.caller] if c.caller is not None else None, c.name, c.obj,
-                 EDGE_WEIGHTS["calls"], c.line)
-                for c in facts.calls
+                (file_id, base + caller if caller is not None else None, name, obj, calls, line)
+                for caller, name, obj, line in rows.calls
             ],
-        )  # fmt: skip
-        class_ids = {
-            d.name: node_ids[i]
-            for i, d in enumerate(facts.definitions)
-            if d.kind not in HIDDEN_KINDS and node_ids[i] is not None
-        }
+        )
         conn.executemany(
             """INSERT INTO edges(kind, src_file, src_node, dst_file, dst_name, weight, line)
                VALUES (?, ?, ?, NULL, ?, ?, ?)""",
             [
-                (ref.kind, file_id, class_ids.get(ref.class_name), ref.base,
-                 EDGE_WEIGHTS[ref.kind], ref.line)
-                for ref in facts.inheritance
+                (kind, file_id, base + owner if owner is not None else None, base_name,
+                 EDGE_WEIGHTS[kind], line)
+                for kind, owner, base_name, line in rows.bases
             ],
         )  # fmt: skip
         if keep and kept is not None:
             first_call = next_edge + len(edge_rows)
             kept.next_ids = (
-                next_id,
-                first_call + len(facts.calls) + len(facts.inheritance),
-                next_import + len(facts.imports),
+                node_id,
+                first_call + len(rows.calls) + len(rows.bases),
+                next_import + len(rows.imports),
             )
-            self._keep_facts(file_id, facts, node_rows, first_call)
+            self._keep_facts(file_id, rows, first_call)
 
-    def _keep_facts(
-        self,
-        file_id: int,
-        facts: FileFacts,
-        node_rows: list[tuple[int, int, str, str, str, int, int, int | None, int]],
-        first_call: int,
-    ) -> None:
+    def _keep_facts(self, file_id: int, rows: FileRows, first_call: int) -> None:
         """Keep what :meth:`_write_facts` just wrote of the file's calls (from edge id
         ``first_call`` on) and definition names, as resolution would read them back."""
         kept = self._kept
         assert kept is not None
-        calls = facts.calls
-        packed = _pack_calls(calls)
-        names = _pack_names(node_rows)
-        if packed is None or names is None or not kept.fits(len(calls) + len(node_rows)):
+        if rows.packed is None or not kept.fits(len(rows.calls) + len(rows.nodes)):
             kept.calls.pop(file_id, None)  # read back from SQLite
             kept.names.pop(file_id, None)
             return
-        kept.calls[file_id] = f"{first_call}{packed}"
-        kept.names[file_id] = names
+        kept.calls[file_id] = f"{first_call}{rows.packed[0]}"
+        kept.names[file_id] = rows.packed[1]
 
     def _file_id(self, rel: str) -> int | None:
         row = self._db().execute("SELECT id FROM files WHERE path=?", (rel,)).fetchone()
