@@ -383,3 +383,30 @@ def test_a_repository_cannot_ask_for_more_workers_than_cpus(tmp_path: Path) -> N
         report = graph.index()
     assert 1 <= report.workers <= cpus  # ... is not what runs
     assert json.dumps(report.to_dict())  # the report (the CLI's --json) carries the figures
+
+
+def test_engram_index_json_stays_clean_with_workers(tmp_path: Path) -> None:
+    """``engram index --json`` (and the language server's JSON-RPC, on stdout too) with
+    workers on: the workers' stdout is not the CLI's, and the environment's settings reach
+    them (``ENGRAM_INDEX__WORKERS_MIN_FILES``)."""
+    ws = make_workspace(tmp_path / "ws")
+    noisy = tmp_path / "noisy"  # every worker prints to its stdout as it starts
+    noisy.mkdir()
+    (noisy / "sitecustomize.py").write_text(
+        "import sys\nif any('child_main' in a for a in sys.orig_argv):\n"
+        "    print('a worker talking', flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "engram", "index", "--no-embed", "--json",
+         "--workspace", str(ws.root)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(noisy), *sys.path]),
+             "ENGRAM_EMBED__MODEL": "none", "ENGRAM_INDEX__WORKERS": "2",
+             "ENGRAM_INDEX__WORKERS_MIN_FILES": "1", "HOME": str(tmp_path / "home")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    code = json.loads(done.stdout)["code"]
+    assert code["workers"] == min(2, worker_count(None)) and code["files_indexed"] > 170
+    assert code["cpu_seconds"] > code["worker_cpu_seconds"] > 0

@@ -363,7 +363,10 @@ class ParsePool:
             process = subprocess.Popen(
                 [sys.executable, "-c", _CHILD_CODE, str(theirs.fileno()), *self._args],
                 pass_fds=(theirs.fileno(),),
+                # stdout may be the language server's JSON-RPC stream or `--json` output:
+                # nothing a worker (or a library in it) prints may reach it
                 stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
                 env=self._env,
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:  # a limit, no exec
