@@ -53,8 +53,12 @@ def test_the_editor_and_the_index_place_a_moved_anchor_alike(tmp_path: Path) -> 
 
 def test_one_content_hash_for_anchors_and_indexed_files() -> None:
     import engram.codegraph.graph as graph
+    import engram.codegraph.parse_worker as parse_worker
 
-    assert graph.content_hash is content_hash  # no second (blake2b) hash of file contents
+    # the index hashes a file where it reads it: in parse_worker.examine, in this process or
+    # a worker's (docs/codegraph.md, "A cold index on several cores")
+    assert parse_worker.content_hash is content_hash  # no second (blake2b) hash of contents
+    assert not hasattr(graph, "hashlib") and not hasattr(parse_worker, "hashlib")
 
 
 def test_a_swapped_engine_is_closed_by_its_last_user_never_before(
