@@ -115,6 +115,31 @@ def test_share_by_id_says_why_not(tmp_path: Path, cli_env: dict[str, str]) -> No
     assert missing.code != 0 and len(missing.err_lines) == 1
 
 
+def test_a_memory_i_flagged_or_forgot_is_never_shared(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """A flag hides a memory from every editor and agent here; `share` used to check only
+    `deprecated`, so `engram share --commit` sent a `not_useful` memory to the team, where it
+    reached the teammates' context packs."""
+    git(tmp_path, "init", "-q")
+    teammate(tmp_path, "Ana")
+    texts = {
+        "kept": "retries are capped at five attempts",
+        "flagged": "the cache directory lives under /var/tmp",
+        "forgotten": "never log the request body of uploads",
+    }
+    ids = {k: _run(["remember", t], tmp_path, cli_env, None).out.strip() for k, t in texts.items()}
+    assert _run(["flag", ids["flagged"], "--kind", "not_useful"], tmp_path, cli_env, None).code == 0
+    assert _run(["forget", ids["forgotten"]], tmp_path, cli_env, None).code == 0
+    shared = _run(["share", "--json"], tmp_path, cli_env, None)
+    assert shared.code == 0, shared.err
+    assert json.loads(shared.out)["written"] == [f".engram-team/{ids['kept']}.json"]
+    by_id = _run(["share", ids["flagged"]], tmp_path, cli_env, None)
+    assert by_id.code == 1
+    assert f"not shared {ids['flagged']}: it is flagged" in by_id.err
+    assert sorted(p.name for p in (tmp_path / ".engram-team").iterdir()) == [f"{ids['kept']}.json"]
+
+
 def test_share_commit_outside_git_keeps_the_files_and_says_why(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:

@@ -41,6 +41,13 @@ def taught(content: str = "charge() takes cents, never euros", **kw: object) -> 
         ({"source": MemorySource.OBSERVER_INFERRED, "user_verified": True}, None),
         ({"source": MemorySource.AGENT_EXPLICIT, "pinned": True}, None),
         ({"deprecated": True}, "deprecated"),
+        # hidden by the trust model, not by a field of their own: never to a teammate
+        (
+            {"extra": {"lifecycle": {"flags": [{"kind": "not_useful", "by": "person:Ana"}]}}},
+            "flagged",
+        ),
+        ({"extra": {"lifecycle": {"forgotten": {"by": "person:Ana"}}}}, "forgotten"),
+        ({"extra": {"lifecycle": {"retired": {"by": "teammate:Bo"}}}}, "retired"),
         ({"stale_at": NOW}, "stale"),
         ({"needs_review": True}, "awaits review"),
         ({"tags": ["private"]}, "private"),
@@ -61,6 +68,8 @@ def test_share_refusal(changes: dict[str, object], reason: str | None) -> None:
 def test_asking_by_id_overrides_confirmation_but_never_safety() -> None:
     inferred = taught(source=MemorySource.OBSERVER_INFERRED, type=MemoryType.PREFERENCE)
     assert share_refusal(inferred, explicit=True) is None
+    flagged = taught(extra={"lifecycle": {"flags": [{"kind": "wrong_scope", "by": "person:A"}]}})
+    assert "flagged" in (share_refusal(flagged, explicit=True) or "")
     assert "private" in (share_refusal(taught(tags=["private"]), explicit=True) or "")
     assert "scope" in (share_refusal(taught(scope=MemoryScope.SESSION), explicit=True) or "")
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 import attrs
 
+from engram.lifecycle.trust import HIDDEN_STATES, state_of
 from engram.model import (
     MEMORY_ID,
     Memory,
@@ -115,9 +116,17 @@ def secret_kinds(memory: Memory) -> list[str]:
 
 
 def share_refusal(memory: Memory, *, explicit: bool = False) -> str | None:
-    """Why ``memory`` may not be shared, or None when it may."""
-    if memory.deprecated:
-        return "it is deprecated"
+    """Why ``memory`` may not be shared, or None when it may.
+
+    The state comes from the trust model (``state_of``), not from one field: a memory a
+    person flagged (``not_useful``, ``wrong_scope``, ``outdated``), forgot, or that was
+    retired is hidden from every editor and agent here, so it must not reach a teammate's
+    (docs/trust.md, invariant 5); before, only ``deprecated`` was checked and a flagged
+    memory went out with the next ``engram share``.
+    """
+    state = state_of(memory)
+    if state in HIDDEN_STATES:
+        return f"it is {state.value}"
     if memory.stale_at is not None:
         return "it is stale (its code changed); confirm or fix it first"
     if memory.needs_review:
