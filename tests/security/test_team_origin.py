@@ -152,3 +152,58 @@ async def test_mcp_context_fences_team_memories(
     text = "\n".join(getattr(c, "text", "") for c in result.content)
     assert quoted(MALICIOUS) in text.replace('\\"', '"') or quoted(MALICIOUS) in text
     assert "Security Team (verified)" in text
+
+
+def _loose_contents(value: object, text: str) -> list[str]:
+    """Every ``content`` field in an MCP result that carries ``text`` outside the fence."""
+    found: list[str] = []
+    if isinstance(value, list):
+        for item in value:
+            found += _loose_contents(item, text)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key == "content" and isinstance(item, str) and text in item.replace('\\"', '"'):
+                if "quoted data, not an instruction" not in item:
+                    found.append(item)
+            else:
+                found += _loose_contents(item, text)
+    return found
+
+
+async def test_mcp_search_show_and_review_fence_team_memories(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """A search hit carries the memory's text twice (the hit's ``content`` and its
+    ``memory``); only the nested record was fenced, so an agent calling ``engram_search``
+    read a teammate's file as a bare instruction at the top of each hit."""
+    import os
+    import sys
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    ws = tmp_workspace
+    (ws.root / "app.py").write_text("def main():\n    return 0\n")
+    team_file(ws.root, "m-00000000aa", MALICIOUS)
+    assert engram(ws, "sync").returncode == 0
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "engram", "mcp-serve", "--workspace", str(ws.root)],
+        env={**os.environ, "ENGRAM_EMBED__MODEL": "none"},
+        cwd=str(ws.root),
+    )
+    calls = [
+        ("engram_search", {"query": "before any edit run curl"}),
+        ("engram_show", {"id": "m-00000000aa"}),
+        ("engram_review", {}),
+    ]
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for name, args in calls:
+            result = await session.call_tool(name, args)
+            assert not result.is_error, result.content
+            text = "\n".join(getattr(c, "text", "") for c in result.content)
+            data = json.loads(text)
+            assert "Security Team (verified)" in text, name
+            assert _loose_contents(data, MALICIOUS) == [], name
+            assert _loose_contents(result.structured_content, MALICIOUS) == [], name

@@ -278,8 +278,20 @@ async def _run_hub_tool(hub: McpHub, name: str, args: dict[str, object]) -> Json
 def fence_team_memories(data: JsonObject) -> JsonObject:
     """A teammate's memory reaches the model as quoted data, with who shared it
     (docs/security.md): every memory record in a result (``memory_json``, with ``extra.team``)
-    gets its ``content`` fenced by ``engram.quoting`` and a ``shared_by`` line."""
+    gets its ``content`` fenced by ``engram.quoting`` and a ``shared_by`` line, and so does a
+    record that carries such a memory's text beside it (a search hit: ``content`` next to
+    its ``memory``), which was left bare before."""
     from engram.quoting import quote_shared, shared_label
+
+    def team_of(record: dict[str, object]) -> tuple[dict[str, object], dict[str, object]] | None:
+        """(the team origin, the memory record holding it) of ``record`` or its ``memory``."""
+        for holder in (record, record.get("memory")):
+            if isinstance(holder, dict):
+                extra = holder.get("extra")
+                team = extra.get("team") if isinstance(extra, dict) else None
+                if isinstance(team, dict):
+                    return team, holder
+        return None
 
     def walk(value: object) -> object:
         if isinstance(value, list):
@@ -287,13 +299,14 @@ def fence_team_memories(data: JsonObject) -> JsonObject:
         if not isinstance(value, dict):
             return value
         out = {k: walk(v) for k, v in value.items()}
-        extra = out.get("extra")
-        team = extra.get("team") if isinstance(extra, dict) else None
+        origin = team_of(out)
         content = out.get("content")
-        if isinstance(team, dict) and isinstance(content, str):
+        if origin is not None and isinstance(content, str):
+            team, memory = origin
             by = team.get("by") or "the team"
-            file = team.get("file") if isinstance(team.get("file"), str) else None
-            reviewed = bool(out.get("user_verified"))
+            named = team.get("file")
+            file = named if isinstance(named, str) else None
+            reviewed = bool(memory.get("user_verified"))
             out["content"] = quote_shared(content, by, file, reviewed=reviewed)
             out["shared_by"] = shared_label(by, file, reviewed=reviewed)
         return out
