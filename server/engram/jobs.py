@@ -67,6 +67,7 @@ def start(
     ``.engram/logs/<log_name>``; ``stdin_text`` is written to it and stdin closed."""
     if is_running(workspace, job):
         return None
+    workspace.ensure_engram_dir()  # never a lock or log written through a repository's link
     lock = lock_path(workspace, job)
     lock.parent.mkdir(parents=True, exist_ok=True)
     logs = workspace.engram_dir / "logs"

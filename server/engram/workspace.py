@@ -60,6 +60,40 @@ def confine(root: Path, path: str | os.PathLike[str]) -> Path:
     return resolved
 
 
+def links_out_of_engram_dir(root: Path) -> list[str]:
+    """Links in ``root/.engram`` that resolve outside ``root`` (workspace-relative names).
+
+    ``.engram`` itself, its entries and the entries of its folders (``logs/``, ``agents/``,
+    ``observer/``, the stores' ``*.lance/``): where Engram creates or appends to files by
+    name. Deeper names are per session or generated, and a linked folder on the way to them
+    is caught as an entry; a scan per call stays a few ``scandir`` (hooks call it).
+    """
+    base = root / ENGRAM_DIR
+    prefix = str(root) + os.sep
+
+    def outside(path: str) -> bool:
+        real = os.path.realpath(path)
+        return real != str(root) and not real.startswith(prefix)
+
+    if base.is_symlink() and outside(str(base)):
+        return [ENGRAM_DIR]
+    found: list[str] = []
+    folders = [str(base)]
+    while folders:
+        folder = folders.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:  # absent (nothing to check yet) or not a folder
+            continue
+        for entry in entries:
+            if entry.is_symlink():
+                if outside(entry.path):
+                    found.append(Path(entry.path).relative_to(root).as_posix())
+            elif folder == str(base) and entry.is_dir():
+                folders.append(entry.path)
+    return sorted(found)
+
+
 class Workspace:
     """A project root (resolved). A plain immutable value, not an ``attrs`` class: the agent
     hooks (a fresh process per tool call) open one, and ``attrs`` costs them milliseconds."""
@@ -108,8 +142,22 @@ class Workspace:
         return self.root / ENGRAM_DIR
 
     def ensure_engram_dir(self) -> Path:
-        """Create ``.engram/`` with its own ``.gitignore`` so the store is never committed."""
+        """Create ``.engram/`` with its own ``.gitignore`` so the store is never committed.
+
+        Every writer of Engram's files asks for the folder here, so this is where a
+        repository's links are refused: a clone can commit ``.engram/report.html ->
+        ~/.bashrc`` (``git add -f``) and ``engram report`` overwrote the link's target.
+        ``.engram`` itself, its entries and those of ``logs/`` may not be links that resolve
+        outside the workspace (:func:`links_out_of_engram_dir`; one line, nothing written).
+        """
         path = self.engram_dir
+        found = links_out_of_engram_dir(self.root)
+        if found:
+            raise WorkspaceError(
+                f"{found[0]} is a link to {_shown(os.path.realpath(self.root / found[0]))}, "
+                "outside the workspace: Engram never writes through it; delete it"
+                + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+            )
         try:
             path.mkdir(parents=True, exist_ok=True)
             ignore = path / ".gitignore"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,79 @@ def test_the_bulk_reader_confines_nested_folders_through_their_parents(
         with pytest.raises(type(direct.value)) as bulk:
             reader.read_bytes(rel)
         assert str(bulk.value) == str(direct.value), rel
+
+
+def test_links_in_engram_dir_that_point_out_are_never_written_through(
+    tmp_workspace: Workspace, tmp_path: Path
+) -> None:
+    """A clone committed `.engram/report.html -> ~/.bashrc` (`git add -f`): `engram report`
+    wrote its HTML over the link's target and printed that path. Now every command that
+    writes Engram's files refuses with one line and nothing outside changes."""
+    outside = tmp_path / "home"
+    (outside / "logs").mkdir(parents=True)
+    bashrc = outside / ".bashrc"
+    bashrc.write_text("export PATH=$HOME/bin:$PATH\n")
+    root = tmp_workspace.root
+    (root / "app.py").write_text("def main():\n    return 0\n")
+    (root / ".engram").mkdir()
+    os.symlink(bashrc, root / ".engram" / "report.html")
+    git(root, "add", "-f", ".")
+    git(root, "commit", "-q", "-m", "a hostile clone")
+    for args in (("report",), ("remember", "a note"), ("index", "--no-embed")):
+        done = engram(tmp_workspace, *args)
+        assert done.returncode == 1, (args, done.stdout, done.stderr)
+        (line,) = done.stderr.strip().splitlines()
+        assert ".engram/report.html is a link to" in line and "outside the workspace" in line
+    assert bashrc.read_text() == "export PATH=$HOME/bin:$PATH\n"
+    assert not (outside / ".gitignore").exists()
+
+
+def test_engram_dir_links(tmp_path: Path) -> None:
+    root = (tmp_path / "ws").resolve()
+    outside = tmp_path / "elsewhere"
+    (root / ".engram").mkdir(parents=True)
+    (outside / "logs").mkdir(parents=True)
+    ws = Workspace(root)
+    ws.ensure_engram_dir()  # a plain folder: fine
+    (root / "notes.txt").write_text("mine")
+    os.symlink(root / "notes.txt", root / ".engram" / "inside.txt")  # stays inside: allowed
+    ws.ensure_engram_dir()
+    os.symlink(outside / "logs", root / ".engram" / "logs")
+    with pytest.raises(WorkspaceError, match=r"\.engram/logs is a link to"):
+        ws.ensure_engram_dir()
+    (root / ".engram" / "logs").unlink()
+    (root / ".engram" / "logs").mkdir()
+    os.symlink(outside / "engine.log", root / ".engram" / "logs" / "engine.log")  # dangling
+    with pytest.raises(WorkspaceError, match=r"\.engram/logs/engine\.log is a link"):
+        ws.ensure_engram_dir()
+    assert not (outside / "engine.log").exists()
+    (root / ".engram" / "logs" / "engine.log").unlink()
+    ws.ensure_engram_dir()
+    other = (tmp_path / "ws2").resolve()
+    other.mkdir()
+    os.symlink(outside, other / ".engram")  # the whole folder linked out
+    with pytest.raises(WorkspaceError, match=r"^\.engram is a link to"):
+        Workspace(other).ensure_engram_dir()
+
+
+def test_a_hook_writes_nothing_through_a_linked_log_folder(
+    tmp_workspace: Workspace, tmp_path: Path
+) -> None:
+    """The hook logs its failures to `.engram/logs/hooks.log` by name: with `logs` linked out
+    by the repository it still exits 0, says nothing, and writes nothing there."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    root = tmp_workspace.root
+    (root / ".engram").mkdir()
+    os.symlink(outside, root / ".engram" / "logs")
+    bash = {"tool_name": "Bash", "tool_input": {"command": "pytest -q"},
+            "tool_response": {"stdout": "1 failed", "exit_code": 1}}  # fmt: skip
+    for event, extra in (("SessionStart", {}), ("PostToolUse", bash), ("Stop", {})):
+        payload = {"session_id": "s1", "hook_event_name": event, "cwd": str(root), **extra}
+        done = engram(tmp_workspace, "hook", "claude-code", stdin=json.dumps(payload))
+        assert done.returncode == 0 and done.stdout == "", done.stdout
+    # the Stop's drain runs detached: give a child that would write there time to do so
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not any(outside.iterdir()):
+        time.sleep(0.1)
+    assert list(outside.iterdir()) == []

@@ -528,9 +528,11 @@ def _git_root(start: str) -> Path:
 
 def _log_failure(workspace_arg: str | None, exc: Exception) -> None:
     try:
-        root = Path(workspace_arg) if workspace_arg else _git_root(os.getcwd())
+        from engram.workspace import links_out_of_engram_dir
+
+        root = Path(workspace_arg).resolve() if workspace_arg else _git_root(os.getcwd())
         log_dir = root / ".engram" / "logs"
-        if log_dir.parent.exists():
+        if log_dir.parent.exists() and not links_out_of_engram_dir(root):
             log_dir.mkdir(exist_ok=True)
             with (log_dir / "hooks.log").open("a", encoding="utf-8") as fh:
                 from engram.redaction import redact_secrets

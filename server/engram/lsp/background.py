@@ -129,6 +129,7 @@ async def embed_in_child(ls: EngramLanguageServer, folder: Folder) -> None:
     started, locked and reaped by ``engram.jobs`` like every background job.
     """
     from engram.jobs import start
+    from engram.workspace import WorkspaceError
 
     settings = folder.settings  # one snapshot for the whole run
     delay = settings.config.index.background_delay_seconds if settings.config else 0.0
@@ -150,7 +151,7 @@ async def embed_in_child(ls: EngramLanguageServer, folder: Folder) -> None:
             env=env,
             lower_priority=True,
         )
-    except OSError as exc:
+    except (OSError, WorkspaceError) as exc:  # WorkspaceError: a link out of .engram/
         log.warning("background embedding not started: %s", exc)
         return
     if child is None:
