@@ -101,6 +101,8 @@ def test_usage_errors(cli: RunCli, args: list[str], fragments: list[str]) -> Non
         (["context", "--budget", "-5", "--query", "q"], None, ["--budget"]),
         (["context"], None, ["FILE or --query"]),
         (["context", "nope.py"], None, ["does not exist"]),
+        (["impact", ""], None, ["no file given"]),
+        (["impact", "."], None, [". is the workspace itself"]),
         (["context", "--query", "q", "--phase", "lunch"], None, ["unknown phase"]),
         (["import", "missing.json"], None, ["does not exist"]),
         (["search", "   "], None, ["empty"]),

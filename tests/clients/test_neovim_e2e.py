@@ -389,3 +389,23 @@ def test_every_command_and_checkhealth(nvim: Any, workspace: Workspace) -> None:
     assert not errors, errors
     messages = nvim.command_output("messages")
     assert not re.search(r"E\d+:|Error|stack traceback", messages), messages
+
+
+def test_file_commands_from_a_window_without_a_file(nvim: Any, workspace: Workspace) -> None:
+    """:EngramSearch leaves the cursor in the quickfix list; :EngramContext and :EngramImpact
+    from there sent an empty path and showed the server's errors ("engram.context failed:
+    give a file or a query", "engram.impact failed: is the workspace itself, not a file").
+    Now each says, as a warning, that this window shows no file; a query still works."""
+    nvim.command(f"edit {workspace.root / 'billing.py'}")
+    wait_for("the gotcha's diagnostic", lambda: engram_diagnostics(nvim))
+    nvim.command("EngramSearch cents")
+    wait_for("search results", lambda: quickfix(nvim)["items"])
+    assert nvim.exec_lua("return vim.bo.buftype", []) == "quickfix"
+    for command in ("EngramContext", "EngramImpact", "EngramRemember gotcha a note"):
+        nvim.command(command)
+        name = command.split()[0]
+        wait_note(nvim, f"^Engram: :{name}.*: this window shows no file; run it from a file")
+    assert not any(n["level"] >= 4 for n in notes(nvim)), notes(nvim)  # no ERROR
+    nvim.command("EngramContext cents")
+    context = wait_for("the context float for a query", lambda: float_lines(nvim))
+    assert any("wants cents" in line for line in context), context

@@ -74,6 +74,7 @@ def _impact_check(engine: Engine, a: ImpactArgs, surface: Surface) -> ImpactArgs
     """On the CLI: ``a:b`` may be a file named so; the file must exist; index if empty."""
     from engram.app.indexing import index
 
+    engine.relative(a.file)  # no file, the root, outside: refused before anything runs
     if surface is not CLI:
         return a
     if a.symbol is not None:

@@ -486,7 +486,14 @@ class Engine:
         )
 
     def relative(self, path: str | os.PathLike[str]) -> str:
-        """``path`` as a workspace-relative POSIX path; refuses the root and anything outside."""
+        """``path`` as a workspace-relative POSIX path; refuses the root and anything outside.
+
+        An empty path is refused by name: it resolves to the root, and the root's message
+        quoted an empty string (`engram: error:  is the workspace itself`), which is what
+        an editor sends from a window that shows no file.
+        """
+        if not os.fspath(path).strip():
+            raise InvalidInput("no file given (this window or argument names no file)")
         rel = self.workspace.relative(path)
         if rel == ".":
             raise InvalidInput(f"{path} is the workspace itself, not a file")

@@ -117,6 +117,17 @@ local function relpath(bufnr)
   return name
 end
 
+--- The buffer's file for a command about "this file", or nil with a warning: from the
+--- quickfix list (where :EngramSearch leaves the cursor), help or a scratch buffer the
+--- server got an empty path and answered "give a file or a query" / "is the workspace itself".
+local function file_of(bufnr, command)
+  if vim.bo[bufnr].buftype ~= '' or vim.api.nvim_buf_get_name(bufnr) == '' then
+    notify(command .. ': this window shows no file; run it from a file\'s window', vim.log.levels.WARN)
+    return nil
+  end
+  return relpath(bufnr)
+end
+
 --- Memories out of any of the server's list shapes.
 local function memory_list(result)
   if type(result) ~= 'table' then
@@ -219,7 +230,13 @@ end
 
 function M.context(query)
   local bufnr = vim.api.nvim_get_current_buf()
-  local args = (query and query ~= '') and { query = query } or { file = relpath(bufnr) }
+  local args = { query = query }
+  if not query or query == '' then
+    args = { file = file_of(bufnr, ':EngramContext (or give a query)') }
+    if not args.file then
+      return
+    end
+  end
   M.execute('engram.context', args, function(result)
     local text = type(result) == 'table' and get(result.text) or nil
     float(vim.split((text and text ~= '') and text or 'No context.', '\n'))
@@ -257,7 +274,10 @@ end
 
 function M.impact()
   local bufnr = vim.api.nvim_get_current_buf()
-  local target = relpath(bufnr)
+  local target = file_of(bufnr, ':EngramImpact')
+  if not target then
+    return
+  end
   M.execute('engram.impact', { file = target }, function(result)
     local report = type(result) == 'table' and result or {}
     local root = (engram_client(bufnr) or { config = {} }).config.root_dir or vim.fn.getcwd()
@@ -283,6 +303,10 @@ end
 --- Remember the lines line1..line2 (1-based) of the current buffer.
 function M.remember(line1, line2, mtype, text)
   local bufnr = vim.api.nvim_get_current_buf()
+  local file = file_of(bufnr, ':EngramRemember')
+  if not file then
+    return
+  end
   local selected = vim.api.nvim_buf_get_lines(bufnr, line1 - 1, line2, false)
   local send = function(content)
     if not content or vim.trim(content) == '' then
@@ -291,7 +315,7 @@ function M.remember(line1, line2, mtype, text)
     M.execute('engram.remember', {
       text = content,
       type = mtype or 'gotcha',
-      file = relpath(bufnr),
+      file = file,
       start_line = line1 - 1,
       end_line = line2 - 1,
     }, function(result)
