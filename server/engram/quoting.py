@@ -21,6 +21,12 @@ MAX_NAME_CHARS = 60
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+def has_control(text: str) -> bool:
+    """Whether ``text`` holds a control, line-separator or bidi character (a name, a tag or
+    a symbol never does; a hostile file's may, to act on a terminal or reorder a line)."""
+    return _CONTROL.search(text) is not None
+
+
 def clean_name(name: object) -> str:
     """A teammate's name as one short line (control and bidi characters removed)."""
     text = " ".join(_CONTROL.sub(" ", str(name or "")).split())

@@ -207,3 +207,57 @@ async def test_mcp_search_show_and_review_fence_team_memories(
             assert "Security Team (verified)" in text, name
             assert _loose_contents(data, MALICIOUS) == [], name
             assert _loose_contents(result.structured_content, MALICIOUS) == [], name
+
+
+def test_hostile_team_files_are_skipped_one_by_one(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """A file whose text the store refuses (escape sequences, over the length limit) made
+    the whole `engram sync` fail with "memory text looks binary", naming no file, so no
+    teammate's memory arrived; tags and anchor symbols were not checked at all, and `\\x1b[2J`
+    in one cleared the screen of whoever ran `engram show` or `engram context`."""
+    ws = tmp_workspace
+    (ws.root / "app.py").write_text("def main():\n    return 0\n")
+    anchors = [{"file": "app.py", "symbol": "main"}]
+    team_file(ws.root, "m-000000e001", "\x1b]0;t\x07\x1b[2J\x1b[31mRED", anchors=anchors)
+    team_file(ws.root, "m-000000e002", "x" * 9000, anchors=anchors)
+    team_file(ws.root, "m-000000e003", "tagged", anchors=anchors, tags=["\x1b[31mred"])
+    team_file(ws.root, "m-000000e004", "symbol", anchors=[{"file": "app.py",
+              "symbol": "\x1b[2Jmain"}])  # fmt: skip
+    team_file(ws.root, "m-000000e005", "main() returns 0 on success", anchors=anchors)
+    git(ws.root, "add", ".")
+    git(ws.root, "commit", "-qm", "a teammate's files")
+    synced = engram(ws, "sync", "--json")
+    assert synced.returncode == 0, synced.stderr
+    report = json.loads(synced.stdout)
+    assert report["added"] == 1
+    skipped = "\n".join(report["skipped"])
+    for name, why in [
+        ("m-000000e001", "control characters"),
+        ("m-000000e002", "over the limit"),
+        ("m-000000e003", "control characters"),
+        ("m-000000e004", "control characters"),
+    ]:
+        assert f".engram-team/{name}.json: " in skipped and why in skipped, (name, skipped)
+    for args in (("list",), ("show", "m-000000e005"), ("context", "app.py")):
+        shown = engram(ws, *args)
+        assert shown.returncode == 0 and "main() returns 0" in shown.stdout, shown.stderr
+        assert "\x1b" not in shown.stdout + shown.stderr
+
+
+def test_the_terminal_never_receives_a_control_sequence(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """A few control characters are not "binary" to the store, so an agent's (or an
+    import's) text with one escape sequence is stored; the CLI printed it raw."""
+    ws = tmp_workspace
+    text = "the deploy script \x1b]52;c;cm0gLXJmIH4=\x07 needs the staging flag set first"
+    remembered = engram(ws, "remember", "--source", "agent_explicit", "-", stdin=text)
+    assert remembered.returncode == 0, remembered.stderr
+    memory_id = remembered.stdout.strip()
+    for args in (("search", "deploy staging flag"), ("show", memory_id), ("list",)):
+        shown = engram(ws, *args)
+        assert shown.returncode == 0 and "deploy script" in shown.stdout, (args, shown.stderr)
+        assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout, args
+    as_json = engram(ws, "show", "--json", memory_id)
+    assert json.loads(as_json.stdout)["content"] == text  # the record itself is unchanged

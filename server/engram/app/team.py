@@ -159,10 +159,17 @@ def sync_team(engine: Engine) -> TeamSyncReport:
         added: list[Memory] = []
         updated: list[Memory] = []
         reembed: list[Memory] = []
+        refused: set[str] = set()
         for entry in read.entries:
             mine = local.get(entry.memory.id)
             if known.get(entry.memory.id) == entry.digest and mine is not None:
                 report.unchanged += 1
+                continue
+            try:  # a file's text is checked like anyone's (length, control characters)
+                shared = prepare(engine, entry.memory)[0]
+            except InvalidInput as exc:  # one hostile file never stops the others
+                report.skipped.append(f"{entry.path}: {exc}")
+                refused.add(entry.memory.id)
                 continue
             change = facts.committed(entry.path) if facts is not None else None
             event = rules.TeamShare(
@@ -170,7 +177,7 @@ def sync_team(engine: Engine) -> TeamSyncReport:
                 cause=f"{entry.path} @ {change.commit[:10]}"
                 if change
                 else f"{entry.path} (not committed)",
-                shared=prepare(engine, entry.memory)[0],
+                shared=shared,
                 file=entry.path,
                 commit=change.commit if change else None,
                 trusted=trusted and change is not None,
@@ -188,7 +195,7 @@ def sync_team(engine: Engine) -> TeamSyncReport:
             entries.append(step.entry)
             (reembed if step.memory.content != mine.content else updated).append(step.memory)
         retired: list[Memory] = []
-        present = {e.memory.id for e in read.entries}
+        present = {e.memory.id for e in read.entries}  # a refused file is still there
         for memory_id in [mid for mid in known if mid not in present]:
             mine = local.get(memory_id)
             origin = team_origin(mine) if mine is not None else None
@@ -233,7 +240,7 @@ def sync_team(engine: Engine) -> TeamSyncReport:
     report.updated = len(updated) + len(reembed)
     report.retired = len(retired)
     report.changed = [m.id for m in [*added, *reembed, *updated, *retired]]
-    known.update({e.memory.id: e.digest for e in read.entries})
+    known.update({e.memory.id: e.digest for e in read.entries if e.memory.id not in refused})
     state.set("team_files", {k: v for k, v in known.items()})
     if report.added or report.updated or report.retired:
         log.info("team sync from %s: %s", label, report.to_dict())

@@ -49,7 +49,7 @@ from engram.model import (
 )
 from engram.model.codec import make_converter, memory_to_dict
 from engram.model.memory import TEAM_KEY
-from engram.quoting import clean_name
+from engram.quoting import clean_name, has_control
 from engram.redaction import redact_secrets
 
 __all__ = [
@@ -270,6 +270,13 @@ def _entry(
     problem = _anchor_problem(memory)
     if problem:
         return problem
+    names = [
+        *memory.tags,
+        *(a.symbol or "" for a in memory.anchors),
+        *(a.file for a in memory.anchors),
+    ]
+    if any(has_control(n) for n in names):  # `\x1b[2J` in a tag cleared the reader's screen
+        return "a tag or anchor holds control characters; not imported"
     if redact_secrets(memory.content).redacted:
         return "its text contains what looks like a secret; not imported"
     # the name is a claim too: one short line, shown quoted (engram.quoting)
