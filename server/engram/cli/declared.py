@@ -173,7 +173,7 @@ def cli_spelling(usecase: UseCase[object, object], message: str) -> str:
 
 def run(usecase: UseCase[object, object], args: argparse.Namespace) -> int:
     """Check, run, render; returns the exit status."""
-    from engram.cli.output import emit_json, note, open_engine
+    from engram.cli.output import emit_json, note, open_engine, terminal_text
 
     try:
         parsed = usecase.parse(raw_arguments(usecase, args), CLI)
@@ -189,7 +189,7 @@ def run(usecase: UseCase[object, object], args: argparse.Namespace) -> int:
     else:
         text = usecase.to_text(result)
         if text:
-            print(text)
+            print(terminal_text(text))
     return usecase.exit_code(result)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
@@ -50,9 +51,26 @@ def open_engine(
     return Engine.open(workspace_arg(args), overrides, read_only=read_only)
 
 
+#: what a terminal acts on instead of showing: C0 controls but tab and newline (ESC starts
+#: the sequences that clear the screen, set the title or write to the clipboard; CR
+#: overwrites the line), DEL, C1 controls, and the bidi overrides that reorder a line
+_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_text(text: str) -> str:
+    """``text`` as the terminal should show it: every control character as ``?``.
+
+    Memory text, tags and anchors come from agents, teammates' files and imports: a text
+    with an escape sequence passes the store's checks (a few control characters are not
+    "binary"), and ``engram search``/``show``/``list`` printed it raw to the person's
+    terminal. ``--json`` is unchanged (JSON escapes them).
+    """
+    return _TERMINAL_CONTROL.sub("?", text)
+
+
 def note(message: str) -> None:
     """A one-line message for the person at the terminal (never on stdout)."""
-    sys.stderr.write(f"engram: {message}\n")
+    sys.stderr.write(f"engram: {terminal_text(message)}\n")
 
 
 def emit_json(document: object) -> None:
