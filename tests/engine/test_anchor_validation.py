@@ -210,3 +210,28 @@ def test_cli_impact_leads_with_references_and_refuses_unknown(project: Engine) -
     assert far.returncode == 1 and "line 99999 is outside pkg/db.py (6 lines)" in far.stderr
     made = run("remember", "--file", "nosuch.go", "--allow-missing", "the loop will be here")
     assert made.returncode == 0, made.stderr
+
+
+def test_cli_impact_after_a_remember_in_a_fresh_clone_sees_the_whole_graph(
+    tmp_workspace: Workspace,
+) -> None:
+    """`remember --symbol` re-indexes only the file it anchors, so in a clone never indexed
+    the graph held one file, `engram impact` took it for indexed and reported "references to
+    connect (0)"; now it indexes the rest first (once: a completed pass is recorded)."""
+    from engram.api.declare import Surface
+    from engram.api.workspace import IMPACT, ImpactArgs
+    from engram.app.indexing import GRAPH_INDEXED
+    from engram.app.state import EngineState
+
+    for rel, text in PROJECT.items():
+        path = tmp_workspace.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    with Engine.open(tmp_workspace.root, NO_MODEL) as engine:
+        remember(engine, "retries twice", file="pkg/db.py", symbol="connect")
+        assert int(engine.codegraph.stats()["files"]) == 1  # what remember saw, no more
+        assert EngineState.of(tmp_workspace).get(GRAPH_INDEXED) is None
+        args = ImpactArgs(file="pkg/db.py", symbol="connect")  # what `db.py:connect` parses to
+        report = IMPACT.execute(engine, args, Surface.CLI)
+        assert {r.file for r in report.symbol_references} == {"pkg/repo.py", "pkg/one.py"}
+        assert EngineState.of(tmp_workspace).get(GRAPH_INDEXED) is True

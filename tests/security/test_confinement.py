@@ -208,3 +208,20 @@ def test_a_hook_writes_nothing_through_a_linked_log_folder(
     while time.monotonic() < deadline and not any(outside.iterdir()):
         time.sleep(0.1)
     assert list(outside.iterdir()) == []
+
+
+def test_a_team_dir_outside_the_workspace_does_not_stop_the_index(
+    tmp_workspace: Workspace,
+) -> None:
+    """A clone's `.engram/config.toml` naming `[team] dir = "../outside"` made every
+    `engram index` fail at its last step (after the graph and chunks were done), so the
+    repository could keep Engram from ever finishing an index; the folder is refused and
+    named, the rest completes."""
+    root = tmp_workspace.root
+    (root / "app.py").write_text("def main():\n    return 0\n")
+    (root / ".engram").mkdir()
+    (root / ".engram" / "config.toml").write_text('[team]\ndir = "../outside"\n')
+    done = engram(tmp_workspace, "index", "--no-embed", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "team folder not read" in done.stderr and "outside the workspace" in done.stderr
+    assert json.loads(done.stdout)["code"]["files_indexed"] == 1

@@ -72,7 +72,8 @@ class ImpactArgs:
 
 def _impact_check(engine: Engine, a: ImpactArgs, surface: Surface) -> ImpactArgs:
     """On the CLI: ``a:b`` may be a file named so; the file must exist; index if empty."""
-    from engram.app.indexing import index
+    from engram.app.indexing import GRAPH_INDEXED, index
+    from engram.app.state import EngineState
 
     engine.relative(a.file)  # no file, the root, outside: refused before anything runs
     if surface is not CLI:
@@ -85,6 +86,8 @@ def _impact_check(engine: Engine, a: ImpactArgs, surface: Surface) -> ImpactArgs
         raise InvalidInput(f"{a.file} does not exist in {engine.workspace.root}")
     if int(engine.codegraph.stats().get("files", 0)) == 0:
         index(engine)  # impact on a never-indexed workspace would say nothing
+    elif not engine.read_only and not EngineState.of(engine.workspace).get(GRAPH_INDEXED):
+        index(engine, chunks=False)  # only what remember anchored is in it: the whole graph
     return a
 
 

@@ -18,6 +18,7 @@ from engram.app.history_sync import sync_history
 from engram.app.inputs import parse_type
 from engram.app.portability import import_file
 from engram.app.remember import remember_many
+from engram.app.state import EngineState
 from engram.errors import EngramError, InvalidInput
 from engram.lifecycle import stable_memory_id
 from engram.model import Memory, MemoryScope, MemorySource, to_jsonable
@@ -32,6 +33,11 @@ if TYPE_CHECKING:
     from engram.jsontypes import JsonObject
 
 log = logging.getLogger(__name__)
+
+#: ``engine_state.json`` key: a whole graph pass completed here. ``remember --symbol`` (and
+#: the MCP tool) re-index just the file they anchor, so a graph with files in it is not yet
+#: one that knows who references a symbol (``engram impact`` after them said "0 references").
+GRAPH_INDEXED = "graph_indexed"
 
 #: Agent rule files read on ``engram index`` (workspace-relative).
 RULE_FILES = ("CLAUDE.md", "AGENTS.md", ".cursorrules", ".github/copilot-instructions.md")
@@ -123,6 +129,8 @@ def run_index(
     _log_peak_rss(CODE)
     if run.code.interrupted:
         return run
+    if not engine.read_only:  # the whole tree is in the graph now, not only what remember saw
+        EngineState.of(engine.workspace).set(GRAPH_INDEXED, True)
     if options.chunks:
         run.chunks = index_chunks(
             engine, progress=stage(CHUNKS), cancel=cancel, embed=options.embed_chunks
@@ -134,7 +142,10 @@ def run_index(
         run.history = sync_history(engine, progress=stage(HISTORY), cancel=cancel)
         _log_peak_rss(HISTORY)
     if options.team and engine.config.team.auto_sync and not engine.read_only:
-        run.team = sync_team(engine)
+        try:
+            run.team = sync_team(engine)
+        except InvalidInput as exc:  # a repository's team.dir outside it: the rest stands
+            log.warning("team folder not read: %s", exc)
     if options.embed_memories and not engine.read_only:
         run.memories = embed_missing(engine, progress=stage(EMBEDDING))
         _log_peak_rss(EMBEDDING)

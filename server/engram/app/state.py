@@ -1,8 +1,9 @@
 """A small JSON file of engine bookkeeping in ``.engram/engine_state.json``.
 
 It holds what the use cases must remember between runs: the last commit whose renames were
-applied (``history_sync``), the commit the co-access graph was seeded from, and the digest
-of each team file already read (``team``). Written atomically (temp file + rename).
+applied (``history_sync``), the commit the co-access graph was seeded from, the digest
+of each team file already read (``team``) and whether a whole graph pass ever completed
+(``indexing.GRAPH_INDEXED``). Written atomically (temp file + rename).
 """
 
 from __future__ import annotations
