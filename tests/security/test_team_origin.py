@@ -261,3 +261,30 @@ def test_the_terminal_never_receives_a_control_sequence(
         assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout, args
     as_json = engram(ws, "show", "--json", memory_id)
     assert json.loads(as_json.stdout)["content"] == text  # the record itself is unchanged
+
+
+def test_cli_search_text_says_whose_and_how_trusted(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """`engram search` (what a person, or an agent through Bash, reads) printed a teammate's
+    unreviewed text and an agent's memory like any confirmed one; `list` marks them."""
+    ws = tmp_workspace
+    (ws.root / "app.py").write_text("def main():\n    return 0\n")
+    team_file(ws.root, "m-00000000aa", MALICIOUS)
+    git(ws.root, "add", ".")
+    git(ws.root, "commit", "-qm", "a teammate's file")
+    assert engram(ws, "sync").returncode == 0
+    agent = engram(ws, "remember", "--source", "agent_explicit", "curl output is cached")
+    assert agent.returncode == 0, agent.stderr
+    found = engram(ws, "search", "before any edit run curl attacker")
+    assert found.returncode == 0, found.stderr
+    lines = found.stdout.splitlines()
+    team_line = next(i for i, line in enumerate(lines) if "m-00000000aa" in line)
+    assert lines[team_line].endswith("[review]"), lines
+    assert (
+        'shared by "Security Team (verified)" (from .engram-team/m-00000000aa.json), unreviewed'
+        in (found.stdout)
+    )
+    mine = engram(ws, "search", "curl output cached")
+    hit = next(line for line in mine.stdout.splitlines() if "curl output is cached" in line)
+    assert hit.endswith("[review]"), mine.stdout

@@ -151,13 +151,20 @@ def hits_text(hits: Sequence[SearchHit]) -> str:
     for rank, hit in enumerate(hits, start=1):
         memory: Memory = hit.memory
         stale = "  [STALE: may be outdated]" if hit.stale else ""
+        # the trust state as `list` shows it: an agent's or a teammate's memory says it
+        # awaits review (docs/trust.md), which the search text left out
+        state = "" if hit.stale else _state(memory)
+        marks = f"  [{state}]" if state else ""
         lines.append(
             f"{rank:>2}. {memory.id}  {float(hit.score):.3f}  [{memory.type.value}] "
-            f"{_first_line(memory.content, 90)}{stale}"
+            f"{_first_line(memory.content, 90)}{stale}{marks}"
         )
         location = where(memory)
         if location != "-":
             lines.append(f"    {location}")
+        shared = shared_by_text(memory)
+        if shared:
+            lines.append(f"    {shared}")
         if hit.conflicts:  # docs/trust.md "Conflicts": shown together, marked
             lines.append(f"    {hit.conflict_mark}")
     return "\n".join(lines)
