@@ -96,6 +96,17 @@ def test_an_unknown_symbol_names_the_closest(engine: Engine) -> None:
         remember(engine, "nothing", file="core.py", symbol="NoSuchSym")
 
 
+def test_impact_names_the_implementation_not_an_overload_stub(engine: Engine) -> None:
+    """impact resolved the symbol as an anchor does (the implementation) but reported the
+    graph's first definition, a stub, as `symbol_info` (MCP and `--json` show its lines)."""
+    from engram.app.impact import impact
+
+    engine.codegraph.index()
+    report = impact(engine, "core.py", "CliRunner.invoke")
+    assert report.symbol_info is not None
+    assert (report.symbol_info.start_line, report.symbol_info.end_line) == (16, 18)
+
+
 def test_the_implementation_wins_over_overload_stubs(engine: Engine) -> None:
     made = remember(engine, "invoke catches exceptions", file="core.py", symbol="CliRunner.invoke")
     anchor = made.memory.anchors[0]

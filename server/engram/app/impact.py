@@ -33,6 +33,7 @@ def impact(engine: Engine, file: str, symbol: str | None = None) -> ImpactReport
 
     rel = engine.relative(file)
     symbol = validate_symbol(symbol or None)
+    found = None
     if symbol:
         found = resolve_symbol(engine, rel, symbol)
         if found is not None:
@@ -42,6 +43,11 @@ def impact(engine: Engine, file: str, symbol: str | None = None) -> ImpactReport
         engine.codegraph, cochange=history, coaccess=_coaccess_source(engine), ranking=history
     )
     report = analyzer.impact(rel, symbol or None)
+    if found is not None and report.symbol_info is not None:
+        # the definition the anchor rule picked: the graph's lookup returns the first one,
+        # a `typing.overload` stub (`symbol_info` of click's Context.lookup_default said
+        # lines 776-778, the stub, while a memory anchored to it holds 785-805)
+        report.symbol_info = found
     if symbol and report.symbol_references:
         report.ranked_files = rank_by_use(report)
     return report
