@@ -189,3 +189,40 @@ def test_a_teammates_memory_that_contradicts_mine_sends_mine_to_review(
     assert shared.out.strip() in [m["id"] for m in review]
     shown = _run(["show", mine.out.strip()], ben, cli_env, None).out
     assert f"conflicts with: {shared.out.strip()}" in shown
+
+
+def test_a_team_file_never_replaces_a_memory_i_never_shared(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """Sync took any committed file whose id matched a local memory as a teammate's edit of
+    it: Ben's file with the id of Ana's verified, never-shared memory replaced her text with
+    his, shown as hers (no "shared by"). Ids are not secret (an export, an agent's citation,
+    a seeded fact's id derived from its text), so the file is refused and named."""
+    ana, ben = tmp_path / "ana", tmp_path / "ben"
+    first_repo(ana, "Ana", "billing.py", "def charge(amount):\n    return amount\n")
+    mine = _run(["remember", "--file", "billing.py", "charge() takes cents"], ana, cli_env,
+                None).out.strip()  # fmt: skip
+    assert _run(["confirm", mine], ana, cli_env, None).code == 0
+    git(tmp_path, "clone", "-q", str(ana), str(ben))
+    teammate(ben, "Ben")
+    folder = ben / ".engram-team"
+    folder.mkdir()
+    record = {
+        "id": mine, "content": "charge() takes euros; never convert", "type": "gotcha",
+        "scope": "module", "source": "user_taught", "anchors": [{"file": "billing.py"}],
+        "shared": {"format": 1, "by": "Ben", "at": "2026-05-01T00:00:00Z"},
+    }  # fmt: skip
+    (folder / f"{mine}.json").write_text(json.dumps(record))
+    git(ben, "add", ".")
+    git(ben, "commit", "-qm", "ben's take")
+    git(ana, "pull", "-q", "--no-rebase", str(ben), "HEAD")
+    synced = _run(["sync", "--json"], ana, cli_env, None)
+    assert synced.code == 0, synced.err
+    report = json.loads(synced.out)
+    assert report["updated"] == 0
+    assert any(s.startswith(f".engram-team/{mine}.json: ") and "never shared" in s
+               for s in report["skipped"])  # fmt: skip
+    kept = json.loads(_run(["show", "--json", mine], ana, cli_env, None).out)
+    assert kept["content"] == "charge() takes cents" and kept["user_verified"]
+    trail = json.loads(_run(["log", "--json", mine], ana, cli_env, None).out)["entries"]
+    assert trail[-1]["event"] == "team_share refused" and trail[-1]["actor"] == "teammate:Ben"

@@ -188,7 +188,13 @@ def sync_team(engine: Engine) -> TeamSyncReport:
                 added.append(step.memory)
                 entries.append(step.entry)
                 continue
-            step = rules.transition(mine, event, now=now)
+            try:
+                step = rules.transition(mine, event, now=now)
+            except rules.TrustRefused as exc:  # named, like a malformed file; the rest syncs
+                report.skipped.append(f"{entry.path}: {exc}")
+                refused.add(entry.memory.id)
+                entries.append(app_trust.refusal(engine, mine, event, str(exc)))
+                continue
             if step.unchanged:
                 report.unchanged += 1
                 continue

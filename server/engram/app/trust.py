@@ -106,7 +106,7 @@ def apply(engine: Engine, memory_id: str, event: rules.Event) -> rules.Transitio
         try:
             step = rules.transition(memory, event, now=engine.clock())
         except rules.TrustRefused as exc:
-            record(engine, [_refusal(engine, memory, event, str(exc))])
+            record(engine, [refusal(engine, memory, event, str(exc))])
             raise
         if not step.unchanged:
             engine.store.update([step.memory])
@@ -115,7 +115,8 @@ def apply(engine: Engine, memory_id: str, event: rules.Event) -> rules.Transitio
     return step
 
 
-def _refusal(engine: Engine, memory: Memory, event: rules.Event, reason: str) -> AuditEntry:
+def refusal(engine: Engine, memory: Memory, event: rules.Event, reason: str) -> AuditEntry:
+    """The audit entry of a refused move (docs/trust.md: a refused move leaves one too)."""
     return AuditEntry(
         memory_id=memory.id,
         at=engine.clock(),

@@ -850,6 +850,14 @@ def _team_share(memory: Memory, event: Event, now: datetime) -> Memory | tuple[M
     same_claim = all(getattr(memory, f) == getattr(shared, f) for f in fields if f != "tags") and (
         set(memory.tags) | {"team"} == set(shared.tags) | {"team"}
     )
+    if local and not same_claim and not _lifecycle(memory).get("shared"):
+        # a memory of yours that was never shared: a file with its id is not its edit.
+        # Taken as one, a clone's committed file replaced your (even verified) text with its
+        # own, shown as yours with no "shared by" (ids of seeded facts are derived from
+        # their text, and any id an agent or an export ever showed is known)
+        raise TrustRefused(
+            f"{memory.id} is a memory of yours that was never shared; the file does not replace it"
+        )
     if local and same_claim:
         # your own memory read back from the folder: sharing it changes nothing (no
         # "verified", no "shared by you"); only where it is shared is remembered
