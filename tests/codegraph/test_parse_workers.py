@@ -356,7 +356,7 @@ def test_no_worker_starts_the_run_goes_on_in_process(
     report = index(ws, tmp_path / "fallback.sqlite", 2)
     assert report.workers == 0
     assert report.files_indexed > 170
-    assert "parse worker" in caplog.text or how != "no socket"
+    assert "in-process" in caplog.text
     assert digest(tmp_path / "fallback.sqlite") == digest(tmp_path / "straight.sqlite")
 
 

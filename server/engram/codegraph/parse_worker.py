@@ -404,6 +404,10 @@ class ParsePool:
         for position in range(len(tasks)):
             while position not in done:
                 if not self._workers:  # none left: the caller does the rest itself
+                    log.warning(
+                        "no parse worker left (%d started): parsing the rest in-process",
+                        self.started,
+                    )
                     for job in queue:
                         for p in jobs[job]:
                             done.setdefault(p, None)
@@ -469,9 +473,12 @@ class ParsePool:
         held = list(worker.jobs)
         if not worker.ready:  # it died starting (no file's fault): its chunks as they were
             self._start_failures += 1
+            log.warning("a parse worker exited while starting (%s)", how)
             held, begun = [], held
             for job in reversed(begun):
                 self._queue.appendleft(job)
+        elif held:
+            log.warning("a parse worker died (%s): its files are parsed again", how)
         for job in reversed(held[1:]):  # not begun: as they were
             self._queue.appendleft(job)
         if held:
