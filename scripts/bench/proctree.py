@@ -18,7 +18,8 @@ Linux only (``/proc``); elsewhere the sampler reports ``None``.
 As a script it is the wrapper ``scale.py`` runs its measured children under (so that
 ``RUSAGE_CHILDREN`` holds that child alone):
 ``proctree.py run -- CMD ARGS...`` prints the child's stdout, then one JSON line
-``{"code", "seconds", "cpu_seconds", "peak_rss_mb", "tree_peak_rss_mb"}``.
+``{"code", "seconds", "cpu_seconds", "peak_rss_mb", "tree_peak_rss_mb",
+"tree_peak_anon_mb", "tree_at_peak"}`` (the last: each process at the sampled peak).
 """
 
 from __future__ import annotations
@@ -32,8 +33,22 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
-_RSS = re.compile(rb"VmRSS:\s+(\d+) kB")
+_FIELD = re.compile(rb"^(Name|VmRSS|RssAnon|RssFile|RssShmem):\s+(\S+)", re.MULTILINE)
+
+
+class ProcessMemory(NamedTuple):
+    """One process's memory now, in kB: ``rss`` (``VmRSS``) is ``anon`` (its heap and
+    stacks: what it allocated) plus ``file`` (mapped files: libraries, a ``git`` pack) plus
+    shared memory; only ``anon`` is never counted twice across processes (a vforked child
+    that has not exec'd yet reads its parent's, though)."""
+
+    pid: int
+    name: str
+    rss: int
+    anon: int
+    file: int
 
 
 def _children_map() -> dict[int, list[int]]:
@@ -53,23 +68,38 @@ def _children_map() -> dict[int, list[int]]:
     return children
 
 
-def tree_rss_kb(root: int) -> int | None:
-    """Summed ``VmRSS`` of ``root`` and its descendants now, in kB (``None``: no /proc)."""
+def tree_memory(root: int) -> list[ProcessMemory] | None:
+    """The memory of ``root`` and of each of its descendants now (``None``: no /proc)."""
     if not os.path.isdir("/proc"):
         return None
     children = _children_map()
-    total = 0
+    found: list[ProcessMemory] = []
     todo = [root]
     while todo:
         pid = todo.pop()
         try:
-            match = _RSS.search(Path(f"/proc/{pid}/status").read_bytes())
+            status = Path(f"/proc/{pid}/status").read_bytes()
         except OSError:
-            match = None
-        if match:
-            total += int(match.group(1))
+            status = b""
+        fields = {k.decode(): v.decode(errors="replace") for k, v in _FIELD.findall(status)}
+        if "VmRSS" in fields:  # a zombie has none
+            found.append(
+                ProcessMemory(
+                    pid,
+                    fields.get("Name", "?"),
+                    int(fields["VmRSS"]),
+                    int(fields.get("RssAnon", 0)),
+                    int(fields.get("RssFile", 0)),
+                )
+            )
         todo.extend(children.get(pid, ()))
-    return total
+    return found
+
+
+def tree_rss_kb(root: int) -> int | None:
+    """Summed ``VmRSS`` of ``root`` and its descendants now, in kB (``None``: no /proc)."""
+    found = tree_memory(root)
+    return None if found is None else sum(m.rss for m in found)
 
 
 class TreeRssSampler:
@@ -79,6 +109,10 @@ class TreeRssSampler:
         self.root = root
         self.interval = interval
         self.peak_kb: int | None = None
+        #: the largest summed anonymous memory (``RssAnon``) seen, in kB
+        self.peak_anon_kb: int | None = None
+        #: each process at the sample with the largest summed ``VmRSS``
+        self.at_peak: list[ProcessMemory] = []
         #: the sampler's own CPU seconds (~1 ms a sample): a bench that samples its own
         #: process subtracts them from what it measures
         self.cpu_seconds = 0.0
@@ -88,10 +122,13 @@ class TreeRssSampler:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                now = tree_rss_kb(self.root)
-                if now is None:
+                found = tree_memory(self.root)
+                if found is None:
                     return
-                self.peak_kb = max(self.peak_kb or 0, now)
+                rss, anon = sum(m.rss for m in found), sum(m.anon for m in found)
+                if rss > (self.peak_kb or 0):
+                    self.peak_kb, self.at_peak = rss, found
+                self.peak_anon_kb = max(self.peak_anon_kb or 0, anon)
                 self._stop.wait(self.interval)
         finally:
             self.cpu_seconds = time.thread_time()
@@ -107,6 +144,18 @@ class TreeRssSampler:
     @property
     def peak_mb(self) -> float | None:
         return None if self.peak_kb is None else round(self.peak_kb / 1024, 1)
+
+    @property
+    def peak_anon_mb(self) -> float | None:
+        return None if self.peak_anon_kb is None else round(self.peak_anon_kb / 1024, 1)
+
+    def peak_detail(self) -> list[dict[str, object]]:
+        """Each process at the ``VmRSS`` peak, largest first, in MB: which one holds what."""
+        return [
+            {"name": m.name, "rss_mb": round(m.rss / 1024, 1), "anon_mb": round(m.anon / 1024, 1),
+             "file_mb": round(m.file / 1024, 1)}
+            for m in sorted(self.at_peak, key=lambda m: -m.rss)
+        ]  # fmt: skip
 
 
 def run(args: list[str]) -> dict[str, object]:
@@ -125,6 +174,8 @@ def run(args: list[str]) -> dict[str, object]:
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
         "tree_peak_rss_mb": sampler.peak_mb,
+        "tree_peak_anon_mb": sampler.peak_anon_mb,
+        "tree_at_peak": sampler.peak_detail(),
     }
 
 
