@@ -30,7 +30,11 @@ p50/p95 in ms; FILE is restored.
 ``--keep-db PATH`` writes the graph to PATH (a new file) and keeps it, so that two trees'
 cold graphs can be compared with ``scripts/bench/graph_digest.py``.
 
+``--workers N`` sets ``index.workers`` for the graph (0: in one process; without it the
+setting's default, one worker per CPU up to 8 for a run of 1,000 files or more).
+
 Usage: scripts/bench/graph_vs_bare.py WORKSPACE [--edit FILE [--edits 40]] [--keep-db PATH]
+[--workers N]
 (run it with ``nice``; the last stdout line is one JSON object)
 """
 
@@ -60,6 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edit", help="a file to re-index after edits, as scale.py does")
     parser.add_argument("--edits", type=int, default=40)
     parser.add_argument("--keep-db", type=Path, help="build the graph here and keep it")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="index.workers for the graph (default: the setting's default; 0: one process)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
@@ -92,7 +101,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.keep_db is not None and args.keep_db.exists():
             parser.error(f"{args.keep_db} exists: the measured index must start from nothing")
         db_path = args.keep_db or Path(scratch) / "graph.sqlite"
-        graph = CodeGraph(Workspace.open(args.workspace), db_path=db_path)
+        config = None
+        if args.workers is not None:  # a tree from before parse workers has no such setting
+            from engram.config import IndexConfig
+
+            config = IndexConfig(workers=args.workers)
+        graph = CodeGraph(Workspace.open(args.workspace), config, db_path=db_path)
         started, children = time.process_time(), children_cpu()
         wall = time.perf_counter()
         with proctree.TreeRssSampler(os.getpid()) as sampler:

@@ -232,6 +232,11 @@ def engram_env() -> dict[str, str]:
     engine process (``ENGRAM_ENGINE=off``, docs/engine.md): the CLI would otherwise hand
     the work to a detached ``engram engine`` whose CPU and RSS its parent never sees."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    # the parse workers of a cold index may be set for a run (A-B pairs: 0 against the
+    # default; docs/codegraph.md, "A cold index on several cores")
+    for name in ("ENGRAM_INDEX__WORKERS", "ENGRAM_INDEX__WORKERS_MIN_FILES"):
+        if name in os.environ:
+            env[name] = os.environ[name]
     env["ENGRAM_INDEX__EMBED_IN_BACKGROUND"] = "false"
     env["ENGRAM_ENGINE"] = "off"
     return env
@@ -309,6 +314,8 @@ def cold_index(workspace: Path, env: dict[str, str]) -> dict[str, Any]:
     code = summary.get("code", {})
     info["graph_seconds"] = code.get("seconds")
     info["graph_cpu_seconds"] = code.get("cpu_seconds")
+    for key in ("workers", "worker_cpu_seconds", "worker_peak_rss_mb"):  # parse workers
+        info[key] = code.get(key)
     info["files_indexed"] = code.get("files_indexed")
     info["bytes_indexed"] = code.get("bytes_indexed")
     info["history"] = summary.get("history")

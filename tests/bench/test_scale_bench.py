@@ -50,6 +50,9 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
          "--memories", "300", "--edits", "4", "--impacts", "10", "--hovers", "5",
          "--embed-seconds", "300", "--embed-sample", "3", "--kill-fraction", "0.2"],
         capture_output=True, text=True, timeout=1150, check=False,
+        # parse workers even for six files: the setting reaches the measured children, and
+        # their CPU is counted in the cold index's
+        env={**os.environ, "ENGRAM_INDEX__WORKERS": "1", "ENGRAM_INDEX__WORKERS_MIN_FILES": "1"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -59,6 +62,7 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     cold = result["cold_index"]
     assert cold["code"] == 0 and cold["files_indexed"] == 6 and cold["peak_rss_mb"] > 0
     assert cold["tree_peak_rss_mb"] > 0  # the whole process tree's, sampled
+    assert cold["workers"] == 1 and cold["graph_cpu_seconds"] > cold["worker_cpu_seconds"] > 0
     assert result["graph_vs_bare"] > 0
     # the index ran in the measured process, not in a detached engine it never sees
     assert cold["cpu_seconds"] >= cold["graph_cpu_seconds"] > 0, cold

@@ -115,6 +115,8 @@ def test_graph_vs_bare_on_a_tiny_tree(tmp_path: Path) -> None:
     assert result["bare_wall_seconds"] >= 0 and result["throughput"] >= 0
     assert result["graph_children_cpu_seconds"] >= 0 and result["graph_tree_peak_rss_mb"] > 0
     assert "append_p95_ms" not in result
+    # parse workers chosen for the run: none for three files unless asked (threshold 1,000)
+    assert result["workers"] == 0
 
     before = (tmp_path / "ws" / "b.py").read_bytes()
     result = run(
