@@ -102,6 +102,7 @@ def test_usage_errors(cli: RunCli, args: list[str], fragments: list[str]) -> Non
         (["context"], None, ["FILE or --query"]),
         (["context", "nope.py"], None, ["does not exist"]),
         (["impact", ""], None, ["no file given"]),
+        (["context", "--query", "q", "--symbol", "f"], None, ["--symbol needs a FILE"]),
         (["impact", "."], None, [". is the workspace itself"]),
         (["context", "--query", "q", "--phase", "lunch"], None, ["unknown phase"]),
         (["import", "missing.json"], None, ["does not exist"]),

@@ -96,6 +96,20 @@ def test_an_unknown_symbol_names_the_closest(engine: Engine) -> None:
         remember(engine, "nothing", file="core.py", symbol="NoSuchSym")
 
 
+def test_context_refuses_a_symbol_the_file_does_not_define(engine: Engine) -> None:
+    """`engram context core.py --symbol type_cast_valeu` gave the file's pack as if the
+    focus had worked; the symbol is resolved like an anchor's (closest names on a miss)."""
+    from engram.api.declare import Surface
+    from engram.api.memories import CONTEXT
+
+    for surface in (Surface.CLI, Surface.MCP):
+        bad = CONTEXT.parse({"file": "core.py", "symbol": "type_cast_valeu"}, surface)
+        with pytest.raises(InvalidInput, match=r"no symbol 'type_cast_valeu' in core\.py"):
+            CONTEXT.execute(engine, bad, surface)
+    good = CONTEXT.parse({"file": "core.py", "symbol": "type_cast_value"}, Surface.MCP)
+    assert CONTEXT.execute(engine, good, Surface.MCP).text is not None
+
+
 def test_impact_names_the_implementation_not_an_overload_stub(engine: Engine) -> None:
     """impact resolved the symbol as an anchor does (the implementation) but reported the
     graph's first definition, a stub, as `symbol_info` (MCP and `--json` show its lines)."""

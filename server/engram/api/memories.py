@@ -535,6 +535,16 @@ def _context_check(engine: Engine, a: ContextArgs, surface: Surface) -> ContextA
     # that is not there gets the same one line (issue 16)
     if surface in (CLI, MCP) and a.file and not engine.workspace.resolve(a.file).exists():
         raise InvalidInput(f"{a.file} does not exist in {engine.workspace.root}")
+    if surface in (CLI, MCP) and a.symbol:
+        # named like an anchor or impact's symbol (docs/trust.md "Anchors"): a misspelt one
+        # was taken silently and the pack was the file's, as if the focus had worked
+        from engram.app.anchors import resolve_symbol
+
+        if not a.file:
+            raise InvalidInput("--symbol needs a FILE" if surface is CLI else "symbol needs a file")
+        found = resolve_symbol(engine, engine.relative(a.file), a.symbol)
+        if found is not None:
+            a = attrs.evolve(a, symbol=found.qualname)
     return a
 
 
