@@ -137,6 +137,7 @@ def test_a_memory_i_flagged_or_forgot_is_never_shared(
     by_id = _run(["share", ids["flagged"]], tmp_path, cli_env, None)
     assert by_id.code == 1
     assert f"not shared {ids['flagged']}: it is flagged" in by_id.err
+    assert by_id.out.strip() == "nothing shared: 1 memory refused (the reasons are above)"
     assert sorted(p.name for p in (tmp_path / ".engram-team").iterdir()) == [f"{ids['kept']}.json"]
 
 

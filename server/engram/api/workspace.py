@@ -373,11 +373,19 @@ def _share(engine: Engine, a: ShareArgs) -> ShareReport:
     return share(engine, a.ids, commit=a.commit)
 
 
+def _memories(count: int) -> str:
+    return f"{count} memory" if count == 1 else f"{count} memories"
+
+
 def _share_text(report: ShareReport) -> str:
     if report.written:
-        return f"shared {len(report.written)} memories in {report.folder}/"
+        return f"shared {_memories(len(report.written))} in {report.folder}/"
     if report.unchanged:
-        return f"nothing new to share: {len(report.unchanged)} memories already in {report.folder}/"
+        return (
+            f"nothing new to share: {_memories(len(report.unchanged))} already in {report.folder}/"
+        )
+    if report.refused:  # ids were given: the hint below ("share it by id") would be wrong
+        return f"nothing shared: {_memories(len(report.refused))} refused (the reasons are above)"
     return "nothing to share: confirm a memory first (engram confirm ID), or share it by id"
 
 
