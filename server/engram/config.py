@@ -478,6 +478,24 @@ def workspace_settings_trust(
     return assess(workspace.root, gated, ignored, sources, store)
 
 
+def held_back(trust: SettingsTrust) -> list[str]:
+    """What of the workspace's settings is not in effect, one line each, for the person.
+
+    Logged where settings are loaded; a command the workspace's engine runs loaded none,
+    so the CLI says these lines for it (``cli.output.open_engine``): the engine's log is
+    not where a person looks (docs/security.md: "every front end says so").
+    """
+    lines = []
+    if trust.ignored:
+        lines.append(
+            f"ignoring {', '.join(trust.ignored)} from the workspace: the LLM key is read "
+            "from $ENGRAM_LLM_API_KEY or your own settings only"
+        )
+    if trust.needs_approval:
+        lines.append(trust.summary())
+    return lines
+
+
 def load_settings(
     workspace: Workspace,
     overrides: Settings | None = None,
@@ -489,14 +507,8 @@ def load_settings(
     safe, gated, ignored = split_workspace_settings(layer)
     store = approvals or ApprovalStore(user_config_dir(environ))
     trust = assess(workspace.root, gated, ignored, sources, store)
-    if ignored:
-        log.warning(
-            "ignoring %s from the workspace: the LLM key is read from $ENGRAM_LLM_API_KEY "
-            "or your own settings only",
-            ", ".join(ignored),
-        )
-    if trust.needs_approval:
-        log.warning("%s", trust.summary())
+    for line in held_back(trust):
+        log.warning("%s", line)
     workspace_layer = merge_settings(safe, gated) if trust.applies else safe
     user_layer = _read_toml(user_config_dir(environ) / "config.toml")
     config = config_from_dict(

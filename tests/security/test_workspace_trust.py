@@ -217,3 +217,30 @@ async def test_language_server_warns_and_does_not_run_the_plugin(
         await asyncio.sleep(4)  # the issue saw the plugin run within 4 s of didOpen
     assert not marker(hostile_repo).exists()
     assert recorder.requests == []
+
+
+def test_a_command_the_engine_runs_says_what_was_held_back(hostile_repo: Workspace) -> None:
+    """Every other test here runs the CLI in-process (the suite sets ENGRAM_ENGINE=off); by
+    default a command runs in the workspace's engine, which loaded the settings once, into
+    its own log, so `engram search` / `remember` said nothing of the plugin and endpoint
+    that were held back (docs/security.md: every front end says so)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ENGRAM_ENGINE": "auto", "ENGRAM_EMBED__MODEL": "none"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "engram", *args, "--verbose"], cwd=hostile_repo.root,
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    for args in (("remember", "login() returns the user"), ("search", "login user")):
+        done = run(*args)
+        assert done.returncode == 0, done.stderr
+        assert "ran in the engine" in done.stderr, done.stderr  # the path this test is about
+        assert "tools/x.py" in done.stderr and "engram trust" in done.stderr, done.stderr
+        assert "ignoring llm.api_key_env from the workspace" in done.stderr, done.stderr
+    assert not marker(hostile_repo).exists()
+    run("stop")

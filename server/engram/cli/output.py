@@ -47,6 +47,12 @@ def open_engine(
         wanted = workspace_arg(args)
         if wanted is not None and Path(wanted).expanduser().resolve() != lent.workspace.root:
             raise EngramError(f"this engine serves {lent.workspace.root}, not {wanted}")
+        from engram.config import held_back
+
+        # loading settings in-process logs these on stderr; the engine loaded them at its
+        # start, into its own log, and the command said nothing of a held-back plugin
+        for line in held_back(lent.settings_trust):
+            note(f"WARNING: {line}")
         return nullcontext(lent)
     return Engine.open(workspace_arg(args), overrides, read_only=read_only)
 
