@@ -386,3 +386,42 @@ def test_head_commit_follows_every_way_head_moves(
     assert history.head_commit() == second
     git(repo.root, "checkout", "-q", "main")
     assert history.head_commit() == second
+
+
+@pytest.mark.parametrize("dates", ["distinct", "tied"])
+def test_a_history_over_max_commits_mines_its_newest_commits_only(
+    repo: RepoBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dates: str
+) -> None:
+    """A history longer than ``max_commits`` is mined from the ``max_commits``-th newest
+    commit on, oldest first: the window is bounded by that commit's time (``--since``) so
+    git does not sort the whole history (docs/history.md, "Mining"), and commit times
+    that tie at the window's edge neither widen nor narrow it."""
+    import shutil
+
+    for n in range(25):
+        second = n if dates == "distinct" else 0
+        monkeypatch.setenv("GIT_COMMITTER_DATE", f"2024-02-01T00:00:{second:02d}+00:00")
+        repo.touch(f"f{n}.py", "shared.py")
+    real_git = shutil.which("git")
+    assert real_git is not None
+    (tmp_path / "bin").mkdir()
+    calls = tmp_path / "calls.txt"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {real_git} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    history = open_history(repo.root, max_commits=10)
+    report = history.mine()
+    assert report.new_commits == 10 and report.commits == 10
+    said = calls.read_text().splitlines()
+    # counted no further than one past the limit; the mining log bounded by a time
+    assert any("rev-list --count --no-merges --max-count=11" in line for line in said), said
+    mining = [line for line in said if "--name-status" in line]
+    assert len(mining) == 1 and "--since=@" in mining[0] and "--max-count=10" in mining[0]
+    assert [history.commit_count(f"f{n}.py") for n in range(25)] == [0] * 15 + [1] * 10
+    assert history.commit_count("shared.py") == 10
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2024-02-01T00:01:00+00:00")
+    repo.touch("f25.py")
+    again = history.mine()  # the next run mines what came after, whatever the window was
+    assert again.new_commits == 1 and again.commits == 11
+    assert history.commit_count("f25.py") == 1
