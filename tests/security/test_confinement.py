@@ -157,6 +157,10 @@ def test_links_in_engram_dir_that_point_out_are_never_written_through(
         assert ".engram/report.html is a link to" in line and "outside the workspace" in line
     assert bashrc.read_text() == "export PATH=$HOME/bin:$PATH\n"
     assert not (outside / ".gitignore").exists()
+    doctor = engram(tmp_workspace, "doctor", "--json")
+    assert doctor.returncode == 1  # something blocks Engram: it says what
+    check = next(c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "confinement")
+    assert ".engram/report.html" in check["detail"] and check["level"] == "error"
 
 
 def test_engram_dir_links(tmp_path: Path) -> None:

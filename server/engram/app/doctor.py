@@ -207,7 +207,17 @@ def _settings_trust_check(engine: Engine) -> DoctorCheck:
 def _confinement_check(engine: Engine) -> DoctorCheck:
     """Links in the workspace that point outside it: never read, named here."""
     from engram.codegraph.walk import iter_workspace_files
+    from engram.workspace import links_out_of_engram_dir
 
+    written = links_out_of_engram_dir(engine.workspace.root)
+    if written:  # Engram's own folder: every writer refuses it until the link is gone
+        return DoctorCheck(
+            "confinement",
+            False,
+            f"{', '.join(written[:5])} in Engram's folder point outside the workspace: nothing "
+            "is written through them, so Engram cannot write its files here; delete them",
+            "error",
+        )
     outside: list[str] = []
     for _ in iter_workspace_files(engine.workspace.root, engine.config.index.exclude, outside):
         pass
