@@ -322,25 +322,34 @@ def merge_settings(*layers: Settings) -> Settings:
     return merged
 
 
-def _read_toml(path: Path) -> Settings:
+def _warn(notes: list[str] | None, line: str) -> None:
+    """A settings problem: kept in ``notes`` when the caller collects them (``load_settings``
+    says them once, in-process and through the engine), else logged here."""
+    if notes is None:
+        log.warning("%s", line)
+    else:
+        notes.append(line)
+
+
+def _read_toml(path: Path, notes: list[str] | None = None) -> Settings:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
     except FileNotFoundError:
         return {}
     except (tomllib.TOMLDecodeError, OSError) as exc:
-        log.warning("ignoring %s: %s", path, exc)
+        _warn(notes, f"ignoring {path}: {exc}")
         return {}
 
 
-def _read_workspace_toml(workspace: Workspace, rel: str) -> Settings:
+def _read_workspace_toml(workspace: Workspace, rel: str, notes: list[str] | None) -> Settings:
     """A settings file of the workspace, confined (a link pointing outside is not read)."""
     try:
         path = workspace.resolve(rel)
     except WorkspaceError as exc:
-        log.warning("ignoring %s: %s", rel, exc)
+        _warn(notes, f"ignoring {rel}: {exc}")
         return {}
-    return _read_toml(path)
+    return _read_toml(path, notes)
 
 
 def _converter() -> cattrs.Converter:
@@ -410,7 +419,7 @@ def config_from_dict(raw: Settings) -> EngramConfig:
 _CONNECTION_KEYS = ("uri", "endpoint", "allow_http", "region")
 
 
-def _without_connections(layer: Settings, where: str) -> Settings:
+def _without_connections(layer: Settings, where: str, notes: list[str] | None) -> Settings:
     """A repository's settings minus anything that would make Engram connect somewhere.
 
     A cloned repository is untrusted input: a ``store.uri`` of ``s3://…`` (or an endpoint)
@@ -426,11 +435,10 @@ def _without_connections(layer: Settings, where: str) -> Settings:
     found = [k for k in _CONNECTION_KEYS if k in store and (k != "uri" or store[k])]
     if not found:
         return layer
-    log.warning(
-        "ignoring store.%s in %s: a shared store is set by you (ENGRAM_STORE__URI or editor "
-        "settings), not by a repository (docs/team.md)",
-        "/".join(found),
-        where,
+    _warn(
+        notes,
+        f"ignoring store.{'/'.join(found)} in {where}: a shared store is set by you "
+        "(ENGRAM_STORE__URI or editor settings), not by a repository (docs/team.md)",
     )
     return {**layer, "store": {k: v for k, v in store.items() if k not in _CONNECTION_KEYS}}
 
@@ -443,12 +451,20 @@ class LoadedConfig:
     trust: SettingsTrust
 
 
-def read_workspace_settings(workspace: Workspace) -> tuple[Settings, list[str]]:
-    """The settings the repository carries (normalised, merged) and the files they came from."""
-    tool = _table(_read_workspace_toml(workspace, "pyproject.toml").get("tool"))
-    pyproject = _without_connections(_table(tool.get("engram")), "pyproject.toml")
+def read_workspace_settings(
+    workspace: Workspace, notes: list[str] | None = None
+) -> tuple[Settings, list[str]]:
+    """The settings the repository carries (normalised, merged) and the files they came from.
+
+    ``notes``: collects what was ignored (an unreadable file, a connection setting) instead
+    of logging it.
+    """
+    tool = _table(_read_workspace_toml(workspace, "pyproject.toml", notes).get("tool"))
+    pyproject = _without_connections(_table(tool.get("engram")), "pyproject.toml", notes)
     local = _without_connections(
-        _read_workspace_toml(workspace, ".engram/config.toml"), ".engram/config.toml"
+        _read_workspace_toml(workspace, ".engram/config.toml", notes),
+        ".engram/config.toml",
+        notes,
     )
     sources = [
         name
@@ -485,7 +501,7 @@ def held_back(trust: SettingsTrust) -> list[str]:
     so the CLI says these lines for it (``cli.output.open_engine``): the engine's log is
     not where a person looks (docs/security.md: "every front end says so").
     """
-    lines = []
+    lines = list(trust.notes)
     if trust.ignored:
         lines.append(
             f"ignoring {', '.join(trust.ignored)} from the workspace: the LLM key is read "
@@ -503,14 +519,15 @@ def load_settings(
     approvals: ApprovalStore | None = None,
 ) -> LoadedConfig:
     """Merge every layer; the workspace's gated settings only when the user approved them."""
-    layer, sources = read_workspace_settings(workspace)
+    notes: list[str] = []
+    layer, sources = read_workspace_settings(workspace, notes)
     safe, gated, ignored = split_workspace_settings(layer)
     store = approvals or ApprovalStore(user_config_dir(environ))
-    trust = assess(workspace.root, gated, ignored, sources, store)
+    user_layer = _read_toml(user_config_dir(environ) / "config.toml", notes)
+    trust = attrs.evolve(assess(workspace.root, gated, ignored, sources, store), notes=tuple(notes))
     for line in held_back(trust):
         log.warning("%s", line)
     workspace_layer = merge_settings(safe, gated) if trust.applies else safe
-    user_layer = _read_toml(user_config_dir(environ) / "config.toml")
     config = config_from_dict(
         merge_settings(user_layer, workspace_layer, env_overrides(environ), overrides or {})
     )

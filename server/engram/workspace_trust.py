@@ -75,6 +75,9 @@ class SettingsTrust:
     ignored: tuple[str, ...] = ()
     #: the files the settings were read from, workspace-relative
     sources: tuple[str, ...] = ()
+    #: settings that were not taken, one line each (an unreadable file, a repository's
+    #: ``store.uri``): said with the trust lines by ``config.held_back``
+    notes: tuple[str, ...] = ()
 
     @property
     def applies(self) -> bool:

@@ -244,3 +244,29 @@ def test_a_command_the_engine_runs_says_what_was_held_back(hostile_repo: Workspa
         assert "ignoring llm.api_key_env from the workspace" in done.stderr, done.stderr
     assert not marker(hostile_repo).exists()
     run("stop")
+
+
+def test_the_engine_path_names_settings_it_did_not_take(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """A repository's `store.uri` (never taken from a repository) and a settings file that
+    does not parse were said only in the engine's log when the command ran there."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_workspace.root
+    (root / "pyproject.toml").write_text('[tool.engram.store]\nuri = "s3://evil/bucket"\n')
+    (root / ".engram").mkdir()
+    (root / ".engram" / "config.toml").write_text("[retrieval\n")
+    env = {**os.environ, "ENGRAM_ENGINE": "auto", "ENGRAM_EMBED__MODEL": "none"}
+    for attempt in range(2):  # the first starts the engine, the second finds it warm
+        done = subprocess.run(
+            [sys.executable, "-m", "engram", "search", "anything", "--verbose"], cwd=root,
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "ran in the engine" in done.stderr, done.stderr
+        assert "ignoring store.uri in pyproject.toml" in done.stderr, (attempt, done.stderr)
+        assert ".engram/config.toml: Expected ']'" in done.stderr, (attempt, done.stderr)
+    subprocess.run([sys.executable, "-m", "engram", "stop"], cwd=root, env=env, timeout=60)
