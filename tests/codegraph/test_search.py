@@ -138,6 +138,10 @@ def test_search_without_embedder_is_keyword_only(make_graph) -> None:  # type: i
     assert search.search("parse header")[0].name == "parse_header"
     assert search.search("parse header", mode="dense") == []
     assert search.search("   ") == []
+    # keyword-only, a query no chunk matches is no hit at all (it listed every chunk at
+    # score 0.000, hybrid being the default mode)
+    assert search.search("levenshtein distance") == []
+    assert all(hit.score > 0 for hit in search.search("parse header", k=50))
     search.close()
 
 

@@ -564,11 +564,15 @@ class CodeSearch:
             scores = fuse_scores(keyword, dense, weight, max(CANDIDATES, k))
         if mode == "hybrid" and is_identifier_query(query):
             scores = demote_prose(scores, snapshot.prose, keyword)
+        # keyword scores alone say "no match" (0); fused ones are -inf outside both
+        # retrievers' candidates: neither is a hit (a query matching nothing answered every
+        # chunk at 0.000 when the index had no vectors, e.g. embed.model = "none")
+        keyword_only = mode == "bm25" or dense is None
         order = np.argsort(-scores, kind="stable")[:k]
         hits = []
         for index in order:
             score = float(scores[index])
-            if mode == "bm25" and score <= 0:
+            if not np.isfinite(score) or (keyword_only and score <= 0):
                 break
             file, name, kind, start, end, content = snapshot.rows[int(index)]
             hits.append(CodeHit(file, name, kind, start, end, round(score, 6), _snippet(content)))
