@@ -21,6 +21,18 @@ _RUNTIME = tempfile.mkdtemp(prefix="engram-run-", dir="/tmp" if os.name == "posi
 os.environ["ENGRAM_ENGINE"] = "off"
 os.environ["ENGRAM_RUNTIME_DIR"] = _RUNTIME
 os.environ["ENGRAM_ENGINE_IDLE_SECONDS"] = "20"
+#: what :func:`default_env` keeps of the suite's engine settings
+HOUSEKEEPING = ("ENGRAM_RUNTIME_DIR", "ENGRAM_ENGINE_IDLE_SECONDS")
+
+
+def default_env() -> dict[str, str]:
+    """``os.environ`` without Engram's settings, for a child run the way a user runs it
+    (the workspace engine on, the default), but with the suite's housekeeping: an engine
+    the child starts lives in this session's runtime directory, is stopped with it and
+    exits after 20 s idle. A child given no ``ENGRAM_*`` at all started engines in the
+    user's runtime directory that outlived the test by up to 10 minutes (the new-user
+    walk of 28 Nov counted them beside a CI run)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_") or k in HOUSEKEEPING}
 
 
 def stop_engines(runtime_dir: str | Path) -> list[int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.conftest import default_env
 
 from engram.app import Engine
 from engram.app.remember import remember
@@ -195,11 +196,10 @@ def test_impact_of_an_unknown_symbol_is_an_error(project: Engine) -> None:
 
 def test_cli_impact_leads_with_references_and_refuses_unknown(project: Engine) -> None:
     """Real processes: the text output starts with file:line references; exit 1 when unknown."""
-    import os
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env = default_env()
     env["ENGRAM_EMBED__MODEL"] = "none"
     root = project.workspace.root
     project.close()

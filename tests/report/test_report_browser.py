@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import git
+from tests.conftest import default_env, git
 
 from engram.report import CHART_IDS
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def engram(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env = default_env()
     env["ENGRAM_EMBED__MODEL"] = "none"
     proc = subprocess.run([str(ENGRAM), *args], cwd=ws, env=env, capture_output=True,
                           text=True, timeout=240, check=False)  # fmt: skip

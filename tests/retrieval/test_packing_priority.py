@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.conftest import default_env
 
 from engram.app import Engine
 from engram.app.recall import context
@@ -152,11 +153,10 @@ def test_three_critical_items_of_a_symbol_get_their_text_first(click_repo: Path)
 
 def test_cli_text_is_what_the_budget_counts(go_repo: Path) -> None:
     """The CLI writes the pack's text as it is: the count is taken on that output."""
-    import os
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env = default_env()
     env["ENGRAM_EMBED__MODEL"] = "none"
     for budget in ("100", "200"):
         done = subprocess.run(

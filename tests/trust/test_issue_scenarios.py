@@ -18,6 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cli.conftest import Run, _run
+from tests.conftest import default_env
 
 from engram.app import Engine
 from engram.app.recall import context, search
@@ -48,9 +49,8 @@ def repo(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    import os
 
-    out = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    out = default_env()
     out["ENGRAM_EMBED__MODEL"] = "none"
     out["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # no user setting trusts the team
     return out
