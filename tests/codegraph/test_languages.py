@@ -105,6 +105,46 @@ def test_go_packages_resolve_through_go_mod(make_graph) -> None:  # type: ignore
     assert ("main.go", "calls", 6) in refs
 
 
+GO_METHODS = (
+    "package cmd\n"
+    "type Command struct{}\n"
+    "type Other struct{}\n"
+    "type Stack[T any] struct{ items []T }\n"
+    "func (c *Command) Execute() error { return nil }\n"
+    "func (o Other) Execute() {}\n"
+    "func (s *Stack[T]) Push(v T) { s.items = append(s.items, v) }\n"
+    "func (Stack[T]) Len() int { return 0 }\n"
+    "func Execute() {}\n"
+)
+
+
+def test_go_methods_are_named_by_their_receiver_type(make_graph) -> None:  # type: ignore[no-untyped-def]
+    """A Go method is declared at top level; its receiver's type (no ``*``, no type
+    parameters) names it as nesting names a Python or Rust method: ``Command.Execute``."""
+    graph = make_graph(
+        {
+            "cmd/command.go": GO_METHODS,
+            "cmd/run.go": "package cmd\nfunc run(c *Command) { c.Execute() }\n",
+        }
+    )
+    symbols = {
+        (s.qualname, s.name, s.kind, s.start_line) for s in graph.symbols_in("cmd/command.go")
+    }
+    assert {
+        ("Command.Execute", "Execute", "method", 5),
+        ("Other.Execute", "Execute", "method", 6),
+        ("Stack.Push", "Push", "method", 7),
+        ("Stack.Len", "Len", "method", 8),
+        ("Execute", "Execute", "function", 9),
+    } <= symbols
+    other = graph.find_symbol("cmd/command.go", "Other.Execute")
+    assert other is not None and other.start_line == 6
+    # references are still found by the method's own name
+    assert ("cmd/run.go", "calls", 2) in graph.symbol_dependents(
+        "cmd/command.go", "Command.Execute"
+    )
+
+
 def test_rust_modules(make_graph) -> None:  # type: ignore[no-untyped-def]
     graph = make_graph(
         {

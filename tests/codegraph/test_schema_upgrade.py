@@ -28,6 +28,10 @@ FILES: dict[str, str | bytes] = {
     "js/util.js": "export function f() { return 1 }\n",
     "js/util.test.ts": "import { f } from './util'\n",
 }
+GO_FILE = (
+    "package cmd\ntype Command struct{}\ntype Other struct{}\n"
+    "func (c *Command) Execute() error { return nil }\nfunc (o Other) Execute() {}\n"
+)
 
 
 def _indexed(root: Path) -> CodeGraph:
@@ -253,3 +257,35 @@ def test_tables_without_a_recorded_schema_are_upgraded(tmp_path: Path) -> None:
         assert reopened.paths_with_basename("test_db.py") == ["tests/test_db.py"]
     finally:
         reopened.close()
+
+
+def test_a_graph_from_an_older_extractor_re_parses_its_go_files_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Extractor 2 names a Go method ``Type.Method``. A graph written before (plain
+    ``Method``, no recorded extractor) would keep those rows until each file changed, so
+    ``Command.Execute`` would resolve in one file and not the next: opening it makes the
+    next index re-parse its Go files, and only those."""
+    root = tmp_path / "ws"
+    write_tree(root, {**FILES, "cmd/command.go": GO_FILE})
+    graph = CodeGraph(Workspace.open(root))
+    graph.index()
+    db = graph.db_path
+    graph.close()
+    conn = sqlite3.connect(db)  # what extractor 1 wrote
+    conn.execute("UPDATE nodes SET qualname=name WHERE kind='method'")
+    conn.execute("DELETE FROM meta WHERE key='extractor'")
+    conn.commit()
+    conn.close()
+
+    with caplog.at_level(logging.WARNING, logger="engram.codegraph.graph"):
+        reopened = CodeGraph(Workspace.open(root))
+        try:
+            report = reopened.index()
+            assert report.files_indexed == 1 and report.files_unchanged == len(FILES)
+            names = {s.qualname for s in reopened.symbols_in("cmd/command.go")}
+            assert {"Command.Execute", "Other.Execute"} <= names
+            assert reopened.index().files_indexed == 0  # once
+        finally:
+            reopened.close()
+    assert any("re-parses 1 files" in r.getMessage() for r in caplog.records)

@@ -260,3 +260,97 @@ def test_cli_impact_after_a_remember_in_a_fresh_clone_sees_the_whole_graph(
         report = IMPACT.execute(engine, args, Surface.CLI)
         assert {r.file for r in report.symbol_references} == {"pkg/repo.py", "pkg/one.py"}
         assert EngineState.of(tmp_workspace).get(GRAPH_INDEXED) is True
+
+
+# ------------------------------------------------------------------ Go methods: Type.Method
+
+GO_COMMAND = """package cmd
+
+type Command struct{ name string }
+
+type Other struct{}
+
+type Stack[T any] struct{ items []T }
+
+func (c *Command) Execute() error {
+	return nil
+}
+
+func (o Other) Execute() {
+}
+
+func (s *Stack[T]) Push(v T) {
+	s.items = append(s.items, v)
+}
+"""
+GO_RUN = "package cmd\n\nfunc run(c *Command) error {\n\treturn c.Execute()\n}\n"
+
+
+@pytest.fixture
+def go_project(tmp_workspace: Workspace) -> Engine:
+    """cobra's shape (found by a new user: ``--symbol Command.Execute`` was refused)."""
+    root = tmp_workspace.root
+    (root / "go.mod").write_text("module example.com/tool\n\ngo 1.22\n")
+    (root / "command.go").write_text(GO_COMMAND)
+    (root / "run.go").write_text(GO_RUN)
+    with Engine.open(root, NO_MODEL) as opened:
+        opened.codegraph.index()
+        yield opened
+
+
+def test_a_go_method_is_anchored_by_its_receiver_type(go_project: Engine) -> None:
+    made = remember(
+        go_project, "Execute runs the tree", file="command.go", symbol="Command.Execute"
+    )
+    anchor = made.memory.anchors[0]
+    assert anchor.symbol == "Command.Execute"
+    assert (anchor.start_line, anchor.end_line) == (8, 10)  # 0-based: lines 9-11
+    other = remember(go_project, "a value receiver", file="command.go", symbol="Other.Execute")
+    assert other.memory.anchors[0].start_line == 12
+    generic = remember(
+        go_project, "type parameters dropped", file="command.go", symbol="Stack.Push"
+    )
+    assert generic.memory.anchors[0].start_line == 15
+    alone = remember(go_project, "one Push", file="command.go", symbol="Push")
+    assert alone.memory.anchors[0].start_line == 15  # the name alone: the one method
+
+
+def test_a_go_method_name_alone_is_ambiguous_between_receivers(go_project: Engine) -> None:
+    with pytest.raises(InvalidInput, match=r"'Execute' is ambiguous in command\.go") as e:
+        remember(go_project, "which one", file="command.go", symbol="Execute")
+    assert "Command.Execute (line 9), Other.Execute (line 13)" in str(e.value)
+    with pytest.raises(InvalidInput, match=r"no symbol 'Command\.Excute'") as typo:
+        remember(go_project, "a typo", file="command.go", symbol="Command.Excute")
+    assert "Command.Execute (line 9)" in str(typo.value).split("closest: ")[1]
+
+
+def test_context_focuses_a_go_method_by_its_receiver_type(go_project: Engine) -> None:
+    from engram.api.declare import Surface
+    from engram.api.memories import CONTEXT
+
+    remember(go_project, "Execute runs the tree", file="command.go", symbol="Command.Execute")
+    args = CONTEXT.parse({"file": "command.go", "symbol": "Command.Execute"}, Surface.MCP)
+    text = CONTEXT.execute(go_project, args, Surface.MCP).text
+    assert text is not None and "Execute runs the tree" in text
+
+
+def test_impact_of_a_go_method_leads_with_its_references(go_project: Engine) -> None:
+    """`engram impact command.go:Command.Execute`, in a real process."""
+    import subprocess
+    import sys
+
+    env = default_env()
+    env["ENGRAM_EMBED__MODEL"] = "none"
+    root = go_project.workspace.root
+    go_project.close()
+    shown = subprocess.run(
+        [sys.executable, "-m", "engram", "impact", "command.go:Command.Execute"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[:2] == ["references to Command.Execute (1):", "  run.go:4  calls"], shown.stdout

@@ -204,6 +204,8 @@ def extract(loaded: LoadedLanguage, tree: Tree) -> FileFacts:
 def _collect_definitions(matches: Matches, facts: FileFacts) -> None:
     seen: dict[tuple[int, int], Definition] = {}
     exported: set[str] = set()
+    # a Go method is declared at top level; its receiver's type names it (``Type.Method``)
+    receivers: dict[int, str] = {}
     for _, caps in matches.get("definitions", []):
         for cap_name, nodes in caps.items():
             if cap_name == "export.name":
@@ -226,6 +228,9 @@ def _collect_definitions(matches: Matches, facts: FileFacts) -> None:
             start_byte=node.start_byte,
             end_byte=node.end_byte,
         )
+        receiver = caps.get("receiver")
+        if receiver:
+            receivers[node.start_byte] = _text(receiver[0])
     ordered = sorted(seen.values(), key=lambda d: (d.start_byte, -d.end_byte))
     stack: list[int] = []
     for index, definition in enumerate(ordered):
@@ -239,7 +244,10 @@ def _collect_definitions(matches: Matches, facts: FileFacts) -> None:
                 definition.kind = "method"
             definition.qualname = f"{parent.qualname}.{definition.name}"
         else:
-            definition.qualname = definition.name
+            receiver_type = receivers.get(definition.start_byte)
+            definition.qualname = (
+                f"{receiver_type}.{definition.name}" if receiver_type else definition.name
+            )
             definition.exported = definition.name in exported
         stack.append(index)
     facts.definitions = ordered

@@ -71,6 +71,14 @@ log = logging.getLogger(__name__)
 #: ``nodes_name``; 4: ``edges_dst`` for resolved targets only, ``edges_unresolved`` by name
 #: (what a cold index builds cheaper; each upgraded in place)
 SCHEMA_VERSION = 4
+#: What extraction gives a file, stored beside the schema. An index re-parses only changed
+#: files, so a graph whose rows an older extractor wrote would stay mixed: opening it forgets
+#: the stored hashes of the languages whose output changed since, and the next index
+#: re-parses those files once. 2: a Go method is named by its receiver's type,
+#: ``Command.Execute`` (was ``Execute``).
+EXTRACTOR_VERSION = 2
+#: version -> the languages whose extraction it changed
+EXTRACTOR_CHANGES: dict[int, tuple[str, ...]] = {2: ("go",)}
 MAX_DEPTH = 3
 #: Files whose dependents :meth:`CodeGraph.dependents` remembers (per graph version).
 DEPENDENTS_CACHED = 16
@@ -670,13 +678,14 @@ class CodeGraph:
             Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
 
     @staticmethod
-    def _stored_schema(conn: sqlite3.Connection) -> tuple[bool, int]:
-        """``(present, version)`` of the stored schema; version -1 when unreadable."""
+    def _stored_schema(conn: sqlite3.Connection, key: str = "schema") -> tuple[bool, int]:
+        """``(present, version)`` of the stored schema (or of ``key``'s version, e.g. the
+        extractor's); version -1 when unreadable."""
         has_meta = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
         ).fetchone()
         row = (
-            conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
             if has_meta
             else None
         )
@@ -687,6 +696,40 @@ class CodeGraph:
         except (TypeError, ValueError):
             return True, -1
 
+    def _forget_old_extraction(self, conn: sqlite3.Connection) -> None:
+        """Make the next index re-parse the files an older extractor wrote differently.
+
+        A graph from before the version was recorded holds version 1 rows; one from a newer
+        Engram (or unreadable) has all its files re-parsed. Their hash and mtime are
+        cleared, so the unchanged check cannot skip them; their rows stay readable until
+        then. Runs in :meth:`_prepare_schema`'s transaction, after the schema upgrade.
+        """
+        present, stored = self._stored_schema(conn, "extractor")
+        if present and stored == EXTRACTOR_VERSION:
+            return
+        if not present:
+            stored = 1
+        if 1 <= stored < EXTRACTOR_VERSION:
+            languages = sorted(
+                {lang for v in range(stored + 1, EXTRACTOR_VERSION + 1)
+                 for lang in EXTRACTOR_CHANGES.get(v, ())}
+            )  # fmt: skip
+            marks = ",".join("?" * len(languages))
+            cleared = conn.execute(
+                f"UPDATE files SET hash=NULL, mtime_ns=NULL WHERE language IN ({marks})",
+                languages,
+            ).rowcount
+        else:
+            cleared = conn.execute("UPDATE files SET hash=NULL, mtime_ns=NULL").rowcount
+        if cleared:
+            log.warning(
+                "code graph %s: extractor %s -> %d: the next index re-parses %d files",
+                self.db_path,
+                stored if stored >= 0 else "unreadable",
+                EXTRACTOR_VERSION,
+                cleared,
+            )
+
     def _prepare_schema(self, conn: sqlite3.Connection) -> bool:
         """Create or upgrade the schema; False when the file must be rebuilt instead.
 
@@ -695,9 +738,12 @@ class CodeGraph:
         1) get the closure's rows copied into its version 3 table (:meth:`_upgrade_closure`)
         and lose the unread ``nodes_name`` index; version 3 graphs (and older) get the
         edge target indexes of version 4. A graph written by a newer Engram (or with an
-        unreadable version) is rebuilt, with a log line saying so.
+        unreadable version) is rebuilt, with a log line saying so. Files whose rows an
+        older extractor wrote are re-parsed by the next index (:meth:`_forget_old_extraction`).
         """
-        if self._stored_schema(conn) == (True, SCHEMA_VERSION):
+        if self._stored_schema(conn) == (True, SCHEMA_VERSION) and self._stored_schema(
+            conn, "extractor"
+        ) == (True, EXTRACTOR_VERSION):
             return True  # the usual case: no write, so no wait behind a running index
         conn.execute("BEGIN IMMEDIATE")  # one process upgrades; the others wait and see it
         try:
@@ -750,6 +796,10 @@ class CodeGraph:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            self._forget_old_extraction(conn)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('extractor', ?)", (str(EXTRACTOR_VERSION),)
+            )
             conn.commit()
         except BaseException:
             if conn.in_transaction:
