@@ -255,12 +255,19 @@ def test_the_terminal_never_receives_a_control_sequence(
     remembered = engram(ws, "remember", "--source", "agent_explicit", "-", stdin=text)
     assert remembered.returncode == 0, remembered.stderr
     memory_id = remembered.stdout.strip()
-    for args in (("search", "deploy staging flag"), ("show", memory_id), ("list",)):
+    for args in (
+        ("search", "deploy staging flag"),
+        ("show", memory_id),
+        ("list",),
+        ("export", "--format", "md"),
+    ):
         shown = engram(ws, *args)
         assert shown.returncode == 0 and "deploy script" in shown.stdout, (args, shown.stderr)
         assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout, args
     as_json = engram(ws, "show", "--json", memory_id)
     assert json.loads(as_json.stdout)["content"] == text  # the record itself is unchanged
+    exported = engram(ws, "export", "--format", "json")
+    assert text in [m["content"] for m in json.loads(exported.stdout)["memories"]]
 
 
 def test_cli_search_text_says_whose_and_how_trusted(

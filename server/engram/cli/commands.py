@@ -25,6 +25,7 @@ from engram.cli.output import (
     open_engine,
     progress_bar,
     staged_progress,
+    terminal_text,
     workspace_arg,
 )
 from engram.cli.serve import cmd_serve
@@ -414,6 +415,11 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise InvalidInput(f"directory {target.parent} does not exist")
         target.write_text(text, encoding="utf-8")
         note(f"exported {count} memories to {target}")
+    elif fmt == "md":
+        # Markdown to stdout lands on a terminal like any text output: a stored escape
+        # sequence would act there (clear the screen, write the clipboard). JSON escapes
+        # them itself, and a file keeps the records exact.
+        sys.stdout.write(terminal_text(text))
     else:
         sys.stdout.write(text)
     return 0
