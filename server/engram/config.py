@@ -57,6 +57,16 @@ class EmbedConfig:
     query_threads: int = 1
 
 
+#: Why there are no vectors when ``embed.model = "none"``: said plainly where a person reads
+#: it (``engram index``, ``engram doctor``) with where to change it, because "no embedding
+#: model ()" left a new user guessing whether something broke.
+KEYWORD_ONLY_REASON = (
+    'code and memory search is keyword-only because embed.model is "none" (set [embed] '
+    'model = "default" in ~/.config/engram/config.toml or the repository\'s '
+    ".engram/config.toml, or ENGRAM_EMBED__MODEL)"
+)
+
+
 @attrs.define
 class RetrievalConfig:
     default_k: int = 10

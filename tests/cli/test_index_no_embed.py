@@ -40,3 +40,24 @@ def test_index_no_embed_never_loads_the_model(
     with Engine.open(root, {"embed": {"model": "none"}}) as engine:
         stored = engine.store.list()
     assert any("pytest -x" in m.content for m in stored)
+
+
+def test_index_says_plainly_why_search_is_keyword_only(
+    tmp_workspace: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A new user's walk read "no embedding model ()" after ``engram index``: the last line
+    names the setting and where to change it, and ``--no-embed`` says what it did."""
+    root = tmp_workspace.root
+    (root / "app.py").write_text("def charge(x):\n    return x + 1\n")
+    (root / "CLAUDE.md").write_text("- Always run the tests with pytest -x before pushing.\n")
+    monkeypatch.setenv("ENGRAM_EMBED__MODEL", "none")
+
+    assert main(["index", "--workspace", str(root)]) == 0
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("engram: memories: ") and "()" not in last, last
+    assert 'keyword-only because embed.model is "none"' in last, last
+    assert "~/.config/engram/config.toml" in last and "ENGRAM_EMBED__MODEL" in last, last
+
+    assert main(["index", "--no-embed", "--workspace", str(root)]) == 0
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "not embedded (--no-embed)" in last and "()" not in last, last

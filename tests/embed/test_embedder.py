@@ -168,7 +168,7 @@ def test_local_model_directory_loads(default_embedder: Embedder, model_root: Pat
 @pytest.mark.parametrize(
     ("model", "expected"),
     [
-        ("none", "disabled"),
+        ("none", "keyword-only"),
         ("no-such/model-xyz", "unknown embedding model"),
         ("./not-a-dir/", "does not exist"),
     ],

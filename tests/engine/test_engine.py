@@ -354,7 +354,7 @@ def test_stats_and_doctor(engine: Engine):
     assert checks["store"].ok and "1 memories" in checks["store"].detail
     assert (
         not checks["embedding model"].ok
-        and "embed.model = none" in checks["embedding model"].detail
+        and 'embed.model is "none"' in checks["embedding model"].detail
     )
     assert checks["python"].ok and checks["tree-sitter"].detail.startswith("grammars:")
 

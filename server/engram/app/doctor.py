@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from engram.app.team import team_folder
+from engram.config import KEYWORD_ONLY_REASON
 from engram.errors import EngramError, InvalidInput, one_line
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
             "embedding model",
             embedder is not None,
             engine.embedder_status
-            if embedder is not None
+            if embedder is not None or engine.embedder_status == KEYWORD_ONLY_REASON
             else f"{engine.embedder_status}; search uses keywords and the code graph only",
             "info" if embedder is not None else "warning",
         )

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from engram.config import EngramConfig, load_settings
+from engram.config import KEYWORD_ONLY_REASON, EngramConfig, load_settings
 from engram.errors import EngramError, InvalidInput
 from engram.model import Memory, MemorySource, MemoryType, utcnow
 from engram.workspace import Workspace, WorkspaceError
@@ -103,7 +103,7 @@ class Engine:
         self._embedder_reason: str | None = None if embedder is None else "injected"
         self._embedder_loaded = embedder is not None or config.embed.model == "none"
         if config.embed.model == "none" and embedder is None:
-            self._embedder_reason = "dense search disabled (embed.model = none)"
+            self._embedder_reason = KEYWORD_ONLY_REASON
         self._judges: ContradictionJudges | None = None
         #: its own lock: the judges are built inside remember (under the write lock), and
         #: _init_lock may be held by a thread that waits for the write lock

@@ -29,6 +29,7 @@ from engram.cli.output import (
     workspace_arg,
 )
 from engram.cli.serve import cmd_serve
+from engram.config import KEYWORD_ONLY_REASON
 from engram.errors import EngramError, InvalidInput
 from engram.model import to_jsonable
 
@@ -58,11 +59,13 @@ def cmd_index(args: argparse.Namespace) -> int:
         run = run_index(engine, options, update)
         if args.no_embed:
             run.memories = {"count": int(engine.store.count()), "embedded": 0, "model": None}
-        status = (
-            engine.embedder_status
-            if run.memories and not run.memories["model"] and not args.no_embed
-            else ""
-        )
+        status = ""
+        if args.no_embed:
+            status = "not embedded (--no-embed): an `engram index` with a model embeds them"
+        elif run.memories and not run.memories["model"]:
+            status = engine.embedder_status
+            if status != KEYWORD_ONLY_REASON:  # a model was asked for and did not load
+                status = f"no embedding model ({status})"
     if args.json:
         emit_json(run.to_dict())
     else:
@@ -112,7 +115,7 @@ def index_notes(run: IndexRun, embedder_status: str) -> list[str]:
         notes += [f"skipped {reason}" for reason in team.skipped[:5]]
     result = run.memories
     if result is not None and result["model"] is None:
-        notes.append(f"memories: {result['count']} stored; no embedding model ({embedder_status})")
+        notes.append(f"memories: {result['count']} stored; {embedder_status}")
     elif result is not None:
         notes.append(
             f"memories: {result['count']} stored, {result['embedded']} newly embedded "

@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from engram.config import EmbedConfig
+from engram.config import KEYWORD_ONLY_REASON, EmbedConfig
 from engram.embed.cache import EmbeddingCache
 from engram.embed.default_model import (
     DEFAULT_DIM,
@@ -100,7 +100,7 @@ def load_embedder(
     """Load the configured model (see the module docstring). Never raises."""
     name = (config.model or "default").strip()
     if name.lower() == "none":
-        return EmbedderStatus(None, "dense search disabled (embed.model = none)")
+        return EmbedderStatus(None, KEYWORD_ONLY_REASON)
     inner: Embedder
     try:
         if name.lower() == "default":
