@@ -22,9 +22,9 @@ import logging
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeAlias
+from typing import Protocol, TypeAlias, TypeVar
 
 import attrs
 import cattrs
@@ -42,19 +42,71 @@ log = logging.getLogger(__name__)
 Settings: TypeAlias = dict[str, object]
 
 
+class SettingRangeError(ValueError):
+    """A numeric setting outside what it means (``safety.max_content_chars = -5``)."""
+
+
+_Value = TypeVar("_Value")
+
+
+class _Validator(Protocol):
+    """An attrs validator for a field of any numeric type (attrs' stub is generic per field)."""
+
+    def __call__(
+        self, instance: object, attribute: attrs.Attribute[_Value], value: _Value, /
+    ) -> None: ...
+
+
+def _number_check(
+    allowed: str, ok: Callable[[float], bool], *, integer: bool, optional: bool
+) -> _Validator:
+    """An attrs validator whose error names the allowed range, so the one line a person
+    reads says what to write instead (a negative ``max_content_chars`` gave a nonsense
+    error far from its cause)."""
+    kind = "an integer" if integer else "a number"
+    wanted = f"{kind} {allowed}" + (" (or unset)" if optional else "")
+
+    def check(_instance: object, attribute: attrs.Attribute[_Value], value: _Value) -> None:
+        if value is None and optional:
+            return
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not ok(value):
+            raise SettingRangeError(f"{attribute.name}: must be {wanted}, not {value!r}")
+
+    return check
+
+
+def at_least(low: float, *, optional: bool = False) -> _Validator:
+    return _number_check(
+        f">= {low}", lambda v: v >= low, integer=isinstance(low, int), optional=optional
+    )
+
+
+def above(low: float, *, optional: bool = False) -> _Validator:
+    return _number_check(f"> {low}", lambda v: v > low, integer=False, optional=optional)
+
+
+def between(low: float, high: float) -> _Validator:
+    return _number_check(
+        f"from {low} to {high}",
+        lambda v: low <= v <= high,
+        integer=isinstance(low, int),
+        optional=False,
+    )
+
+
 @attrs.define
 class EmbedConfig:
     #: ``"default"`` = the bundled all-MiniLM-L6-v2 int8 ONNX installed by pip; any fastembed
     #: model name; or a path to a local model directory. ``"none"`` disables dense search.
     model: str = "default"
-    batch_size: int = 32
+    batch_size: int = attrs.field(default=32, validator=at_least(1))
     #: ONNX intra-op threads of the batch session (indexing); ``None`` = every core.
-    threads: int | None = None
+    threads: int | None = attrs.field(default=None, validator=at_least(1, optional=True))
     #: Threads of a second ONNX session that embeds one text at a time (a search's query,
     #: a single memory): one spinning thread per core cost a single short query more than it
     #: gained on a shared 2-core machine (docs/retrieval.md, issue 17). ``0`` = no second
     #: session; single texts share the batch session.
-    query_threads: int = 1
+    query_threads: int = attrs.field(default=1, validator=at_least(0))
 
 
 #: Why there are no vectors when ``embed.model = "none"``: said plainly where a person reads
@@ -69,15 +121,15 @@ KEYWORD_ONLY_REASON = (
 
 @attrs.define
 class RetrievalConfig:
-    default_k: int = 10
-    rrf_k: int = 60
-    candidates: int = 50
-    default_budget_tokens: int = 2000
+    default_k: int = attrs.field(default=10, validator=at_least(1))
+    rrf_k: int = attrs.field(default=60, validator=at_least(1))
+    candidates: int = attrs.field(default=50, validator=at_least(1))
+    default_budget_tokens: int = attrs.field(default=2000, validator=at_least(1))
     #: A memory matches a query when a keyword hits or its cosine reaches this floor; a
     #: search with no match says so (empty). Calibrated for the default model by
     #: cross-validation over LoCoMo conversations (docs/retrieval.md); other models may
     #: need their own value.
-    min_cosine: float = 0.2
+    min_cosine: float = attrs.field(default=0.2, validator=between(-1.0, 1.0))
     #: Re-order the finalised top 30 with the shipped learned re-ranker (docs/retrieval.md
     #: "Learned re-ranking of the top 30"). Its weights were fitted on conversations; false
     #: keeps the pipeline's own order.
@@ -86,21 +138,23 @@ class RetrievalConfig:
 
 @attrs.define
 class SafetyConfig:
-    max_content_chars: int = 8000
-    duplicate_ratio: float = 90.0  # rapidfuzz token_set_ratio, 0..100
-    duplicate_cosine: float = 0.92
+    max_content_chars: int = attrs.field(default=8000, validator=at_least(1))
+    duplicate_ratio: float = attrs.field(
+        default=90.0, validator=between(0.0, 100.0)
+    )  # rapidfuzz token_set_ratio, 0..100
+    duplicate_cosine: float = attrs.field(default=0.92, validator=between(-1.0, 1.0))
 
 
 @attrs.define
 class DiagnosticsConfig:
-    max_per_file: int = 20
+    max_per_file: int = attrs.field(default=20, validator=at_least(0))
     #: trust level 1..4 (docs/observer.md): minimum confidence 0.80 / 0.65 / 0.55 / 0.45
-    trust_level: int = 2
+    trust_level: int = attrs.field(default=2, validator=between(1, 4))
     #: memory type -> "error" | "warning" | "information" | "hint"
     severity: dict[str, str] = attrs.field(factory=dict)
     #: memory type -> severity, for agent-facing LSP configs (OpenCode only forwards errors)
     agent_severity: dict[str, str] = attrs.field(factory=dict)
-    debounce_ms: int = 300
+    debounce_ms: int = attrs.field(default=300, validator=at_least(0))
     #: "auto" (pull when the client can pull and be told to refresh, else push), "push",
     #: "pull" or "both"; one of the two avoids duplicate diagnostics in VS Code and Neovim
     mode: str = "auto"
@@ -111,14 +165,14 @@ class DiagnosticsConfig:
 
 @attrs.define
 class IndexConfig:
-    max_file_bytes: int = 1_000_000
+    max_file_bytes: int = attrs.field(default=1_000_000, validator=at_least(1))
     #: processes a large index run parses in (docs/codegraph.md, "A cold index on several
     #: cores"): unset, one per CPU up to 8; 0, in the indexing process. Clamped to the
     #: CPUs this process may use whatever a repository's settings say (docs/security.md)
-    workers: int | None = None
+    workers: int | None = attrs.field(default=None, validator=at_least(0, optional=True))
     #: the workers start only when a run has at least this many files to parse (a cold
     #: index, a large change): starting one costs ~0.5 s of CPU
-    workers_min_files: int = 1000
+    workers_min_files: int = attrs.field(default=1000, validator=at_least(0))
     exclude: list[str] = attrs.field(factory=list)
     index_on_start: bool = True
     #: the language server indexes keyword-only and leaves embeddings (code chunks,
@@ -128,7 +182,7 @@ class IndexConfig:
     embed_in_background: bool = True
     #: seconds after start-up before that child starts: the first opens and hovers of a
     #: session get the CPU to themselves
-    background_delay_seconds: float = 10.0
+    background_delay_seconds: float = attrs.field(default=10.0, validator=at_least(0.0))
 
 
 @attrs.define
@@ -136,23 +190,25 @@ class HistoryConfig:
     """``[history]``: limits of git history mining and co-change ranking (docs/history.md)."""
 
     #: commits touching more files are left out of co-change (ROSE: they relate everything)
-    max_files_per_commit: int = 30
+    max_files_per_commit: int = attrs.field(default=30, validator=at_least(1))
     #: mine at most this many most recent non-merge commits (bounded time on huge repos)
-    max_commits: int = 20_000
+    max_commits: int = attrs.field(default=20_000, validator=at_least(0))
     #: mine on the first query when nothing was mined yet (so `engram impact` works cold)
     auto_mine: bool = True
-    #: co-change recency: a commit this many commits older counts half (None: plain ROSE).
+    #: co-change recency: a commit this many commits older counts half (None or 0: plain ROSE).
     #: 2000 won on all four evaluated repositories at 60% and 80% splits; 500 was better at
     #: 80% but worse at 60%, so the mild setting is the default.
-    recency_half_life: float | None = 2000.0
+    recency_half_life: float | None = attrs.field(
+        default=2000.0, validator=at_least(0.0, optional=True)
+    )
     #: rank co-change partners with weights learned from this repository's own history
     #: (engram.history.cochange_model); off: the m-estimate of rank_with_prior
     learn_ranking: bool = True
     #: wall-clock bound for one `git log -L` / `git log --follow` call
-    git_timeout_s: float = 5.0
+    git_timeout_s: float = attrs.field(default=5.0, validator=above(0.0))
     #: co-access seed: pairs seen together in at least this many commits
-    coaccess_min_support: int = 2
-    coaccess_limit: int = 5_000
+    coaccess_min_support: int = attrs.field(default=2, validator=at_least(1))
+    coaccess_limit: int = attrs.field(default=5_000, validator=at_least(0))
 
 
 @attrs.define
@@ -165,22 +221,22 @@ class ObserverConfig:
     session_gates: dict[str, dict[str, object]] = attrs.field(factory=dict)
     #: extra methodology plugins: "module:Class" or "path/to/file.py:Class"
     plugins: list[str] = attrs.field(factory=list)
-    coaccess_half_life_days: float = 30.0
+    coaccess_half_life_days: float = attrs.field(default=30.0, validator=above(0.0))
     #: let a configured [llm] endpoint reword promoted memories (templates otherwise)
     llm_rewrite: bool = True
     #: per-event signal budget; slower events are logged, never refused (docs/observer.md)
-    event_budget_ms: float = 2.0
+    event_budget_ms: float = attrs.field(default=2.0, validator=above(0.0))
     #: unfinished sessions idle this long are finalised (as abandoned) at the next start
-    idle_finalize_hours: float = 12.0
+    idle_finalize_hours: float = attrs.field(default=12.0, validator=above(0.0))
 
 
 @attrs.define
 class McpConfig:
-    max_connections: int = 10
-    idle_ttl_seconds: float = 900.0
-    connect_timeout_seconds: float = 20.0
-    call_timeout_seconds: float = 60.0
-    search_limit: int = 15
+    max_connections: int = attrs.field(default=10, validator=at_least(1))
+    idle_ttl_seconds: float = attrs.field(default=900.0, validator=above(0.0))
+    connect_timeout_seconds: float = attrs.field(default=20.0, validator=above(0.0))
+    call_timeout_seconds: float = attrs.field(default=60.0, validator=above(0.0))
+    search_limit: int = attrs.field(default=15, validator=at_least(1))
 
 
 @attrs.define
@@ -235,13 +291,13 @@ class StoreConfig:
     region: str | None = None
     allow_http: bool = False
     #: a shared store is asked for other machines' writes at most this often (seconds)
-    refresh_seconds: float = 1.0
+    refresh_seconds: float = attrs.field(default=1.0, validator=at_least(0.0))
     #: a write that loses a commit race to another machine is retried this many times
-    commit_retries: int = 8
+    commit_retries: int = attrs.field(default=8, validator=at_least(0))
     #: a writer waiting for the store's write lock gives up after this long without
     #: progress from the process holding it (docs/storage.md "Writes: lock, freshness,
     #: compaction")
-    lock_timeout_seconds: float = 15.0
+    lock_timeout_seconds: float = attrs.field(default=15.0, validator=above(0.0))
 
 
 @attrs.define
@@ -367,7 +423,52 @@ def _converter() -> cattrs.Converter:
     # ``object``: a free-form value its reader checks (``observer.session_gates`` rows are
     # structured by ``engram.observer.sessions.gate_table``)
     conv.register_structure_hook_func(lambda t: t is object, lambda v, _t: v)
+    conv.register_structure_hook(int, _strict_int)
+    conv.register_structure_hook(float, _strict_float)
     return conv
+
+
+def _strict_int(value: object, _type: type) -> int:
+    """``int(v)`` silently made ``1.5`` into 1 and ``true`` into 1: a whole number only."""
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise SettingRangeError(f"must be an integer, not {value!r}")
+    try:
+        return int(value)  # type: ignore[call-overload,no-any-return]
+    except (TypeError, ValueError):
+        raise SettingRangeError(f"must be an integer, not {value!r}") from None
+
+
+def _strict_float(value: object, _type: type) -> float:
+    if isinstance(value, bool):
+        raise SettingRangeError(f"must be a number, not {value!r}")
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise SettingRangeError(f"must be a number, not {value!r}") from None
+
+
+_ERROR_AT = re.compile(r"^(?:(\w+): )?(.*) @ \$\.?(.*)$")
+
+
+def _format_error(exc: BaseException, type_: type | None) -> str:
+    if isinstance(exc, SettingRangeError):
+        return str(exc)
+    return cattrs.v.format_exception(exc, type_)
+
+
+def _error_lines(exc: cattrs.BaseValidationError) -> list[str]:
+    """cattrs' ``"max_content_chars: must be … @ $.safety"`` as ``"safety.max_content_chars
+    must be …"``: the key as the person writes it in the file."""
+    lines = []
+    for line in cattrs.transform_error(exc, format_exception=_format_error):
+        match = _ERROR_AT.match(line)
+        if match is None:
+            lines.append(line)
+            continue
+        name, text, path = match.groups()
+        key = ".".join(part for part in (path, name) if part)
+        lines.append(f"{key} {text}" if key else text)
+    return lines
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
@@ -422,7 +523,52 @@ def config_from_dict(raw: Settings) -> EngramConfig:
     try:
         return _converter().structure(_drop_unknown(raw, EngramConfig), EngramConfig)
     except cattrs.BaseValidationError as exc:
-        raise ConfigError("invalid setting: " + "; ".join(cattrs.transform_error(exc))) from exc
+        raise ConfigError("invalid setting: " + "; ".join(_error_lines(exc))) from exc
+
+
+def invalid_settings(layer: Settings) -> list[tuple[str, str]]:
+    """``(key, why)`` for each setting of one layer that is out of its range or of the wrong
+    type, checked one by one so a bad value is named (and dropped) alone."""
+    bad: list[tuple[str, str]] = []
+    for section, value in _normalise_tree(layer).items():
+        rows = value.items() if isinstance(value, dict) else [(None, value)]
+        for key, item in rows:
+            single: Settings = {section: item} if key is None else {section: {key: item}}
+            try:
+                config_from_dict(single)
+            except ConfigError as exc:
+                name = section if key is None else f"{section}.{key}"
+                why = str(exc).removeprefix("invalid setting: ").removeprefix(name).strip()
+                bad.append((name, why))
+    return bad
+
+
+def _without_invalid(layer: Settings, where: str, notes: list[str] | None) -> Settings:
+    """A repository's settings minus each value out of range or of the wrong type, each said
+    on one line: a cloned repository's bad value must not stop the user's commands (as an
+    unreadable file or a connection setting does not, docs/security.md)."""
+    bad = invalid_settings(layer)
+    if not bad:
+        return layer
+    layer = _normalise_tree(layer)
+    for name, why in bad:
+        _warn(notes, f"ignoring {name} in {where}: {why}")
+        section, _, key = name.partition(".")
+        value = layer.get(section)
+        if key and isinstance(value, dict):
+            layer = {**layer, section: {k: v for k, v in value.items() if k != key}}
+        else:
+            layer = {k: v for k, v in layer.items() if k != section}
+    return layer
+
+
+def _check_own(layer: Settings, where: str) -> None:
+    """The user's own settings (their config file, the environment): a bad value is an
+    error naming where it is, since nobody else can fix it."""
+    bad = invalid_settings(layer)
+    if bad:
+        name, why = bad[0]
+        raise ConfigError(f"invalid setting {name} in {where}: {why}")
 
 
 #: ``[store]`` keys that open a network connection: a repository's files may not set them
@@ -470,9 +616,17 @@ def read_workspace_settings(
     of logging it.
     """
     tool = _table(_read_workspace_toml(workspace, "pyproject.toml", notes).get("tool"))
-    pyproject = _without_connections(_table(tool.get("engram")), "pyproject.toml", notes)
-    local = _without_connections(
-        _read_workspace_toml(workspace, ".engram/config.toml", notes),
+    pyproject = _without_invalid(
+        _without_connections(_table(tool.get("engram")), "pyproject.toml", notes),
+        "pyproject.toml [tool.engram]",
+        notes,
+    )
+    local = _without_invalid(
+        _without_connections(
+            _read_workspace_toml(workspace, ".engram/config.toml", notes),
+            ".engram/config.toml",
+            notes,
+        ),
         ".engram/config.toml",
         notes,
     )
@@ -533,13 +687,17 @@ def load_settings(
     layer, sources = read_workspace_settings(workspace, notes)
     safe, gated, ignored = split_workspace_settings(layer)
     store = approvals or ApprovalStore(user_config_dir(environ))
-    user_layer = _read_toml(user_config_dir(environ) / "config.toml", notes)
+    user_file = user_config_dir(environ) / "config.toml"
+    user_layer = _read_toml(user_file, notes)
+    _check_own(user_layer, str(user_file))
+    env_layer = env_overrides(environ)
+    _check_own(env_layer, "the ENGRAM_* environment")
     trust = attrs.evolve(assess(workspace.root, gated, ignored, sources, store), notes=tuple(notes))
     for line in held_back(trust):
         log.warning("%s", line)
     workspace_layer = merge_settings(safe, gated) if trust.applies else safe
     config = config_from_dict(
-        merge_settings(user_layer, workspace_layer, env_overrides(environ), overrides or {})
+        merge_settings(user_layer, workspace_layer, env_layer, overrides or {})
     )
     return LoadedConfig(config, trust)
 
