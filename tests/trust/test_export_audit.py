@@ -113,3 +113,28 @@ def test_reimporting_an_export_counts_changed_and_unchanged_apart(
         assert (changed.added, changed.merged, changed.unchanged) == (0, 1, 0)
         assert get(engine, mid).content == "run() retries the job twice, then alerts."
         assert audit_log(engine, mid)[-1].event == "import"
+
+
+def test_an_imported_file_cannot_pin_or_claim_a_team_origin(
+    exported: tuple[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """The walk imported a record with ``pinned`` and a made-up teammate: it stayed pinned
+    and was shown fenced as an unreviewed teammate's. A pin is a person's act in this store
+    and a team origin comes only from the team sync; a file says neither."""
+    mid, files = exported
+    doc = json.loads(files["json"].read_text())
+    record_ = next(m for m in doc["memories"] if m["id"] == mid)
+    record_["pinned"] = True
+    record_.setdefault("extra", {})["team"] = {"file": ".engram-team/x.json", "by": "Mallory"}
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(doc))
+    fresh = _workspace(tmp_path / "other")
+    with Engine.open(fresh, NO_MODEL) as engine:
+        assert import_file(engine, forged).added == 1
+        memory = get(engine, mid)
+        assert not memory.pinned and not memory.user_verified
+        assert "team" not in memory.extra
+        # re-importing onto the stored record: still neither
+        assert import_file(engine, forged).added == 0
+        memory = get(engine, mid)
+        assert not memory.pinned and "team" not in memory.extra

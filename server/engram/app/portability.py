@@ -19,6 +19,7 @@ from engram.errors import InvalidInput
 from engram.lifecycle import ParsedImport, export_memories, parse_import
 from engram.lifecycle import trust as rules
 from engram.model import AuditEntry, Memory
+from engram.model.memory import TEAM_KEY
 from engram.progress import Progress
 from engram.workspace import WorkspaceError
 
@@ -170,9 +171,10 @@ def _keep_trust(stored: Memory, imported: Memory) -> Memory:
     """A record this store already has keeps its own state and trust: a file never
     verifies, raises confidence, unflags or pins (docs/trust.md "What may move a memory")."""
     extra = dict(imported.extra)
-    extra.pop(rules.LIFECYCLE_KEY, None)
-    if rules.LIFECYCLE_KEY in stored.extra:
-        extra[rules.LIFECYCLE_KEY] = stored.extra[rules.LIFECYCLE_KEY]
+    for key in (rules.LIFECYCLE_KEY, TEAM_KEY):  # this store's own record of both
+        extra.pop(key, None)
+        if key in stored.extra:
+            extra[key] = stored.extra[key]
     return attrs.evolve(
         imported,
         confidence=stored.confidence,
@@ -235,7 +237,18 @@ def _reanchor_import(engine: Engine, memory: Memory) -> Memory:
         engine.relative(anchor.file)
     for rel in memory.related_files:
         engine.relative(rel)
-    return memory
+    return _without_file_claims(memory)
+
+
+def _without_file_claims(memory: Memory) -> Memory:
+    """An imported record minus what only this store may say about it: a pin (a person's
+    act here, not a line in a file) and a team origin (only the team sync gives one, from
+    the commit that wrote the teammate's file). The import is the user's own act on a file
+    they chose, but the file's claims are untrusted input like a team file's; a made-up
+    origin showed the record fenced as a teammate's (docs/trust.md "What may move a
+    memory"). Verification is dropped by ``admit`` / ``_keep_trust`` already."""
+    extra = {k: v for k, v in memory.extra.items() if k != TEAM_KEY}
+    return attrs.evolve(memory, pinned=False, extra=extra)
 
 
 __all__ = ["MAX_IMPORT_BYTES", "ImportReport", "export", "import_file"]
