@@ -425,6 +425,8 @@ def _converter() -> cattrs.Converter:
     conv.register_structure_hook_func(lambda t: t is object, lambda v, _t: v)
     conv.register_structure_hook(int, _strict_int)
     conv.register_structure_hook(float, _strict_float)
+    # the int hook would take ``bool`` fields too (a subclass): switches keep cattrs' own way
+    conv.register_structure_hook(bool, lambda v, _t: bool(v))
     return conv
 
 

@@ -69,3 +69,12 @@ def test_every_default_is_in_its_own_range() -> None:
     config_from_dict({})  # validators run on the defaults too: none may be out of range
     with pytest.raises(ConfigError, match=r"mcp\.call_timeout_seconds must be a number > 0\.0"):
         config_from_dict({"mcp": {"call_timeout_seconds": 0}})
+
+
+def test_switches_stay_switches() -> None:
+    """A whole-number check registered for ``int`` once took every ``bool`` setting too
+    (``bool`` is a subclass): ``ENGRAM_INDEX__EMBED_IN_BACKGROUND=false`` was refused."""
+    config = config_from_dict(
+        {"index": {"embed_in_background": False}, "history": {"auto_mine": True}}
+    )
+    assert config.index.embed_in_background is False and config.history.auto_mine is True
