@@ -13,6 +13,12 @@ with a newer settings schema does not break an older server.
 The two workspace files come with the repository, so the settings in them that could run
 code or send data apply only once the user approved them (:mod:`engram.workspace_trust`,
 ``engram trust``); :func:`load_settings` says which were held back.
+
+Long on purpose: every section's class sits here with its fields, defaults and ranges (the
+attrs validators each numeric setting carries), so that the one place a user's, a
+repository's or the environment's value is checked is also the one list of what may be set;
+split per capability, each section would import the range helpers and the loader would
+gather them back.
 """
 
 from __future__ import annotations
