@@ -213,7 +213,7 @@ _KEPT_ITEMS = 4_000_000
 
 
 def _unpack_names(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(names of the definitions, of the top-level ones) :func:`_pack_names` packed."""
+    """(names of the definitions, of the top-level ones) :func:`.parse_worker.pack_names` packed."""
     if not text:
         return _NO_NAMES
     items = text.split("\x00")[1:]
@@ -241,10 +241,10 @@ class _KeptRows:
         self.full = False
         #: the next (node, edge, import) ids the parse phase's inserts take
         self.next_ids: tuple[int, ...] | None = None
-        #: file id -> the id of its first call edge and its calls (:func:`_pack_calls`),
+        #: file id -> the id of its first call edge and its calls (parse_worker.pack_calls),
         #: as ``f"{id}{calls}"``; taken (and dropped) by the resolution of its chunk
         self.calls: dict[int, str] = {}
-        #: file id -> its definition names (:func:`_pack_names`), kept to the end of
+        #: file id -> its definition names (:func:`.parse_worker.pack_names`), kept to the end of
         #: resolution: calls into a file resolve against them
         self.names: dict[int, str] = {}
 
