@@ -115,6 +115,23 @@ async def test_vscode_session(app_workspace: Workspace) -> None:
         kinds = {args[0]["kind"] for name, args in commands if name == "engram.flag"}
         assert kinds == {"incorrect", "outdated", "wrong_scope", "not_useful"}
         assert any(name == "engram.pin" for name, _ in commands)
+        # VS Code's hover on a squiggle asks for quick fixes only (context.only): it said
+        # "No quick fixes available" while Ctrl+. listed them (lsprotocol's kind compared as
+        # the string "CodeActionKind.QuickFix"); "Refactor…" asks for refactor only
+        for only, expected in (
+            ([types.CodeActionKind.QuickFix], "engram.confirm"),
+            ([types.CodeActionKind.Refactor], "engram.remember"),
+        ):
+            filtered = await client.text_document_code_action_async(
+                types.CodeActionParams(
+                    text_document=types.TextDocumentIdentifier(uri=doc_uri),
+                    range=g.range,
+                    context=types.CodeActionContext(diagnostics=[g], only=only),
+                )
+            )
+            names = {name for _t, name, _a in action_commands(filtered)}
+            assert expected in names, (only, names)
+            assert ("engram.remember" in names) == (expected == "engram.remember"), names
 
         # teach from a selection
         selection = types.Range(types.Position(14, 0), types.Position(16, 19))

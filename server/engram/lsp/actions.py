@@ -59,6 +59,27 @@ def selection_text(lines: Sequence[str], rng: types.Range) -> str:
     return "\n".join(chunk).strip()
 
 
+def kind_requested(
+    kind: types.CodeActionKind | str | None, only: Sequence[types.CodeActionKind | str]
+) -> bool:
+    """Whether an action of ``kind`` is one the client asked for (``context.only``).
+
+    LSP kinds are dotted hierarchies: ``quickfix`` asks for ``quickfix`` and
+    ``quickfix.*``. They are compared as their values because ``str()`` of lsprotocol's
+    ``CodeActionKind.QuickFix`` is ``"CodeActionKind.QuickFix"``: compared that way, a
+    request for quick fixes only (VS Code's hover on a squiggle) got none and said
+    "No quick fixes available".
+    """
+    if kind is None:
+        return False
+    value = kind.value if isinstance(kind, types.CodeActionKind) else kind
+    for wanted in only:
+        prefix = wanted.value if isinstance(wanted, types.CodeActionKind) else wanted
+        if value == prefix or value.startswith(f"{prefix}."):
+            return True
+    return False
+
+
 def _command(title: str, name: str, args: JsonObject) -> types.Command:
     return types.Command(title=title, command=name, arguments=[args])
 

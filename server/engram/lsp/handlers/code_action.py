@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from engram.lsp.actions import build_code_actions, selection_text
+from engram.lsp.actions import build_code_actions, kind_requested, selection_text
 from engram.lsp.context import ServerContext
 from engram.lsp.feature import Feature
 from engram.lsp.folder import symbol_at
@@ -67,9 +67,7 @@ def register(server: EngramLanguageServer) -> None:
                 actions.extend(await _extension_actions(ls, doc.rel, selected))
         only = params.context.only
         if only:
-            actions = [
-                a for a in actions if any(str(a.kind or "").startswith(str(k)) for k in only)
-            ]
+            actions = [a for a in actions if kind_requested(a.kind, only)]
         return actions or None
 
 
