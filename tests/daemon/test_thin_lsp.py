@@ -215,3 +215,20 @@ def test_the_digest_gives_conflict_partners_too(tmp_workspace: Workspace) -> Non
     memories, partners = digest_memories(tmp_workspace.root, "jobs.py")
     assert {m.id for m in memories} == {a.id, b.id}
     assert partners[a.id] == [(b.id, b.content)] and partners[b.id] == [(a.id, a.content)]
+
+
+@pytest.mark.timeout(300)
+async def test_the_background_embedding_runs_in_the_windows_engine(
+    engine_env: EngineEnv, billing: Path
+) -> None:
+    """The child ``engram index`` that embeds after the start-up index is forwarded to the
+    engine the window is linked to. It was given the editor's embedding settings as
+    ``ENGRAM_EMBED__*`` variables, which name another engine: in a real VS Code on click a
+    second engine for the same workspace embedded and then held ~650 MB for its idle time."""
+    assert engine_env.run("index", "--no-embed").code == 0  # a graph: the window indexes
+    log = engine_env.root / ".engram" / "logs" / "background-index.log"
+    async with window(engine_env) as client:
+        open_doc(client, billing)
+        await wait_for(lambda: log.exists() and "code search:" in log.read_text(), 120)
+        pids = engine_env.engine_pids()
+    assert len(pids) == 1, f"{len(pids)} engines for one workspace: {log.read_text()}"

@@ -135,11 +135,16 @@ async def embed_in_child(ls: EngramLanguageServer, folder: Folder) -> None:
     delay = settings.config.index.background_delay_seconds if settings.config else 0.0
     if delay > 0:
         await asyncio.sleep(delay)  # cancelled at shutdown: no child is started then
-    # the child reads the workspace's config files itself; the editor's embedding
-    # settings travel as environment overrides so both use the same model
+    # the child reads the workspace's config files itself; in-process, the editor's
+    # embedding settings travel as environment overrides so both use the same model.
+    # Served by the workspace engine, the child is forwarded to that engine, which the
+    # ENGRAM_* environment names (daemon.address.engine_key): overrides there named a
+    # second engine for the same workspace, which embedded with its own model and then
+    # held it (~650 MB on click) for its idle time. The linked engine's model is the one
+    # its searches use, so its vectors must come from it.
     embed = settings.config.embed if settings.config is not None else None
     env: dict[str, str] = {}
-    if embed is not None:
+    if embed is not None and folder.link is None:
         env["ENGRAM_EMBED__MODEL"] = embed.model
         env["ENGRAM_EMBED__BATCH_SIZE"] = str(embed.batch_size)
     try:
