@@ -14,6 +14,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
+#: ``-c`` options every git command Engram runs in a workspace starts with. A repository's
+#: own ``.git/config`` is untrusted input (docs/security.md, "Git"): its ``core.fsmonitor``
+#: names a command git runs whenever it refreshes the index, which ``ls-files --others``
+#: (listing the workspace), ``status`` (the team folder's facts) and ``commit`` all do. A
+#: ``git clone`` cannot carry that setting, but a workspace unpacked from an archive with
+#: its ``.git``, or an embedded bare repository opened as a folder, can: ``engram index``
+#: (and so opening such a folder in an editor) ran it. Command-line ``-c`` wins over every
+#: config file.
+SAFE_GIT_CONFIG: tuple[str, ...] = ("-c", "core.fsmonitor=false")
+
 
 def find_workspace_root(start: Path) -> Path:
     """The enclosing git root of ``start``, or ``start`` itself outside git."""
@@ -40,7 +50,7 @@ def workspace_root(start: str) -> str:
 
     try:
         out = subprocess.run(
-            ["git", "-C", probe, "rev-parse", "--show-toplevel"],
+            ["git", *SAFE_GIT_CONFIG, "-C", probe, "rev-parse", "--show-toplevel"],
             capture_output=True,
             text=True,
             timeout=5,
@@ -53,4 +63,4 @@ def workspace_root(start: str) -> str:
     return probe
 
 
-__all__ = ["find_workspace_root", "workspace_root"]
+__all__ = ["SAFE_GIT_CONFIG", "find_workspace_root", "workspace_root"]

@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from engram.gitroot import SAFE_GIT_CONFIG
 from engram.workspace import WorkspaceError, confine
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ def _git_files(root: Path) -> list[str] | None:
         out = subprocess.run(
             [
                 "git",
+                *SAFE_GIT_CONFIG,
                 "-C",
                 str(root),
                 "ls-files",

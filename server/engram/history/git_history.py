@@ -38,6 +38,7 @@ import attrs
 import numpy as np
 
 from engram.config import HistoryConfig
+from engram.gitroot import SAFE_GIT_CONFIG
 from engram.history.cochange_model import (
     CochangeModel,
     CommitIndex,
@@ -290,7 +291,16 @@ class GitHistory:
                 rel = ""
             self._prefix = "" if rel in ("", ".") else rel + "/"
             try:
-                repo.git.rev_parse("--verify", "--quiet", f"{self.rev}^{{commit}}")
+                repo.git.execute(
+                    [
+                        "git",
+                        *SAFE_GIT_CONFIG,
+                        "rev-parse",
+                        "--verify",
+                        "--quiet",
+                        f"{self.rev}^{{commit}}",
+                    ]
+                )
             except Exception:
                 self._repo = repo
                 if self.rev == "HEAD":
@@ -324,7 +334,7 @@ class GitHistory:
             kwargs: dict[str, Any] = {"with_extended_output": False}
             if timeout is not None:
                 kwargs["kill_after_timeout"] = timeout
-            out = repo.git.execute(["git", *args], **kwargs)
+            out = repo.git.execute(["git", *SAFE_GIT_CONFIG, *args], **kwargs)
             return str(out)
         except Exception as exc:
             log.info("git %s failed: %s", args[0] if args else "", str(exc).splitlines()[0:1])
@@ -355,7 +365,7 @@ class GitHistory:
     ) -> Iterator[CommitRecord]:
         repo = self._open_repo()
         assert repo is not None
-        cmd = ["git", *GIT_MEMORY_ARGS, *LOG_ARGS, f"--format={LOG_FORMAT}"]
+        cmd = ["git", *SAFE_GIT_CONFIG, *GIT_MEMORY_ARGS, *LOG_ARGS, f"--format={LOG_FORMAT}"]
         if max_count is not None:
             cmd.append(f"--max-count={max_count}")
         if since is not None:
@@ -1171,13 +1181,14 @@ class GitHistory:
         if repo is None:
             raise GitCommandFailed("this workspace is not in a git repository")
         inside = [f"{self._prefix}{p}" for p in paths]
-        for cmd in (["git", "add", "--", *inside], ["git", "commit", "-m", message, "--", *inside]):
+        git = ["git", *SAFE_GIT_CONFIG]
+        for cmd in ([*git, "add", "--", *inside], [*git, "commit", "-m", message, "--", *inside]):
             try:
                 repo.git.execute(cmd)
             except Exception as exc:  # GitCommandError (or OSError): say what git said
                 lines = (str(getattr(exc, "stderr", "") or exc)).strip().splitlines()
                 last = lines[-1].strip().strip("'\"") if lines else type(exc).__name__
-                raise GitCommandFailed(f"git {cmd[1]} failed: {last}") from exc
+                raise GitCommandFailed(f"git {cmd[len(git)]} failed: {last}") from exc
         return str(repo.head.commit.hexsha)
 
     def team_file_facts(self, folder: str) -> TeamFolderFacts:
