@@ -14,6 +14,7 @@ test fails, a screenshot and the logs go to the folder printed at the start
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -379,7 +380,23 @@ def test_starts_only_where_engram_applies(
     wait_until("the status bar", lambda: re.search(r"Engram: 0 memories", _status(wb)), 120)
     assert _serve_processes(plain)
     assert (plain / ".engram").is_dir()
+    # and its first index: the server indexes at start only where a graph exists, so a
+    # folder started here had none (impact: "not in the code graph", no dependents)
+    wait_until("the first index", lambda: "todo.py" in _graph_files(plain), 120)
     assert not wb.errors()
+
+
+def _graph_files(root: Path) -> list[str]:
+    import sqlite3
+
+    graph = root / ".engram" / "graph.sqlite"
+    if not graph.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(graph)) as db:
+        try:
+            return [str(row[0]) for row in db.execute("SELECT path FROM files")]
+        except sqlite3.OperationalError:  # created, its tables not yet
+            return []
 
 
 def test_a_server_path_without_engram_says_how_to_fix_it(

@@ -580,8 +580,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           void vscode.window.showInformationMessage("Engram is already running in this workspace.");
           return;
         }
+        const firstStart = !engramApplies(folder);
         if (await ensureStarted()) {
           void vscode.window.showInformationMessage("Engram started: its memory for this workspace is in .engram/.");
+          if (firstStart) {
+            // The server indexes at start only where a code graph exists (so an editor that
+            // starts it in every repository does not index each one, docs/lsp.md); here the
+            // user asked for Engram, so the first index runs now, with the server's progress.
+            // Without it impact, hover and anchors knew no symbol of a never-indexed folder.
+            void run("engram.reindex", {}).then(
+              () => refresh(),
+              (err) => output.warn(`the first index failed: ${String(err)}`),
+            );
+          }
         }
       }),
     ),

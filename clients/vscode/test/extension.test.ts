@@ -74,6 +74,9 @@ test("elsewhere nothing starts until 'Engram: Start in This Workspace'", async (
   await rec.commands.get("engram.ui.start")?.();
   assert.equal(rec.clients.length, 1);
   assert.ok(rec.clients[0].started);
+  // the first index of a folder Engram never indexed (the server indexes at start only
+  // where a code graph exists): impact and hover knew no symbol without it
+  assert.ok(rec.requests.includes("engram.reindex"), rec.requests.join(", "));
   await ext.deactivate();
   subscriptions.forEach((d) => d.dispose());
 });

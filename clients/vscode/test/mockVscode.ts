@@ -16,6 +16,8 @@ export interface Recorder {
     started: boolean;
     stopped: boolean;
   }[];
+  /** The workspace/executeCommand requests sent, by command name. */
+  requests: string[];
   settings: Record<string, unknown>;
   treeProviders: string[];
   contexts: Record<string, unknown>;
@@ -30,6 +32,7 @@ export function installMocks(settings: Record<string, unknown> = {}, folder = "/
     errors: [],
     infos: [],
     clients: [],
+    requests: [],
     settings,
     treeProviders: [],
     contexts: {},
@@ -135,11 +138,13 @@ export function installMocks(settings: Record<string, unknown> = {}, folder = "/
       }
       async start() {
         rec.clients[this.index].started = true;
+        this.state = 2;
       }
       async stop() {
         rec.clients[this.index].stopped = true;
       }
-      async sendRequest() {
+      async sendRequest(_method: string, params?: { command?: string }) {
+        rec.requests.push(String(params?.command));
         return {};
       }
     },
