@@ -580,6 +580,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           void vscode.window.showInformationMessage("Engram is already running in this workspace.");
           return;
         }
+        if (!folder) {
+          // the server would take the extension host's working directory for the
+          // workspace (code-server's launch folder, often $HOME) and make .engram/ there
+          throw new Error("open a folder first: Engram keeps its memory in the folder's .engram/");
+        }
         const firstStart = !engramApplies(folder);
         if (await ensureStarted()) {
           void vscode.window.showInformationMessage("Engram started: its memory for this workspace is in .engram/.");

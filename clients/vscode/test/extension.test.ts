@@ -81,6 +81,19 @@ test("elsewhere nothing starts until 'Engram: Start in This Workspace'", async (
   subscriptions.forEach((d) => d.dispose());
 });
 
+test("with no folder open, Start says to open one and starts nothing", async () => {
+  const rec = installMocks({ python: repoPython }, null);
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  await rec.commands.get("engram.ui.start")?.();
+  // it started a server in the extension host's working directory and made .engram/ there
+  assert.equal(rec.clients.length, 0);
+  assert.match(rec.errors[0] ?? "", /open a folder first/);
+  assert.deepEqual(rec.infos, []);
+  subscriptions.forEach((d) => d.dispose());
+});
+
 test("engram.enable false keeps it off even in an Engram workspace", async () => {
   const rec = installMocks({ python: repoPython, enable: false }, folder(true));
   const ext = loadExtension();

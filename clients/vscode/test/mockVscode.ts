@@ -25,7 +25,8 @@ export interface Recorder {
   changeSettings(changed: Record<string, unknown>): void;
 }
 
-export function installMocks(settings: Record<string, unknown> = {}, folder = "/tmp/engram-ws"): Recorder {
+/** ``folder`` null: a window with no folder open. */
+export function installMocks(settings: Record<string, unknown> = {}, folder: string | null = "/tmp/engram-ws"): Recorder {
   const configListeners: ((event: { affectsConfiguration(section: string): boolean }) => void)[] = [];
   const rec: Recorder = {
     commands: new Map(),
@@ -92,7 +93,7 @@ export function installMocks(settings: Record<string, unknown> = {}, folder = "/
       },
     },
     workspace: {
-      workspaceFolders: [{ uri: { fsPath: folder } }],
+      workspaceFolders: folder === null ? undefined : [{ uri: { fsPath: folder } }],
       getConfiguration: () => ({
         get: (key: string, fallback?: unknown) => rec.settings[key] ?? fallback,
         ...rec.settings,
