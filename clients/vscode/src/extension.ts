@@ -393,6 +393,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         if (!editor) {
           throw new Error("open a file and select the code the memory is about");
         }
+        if (editor.document.uri.scheme !== "file") {
+          // an Untitled buffer, a git diff's old side, Engram's own context view: the server
+          // took their names for workspace paths ("Untitled-1 does not exist (--allow-missing
+          // anchors a file you are about to create)", "/Engram context.md is outside the workspace")
+          throw new Error(
+            `a memory is anchored to a saved file of the workspace, and ${path.posix.basename(editor.document.uri.path) || "this editor"} is not one`,
+          );
+        }
         const type = await vscode.window.showQuickPick(TEACH_TYPES, { placeHolder: "What kind of memory?" });
         if (!type) {
           return;

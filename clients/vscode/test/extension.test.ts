@@ -94,6 +94,31 @@ test("with no folder open, Start says to open one and starts nothing", async () 
   subscriptions.forEach((d) => d.dispose());
 });
 
+test("Teach refuses a buffer that is not a saved file, before asking anything", async () => {
+  const rec = installMocks({ python: repoPython }, folder(true));
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  for (const uri of [
+    { scheme: "untitled", path: "Untitled-1", fsPath: "Untitled-1" },
+    { scheme: "engram-context", path: "/Engram context.md", fsPath: "/Engram context.md" },
+    { scheme: "git", path: "/ws/billing.py", fsPath: "/ws/billing.py" },
+  ]) {
+    rec.errors.length = 0;
+    rec.requests.length = 0;
+    rec.answers.push("gotcha", "a note");
+    rec.window.activeTextEditor = { document: { uri, getText: () => "x" }, selection: { start: { line: 0 }, end: { line: 0 } } };
+    await rec.commands.get("engram.ui.teach")?.();
+    // the server was asked and answered "Untitled-1 does not exist (--allow-missing ...)"
+    assert.deepEqual(rec.requests, [], uri.scheme);
+    assert.match(rec.errors[0] ?? "", /saved file of the workspace/, uri.scheme);
+    assert.equal(rec.answers.length, 2, "nothing was asked");
+    rec.answers.length = 0;
+  }
+  await ext.deactivate();
+  subscriptions.forEach((d) => d.dispose());
+});
+
 test("engram.enable false keeps it off even in an Engram workspace", async () => {
   const rec = installMocks({ python: repoPython, enable: false }, folder(true));
   const ext = loadExtension();

@@ -21,6 +21,10 @@ export interface Recorder {
   settings: Record<string, unknown>;
   treeProviders: string[];
   contexts: Record<string, unknown>;
+  /** The editor the commands act on (set by a test). */
+  window: { activeTextEditor?: unknown };
+  /** Quick pick and input box answers, taken in order (set by a test). */
+  answers: unknown[];
   /** Change settings as the user would and tell the extension's configuration listeners. */
   changeSettings(changed: Record<string, unknown>): void;
 }
@@ -37,6 +41,8 @@ export function installMocks(settings: Record<string, unknown> = {}, folder: str
     settings,
     treeProviders: [],
     contexts: {},
+    window: {},
+    answers: [],
     changeSettings(changed) {
       Object.assign(rec.settings, changed);
       const keys = Object.keys(changed).map((k) => `engram.${k}`);
@@ -77,6 +83,11 @@ export function installMocks(settings: Record<string, unknown> = {}, folder: str
       }
     },
     window: {
+      get activeTextEditor() {
+        return rec.window.activeTextEditor;
+      },
+      showQuickPick: async () => rec.answers.shift(),
+      showInputBox: async () => rec.answers.shift(),
       createOutputChannel: () => ({ info() {}, warn() {}, error() {}, show() {}, dispose() {} }),
       createStatusBarItem: () => ({ text: "", show() {}, dispose() {} }),
       registerTreeDataProvider: (id: string) => {
