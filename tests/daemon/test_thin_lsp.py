@@ -232,3 +232,36 @@ async def test_the_background_embedding_runs_in_the_windows_engine(
         await wait_for(lambda: log.exists() and "code search:" in log.read_text(), 120)
         pids = engine_env.engine_pids()
     assert len(pids) == 1, f"{len(pids)} engines for one workspace: {log.read_text()}"
+
+
+@pytest.mark.timeout(300)
+async def test_reindex_of_the_workspace_runs_in_the_engine(
+    engine_env: EngineEnv, billing: Path
+) -> None:
+    """*Re-index Workspace* in a linked window indexes in the engine. It opened an
+    in-process engine: the thin server loaded LanceDB and the graph (52 -> 288 MB in a real
+    VS Code on click) beside the engine that had them, until the window closed."""
+    async with window(engine_env) as client:
+        uri = open_doc(client, billing)
+        await wait_for(lambda: uri in client.diagnostics)
+        for _ in range(600):  # until the folder is linked to the engine (start-up done)
+            stats = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="engram.stats", arguments=[{}])
+            )
+            if stats.get("ready"):
+                break
+            await asyncio.sleep(0.1)
+        result = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="engram.reindex", arguments=[{}])
+        )
+        assert isinstance(result, dict) and result, result
+        status = json.loads(engine_env.run("status", "--json").out)
+        (pid,) = _server_pids(status)
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        assert not any(h in maps for h in ("lancedb", "pyarrow", "onnxruntime"))
+    graph = engine_env.root / ".engram" / "graph.sqlite"
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(graph)) as db:
+        files = [row[0] for row in db.execute("SELECT path FROM files")]
+    assert "billing.py" in files

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from engram.config import EngramConfig
     from engram.jsontypes import JsonObject
     from engram.lsp.folder import Folder
+    from engram.lsp.remote import EngineLink
     from engram.lsp.server import EngramLanguageServer
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,36 @@ async def reindex(
     folder.symbols.clear()
     await refresh_folder(ls, folder)
     return report
+
+
+async def reindex_in_engine(
+    ls: EngramLanguageServer, folder: Folder, link: EngineLink
+) -> JsonObject:
+    """``engram.index`` of the whole folder, run by the workspace engine it is linked to.
+
+    The palette's *Re-index Workspace* (and VS Code's first index after *Start in This
+    Workspace*) opened an in-process engine instead: the thin server loaded LanceDB, the
+    graph and the chunk index (52 -> 288 MB on click) beside the engine that already had
+    them, and kept them until the window closed. Same steps as the start-up index there.
+    """
+    from engram.model.codec import to_json_object
+
+    config = folder.settings.config
+    embed_later = config is not None and child_will_index(config)
+    token = await progress.begin(ls, "Engram: re-indexing")
+    folder.indexing = "indexing"
+    progress.report(ls, token, "indexing")
+    try:
+        report = await asyncio.to_thread(link.index, not embed_later)
+    finally:
+        folder.indexing = None
+        progress.end(ls, token, "indexed")
+    folder.impact.clear()
+    folder.symbols.clear()
+    await refresh_folder(ls, folder)
+    if config is not None:
+        maybe_embed_in_child(ls, folder, config)
+    return to_json_object(report)
 
 
 def maybe_embed_in_child(ls: EngramLanguageServer, folder: Folder, config: EngramConfig) -> None:

@@ -18,7 +18,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from engram.errors import EngramError
-from engram.lsp.background import reindex
+from engram.lsp.background import reindex, reindex_in_engine
 from engram.lsp.linking import open_local_engine
 from engram.lsp.publishing import publish, request_pull_refresh
 from engram.lsp.tracking import refresh_document
@@ -168,6 +168,12 @@ class ServerContext:
         self, files: Sequence[str] | None, file: str | None = None
     ) -> IndexReport | JsonObject:
         folder = self.ls.session.folder_for_file(file)
+        if not files and folder.engine is None:  # the whole folder: where it is served
+            lease = folder.links.acquire("reindex command")
+            if lease is not None:
+                with lease as link:
+                    if link.alive:
+                        return await reindex_in_engine(self.ls, folder, link)
         with await lease_engine(folder, "reindex command") as engine:
             return await reindex(self.ls, folder, engine, files)
 
