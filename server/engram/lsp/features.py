@@ -74,11 +74,25 @@ LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.W
 LOG_LEVELS["error"] = logging.ERROR
 
 
+class AnsweredCancels(logging.Filter):
+    """Drops pygls' warning about a ``$/cancelRequest`` for a request already answered.
+
+    Clients cancel what they no longer need, often after the answer went out (VS Code
+    cancels a hover or a code action as the cursor moves on): that is normal LSP traffic,
+    and VS Code showed the warning as ``[error]`` in the Engram output (the real-client
+    e2e run saw it). Kept at ``debug``, where the whole protocol is logged.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Cancel notification for unknown message id")
+
+
 def configure_logging(level_name: str | None) -> int:
     """Quiet by default: warnings on stderr, which editors show in their server log.
 
     pygls logs every JSON-RPC message at INFO ("Sending data: …"), which flooded the editor's
-    output channel; its loggers stay at WARNING unless ``debug`` is asked for. Message traces
+    output channel; its loggers stay at WARNING unless ``debug`` is asked for, without the
+    warning about cancelled requests already answered (:class:`AnsweredCancels`). Message traces
     belong to the client (VS Code's ``engram.trace.server``). Returns the level applied.
     """
     name = (level_name or os.environ.get("ENGRAM_LOG_LEVEL") or "warning").strip().lower()
@@ -91,6 +105,11 @@ def configure_logging(level_name: str | None) -> int:
     logging.getLogger().setLevel(level)
     pygls_level = logging.DEBUG if level <= logging.DEBUG else logging.WARNING
     logging.getLogger("pygls").setLevel(pygls_level)
+    json_rpc = logging.getLogger("pygls.protocol.json_rpc")
+    for old in [f for f in json_rpc.filters if isinstance(f, AnsweredCancels)]:
+        json_rpc.removeFilter(old)
+    if level > logging.DEBUG:
+        json_rpc.addFilter(AnsweredCancels())
     return level
 
 
