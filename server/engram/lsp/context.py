@@ -65,6 +65,20 @@ async def lease_engine(folder: Folder, who: str, timeout: float = START_TIMEOUT)
         await asyncio.sleep(0.02)
 
 
+async def started(folder: Folder) -> None:
+    """Until the folder reached the workspace engine or opened its own (or failed).
+
+    A command right after initialize waits, as one run in-process waits for its engine:
+    VS Code's first index, sent as soon as *Start in This Workspace* started the server,
+    otherwise found no link yet and indexed in an in-process engine.
+    """
+    deadline = time.monotonic() + START_TIMEOUT
+    while not folder.ready and folder.error is None and folder.engine is None:
+        if time.monotonic() > deadline:
+            raise EngramError("Engram is still starting; try again in a moment")
+        await asyncio.sleep(0.02)
+
+
 @attrs.frozen
 class ServerContext:
     """``registry.CommandContext`` for one server: commands see this, not the server."""
@@ -81,13 +95,7 @@ class ServerContext:
         self, usecase: str, raw: Mapping[str, object], file: str | None = None
     ) -> CallReply | None:
         folder = self.ls.session.folder_for_file(file)
-        deadline = time.monotonic() + START_TIMEOUT
-        # a command right after initialize waits for the folder to reach the workspace
-        # engine (or to open its own), as one run in-process waits for its engine
-        while not folder.ready and folder.error is None and folder.engine is None:
-            if time.monotonic() > deadline:
-                raise EngramError("Engram is still starting; try again in a moment")
-            await asyncio.sleep(0.02)
+        await started(folder)
         lease = folder.links.acquire(f"command {usecase}")
         if lease is None:
             return None
@@ -168,7 +176,9 @@ class ServerContext:
         self, files: Sequence[str] | None, file: str | None = None
     ) -> IndexReport | JsonObject:
         folder = self.ls.session.folder_for_file(file)
-        if not files and folder.engine is None:  # the whole folder: where it is served
+        if not files:  # the whole folder: where it is served, once the start chose
+            await started(folder)
+        if not files and folder.engine is None:
             lease = folder.links.acquire("reindex command")
             if lease is not None:
                 with lease as link:
