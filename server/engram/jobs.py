@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from engram.interpreter import python_argv
 from engram.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ def start(
     try:
         with (logs / log_name).open("ab") as log_file:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "engram", *args, "--workspace", str(workspace.root)],
+                [*python_argv(), "-m", "engram", *args, "--workspace", str(workspace.root)],
                 stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log_file,

@@ -14,7 +14,7 @@
 export type CandidateSource = "serverPath" | "python" | "python-extension" | "path" | "user-bin" | "default";
 
 export interface ServerCandidate {
-  /** `executable`: run `<command> serve`; `python`: run `<command> -m engram serve`. */
+  /** `executable`: run `<command> serve`; `python`: run `<command> -P -m engram serve`. */
   kind: "executable" | "python";
   command: string;
   source: CandidateSource;

@@ -24,7 +24,10 @@ export function buildServerCommand(
   logLevel: LogLevel = "warning",
 ): ServerCommand {
   const candidate: ServerCandidate = typeof server === "string" ? { kind: "python", command: server, source: "python" } : server;
-  const args = candidate.kind === "python" ? ["-m", "engram", "serve"] : ["serve"];
+  // -P: the server starts in the workspace folder, and `-m` would put it first on sys.path,
+  // so an `engram/` folder in a cloned repository would run instead (docs/security.md,
+  // "Python children")
+  const args = candidate.kind === "python" ? ["-P", "-m", "engram", "serve"] : ["serve"];
   if (workspaceFolder) {
     args.push("--workspace", workspaceFolder);
   }
@@ -41,5 +44,5 @@ export function buildProbeCommand(server: ServerCandidate | string): ServerComma
   if (candidate.kind === "executable") {
     return { command: candidate.command, args: ["--version"] };
   }
-  return { command: candidate.command, args: ["-c", "import engram, sys; sys.stdout.write(engram.__version__)"] };
+  return { command: candidate.command, args: ["-P", "-c", "import engram, sys; sys.stdout.write(engram.__version__)"] };
 }

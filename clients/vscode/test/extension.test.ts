@@ -37,7 +37,7 @@ test("in an Engram workspace, activation starts the server with the built comman
   assert.equal(rec.clients.length, 1);
   const server = rec.clients[0].serverOptions as { command: string; args: string[] };
   assert.equal(server.command, repoPython);
-  assert.deepEqual(server.args, ["-m", "engram", "serve", "--workspace", ws]);
+  assert.deepEqual(server.args, ["-P", "-m", "engram", "serve", "--workspace", ws]);
   assert.ok(rec.clients[0].started);
   assert.equal(rec.contexts["engram.active"], true);
   assert.deepEqual(rec.treeProviders, ["engram.memory", "engram.impact"]);

@@ -55,12 +55,12 @@ test("server: a missing program and a missing package get different fixes, never
   }
 });
 
-test("server command is python -m engram serve in the workspace", () => {
+test("server command is python -P -m engram serve in the workspace", () => {
   const cmd = buildServerCommand("/venv/bin/python", "/ws", ["--log-level", "debug"]);
   assert.equal(cmd.command, "/venv/bin/python");
-  assert.deepEqual(cmd.args, ["-m", "engram", "serve", "--workspace", "/ws", "--log-level", "debug"]);
+  assert.deepEqual(cmd.args, ["-P", "-m", "engram", "serve", "--workspace", "/ws", "--log-level", "debug"]);
   assert.equal(cmd.cwd, "/ws");
-  assert.deepEqual(buildServerCommand("py", undefined).args, ["-m", "engram", "serve"]);
+  assert.deepEqual(buildServerCommand("py", undefined).args, ["-P", "-m", "engram", "serve"]);
   const pipx = { kind: "executable" as const, command: "/home/u/.local/bin/engram", source: "serverPath" as const };
   assert.deepEqual(buildServerCommand(pipx, "/ws", [], "debug"), {
     command: "/home/u/.local/bin/engram",

@@ -286,10 +286,12 @@ def _rebuild_now(workspace: Workspace) -> bool:
     """
     import subprocess
 
+    from engram.interpreter import python_argv
+
     try:
         done = subprocess.run(
             [
-                sys.executable,
+                *python_argv(),
                 "-m",
                 "engram",
                 "digest",

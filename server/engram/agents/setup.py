@@ -24,6 +24,7 @@ from pathlib import Path
 import attrs
 
 from engram.errors import InvalidInput
+from engram.interpreter import SAFE_PATH_FLAG
 from engram.jsontypes import JsonObject
 
 AGENTS: tuple[str, ...] = ("claude-code", "codex", "opencode", "crush", "copilot")
@@ -98,7 +99,7 @@ def engram_command() -> list[str]:
     script = python.parent / "engram"
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
-    return [str(python), "-P", "-m", "engram"]
+    return [str(python), SAFE_PATH_FLAG, "-m", "engram"]
 
 
 def _shell(command: Sequence[str]) -> str:

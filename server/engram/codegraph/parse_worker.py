@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from engram.codegraph.extract import HIDDEN_KINDS, FileFacts, collector_paused, extract, parse
 from engram.codegraph.languages import LanguageRegistry, LoadedLanguage, language_for
+from engram.interpreter import python_argv
 from engram.model import content_hash
 from engram.workspace import Workspace, WorkspaceError
 
@@ -361,7 +362,7 @@ class ParsePool:
             return
         try:
             process = subprocess.Popen(
-                [sys.executable, "-c", _CHILD_CODE, str(theirs.fileno()), *self._args],
+                [*python_argv(), "-c", _CHILD_CODE, str(theirs.fileno()), *self._args],
                 pass_fds=(theirs.fileno(),),
                 # stdout may be the language server's JSON-RPC stream or `--json` output:
                 # nothing a worker (or a library in it) prints may reach it

@@ -24,7 +24,6 @@ import contextlib
 import itertools
 import os
 import socket
-import sys
 import time
 
 from engram.daemon.address import Address, NoRuntimeDir
@@ -418,7 +417,9 @@ def _spawn(root: str, address: Address, environ: Mapping[str, str]) -> subproces
     """``python -m engram engine`` in its own session: it outlives the front end."""
     import subprocess
 
-    command = [sys.executable, "-m", "engram", "engine", "--workspace", root]
+    from engram.interpreter import python_argv
+
+    command = [*python_argv(), "-m", "engram", "engine", "--workspace", root]
     command += ["--key", address.key]
     posix = os.name == "posix"
     flags = (

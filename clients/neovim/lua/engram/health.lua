@@ -20,8 +20,8 @@ function M.check()
     return
   end
   health.ok('server command: ' .. table.concat(cmd, ' '))
-  local python = cmd[2] == '-m'
-  local probe = python and { cmd[1], '-c', 'import engram, sys; sys.stdout.write(engram.__version__)' }
+  local python = cmd[2] == '-m' or (cmd[2] == '-P' and cmd[3] == '-m')
+  local probe = python and { cmd[1], '-P', '-c', 'import engram, sys; sys.stdout.write(engram.__version__)' }
     or { cmd[1], '--version' }
   local out = vim.fn.system(probe)
   if vim.v.shell_error ~= 0 then
@@ -30,7 +30,7 @@ function M.check()
     return
   end
   health.ok('engram ' .. vim.trim(out):gsub('^engram%s+', ''))
-  local doctor = python and { cmd[1], '-m', 'engram', 'doctor' } or { cmd[1], 'doctor' }
+  local doctor = python and { cmd[1], '-P', '-m', 'engram', 'doctor' } or { cmd[1], 'doctor' }
   for _, line in ipairs(vim.split(vim.fn.system(doctor), '\n', { trimempty = true })) do
     health.info(line)
   end

@@ -26,7 +26,8 @@ M.install_hint = 'pipx install /path/to/engram   (or: uv tool install /path/to/e
 
 --- The command line that starts the server (also used by :checkhealth), in this order:
 --- `cmd`, `server_path`, `python` (or `vim.g.engram_path` / `vim.g.engram_python`), then the
---- first that exists of `engram` on PATH, ~/.local/bin/engram, and python3 -m engram.
+--- first that exists of `engram` on PATH, ~/.local/bin/engram, and python3 -P -m engram (-P: the
+--- working directory, a repository, stays off sys.path; docs/security.md "Python children").
 function M.server_cmd()
   if M.config.cmd then
     return M.config.cmd
@@ -37,7 +38,7 @@ function M.server_cmd()
   end
   local python = M.config.python or vim.g.engram_python
   if python then
-    return { vim.fn.expand(python), '-m', 'engram', 'serve' }
+    return { vim.fn.expand(python), '-P', '-m', 'engram', 'serve' }
   end
   if vim.fn.executable('engram') == 1 then
     return { vim.fn.exepath('engram'), 'serve' }
@@ -46,7 +47,7 @@ function M.server_cmd()
   if vim.fn.executable(user_bin) == 1 then
     return { user_bin, 'serve' }
   end
-  return { 'python3', '-m', 'engram', 'serve' }
+  return { 'python3', '-P', '-m', 'engram', 'serve' }
 end
 
 --- JSON null arrives as vim.NIL (truthy userdata): read optional fields through this.
