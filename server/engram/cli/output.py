@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engram.errors import EngramError
+from engram.quoting import replace_controls
 
 if TYPE_CHECKING:  # the use cases cost ~70 ms to import: imported when a command runs
     from engram.app import Engine
@@ -57,21 +57,16 @@ def open_engine(
     return Engine.open(workspace_arg(args), overrides, read_only=read_only)
 
 
-#: what a terminal acts on instead of showing: C0 controls but tab and newline (ESC starts
-#: the sequences that clear the screen, set the title or write to the clipboard; CR
-#: overwrites the line), DEL, C1 controls, and the bidi overrides that reorder a line
-_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
 def terminal_text(text: str) -> str:
-    """``text`` as the terminal should show it: every control character as ``?``.
+    """``text`` as the terminal should show it: every control character but tab and newline
+    as ``?`` (:func:`engram.quoting.replace_controls`, the one rule for them).
 
     Memory text, tags and anchors come from agents, teammates' files and imports: a text
     with an escape sequence passes the store's checks (a few control characters are not
     "binary"), and ``engram search``/``show``/``list`` printed it raw to the person's
     terminal. ``--json`` is unchanged (JSON escapes them).
     """
-    return _TERMINAL_CONTROL.sub("?", text)
+    return replace_controls(text, "?", keep="\t\n")
 
 
 def note(message: str) -> None:

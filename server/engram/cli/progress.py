@@ -12,8 +12,9 @@ File names come from the repository, so control characters in them are replaced.
 from __future__ import annotations
 
 import time
-import unicodedata
 from collections.abc import Callable
+
+from engram.quoting import replace_controls
 
 #: The shortest time between two progress lines of one step.
 INTERVAL_SECONDS = 5.0
@@ -22,10 +23,9 @@ MAX_MESSAGE = 100
 
 
 def printable(text: str, limit: int = MAX_MESSAGE) -> str:
-    """``text`` on one line with no control or format characters, at most ``limit`` long."""
-    cleaned = "".join(
-        "?" if unicodedata.category(ch)[0] == "C" else ch for ch in text.replace("\t", " ")
-    )
+    """``text`` on one line with no control or format characters, at most ``limit`` long
+    (:func:`engram.quoting.replace_controls`, the one rule for them)."""
+    cleaned = replace_controls(text.replace("\t", " "), "?")
     if len(cleaned) > limit:
         half = (limit - 1) // 2
         cleaned = cleaned[:half] + "…" + cleaned[-(limit - 1 - half) :]
