@@ -352,11 +352,22 @@ def test_stats_and_doctor(engine: Engine):
     assert counts["total"] == 1 and counts["by_type"] == {"gotcha": 1}
     checks = {c.name: c for c in doctor(engine)}
     assert checks["store"].ok and "1 memories" in checks["store"].detail
-    assert (
-        not checks["embedding model"].ok
-        and 'embed.model is "none"' in checks["embedding model"].detail
-    )
+    # embed.model = "none" is the user's choice: a fact with where to change it, no warning
+    model = checks["embedding model"]
+    assert model.ok and model.level == "info" and 'embed.model is "none"' in model.detail
     assert checks["python"].ok and checks["tree-sitter"].detail.startswith("grammars:")
+
+
+def test_doctor_warns_of_a_model_that_did_not_load(
+    tmp_workspace: Workspace, fake_store, clock
+) -> None:
+    missing = tmp_workspace.root / "no-such-model"
+    config = EngramConfig(embed=EmbedConfig(model=str(missing)))
+    broken = Engine(tmp_workspace, config, store=fake_store, clock=clock)
+    model = {c.name: c for c in doctor(broken)}["embedding model"]
+    assert not model.ok and model.level == "warning"
+    assert f"embedding model directory {missing} does not exist" in model.detail
+    assert "keywords and the code graph only" in model.detail
 
 
 def test_read_only_engine_refuses_writes(engine: Engine, tmp_workspace: Workspace, fake_store):

@@ -103,17 +103,7 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
         checks.append(DoctorCheck("store", True, f"{count} memories in {engram_dir}"))
     except Exception as exc:
         checks.append(DoctorCheck("store", False, one_line(exc), "error"))
-    embedder = engine.embedder
-    checks.append(
-        DoctorCheck(
-            "embedding model",
-            embedder is not None,
-            engine.embedder_status
-            if embedder is not None or engine.embedder_status == KEYWORD_ONLY_REASON
-            else f"{engine.embedder_status}; search uses keywords and the code graph only",
-            "info" if embedder is not None else "warning",
-        )
-    )
+    checks.append(_embedding_check(engine))
     checks.append(_grammar_check())
     try:
         graph: dict[str, int | str | None] = dict(engine.codegraph.stats())
@@ -146,6 +136,17 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
     checks.append(_settings_trust_check(engine))
     checks.append(_confinement_check(engine))
     return checks
+
+
+def _embedding_check(engine: Engine) -> DoctorCheck:
+    """The model, or why there is none: ``embed.model = "none"`` is the user's choice (a
+    fact, said as info with where to change it; a warning told a user who turned
+    embeddings off that something was wrong), a model that did not load is a warning."""
+    status = engine.embedder_status
+    if engine.embedder is not None or status == KEYWORD_ONLY_REASON:
+        return DoctorCheck("embedding model", True, status, "info")
+    detail = f"{status}; search uses keywords and the code graph only"
+    return DoctorCheck("embedding model", False, detail, "warning")
 
 
 def _code_search_check(engine: Engine) -> DoctorCheck:
