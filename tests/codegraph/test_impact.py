@@ -156,3 +156,53 @@ def test_neighbours_both_directions(make_graph) -> None:  # type: ignore[no-unty
     deep = graph.neighbours(["pkg/db.py"], depth=2)
     assert deep["pkg/repo.py"] == 0.9 and abs(deep["pkg/api.py"] - 0.81) < 1e-6
     assert graph.neighbours(["missing.py"]) == {}
+
+
+GO_COMMANDS = {
+    "go.mod": "module example.com/app\n\ngo 1.22\n",
+    "cmd/command.go": (
+        "package cmd\n"
+        "type Command struct{}\n"
+        "type Other struct{}\n"
+        "func (c *Command) Execute() error { return nil }\n"
+        "func (o Other) Execute() {}\n"
+        "func Execute() {}\n"
+    ),
+    # on a variable: the graph has its name, not its type, so it counts (by name)
+    "cmd/run.go": "package cmd\nfunc run(c *Command) error { return c.Execute() }\n",
+    # on the type itself: the method's, whatever else is called Execute
+    "cmd/expr.go": "package cmd\nfunc expr(c *Command) { (*Command).Execute(c) }\n",
+    # a bare call is the package's function: a Go method is always called on something
+    "cmd/bare.go": "package cmd\nfunc start() { Execute() }\n",
+    # another type named in the call
+    "cmd/other.go": "package cmd\nfunc other(o Other) { Other.Execute(o) }\n",
+    # the package's function through its import
+    "main.go": 'package main\nimport "example.com/app/cmd"\nfunc main() { cmd.Execute() }\n',
+}
+
+
+def test_a_methods_references_leave_out_what_the_graph_can_tell_is_not_it(make_graph) -> None:  # type: ignore[no-untyped-def]
+    """References were found by the bare name (``Execute``), so ``Command.Execute`` listed
+    the package function's calls and ``Other.Execute``'s too (docs/codegraph.md)."""
+    graph = make_graph(GO_COMMANDS)
+    report = ImpactAnalyzer(graph).impact("cmd/command.go", "Command.Execute")
+    refs = {(r.file, r.kind, r.line) for r in report.symbol_references}
+    assert refs == {("cmd/run.go", "calls", 2), ("cmd/expr.go", "calls", 2)}
+    assert any("1 of 2 references are calls of 'Execute' on a variable" in n for n in report.notes)
+    assert {d.file for d in report.direct_dependents} == {"cmd/run.go", "cmd/expr.go"}
+    # the function of that name keeps every reference the graph resolved to it by name
+    function = ImpactAnalyzer(graph).impact("cmd/command.go", "Execute")
+    assert {"cmd/bare.go", "main.go"} <= {r.file for r in function.symbol_references}
+
+
+def test_a_python_methods_references_are_not_its_namesake_functions(make_graph) -> None:  # type: ignore[no-untyped-def]
+    graph = make_graph(
+        {
+            "core.py": "class Engine:\n    def run(self):\n        pass\n\ndef run():\n    pass\n",
+            "app.py": "from core import Engine, run\n\nrun()\nEngine().run()\n",
+        }
+    )
+    method = ImpactAnalyzer(graph).impact("core.py", "Engine.run")
+    assert {(r.file, r.kind, r.line) for r in method.symbol_references} == {("app.py", "calls", 4)}
+    function = ImpactAnalyzer(graph).impact("core.py", "run")
+    assert ("app.py", "calls", 3) in {(r.file, r.kind, r.line) for r in function.symbol_references}

@@ -465,6 +465,22 @@ class Symbol:
         return attrs.asdict(self)
 
 
+@attrs.frozen
+class ReferenceSite:
+    """One reference by name to a file's definition, with what the graph knows of how it
+    was written (:meth:`CodeGraph.reference_sites`)."""
+
+    file: str
+    kind: str
+    line: int
+    #: the calling file's language
+    language: str | None
+    #: what a call was made on (``c`` of ``c.Execute()``); ``None``: a bare call, or not a call
+    obj: str | None = None
+    #: ``obj`` names a module the calling file imports (``cobra.Execute()``)
+    obj_is_module: bool = False
+
+
 @attrs.define
 class IndexReport:
     files_seen: int = 0
@@ -2191,6 +2207,46 @@ class CodeGraph:
                 (file_id, f'%"{name}"%', file_id),
             ).fetchall()
             return sorted({(str(r[0]), str(r[1]), int(r[2] or 0)) for r in rows})
+
+    def reference_sites(self, target: str, name: str) -> list[ReferenceSite]:
+        """The references :meth:`symbol_dependents` lists for ``name``, each with the
+        calling file's language and, for a call, the object it was made on: impact tells a
+        method's calls from a same-named function's with them (docs/codegraph.md)."""
+        with self._lock:
+            conn = self._db()
+            file_id = self._file_id(target)
+            if file_id is None:
+                return []
+            rows = conn.execute(
+                """SELECT f.path, e.kind, e.line, f.language, e.target, e.src_file
+                   FROM edges e JOIN files f ON f.id = e.src_file
+                   WHERE e.dst_file=? AND e.dst_name=? AND e.src_file != ?
+                   AND e.kind IN ('calls', 'extends', 'implements')""",
+                (file_id, name, file_id),
+            ).fetchall()
+            rows += conn.execute(
+                """SELECT f.path, 'imports', i.line, f.language, NULL, i.file_id
+                   FROM imports i JOIN files f ON f.id = i.file_id
+                   JOIN edges e ON e.src_file = i.file_id AND e.kind='imports' AND e.dst_file=?
+                        AND e.line = i.line
+                   WHERE i.names LIKE ? AND i.file_id != ?""",
+                (file_id, f'%"{name}"%', file_id),
+            ).fetchall()
+            modules: dict[int, set[str]] = {}
+            for src in {int(r[5]) for r in rows if r[4] is not None}:
+                names = modules[src] = set()
+                for (module,) in conn.execute("SELECT module FROM imports WHERE file_id=?", (src,)):
+                    # the alias the resolver gives an import (_resolve_imports), and the path
+                    path = module.replace("::", "/").replace(".", "/").rstrip("/")
+                    names.update((path.split("/")[-1], module))
+        sites = {
+            ReferenceSite(
+                str(path), str(kind), int(line or 0), language,
+                obj, obj is not None and obj in modules.get(int(src), ()),
+            )
+            for path, kind, line, language, obj, src in rows
+        }  # fmt: skip
+        return sorted(sites, key=lambda s: (s.file, s.line, s.kind, s.obj or ""))
 
     def importers(self, target: str) -> list[str]:
         """Files with an import edge to ``target``."""

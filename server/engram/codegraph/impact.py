@@ -26,13 +26,18 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from engram.codegraph.graph import MAX_DEPTH, CodeGraph, Symbol
+from engram.codegraph.graph import MAX_DEPTH, CodeGraph, ReferenceSite, Symbol
 
 #: How much one unit of evidence counts, per source (noisy-OR inputs, 0..1).
 GRAPH_STRENGTH = 0.55
 COCHANGE_STRENGTH = 0.9
 COACCESS_STRENGTH = 0.5
 NAMING_STRENGTH = 0.6
+
+#: Languages whose methods are always called on something (``obj.m()``, ``self.m()``,
+#: ``this.m()``, ``Self::m()``): a bare ``m()`` there calls a function of that name. Java calls
+#: its own and inherited methods bare, so there a bare call may be the method's.
+_METHODS_NEVER_CALLED_BARE = frozenset({"python", "go", "javascript", "typescript", "rust"})
 
 _TEST_DIR_RE = re.compile(r"(^|/)(tests?|__tests__|spec|specs|testing)(/|$)")
 _TEST_NAME_RE = re.compile(
@@ -179,6 +184,55 @@ class ImpactReport:
         data = attrs.asdict(self)
         data["impacted_files"] = self.impacted_files
         return data
+
+
+def _owner(method: Symbol) -> str:
+    """The type a method belongs to: ``Command`` of ``Command.Execute`` (of ``a.B.run``, ``B``)."""
+    return method.qualname.rsplit(".", 1)[0].rsplit(".", 1)[-1]
+
+
+def _of_method(site: ReferenceSite, owner: str, others: set[str]) -> bool | None:
+    """Whether a reference by a method's name is the method's: ``True`` where the graph can
+    tell (a call on the type, ``Command.Execute(c)``), ``None`` where it is the name only (a
+    call on a variable or field: the graph records its name, not its type), ``False`` where
+    it is something else of that name (a function, another type's method)."""
+    if site.kind in ("extends", "implements"):
+        return False  # a base class of that name, not a method
+    never_bare = site.language in _METHODS_NEVER_CALLED_BARE
+    if site.kind == "imports":
+        return False if never_bare else None  # a method is not imported by its name
+    if site.obj is None:
+        return False if never_bare else None  # `Execute()`: a function of that name
+    if site.obj_is_module:
+        return False  # `cobra.Execute()`: the package's function
+    receiver = site.obj.strip("()*&").rsplit(".", 1)[-1]
+    if receiver == owner:
+        return True
+    return False if receiver in others else None  # `Other.Execute(o)`: the other type's
+
+
+def method_references(graph: CodeGraph, method: Symbol) -> tuple[list[SymbolReference], int]:
+    """The references of ``method`` from other files, and how many of them are by its name
+    only. The graph resolves a call by its name (``c.Execute()`` is a call of some
+    ``Execute``), so a method's references were every reference by that name to its file:
+    the functions and other types' methods of that name too (docs/codegraph.md "What it
+    stores", its paragraph "Qualified names"). Those the graph can tell are not the
+    method's are left out."""
+    owner = _owner(method)
+    others = {
+        _owner(s)
+        for s in graph.symbols_in(method.file)
+        if s.kind == "method" and s.name == method.name and s.qualname != method.qualname
+    }
+    others.discard(owner)
+    kept: dict[tuple[str, str, int], bool] = {}
+    for site in graph.reference_sites(method.file, method.name):
+        verdict = _of_method(site, owner, others)
+        if verdict is not False:
+            key = (site.file, site.kind, site.line)
+            kept[key] = kept.get(key, False) or verdict is True
+    refs = [SymbolReference(*key) for key in sorted(kept)]
+    return refs, sum(1 for typed in kept.values() if not typed)
 
 
 def _noisy_or(parts: Sequence[float]) -> float:
@@ -353,8 +407,18 @@ class ImpactAnalyzer:
             report.symbol_info = graph.find_symbol(file, symbol)
             if report.symbol_info is None:
                 report.notes.append(f"symbol {symbol!r} not found in {file}; file-level impact")
-            refs = graph.symbol_dependents(file, symbol)
-            report.symbol_references = [SymbolReference(f, kind, line) for f, kind, line in refs]
+            info = report.symbol_info
+            if info is not None and info.kind == "method" and "." in info.qualname:
+                report.symbol_references, by_name = method_references(graph, info)
+                if by_name:
+                    report.notes.append(
+                        f"{by_name} of {len(report.symbol_references)} references are calls "
+                        f"of {info.name!r} on a variable or field, matched by the name: a call "
+                        f"of another type's {info.name} (or through an interface) looks the same"
+                    )
+            else:
+                refs = graph.symbol_dependents(file, symbol)
+                report.symbol_references = [SymbolReference(f, k, n) for f, k, n in refs]
             users = {ref.file for ref in report.symbol_references}
             if users:
                 # the symbol's users, then what depends on them
