@@ -155,8 +155,11 @@ class SharedChangeLog:
 
     def _open(self, create: bool) -> Table | None:
         if self._table is None:
-            import lancedb
             import pyarrow as pa
+
+            from engram.store.lancedb_import import import_lancedb
+
+            lancedb = import_lancedb()
 
             options = dict(self.location.storage_options) or None
             db = lancedb.connect(self.location.uri, storage_options=options)

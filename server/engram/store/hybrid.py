@@ -196,8 +196,9 @@ class HybridTable:
 
     def _connect(self) -> DBConnection:
         if self._db is None:
-            import lancedb
+            from engram.store.lancedb_import import import_lancedb
 
+            lancedb = import_lancedb()
             loc = self.location
             options = dict(loc.storage_options) or None
             self._db = self.guard("open", lambda: lancedb.connect(loc.uri, storage_options=options))
