@@ -30,7 +30,9 @@ HEAVY = ("lancedb", "pyarrow", "numpy", "onnxruntime", "fastembed", "tree_sitter
 
 @contextlib.asynccontextmanager
 async def window(
-    engine_env: EngineEnv, extra_env: dict[str, str] | None = None
+    engine_env: EngineEnv,
+    extra_env: dict[str, str] | None = None,
+    capabilities: types.ClientCapabilities | None = None,
 ) -> AsyncIterator[LanguageClient]:
     """A real ``engram serve`` (a VS Code-like client) on the test's workspace."""
     env = {**engine_env.env, **(extra_env or {})}
@@ -42,7 +44,7 @@ async def window(
     root = engine_env.root
     await client.initialize_session(
         types.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
+            capabilities=capabilities or client_capabilities("visual-studio-code"),
             root_uri=root.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
             initialization_options={"diagnostics": {"debounceMs": 50}},
@@ -260,3 +262,34 @@ async def test_reindex_of_the_workspace_runs_in_the_engine(
     with contextlib.closing(sqlite3.connect(graph)) as db:
         files = [row[0] for row in db.execute("SELECT path FROM files")]
     assert "billing.py" in files
+
+
+@pytest.mark.timeout(300)
+async def test_a_pull_client_gets_no_push_before_its_folder_is_configured(
+    engine_env: EngineEnv, billing: Path
+) -> None:
+    """VS Code pulls diagnostics and sends didOpen for the editors already open right after
+    initialize. The digest-first answer to that didOpen was pushed, because the session's
+    mode was push until the folder's settings were read: VS Code kept that pushed copy
+    beside the pulled one (each memory twice in Problems, in a real VS Code on gs-ws), and
+    it never went away, since nothing is pushed to a pull client afterwards."""
+    assert engine_env.run("remember", "--file", "billing.py", "--line", "1", "euros!").code == 0
+    caps = client_capabilities("visual-studio-code")  # pytest-lsp's: before pull diagnostics
+    assert caps.text_document is not None and caps.workspace is not None
+    caps.text_document.diagnostic = types.DiagnosticClientCapabilities()
+    caps.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+    async with window(engine_env, capabilities=caps) as client:
+        uri = open_doc(client, billing)  # at once, as VS Code does for open editors
+
+        async def pulled() -> list[str]:
+            report = await client.text_document_diagnostic_async(
+                types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri))
+            )
+            return [d.message for d in getattr(report, "items", None) or []]
+
+        deadline = time.monotonic() + 60
+        while not any("euros!" in m for m in await pulled()):
+            assert time.monotonic() < deadline, "the pull never returned the memory"
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.0)  # a late push would arrive by now
+        assert not messages(client, uri), messages(client, uri)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from engram.lsp.client import client_info
+from engram.lsp.client import client_info, diagnostic_mode
 from engram.lsp.feature import Feature
 from engram.lsp.startup import start_folder
 from engram.lsp.tracking import poll_store
@@ -94,6 +94,12 @@ def decide_client(ls: EngramLanguageServer, params: types.InitializeParams) -> N
     """Remember who the client is, and which folders it opened."""
     session = ls.session
     session.client = client_info(params)
+    # push or pull from the first didOpen on: VS Code opens its editors right after
+    # initialize, and a digest-first answer pushed then (the mode was push until the
+    # folder's settings were read) stayed in VS Code beside the pulled copy for good
+    options = session.client.options.get("diagnostics")
+    mode = options.get("mode") if isinstance(options, dict) else None
+    session.mode = diagnostic_mode(params.capabilities, mode if isinstance(mode, str) else "auto")
     if not session.folders:
         for folder in params.workspace_folders or []:
             session.add_folder(folder.uri, folder.name)
