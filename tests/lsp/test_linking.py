@@ -99,3 +99,55 @@ async def test_two_deaths_in_a_row_leave_the_folder_in_process(
 
     assert await linking.connect_engine(server, folder) is None  # type: ignore[arg-type]
     assert folder.link is None and not deaths
+
+
+@attrs.define
+class FakeDoc:
+    rel: str
+    memories: list[object] = attrs.field(factory=list)
+
+
+@attrs.define
+class FakeDocsSession:
+    docs: list[FakeDoc]
+
+    def docs_of(self, folder: Folder) -> list[FakeDoc]:
+        return self.docs
+
+
+@attrs.define
+class RunningServer:
+    """Runs what the event handler spawns (the other fake drops it)."""
+
+    session: FakeDocsSession
+    tasks: list[asyncio.Task[object]] = attrs.field(factory=list)
+
+    def spawn(self, coro: Awaitable[object], what: str) -> None:
+        self.tasks.append(asyncio.ensure_future(coro))
+
+
+async def test_a_pulling_client_is_asked_to_pull_after_the_documents_are_refreshed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write's event refreshes the open documents, then asks VS Code to pull. Asked first,
+    VS Code pulled the documents as they were: in a real VS Code during gs-ws's first index
+    the engine answered the refresh seconds later, nothing asked again, and the memory just
+    taught in that window showed no squiggle until the file was edited."""
+    order: list[str] = []
+
+    async def refresh_when_the_engine_answers(ls: object, docs: list[FakeDoc]) -> None:
+        await asyncio.sleep(0.05)  # the engine is busy indexing
+        order.append("refreshed " + ",".join(d.rel for d in docs))
+
+    monkeypatch.setattr(linking, "refresh_docs", refresh_when_the_engine_answers)
+    monkeypatch.setattr(linking, "request_pull_refresh", lambda ls: order.append("pull"))
+    server = RunningServer(FakeDocsSession([FakeDoc("a.py"), FakeDoc("b.py")]))
+    folder = Folder(uri=tmp_path.as_uri(), root=tmp_path)
+
+    linking.engine_event(server, folder, {"files": ["a.py"]})  # type: ignore[arg-type]
+    await asyncio.gather(*server.tasks)
+    assert order == ["refreshed a.py", "pull"]
+
+    order.clear()  # a write no open document shows: the client pulls the workspace now
+    linking.engine_event(server, folder, {"files": ["c.py"]})  # type: ignore[arg-type]
+    assert order == ["pull"] and not server.tasks[1:]

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from engram.lsp.folder import Folder
     from engram.lsp.remote import EngineLink
     from engram.lsp.server import EngramLanguageServer
+    from engram.lsp.session import DocumentState
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,23 @@ def engine_event(ls: EngramLanguageServer, folder: Folder, event: Json) -> None:
         if everything or d.rel in files or any(m.id in ids for m in d.memories)
     ]
     if docs:
-        ls.spawn(refresh_docs(ls, docs), "refresh after a write")
-    request_pull_refresh(ls)
+        ls.spawn(refresh_then_ask_to_pull(ls, docs), "refresh after a write")
+    else:
+        request_pull_refresh(ls)
+
+
+async def refresh_then_ask_to_pull(ls: EngramLanguageServer, docs: list[DocumentState]) -> None:
+    """Refresh the open documents, then ask a pulling client to pull.
+
+    Asked first, VS Code pulled at once and got the documents as they were: while the
+    engine was busy (the first index of the 6k-file gs-ws slice) the refresh came seconds
+    later, nothing asked again, and a memory taught in that window never showed until the
+    file was edited.
+    """
+    try:
+        await refresh_docs(ls, docs)
+    finally:
+        request_pull_refresh(ls)
 
 
 def engine_lost(ls: EngramLanguageServer, folder: Folder) -> None:
