@@ -384,6 +384,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     };
 
   const relPath = (uri: vscode.Uri): string => vscode.workspace.asRelativePath(uri, false);
+  /**
+   * A file as the server is told it: its absolute path, which the server maps to the
+   * workspace folder holding it. The path relative to its own folder went to the first
+   * folder of a multi-root window: a file of the second was "not found" there, or one with
+   * the same name in the first got the memory.
+   */
+  const serverFile = (uri: vscode.Uri): string => uri.fsPath;
 
   context.subscriptions.push(
     vscode.commands.registerCommand(
@@ -417,7 +424,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         const result = await run("engram.remember", {
           text,
           type,
-          file: relPath(editor.document.uri),
+          file: serverFile(editor.document.uri),
           start_line: editor.selection.start.line,
           end_line: editor.selection.end.line,
         });
@@ -448,7 +455,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       withErrors(async () => {
         const editor = vscode.window.activeTextEditor;
         const file = editor && editor.document.uri.scheme === "file" ? relPath(editor.document.uri) : undefined;
-        const args = file ? { file } : { query: "project overview" };
+        const args = file && editor ? { file: serverFile(editor.document.uri) } : { query: "project overview" };
         const pack = (await run("engram.context", args)) as { text?: string };
         const name = file ? `Engram context - ${file.replace(/\//g, "_")}` : "Engram context";
         const uri = contextDocs.show(name, pack.text ?? JSON.stringify(pack, null, 2));
@@ -469,7 +476,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           if (!editor || editor.document.uri.scheme !== "file") {
             throw new Error("open a file first");
           }
-          args = { file: relPath(editor.document.uri) };
+          args = { file: serverFile(editor.document.uri) };
         }
         const report = await run("engram.impact", args);
         impactTree.update(buildImpactTree(report));

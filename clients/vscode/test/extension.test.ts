@@ -119,6 +119,31 @@ test("Teach refuses a buffer that is not a saved file, before asking anything", 
   subscriptions.forEach((d) => d.dispose());
 });
 
+test("in a multi-root window a file of the second folder reaches the server by its own path", async () => {
+  const first = folder(true);
+  const second = folder(false);
+  const rec = installMocks({ python: repoPython }, first, [second]);
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  const file = path.join(second, "cmd", "root.go");
+  rec.window.activeTextEditor = {
+    document: { uri: { scheme: "file", path: file, fsPath: file }, getText: () => "func Execute()" },
+    selection: { start: { line: 3 }, end: { line: 3 } },
+  };
+  rec.answers.push("gotcha", "Execute exits on error");
+  await rec.commands.get("engram.ui.teach")?.();
+  await rec.commands.get("engram.ui.impact")?.();
+  await rec.commands.get("engram.ui.context")?.();
+  // "cmd/root.go", relative to its folder, was taken by the server as a file of the first
+  const sent = (name: string) => rec.requestArgs[rec.requests.indexOf(name)] as { file?: string };
+  for (const name of ["engram.remember", "engram.impact", "engram.context"]) {
+    assert.equal(sent(name)?.file, file, name);
+  }
+  await ext.deactivate();
+  subscriptions.forEach((d) => d.dispose());
+});
+
 test("engram.enable false keeps it off even in an Engram workspace", async () => {
   const rec = installMocks({ python: repoPython, enable: false }, folder(true));
   const ext = loadExtension();

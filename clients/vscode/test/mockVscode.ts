@@ -16,8 +16,9 @@ export interface Recorder {
     started: boolean;
     stopped: boolean;
   }[];
-  /** The workspace/executeCommand requests sent, by command name. */
+  /** The workspace/executeCommand requests sent, by command name, and their arguments. */
   requests: string[];
+  requestArgs: unknown[];
   settings: Record<string, unknown>;
   treeProviders: string[];
   contexts: Record<string, unknown>;
@@ -29,8 +30,13 @@ export interface Recorder {
   changeSettings(changed: Record<string, unknown>): void;
 }
 
-/** ``folder`` null: a window with no folder open. */
-export function installMocks(settings: Record<string, unknown> = {}, folder: string | null = "/tmp/engram-ws"): Recorder {
+/** ``folder`` null: a window with no folder open; ``more``: the other folders of a multi-root window. */
+export function installMocks(
+  settings: Record<string, unknown> = {},
+  folder: string | null = "/tmp/engram-ws",
+  more: string[] = [],
+): Recorder {
+  const folders = folder === null ? [] : [folder, ...more];
   const configListeners: ((event: { affectsConfiguration(section: string): boolean }) => void)[] = [];
   const rec: Recorder = {
     commands: new Map(),
@@ -38,6 +44,7 @@ export function installMocks(settings: Record<string, unknown> = {}, folder: str
     infos: [],
     clients: [],
     requests: [],
+    requestArgs: [],
     settings,
     treeProviders: [],
     contexts: {},
@@ -104,7 +111,7 @@ export function installMocks(settings: Record<string, unknown> = {}, folder: str
       },
     },
     workspace: {
-      workspaceFolders: folder === null ? undefined : [{ uri: { fsPath: folder } }],
+      workspaceFolders: folder === null ? undefined : folders.map((f) => ({ uri: { fsPath: f } })),
       getConfiguration: () => ({
         get: (key: string, fallback?: unknown) => rec.settings[key] ?? fallback,
         ...rec.settings,
@@ -115,7 +122,11 @@ export function installMocks(settings: Record<string, unknown> = {}, folder: str
         configListeners.push(listener);
         return disposable;
       },
-      asRelativePath: (uri: { fsPath: string }) => uri.fsPath,
+      // as VS Code does: relative to the folder that holds the file
+      asRelativePath: (uri: { fsPath: string }) => {
+        const holder = folders.find((f) => uri.fsPath.startsWith(`${f}/`));
+        return holder ? uri.fsPath.slice(holder.length + 1) : uri.fsPath;
+      },
     },
     extensions: { getExtension: () => undefined },
     commands: {
@@ -155,8 +166,9 @@ export function installMocks(settings: Record<string, unknown> = {}, folder: str
       async stop() {
         rec.clients[this.index].stopped = true;
       }
-      async sendRequest(_method: string, params?: { command?: string }) {
+      async sendRequest(_method: string, params?: { command?: string; arguments?: unknown[] }) {
         rec.requests.push(String(params?.command));
+        rec.requestArgs.push(params?.arguments?.[0]);
         return {};
       }
     },
