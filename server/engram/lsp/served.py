@@ -9,6 +9,7 @@ language server uses (``engram.lsp.folder``), so both show a file the same way.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,12 @@ log = logging.getLogger(__name__)
 
 #: The most memories one ``memories`` request names or returns.
 MAX_IDS = 1000
+
+#: One ``index`` at a time in this engine: every window of the workspace asks for one at
+#: start, and VS Code's first index follows its start at once. Two runs at the same time
+#: wrote the same graph rows ("UNIQUE constraint failed: nodes.id", seen in a real VS Code
+#: on the 6k-file gs-ws slice); the second now waits and finds the files unchanged.
+_INDEXING = threading.Lock()
 
 
 def answer(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
@@ -69,7 +76,8 @@ def answer(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
         from engram.model import to_jsonable
 
         options = attrs.evolve(LSP_INDEX, history=bool(request.get("history")))
-        data = to_jsonable(run_index(engine, options).code)
+        with _INDEXING:
+            data = to_jsonable(run_index(engine, options).code)
         return {"report": data if isinstance(data, dict) else {}}
     if what == "reindex":
         files = request.get("files")
