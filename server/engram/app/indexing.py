@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from engram.app.engine import Engine
     from engram.app.history_sync import HistorySyncReport
     from engram.app.team import TeamSyncReport
-    from engram.codegraph import IndexReport
+    from engram.codegraph import CodeSearch, IndexReport
     from engram.codegraph.search import ChunkIndexReport
     from engram.jsontypes import JsonObject
 
@@ -125,22 +125,43 @@ def run_index(
 
         return report
 
-    run = IndexRun(engine.codegraph.index(progress=stage(CODE), cancel=cancel))
-    _log_peak_rss(CODE)
-    if run.code.interrupted:
-        return run
-    if not engine.read_only:  # the whole tree is in the graph now, not only what remember saw
-        EngineState.of(engine.workspace).set(GRAPH_INDEXED, True)
-    if options.chunks:
-        run.chunks = index_chunks(
-            engine, progress=stage(CHUNKS), cancel=cancel, embed=options.embed_chunks
-        )
-        _log_peak_rss(CHUNKS)
-    if options.seed and not engine.read_only:
-        run.seeded = seed_workspace(engine, run.code)
-    if options.history and not engine.read_only:
-        run.history = sync_history(engine, progress=stage(HISTORY), cancel=cancel)
-        _log_peak_rss(HISTORY)
+    # keyword-only chunks are cut by the parse workers and written while they parse
+    # (CodeSearch.prefill); index_chunks after the graph then cuts only the files they
+    # did not (docs/codegraph.md "The whole cold index")
+    keyword = _keyword_search(engine) if options.chunks and not options.embed_chunks else None
+    try:
+        prefill = keyword.prefill() if keyword is not None and not engine.read_only else None
+        try:
+            run = IndexRun(
+                engine.codegraph.index(progress=stage(CODE), cancel=cancel, chunks=prefill)
+            )
+        finally:
+            if prefill is not None:
+                prefill.close()
+        _log_peak_rss(CODE)
+        if run.code.interrupted:
+            return run
+        if not engine.read_only:  # the whole tree is in the graph now, not only remember's
+            EngineState.of(engine.workspace).set(GRAPH_INDEXED, True)
+        if options.chunks:
+            run.chunks = index_chunks(
+                engine, progress=stage(CHUNKS), cancel=cancel, embed=options.embed_chunks,
+                searcher=keyword,
+            )  # fmt: skip
+            if prefill is not None:
+                run.chunks.files_chunked += prefill.files
+                run.chunks.chunks += prefill.chunks
+            _log_peak_rss(CHUNKS)
+        if keyword is not None:
+            keyword.close()
+        if options.seed and not engine.read_only:
+            run.seeded = seed_workspace(engine, run.code)
+        if options.history and not engine.read_only:
+            run.history = sync_history(engine, stage(HISTORY), cancel)
+            _log_peak_rss(HISTORY)
+    finally:
+        if keyword is not None:
+            keyword.close()
     if options.team and engine.config.team.auto_sync and not engine.read_only:
         try:
             run.team = sync_team(engine)
@@ -219,25 +240,30 @@ def index_chunks(
     cancel: Callable[[], bool] | None = None,
     *,
     embed: bool = True,
+    searcher: CodeSearch | None = None,
 ) -> ChunkIndexReport:
     """Chunk and embed changed files for code search (after :func:`index`).
 
     ``embed=False`` stores keyword-only chunks quickly; the next run with embeddings
-    re-embeds them (their model id differs).
+    re-embeds them (their model id differs). ``searcher``: the keyword-only one the
+    caller holds (and closes).
     """
-    from engram.codegraph import CodeSearch
-
+    if searcher is not None:
+        return searcher.index_chunks(progress=progress, cancel=cancel)
     # keyword-only: never touch engine.code_search, building it loads the embedding model
-    searcher = (
-        engine.code_search
-        if embed
-        else CodeSearch(engine.workspace, engine.codegraph, None, location=engine.store_location)
-    )
+    searcher = engine.code_search if embed else _keyword_search(engine)
     try:
         return searcher.index_chunks(progress=progress, cancel=cancel)
     finally:
         if searcher is not engine.code_search_if_open:
             searcher.close()
+
+
+def _keyword_search(engine: Engine) -> CodeSearch:
+    """A code search without a model (building ``engine.code_search`` loads it)."""
+    from engram.codegraph import CodeSearch
+
+    return CodeSearch(engine.workspace, engine.codegraph, None, location=engine.store_location)
 
 
 def seed_workspace(engine: Engine, report: IndexReport | None = None) -> dict[str, int]:

@@ -14,10 +14,10 @@ from engram.codegraph.graph import (
     CodeGraph,
     IndexReport,
     ReindexResult,
-    Symbol,
     build_graph_at,
 )
 from engram.codegraph.project import ProjectFact, detect_project
+from engram.codegraph.symbols import Symbol
 
 if TYPE_CHECKING:
     from engram.codegraph.chunking import CodeChunk, chunk_file

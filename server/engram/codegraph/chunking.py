@@ -8,12 +8,15 @@ search text with identifiers split into words for keyword search.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
+from typing import Protocol
 
 import attrs
 
-from engram.codegraph.graph import Symbol
+from engram.codegraph.symbols import Symbol
+from engram.store.fts_text import expand_identifiers
 
 #: Longest definition kept as one chunk; longer ones are windowed.
 MAX_CHUNK_LINES = 120
@@ -71,11 +74,68 @@ class CodeChunk:
         return " | ".join(parts)
 
     def embedding_text(self) -> str:
-        return f"{self.context_prefix()}\n\n{self.content[:MAX_EMBED_CHARS]}"
+        return embedding_text(self.context_prefix(), self.content)
 
     def search_text(self) -> str:
         """What keyword search sees: path, name and content (tokenised later)."""
         return f"{self.file} {self.name or ''} {self.content}"
+
+
+def embedding_text(prefix: str, content: str) -> str:
+    """What is embedded (and, with its split identifiers, keyword-indexed) of a chunk."""
+    return f"{prefix}\n\n{content[:MAX_EMBED_CHARS]}"
+
+
+def text_digest(text: str) -> str:
+    """Hash of a chunk's embedding text: equal digests can share one vector."""
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
+
+
+#: One stored chunk of a file, in plain data: ``(id, kind, name or "", start_line,
+#: end_line, content, context prefix, split identifiers of its embedding text, digest of
+#: that text)``; the writer rebuilds the embedding and search texts from the prefix and
+#: the content (:func:`embedding_text`), so they cross a worker's pipe once.
+ChunkRow = tuple[str, str, str, int, int, str, str, str, str]
+
+
+class ChunkSink(Protocol):
+    """Where a run's parse phase hands the chunks its workers cut
+    (``engram.codegraph.search.ChunkPrefill``): the indexing process writes them while the
+    workers parse on, instead of reading every file again after the graph (issue 18)."""
+
+    def add(self, path: str, file_hash: str, chunks: list[ChunkRow]) -> None:
+        """The chunks of ``path`` (content hash ``file_hash``), just stored in the graph."""
+
+    def parsed(self) -> None:
+        """No more chunks come: the parse phase is over (or stopped)."""
+
+
+def unique_chunks(
+    file: str, text: str, symbols: Sequence[Symbol], language: str | None
+) -> list[CodeChunk]:
+    """:func:`chunk_file` with one chunk per id (ids are the store's key: the last wins,
+    at the place of the first)."""
+    unique: dict[str, CodeChunk] = {}
+    for chunk in chunk_file(file, text, symbols, language):
+        unique[chunk.chunk_id] = chunk
+    return list(unique.values())
+
+
+def chunk_rows(
+    file: str, text: str, symbols: Sequence[Symbol], language: str | None
+) -> list[ChunkRow]:
+    """The stored chunks of one file as :data:`ChunkRow` (a parse worker makes them from
+    the text and definitions it has, so the main process neither reads the file again
+    nor asks the graph for its symbols; docs/codegraph.md "The whole cold index")."""
+    rows: list[ChunkRow] = []
+    for chunk in unique_chunks(file, text, symbols, language):
+        prefix = chunk.context_prefix()
+        embedded = embedding_text(prefix, chunk.content)
+        rows.append(
+            (chunk.chunk_id, chunk.kind, chunk.name or "", chunk.start_line, chunk.end_line,
+             chunk.content, prefix, expand_identifiers(embedded), text_digest(embedded))
+        )  # fmt: skip
+    return rows
 
 
 def _windows(

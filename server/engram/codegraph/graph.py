@@ -54,6 +54,7 @@ from engram.codegraph.parse_worker import (
 )
 from engram.codegraph.project import ProjectFact, detect_project
 from engram.codegraph.resolve import ImportResolver, read_go_modules, read_js_packages
+from engram.codegraph.symbols import Symbol
 from engram.codegraph.walk import iter_workspace_files
 from engram.config import EngramConfig, IndexConfig
 from engram.progress import Progress
@@ -62,6 +63,7 @@ from engram.workspace import Workspace, WorkspaceError
 if TYPE_CHECKING:
     from tree_sitter import Parser, Tree
 
+    from engram.codegraph.chunking import ChunkSink
     from engram.jsontypes import JsonObject
 
 log = logging.getLogger(__name__)
@@ -447,22 +449,6 @@ class _Adjacency:
                 )
             ]
         return found
-
-
-@attrs.define
-class Symbol:
-    """A definition for the LSP (hover, anchors by symbol) and the impact report."""
-
-    name: str
-    kind: str
-    qualname: str
-    file: str
-    start_line: int
-    end_line: int
-    exported: bool = False
-
-    def to_dict(self) -> JsonObject:
-        return attrs.asdict(self)
 
 
 @attrs.frozen
@@ -873,12 +859,17 @@ class CodeGraph:
         self,
         progress: Progress | None = None,
         cancel: CancelCallback | None = None,
+        *,
+        chunks: ChunkSink | None = None,
     ) -> IndexReport:
         """Bring the graph up to date with the workspace; resumable after an interruption.
 
         ``progress(done, total, path)`` is called per file; ``cancel()`` returning true stops
         the run after the current file (the report says ``interrupted``). A
-        ``KeyboardInterrupt`` rolls back the open batch and propagates.
+        ``KeyboardInterrupt`` rolls back the open batch and propagates. ``chunks`` hears
+        the code-search chunks of the files parse workers parsed (a run in one process
+        has none: ``CodeSearch.index_chunks`` cuts every file after the graph), and that
+        the parse phase is over.
         """
         started = time.perf_counter()
         cpu_started = time.process_time()
@@ -910,7 +901,11 @@ class CodeGraph:
                     # before the collector resumes: they form no cycles either)
                     self._kept = None if known else _KeptRows(self.kept_budget)
                     try:
-                        self._phase_parse(listed, known, report, progress, cancel)
+                        try:
+                            self._phase_parse(listed, known, report, progress, cancel, chunks)
+                        finally:
+                            if chunks is not None:
+                                chunks.parsed()
                         if removed:
                             self._remove_files(removed)
                             report.files_removed = len(removed)
@@ -978,6 +973,7 @@ class CodeGraph:
         report: IndexReport,
         progress: Progress | None,
         cancel: CancelCallback | None,
+        chunks: ChunkSink | None = None,
     ) -> None:
         """Store every listed file that changed, in listing order, a batch per commit.
 
@@ -1014,7 +1010,7 @@ class CodeGraph:
                 (rel, stat.st_size, stat.st_mtime_ns, previous[0] if previous else None,
                  previous[3] if previous else None)
             )  # fmt: skip
-        pool = self._parse_pool(len(tasks))
+        pool = self._parse_pool(len(tasks), chunks=chunks is not None)
         pool_cpu_started, main_cpu_started = _children_cpu(), time.process_time()
         finished = False
         try:
@@ -1046,6 +1042,9 @@ class CodeGraph:
                     outcome = self._store_examined(
                         rel, stat.st_size, stat.st_mtime_ns, previous, found
                     )
+                    if chunks is not None and found.chunks is not None and outcome is not None:
+                        assert found.digest is not None  # an ok file was read
+                        chunks.add(rel, found.digest, found.chunks)
                 if outcome is None:
                     report.files_unchanged += 1
                     continue
@@ -1087,7 +1086,7 @@ class CodeGraph:
                     time.process_time() - main_cpu_started,
                 )
 
-    def _parse_pool(self, files: int) -> ParsePool | None:
+    def _parse_pool(self, files: int, *, chunks: bool = False) -> ParsePool | None:
         """Worker processes for a run with ``files`` to parse, or None (in-process): when
         there are fewer than ``index.workers_min_files`` (starting a worker costs ~0.5 s of
         CPU), one CPU or ``index.workers`` 0, or when no worker starts (logged)."""
@@ -1102,6 +1101,7 @@ class CodeGraph:
                 max_file_bytes=self.config.max_file_bytes,
                 query_root=self._registry.query_root,
                 pack=self._kept is not None,
+                chunks=chunks,
             )
         except (PoolStartError, OSError) as exc:
             log.warning("parse workers unavailable (%s): parsing in-process", exc)
@@ -1168,7 +1168,7 @@ class CodeGraph:
         rows; ``None`` when it is unchanged."""
         conn = self._db()
         new = previous is None
-        status, digest, note, language, rows = found
+        status, digest, note, language, rows, _chunks = found
         if status == "same":
             return None
         if status == "unchanged":

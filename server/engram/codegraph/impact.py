@@ -26,7 +26,8 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from engram.codegraph.graph import MAX_DEPTH, CodeGraph, ReferenceSite, Symbol
+from engram.codegraph.graph import MAX_DEPTH, CodeGraph, ReferenceSite
+from engram.codegraph.symbols import Symbol
 
 #: How much one unit of evidence counts, per source (noisy-OR inputs, 0..1).
 GRAPH_STRENGTH = 0.55

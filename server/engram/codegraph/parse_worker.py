@@ -32,8 +32,10 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from engram.codegraph.chunking import ChunkRow, chunk_rows
 from engram.codegraph.extract import HIDDEN_KINDS, FileFacts, collector_paused, extract, parse
 from engram.codegraph.languages import LanguageRegistry, LoadedLanguage, language_for
+from engram.codegraph.symbols import Symbol
 from engram.interpreter import python_argv
 from engram.model import content_hash
 from engram.workspace import Workspace, WorkspaceError
@@ -98,6 +100,8 @@ class Examined(NamedTuple):
     note: str | None
     language: str | None
     rows: FileRows | None
+    #: the file's code-search chunks, when asked for (``chunking.ChunkSink``) and ``ok``
+    chunks: list[ChunkRow] | None = None
 
 
 #: A worker's message: ``(results of its oldest chunk, or None when it is ready or
@@ -181,12 +185,15 @@ def examine(
     registry: LanguageRegistry,
     parse_tree: Callable[[LoadedLanguage, bytes], Tree],
     pack: bool,
+    chunks: bool = False,
 ) -> Examined:
     """Read, hash, parse and extract one file: everything of storing it but the writing.
 
     The same in the main process and in a worker, so a file gets the same row, note and
     rows either way. A grammar that raises gives a ``parse failed`` note (never the end
-    of a run).
+    of a run). ``chunks`` also cuts an ``ok`` file in its code-search chunks, from the
+    same text and definitions: those ``CodeSearch.index_chunks`` would make from the file
+    and the graph's symbols of it (:func:`file_chunks`).
     """
     rel, size, mtime_ns, previous_digest, previous_status = task
     if size > max_file_bytes:
@@ -219,7 +226,24 @@ def examine(
             rows = file_rows(facts, pack=pack)
             if facts.has_errors:
                 note = "syntax errors: partial structure"
-    return Examined("ok", digest, note, spec.name if spec else None, rows)
+    language = spec.name if spec else None
+    cut = file_chunks(rel, data, rows, language) if chunks else None
+    return Examined("ok", digest, note, language, rows, cut)
+
+
+def file_chunks(
+    rel: str, data: bytes, rows: FileRows | None, language: str | None
+) -> list[ChunkRow]:
+    """A file's chunks from its bytes and the definitions its rows give the graph: what
+    ``CodeSearch`` reads back (``CodeGraph.symbols_in``: the file's nodes, by start line
+    and longest first) and cuts, here without the read and the query."""
+    symbols: list[Symbol] = []
+    if rows is not None and language:
+        symbols = [  # in the order stored (chunk_file sorts them as symbols_in does)
+            Symbol(name, kind, qualname, rel, start, end, bool(exported))
+            for kind, name, qualname, start, end, _parent, exported in rows.nodes
+        ]
+    return chunk_rows(rel, data.decode("utf-8", errors="replace"), symbols, language)
 
 
 # -- the worker process ----------------------------------------------------------------------
@@ -231,7 +255,12 @@ def _usage() -> tuple[float, int]:
 
 
 def worker_main(
-    conn: WorkerPipe, root: str, max_file_bytes: int, query_root: str | None, pack: bool
+    conn: WorkerPipe,
+    root: str,
+    max_file_bytes: int,
+    query_root: str | None,
+    pack: bool,
+    chunks: bool = False,
 ) -> None:
     """A worker's life: ready, then a chunk of tasks in and its results out, until None
     (stop: answered with its last usage) or the pipe closes (the main process is gone)."""
@@ -262,6 +291,7 @@ def worker_main(
                     registry=registry,
                     parse_tree=parse_tree,
                     pack=pack,
+                    chunks=chunks,
                 )
                 for task in tasks
             ]
@@ -278,9 +308,9 @@ def child_main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     from multiprocessing.connection import Connection
 
-    fd, root, max_file_bytes, query_root, pack = sys.argv[1:6]
+    fd, root, max_file_bytes, query_root, pack, chunks = sys.argv[1:7]
     conn: WorkerPipe = Connection(int(fd))
-    worker_main(conn, root, int(max_file_bytes), query_root or None, pack == "1")
+    worker_main(conn, root, int(max_file_bytes), query_root or None, pack == "1", chunks == "1")
 
 
 #: What a worker process runs: imports the module by its name (not as ``__main__``: the
@@ -319,8 +349,12 @@ class ParsePool:
         max_file_bytes: int,
         query_root: Path | None,
         pack: bool,
+        chunks: bool = False,
     ) -> None:
-        self._args = [str(root), str(max_file_bytes), str(query_root or ""), "1" if pack else "0"]
+        self._args = [
+            str(root), str(max_file_bytes), str(query_root or ""),
+            "1" if pack else "0", "1" if chunks else "0",
+        ]  # fmt: skip
         # the worker imports this very package, wherever it was imported from here
         package_root = str(Path(__file__).resolve().parents[2])
         path = os.environ.get("PYTHONPATH")

@@ -21,7 +21,6 @@ share the chunk records; split, each part would only be read with the others.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import re
 import threading
@@ -32,7 +31,14 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 
 from engram.bm25 import BM25Index
-from engram.codegraph.chunking import CodeChunk, chunk_file, split_identifier
+from engram.codegraph.chunking import (
+    ChunkRow,
+    CodeChunk,
+    embedding_text,
+    split_identifier,
+    text_digest,
+    unique_chunks,
+)
 from engram.codegraph.graph import CodeGraph
 from engram.progress import Progress
 from engram.workspace import Workspace, WorkspaceError
@@ -42,7 +48,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from engram.jsontypes import JsonObject
-    from engram.store.chunk_store import ChunkStore
+    from engram.store.chunk_store import ChunkStore, CodeChunkRecord
     from engram.store.location import StoreLocation
 
 log = logging.getLogger(__name__)
@@ -250,7 +256,7 @@ LEGACY_DB_NAME = "code_chunks.sqlite"
 
 def chunk_digest(chunk: CodeChunk) -> str:
     """Hash of what is embedded for a chunk: equal digests can share one vector."""
-    return hashlib.sha1(chunk.embedding_text().encode("utf-8", "replace")).hexdigest()
+    return text_digest(chunk.embedding_text())
 
 
 def stored_hash(file_hash: str | None, model_id: str | None, digest: str) -> str:
@@ -418,6 +424,13 @@ class CodeSearch:
         report.seconds = time.perf_counter() - started
         return report
 
+    def prefill(self) -> ChunkPrefill:
+        """A writer for the chunks a cold run's parse workers make (keyword-only: no model
+        here); :meth:`index_chunks` after the graph then finds those files done."""
+        if self.embedder is not None:
+            raise ValueError("the parse workers' chunks are keyword-only")
+        return ChunkPrefill(self._chunks)
+
     def _drop_legacy_db(self) -> None:
         """Delete the pre-LanceDB ``code_chunks.sqlite`` once its workspace is re-indexed."""
         engram_dir = self.workspace.engram_dir
@@ -436,10 +449,7 @@ class CodeSearch:
             return []
         text = data.decode("utf-8", errors="replace")
         symbols = self.graph.symbols_in(file) if language else []
-        unique: dict[str, CodeChunk] = {}
-        for chunk in chunk_file(file, text, symbols, language):
-            unique[chunk.chunk_id] = chunk  # ids are the store's key: last one wins
-        return list(unique.values())
+        return unique_chunks(file, text, symbols, language)
 
     def _write(
         self,
@@ -460,7 +470,8 @@ class CodeSearch:
         from engram.store.chunk_store import CodeChunkRecord
 
         store = self._chunks()
-        items = [(p, c, chunk_digest(c)) for p in pending for c in p.chunks]
+        embedded_texts = [(p, c, c.embedding_text()) for p in pending for c in p.chunks]
+        items = [(p, c, text_digest(text)) for p, c, text in embedded_texts]
         records = [
             CodeChunkRecord(
                 id=chunk.chunk_id,
@@ -470,10 +481,10 @@ class CodeSearch:
                 start_line=chunk.start_line,
                 end_line=chunk.end_line,
                 content=chunk.content,
-                text=chunk.embedding_text(),
+                text=text,
                 content_hash=stored_hash(p.file_hash, model_id, digest),
             )
-            for p, chunk, digest in items
+            for (p, chunk, digest), (_, _, text) in zip(items, embedded_texts, strict=True)
         ]
         vectors = None
         embedded = 0
@@ -577,6 +588,118 @@ class CodeSearch:
             file, name, kind, start, end, content = snapshot.rows[int(index)]
             hits.append(CodeHit(file, name, kind, start, end, round(score, 6), _snippet(content)))
         return hits
+
+
+#: A batch the prefill's writer thread stores as one version: ``(files whose old chunks go,
+#: records, their indexed texts)``
+_Batch = tuple[list[str], list["CodeChunkRecord"], list[str]]
+
+
+class ChunkPrefill:
+    """Stores the code-search chunks parse workers made, while they parse on.
+
+    Why: after the graph, :meth:`CodeSearch.index_chunks` read every file again, asked the
+    graph for its symbols and cut it in this one process, about half of a cold
+    ``engram index --no-embed`` (issue 18, docs/codegraph.md "The whole cold index"). The
+    workers cut the chunks from the text and definitions they already hold
+    (:func:`engram.codegraph.parse_worker.file_chunks`); this process joins their texts
+    and hands batches of ``WRITE_BATCH_CHUNKS`` to one writer thread, which writes them
+    inside one :meth:`ChunkStore.bulk` (LanceDB's work runs outside the GIL) and builds the
+    FTS index once the parse phase is over, while the graph resolves. The queue holds two
+    batches: the writer falling behind stops the parse phase, never grows memory.
+
+    Rows and ids are those :meth:`CodeSearch.index_chunks` stores for the same file (the
+    stored hash says keyword-only, ``<file hash>||<digest>``), so its pass after the
+    graph skips every file written here and cuts only the others (files parsed in this
+    process, a file that killed a worker, a run stopped half-way). A failed write is
+    logged and leaves those files to that pass.
+    """
+
+    def __init__(self, store: Callable[[], ChunkStore]) -> None:
+        import queue
+
+        self._open = store
+        self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=2)
+        self._files: list[str] = []
+        self._records: list[CodeChunkRecord] = []
+        self._texts: list[str] = []
+        self._thread: threading.Thread | None = None
+        self._ended = False
+        self.error: BaseException | None = None
+        #: files with chunks and chunks handed to the writer
+        self.files = 0
+        self.chunks = 0
+
+    def add(self, path: str, file_hash: str, chunks: list[ChunkRow]) -> None:
+        """Queue one file's chunks (a batch goes to the writer once it is full)."""
+        from engram.store.chunk_store import CodeChunkRecord
+        from engram.store.fts_text import with_identifiers
+
+        if self._ended:
+            return
+        self._files.append(path)
+        self.files += bool(chunks)
+        for chunk_id, kind, name, start, end, content, prefix, extra, digest in chunks:
+            text = embedding_text(prefix, content)
+            self._records.append(
+                CodeChunkRecord(
+                    id=chunk_id, file=path, kind=kind, name=name, start_line=start,
+                    end_line=end, content=content, text=text,
+                    content_hash=stored_hash(file_hash, None, digest),
+                )
+            )  # fmt: skip
+            self._texts.append(with_identifiers(text, extra))
+        if len(self._records) >= WRITE_BATCH_CHUNKS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._files:
+            return
+        if self._thread is None:  # started by the first batch: a run with none pays nothing
+            self._thread = threading.Thread(target=self._write, name="engram-chunk-writer")
+            self._thread.start()
+        self.chunks += len(self._records)
+        self._queue.put((self._files, self._records, self._texts))
+        self._files, self._records, self._texts = [], [], []
+
+    def parsed(self) -> None:
+        """The last batch to the writer, which then builds the FTS index (in its thread)."""
+        if self._ended:
+            return
+        self._ended = True
+        try:
+            self._flush()
+        finally:
+            if self._thread is not None:
+                self._queue.put(None)
+
+    def close(self) -> None:
+        """Wait for the writer (its last batch and the index build): none outlives this."""
+        self.parsed()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _write(self) -> None:
+        """The writer thread: opens the store (LanceDB's import takes seconds: not in the
+        parse loop), writes batches until None; after a failure it only drains the queue
+        (the add side must never block on a dead writer)."""
+        ended = False
+        try:
+            store = self._open()
+            # files with chunks stored before this run: their old chunks go first; a file
+            # without chunks and without stored ones is no write at all (as index_chunks)
+            stored = {file for _id, file, _hash in store.stored_hashes()}
+            with store.bulk():
+                while (batch := self._queue.get()) is not None:
+                    files, records, texts = batch
+                    replaced = [f for f in files if f in stored]
+                    store.replace_files(replaced, records, search_texts=texts)
+                ended = True
+        except Exception as exc:  # the pass after the graph writes those files instead
+            self.error = exc
+            log.warning("writing the parse workers' code chunks failed: %s", exc)
+            while not ended:
+                ended = self._queue.get() is None
 
 
 def fuse_scores(

@@ -173,6 +173,7 @@ class ChunkStore:
         records: Sequence[CodeChunkRecord],
         vectors: npt.NDArray[np.float32] | None,
         model_id: str | None,
+        search_texts: Sequence[str] | None = None,
     ) -> pa.Table:
         import pyarrow as pa
 
@@ -181,7 +182,11 @@ class ChunkStore:
             if vectors.ndim != 2 or vectors.shape[0] != len(records):
                 raise ValueError(f"vectors must have shape ({len(records)}, dim)")
         columns: dict[str, list[Any]] = {c: [getattr(r, c) for r in records] for c in _COLUMNS}
-        columns["search_text"] = [document_text([r.text]) for r in records]
+        columns["search_text"] = (
+            list(search_texts)
+            if search_texts is not None
+            else [document_text([r.text]) for r in records]
+        )
         if vectors is None:
             columns["vector"] = [None] * len(records)
             columns["dim"] = [0] * len(records)
@@ -228,15 +233,18 @@ class ChunkStore:
         records: Sequence[CodeChunkRecord],
         vectors: npt.NDArray[np.float32] | None = None,
         model_id: str | None = None,
+        search_texts: Sequence[str] | None = None,
     ) -> None:
         """Replace every chunk of all ``files`` with ``records`` in one write.
 
         Why: a first index touches thousands of files and every LanceDB write is a version,
         so per-file writes would cost a version (and an FTS update) per file.
+        ``search_texts`` are the records' indexed texts when the caller has them
+        (``fts_text.document_text`` of each ``text``; parse workers make them).
         """
         if not files and not records:
             return
-        rows = self._arrow(records, vectors, model_id)
+        rows = self._arrow(records, vectors, model_id, search_texts)
         where = "file IN (" + ", ".join(sql_quote(f) for f in files) + ")" if files else None
 
         def write(table: Any) -> None:

@@ -1,0 +1,178 @@
+"""Code-search chunks cut in the parse workers (issue 18; docs/codegraph.md "The whole cold
+index"): the chunk table of a run with workers is the one a run in one process stores, ids,
+texts and hashes included; a run stopped by cancel, Ctrl-C or a killed worker resumes to
+that same table; the workers' chunks are not cut again after the graph."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engram.app.engine import Engine
+from engram.app.indexing import IndexOptions, run_index
+from engram.codegraph import CodeSearch, search
+from engram.store.chunk_store import ChunkStore
+
+from .conftest import write_tree
+from .test_parse_workers import children_of, make_workspace, needs_proc
+
+KEYWORD = IndexOptions(embed_chunks=False, seed=False, history=False, team=False,
+                       embed_memories=False)  # fmt: skip
+COLUMNS = ["id", "file", "kind", "name", "start_line", "end_line", "content", "text",
+           "search_text", "content_hash", "model_id"]  # fmt: skip
+QUERIES = ["helper", "Thing3 run", "readConfigFile", "parse HTTP response", "Guide"]
+
+
+def more_files() -> dict[str, str | bytes]:
+    """What the mixed tree lacks: prose, a class too big for one chunk, camelCase words,
+    a file with no chunks, a file whose definitions share a span."""
+    big = "class Huge:\n" + "".join(
+        f"    def method{i}(self, parseHTTPResponse{i}):\n        return readConfigFile({i})\n\n"
+        for i in range(70)
+    )
+    return {
+        "docs/guide.md": "# Guide\n\nHow to readConfigFile.\n\n## More\n" + "text line\n" * 60,
+        "py/huge.py": big,
+        "py/pkg0/__init__.py": "",
+        "ts/same.ts": "export const a = () => 1, b = () => 2;\n",
+    }
+
+
+def workspace(root: Path) -> Path:
+    make_workspace(root)
+    write_tree(root, more_files())
+    return root
+
+
+def open_engine(root: Path, workers: int) -> Engine:
+    overrides: dict[str, object] = {
+        "embed": {"model": "none"},
+        "index": {"workers": workers, "workers_min_files": 1, "max_file_bytes": 8000},
+    }
+    return Engine.open(root, overrides)
+
+
+def chunk_table(root: Path) -> list[tuple[object, ...]]:
+    with open_engine(root, 0) as engine:
+        store = ChunkStore(engine.workspace)
+        try:
+            data, _version = store._table.read_all(COLUMNS)
+        finally:
+            store.close()
+    assert data is not None
+    return sorted(zip(*(data.column(c).to_pylist() for c in COLUMNS), strict=True))
+
+
+def hits(root: Path) -> list[tuple[str, int, int, float]]:
+    with open_engine(root, 0) as engine:
+        search = CodeSearch(engine.workspace, engine.codegraph, None)
+        try:
+            return [
+                (h.file, h.start_line, h.end_line, h.score)
+                for q in QUERIES
+                for h in search.search(q, 10, "bm25")
+            ]
+        finally:
+            search.close()
+
+
+@pytest.fixture(autouse=True)
+def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of 64 chunks: a run here writes several, and a stop falls between two."""
+    monkeypatch.setattr(search, "WRITE_BATCH_CHUNKS", 64)
+
+
+@pytest.fixture
+def straight(tmp_path: Path) -> Iterator[tuple[list[tuple[object, ...]], list[object]]]:
+    """The chunk table and search hits of a run in one process."""
+    root = workspace(tmp_path / "straight")
+    with open_engine(root, 0) as engine:
+        run = run_index(engine, KEYWORD)
+    assert run.code.workers == 0 and run.chunks is not None and run.chunks.chunks > 300
+    yield chunk_table(root), list(hits(root))
+
+
+def test_workers_store_the_chunks_one_process_stores(
+    tmp_path: Path,
+    straight: tuple[list[tuple[object, ...]], list[object]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table, found = straight
+    root = workspace(tmp_path / "pooled")
+    cut_after_graph: list[str] = []
+    chunks_for = CodeSearch._chunks_for
+
+    def counted(self: CodeSearch, file: str, language: str | None):  # type: ignore[no-untyped-def]
+        cut_after_graph.append(file)
+        return chunks_for(self, file, language)
+
+    monkeypatch.setattr(CodeSearch, "_chunks_for", counted)
+    with open_engine(root, 2) as engine:
+        run = run_index(engine, KEYWORD)
+    assert run.code.workers >= 1 and run.chunks is not None
+    # the workers cut every file: only one without chunks (nothing stored says it is
+    # done) is read again, as by every run in one process
+    assert cut_after_graph == ["py/pkg0/__init__.py"]
+    assert run.chunks.chunks == len(table)
+    assert chunk_table(root) == table
+    assert hits(root) == found and found
+
+
+def test_a_run_in_one_process_after_the_workers_cuts_nothing(
+    tmp_path: Path, straight: tuple[list[tuple[object, ...]], list[object]]
+) -> None:
+    """The workers' chunks carry the hashes the pass after the graph checks: a later run
+    (in one process) keeps them all."""
+    root = workspace(tmp_path / "pooled")
+    with open_engine(root, 2) as engine:
+        run_index(engine, KEYWORD)
+    with open_engine(root, 0) as engine:
+        again = run_index(engine, KEYWORD)
+    assert again.chunks is not None and again.chunks.files_chunked == 0
+    assert chunk_table(root) == straight[0]
+
+
+@needs_proc
+@pytest.mark.parametrize("how", ["cancel", "ctrl-c", "worker killed"])
+def test_a_stopped_run_resumes_to_the_same_chunks(
+    tmp_path: Path, straight: tuple[list[tuple[object, ...]], list[object]], how: str
+) -> None:
+    root = workspace(tmp_path / "cut")
+    before = children_of(os.getpid())  # an earlier test's server is not ours
+    seen: list[int] = []
+    killed: list[int] = []
+
+    def progress(done: int, total: int | None, message: str = "") -> None:
+        if not message.startswith("indexing code"):
+            return
+        seen.append(done)
+        if how == "ctrl-c" and len(seen) == 150:
+            raise KeyboardInterrupt
+        if how == "worker killed" and len(seen) == 60:
+            for pid in children_of(os.getpid()) - before:
+                if "parse_worker" in Path(f"/proc/{pid}/cmdline").read_text():
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    break
+
+    def cancel() -> bool:
+        return how == "cancel" and len(seen) > 150
+
+    with open_engine(root, 2) as engine:
+        if how == "ctrl-c":
+            with pytest.raises(KeyboardInterrupt):
+                run_index(engine, KEYWORD, progress, cancel)
+        else:
+            run = run_index(engine, KEYWORD, progress, cancel)
+            assert run.code.interrupted == (how == "cancel")
+    assert bool(killed) == (how == "worker killed")
+    assert children_of(os.getpid()) - before == set()
+    with open_engine(root, 2) as engine:
+        resumed = run_index(engine, KEYWORD)
+    assert not resumed.code.interrupted
+    assert chunk_table(root) == straight[0]
+    assert hits(root) == straight[1]
