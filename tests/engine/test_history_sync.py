@@ -6,6 +6,7 @@ store is the in-memory fake of conftest.py, so these run in about a second.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from tests.conftest import git
 from engram.app import Engine
 from engram.app.history_sync import CODE_CHANGED_CONFIDENCE_FACTOR, CODE_CHANGED_FLAG, sync_history
 from engram.app.impact import impact
-from engram.app.indexing import index
+from engram.app.indexing import IndexOptions, index, run_index
 from engram.app.memories import get, list_memories
 from engram.app.observe import observe, observer_of, session_summary
 from engram.app.remember import remember
@@ -205,3 +206,65 @@ def test_session_summary_through_the_engine(engine: Engine, repo: Path, clock: C
     done = session_summary(engine)
     assert done["found"] and done["session_id"] == "a1" and done["outcome"] == "success"
     assert "text" in done and isinstance(done["learned"], list)
+
+
+INDEX_AND_HISTORY = IndexOptions(embed_chunks=False, seed=False, team=False, embed_memories=False)
+
+
+def mining_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "engram-history-mining"]
+
+
+def test_an_index_run_mines_while_it_parses_and_then_follows_renames(
+    engine: Engine, repo: Path
+) -> None:
+    """``run_index`` mines git history in a thread from its start (issue 18); renames are
+    still followed after the graph, and the stage's progress is still heard."""
+    memory_id = anchored(engine)
+    first = run_index(engine, INDEX_AND_HISTORY)
+    assert first.history is not None and first.history.mined is not None
+    assert first.history.mined.commits == 1
+    git(repo, "mv", "app.py", "core.py")
+    commit_all(repo, "rename")
+    heard: list[str] = []
+
+    def progress(done: int, total: int | None, message: str = "") -> None:
+        heard.append(message)
+
+    run = run_index(engine, INDEX_AND_HISTORY, progress)
+    assert run.history is not None and run.history.mined is not None
+    assert run.history.mined.new_commits == 1 and run.history.renamed == 1
+    assert [a.file for a in get(engine, memory_id).anchors] == ["core.py"]
+    assert any(m.startswith("mining git history") for m in heard)
+    assert mining_threads() == []
+
+
+def test_a_cancelled_index_run_stops_its_mining(engine: Engine, repo: Path) -> None:
+    calls = 0
+
+    def cancel() -> bool:
+        nonlocal calls
+        calls += 1
+        return True
+
+    run = run_index(engine, INDEX_AND_HISTORY, cancel=cancel)
+    assert run.code.interrupted and run.history is None
+    assert mining_threads() == []
+    again = run_index(engine, INDEX_AND_HISTORY)
+    assert again.history is not None and again.history.mined is not None
+    assert again.history.mined.commits == 1
+
+
+def test_mining_that_fails_in_its_thread_is_reported(
+    engine: Engine, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(**kwargs: object) -> None:
+        raise RuntimeError("git log died")
+
+    monkeypatch.setattr(engine.history, "mine", broken)
+    run = run_index(engine, INDEX_AND_HISTORY)
+    assert (
+        run.history is not None
+        and run.history.skipped == "mining failed: RuntimeError: git log died"
+    )
+    assert mining_threads() == []

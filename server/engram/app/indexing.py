@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from engram.app.history_sync import sync_history
+from engram.app.history_sync import mining_ahead, sync_history
 from engram.app.inputs import parse_type
 from engram.app.portability import import_file
 from engram.app.remember import remember_many
@@ -127,8 +127,10 @@ def run_index(
 
     # keyword-only chunks are cut by the parse workers and written while they parse
     # (CodeSearch.prefill); index_chunks after the graph then cuts only the files they
-    # did not (docs/codegraph.md "The whole cold index")
+    # did not; git history is mined meanwhile (it needs git only), what follows mining
+    # runs after the chunks as before (docs/codegraph.md "The whole cold index")
     keyword = _keyword_search(engine) if options.chunks and not options.embed_chunks else None
+    mined = mining_ahead(engine, cancel) if options.history else None
     try:
         prefill = keyword.prefill() if keyword is not None and not engine.read_only else None
         try:
@@ -157,11 +159,13 @@ def run_index(
         if options.seed and not engine.read_only:
             run.seeded = seed_workspace(engine, run.code)
         if options.history and not engine.read_only:
-            run.history = sync_history(engine, stage(HISTORY), cancel)
+            run.history = sync_history(engine, stage(HISTORY), cancel, mined)
             _log_peak_rss(HISTORY)
     finally:
         if keyword is not None:
             keyword.close()
+        if mined is not None:
+            mined.stop()
     if options.team and engine.config.team.auto_sync and not engine.read_only:
         try:
             run.team = sync_team(engine)
