@@ -67,6 +67,16 @@ def chunk_table(root: Path) -> list[tuple[object, ...]]:
     return sorted(zip(*(data.column(c).to_pylist() for c in COLUMNS), strict=True))
 
 
+def has_fts(root: Path) -> bool:
+    with open_engine(root, 0) as engine:
+        store = ChunkStore(engine.workspace)
+        try:
+            table = store._table.table()
+            return table is not None and store._table._has_fts(table)
+        finally:
+            store.close()
+
+
 def hits(root: Path) -> list[tuple[str, int, int, float]]:
     with open_engine(root, 0) as engine:
         search = CodeSearch(engine.workspace, engine.codegraph, None)
@@ -171,8 +181,10 @@ def test_a_stopped_run_resumes_to_the_same_chunks(
             assert run.code.interrupted == (how == "cancel")
     assert bool(killed) == (how == "worker killed")
     assert children_of(os.getpid()) - before == set()
+    # a stopped run leaves the FTS build over its part of the table to the next run
+    assert has_fts(root) == (how == "worker killed")
     with open_engine(root, 2) as engine:
         resumed = run_index(engine, KEYWORD)
-    assert not resumed.code.interrupted
+    assert not resumed.code.interrupted and has_fts(root)
     assert chunk_table(root) == straight[0]
     assert hits(root) == straight[1]

@@ -107,7 +107,7 @@ class ChunkSink(Protocol):
         """The chunks of ``path`` (content hash ``file_hash``), just stored in the graph."""
 
     def parsed(self) -> None:
-        """No more chunks come: the parse phase is over (or stopped)."""
+        """No more chunks come: the parse phase is over (a stopped one never says so)."""
 
 
 def unique_chunks(

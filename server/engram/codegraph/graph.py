@@ -869,7 +869,7 @@ class CodeGraph:
         ``KeyboardInterrupt`` rolls back the open batch and propagates. ``chunks`` hears
         the code-search chunks of the files parse workers parsed (a run in one process
         has none: ``CodeSearch.index_chunks`` cuts every file after the graph), and that
-        the parse phase is over.
+        the parse phase is over (not told when it stopped: cancelled, an error).
         """
         started = time.perf_counter()
         cpu_started = time.process_time()
@@ -901,11 +901,9 @@ class CodeGraph:
                     # before the collector resumes: they form no cycles either)
                     self._kept = None if known else _KeptRows(self.kept_budget)
                     try:
-                        try:
-                            self._phase_parse(listed, known, report, progress, cancel, chunks)
-                        finally:
-                            if chunks is not None:
-                                chunks.parsed()
+                        self._phase_parse(listed, known, report, progress, cancel, chunks)
+                        if chunks is not None:
+                            chunks.parsed()
                         if removed:
                             self._remove_files(removed)
                             report.files_removed = len(removed)

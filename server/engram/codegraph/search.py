@@ -591,8 +591,10 @@ class CodeSearch:
 
 
 #: A batch the prefill's writer thread stores as one version: ``(files whose old chunks go,
-#: records, their indexed texts)``
+#: records, their indexed texts)``; None: the parse phase is over; :data:`_GIVEN_UP`: the
+#: run stopped (cancel, Ctrl-C, an error)
 _Batch = tuple[list[str], list["CodeChunkRecord"], list[str]]
+_GIVEN_UP: _Batch = ([], [], [])
 
 
 class ChunkPrefill:
@@ -674,8 +676,17 @@ class ChunkPrefill:
                 self._queue.put(None)
 
     def close(self) -> None:
-        """Wait for the writer (its last batch and the index build): none outlives this."""
-        self.parsed()
+        """Wait for the writer (its last batch and the index build): none outlives this.
+
+        A run that stopped before :meth:`parsed` (cancel, Ctrl-C, an error) drops its last
+        partial batch and skips the FTS build: over part of a 58k-file table that could
+        keep a Ctrl-C waiting many seconds, and the next write (the run that resumes)
+        brings the index up to date; unindexed rows are searched flat meanwhile."""
+        if not self._ended:
+            self._ended = True
+            self._files, self._records, self._texts = [], [], []
+            if self._thread is not None:
+                self._queue.put(_GIVEN_UP)
         if self._thread is not None:
             self._thread.join()
 
@@ -689,8 +700,11 @@ class ChunkPrefill:
             # files with chunks stored before this run: their old chunks go first; a file
             # without chunks and without stored ones is no write at all (as index_chunks)
             stored = {file for _id, file, _hash in store.stored_hashes()}
-            with store.bulk():
+            with store.bulk() as run:
                 while (batch := self._queue.get()) is not None:
+                    if batch is _GIVEN_UP:
+                        run.upkeep = False
+                        break
                     files, records, texts = batch
                     replaced = [f for f in files if f in stored]
                     store.replace_files(replaced, records, search_texts=texts)
@@ -699,7 +713,8 @@ class ChunkPrefill:
             self.error = exc
             log.warning("writing the parse workers' code chunks failed: %s", exc)
             while not ended:
-                ended = self._queue.get() is None
+                batch = self._queue.get()
+                ended = batch is None or batch is _GIVEN_UP
 
 
 def fuse_scores(

@@ -32,7 +32,13 @@ import numpy.typing as npt
 
 from engram.store.errors import StoreError
 from engram.store.fts_text import document_text, sql_quote
-from engram.store.hybrid import CLEANUP_AFTER, META_TABLE, META_TABLE_VERSION, HybridTable
+from engram.store.hybrid import (
+    CLEANUP_AFTER,
+    META_TABLE,
+    META_TABLE_VERSION,
+    BulkWrites,
+    HybridTable,
+)
 from engram.store.location import StoreLocation
 from engram.store.lock import WriteLock
 from engram.store.snapshot import VectorBlock, vectors_from_binary
@@ -269,10 +275,10 @@ class ChunkStore:
             self._table.compact()
 
     @contextmanager
-    def bulk(self) -> Iterator[None]:
+    def bulk(self) -> Iterator[BulkWrites]:
         """Index upkeep once at the end of many writes (``HybridTable.bulk``)."""
-        with self._table.bulk():
-            yield
+        with self._table.bulk() as run:
+            yield run
 
     # ------------------------------------------------------------------ reads
 

@@ -101,6 +101,13 @@ class WriteResult:
         return self.commit > self.prev + 1
 
 
+@attrs.define
+class BulkWrites:
+    """One :meth:`HybridTable.bulk` run: ``upkeep`` False skips its index upkeep at the end."""
+
+    upkeep: bool = True
+
+
 _CONFLICT_WORDS = ("conflict", "retryable", "concurrent", "precondition", "already exists")
 
 
@@ -521,9 +528,11 @@ class HybridTable:
         return self._table
 
     @contextmanager
-    def bulk(self) -> Iterator[None]:
+    def bulk(self) -> Iterator[BulkWrites]:
         """Many writes in a row (a first index of a big workspace): no FTS upkeep or
-        compaction after each write, one upkeep at the end.
+        compaction after each write, one upkeep at the end (unless the caller sets the
+        yielded :class:`BulkWrites`' ``upkeep`` to False: a run given up leaves it to the
+        next write rather than build an index over half a table while the user waits).
 
         Why: ``optimize`` compacts every fragment smaller than LanceDB's target size, so
         the ever-growing first fragment was rewritten every few writes; a cold index of
@@ -533,13 +542,19 @@ class HybridTable:
         with self._mutex:
             outer, self._bulk = self._bulk, True
             writes = self._writes_since_optimize
+        run = BulkWrites()
         try:
-            yield
+            yield run
         finally:
             with self._mutex:
                 self._bulk = outer
                 table = self._table
-                if not outer and table is not None and self._writes_since_optimize > writes:
+                if (
+                    not outer
+                    and run.upkeep
+                    and table is not None
+                    and self._writes_since_optimize > writes
+                ):
                     with self._hold():
                         self._after_write(table, counted=True)
 
