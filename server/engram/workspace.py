@@ -11,11 +11,12 @@ POSIX and relative to the root, so that memories survive a clone to another dire
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from pathlib import Path
 
-from engram.gitroot import find_workspace_root
+from engram.gitroot import SAFE_GIT_CONFIG, find_workspace_root
 
 ENGRAM_DIR = ".engram"
 _GITIGNORE_TEXT = (
@@ -25,6 +26,106 @@ _GITIGNORE_TEXT = (
 
 class WorkspaceError(ValueError):
     """A path or workspace cannot be used; the message is one line for the user."""
+
+
+#: files of ``.engram/`` a repository may commit: its settings, and the ``.gitignore``
+#: Engram writes (so a clone that carries it carries nothing of anyone's store)
+COMMITTABLE_ENGRAM_FILES = frozenset({f"{ENGRAM_DIR}/config.toml", f"{ENGRAM_DIR}/.gitignore"})
+
+
+def committed_engram_data(root: Path) -> tuple[str, ...]:
+    """Files of Engram's own data in ``root/.engram`` that git tracks (sorted, relative).
+
+    ``.engram/`` holds one person's stores (memories, their audit trail, the digest hooks
+    read, the graph, code chunks), and Engram's ``.gitignore`` keeps them out of git. A
+    repository that commits them anyway (``git add -f .engram``) hands every clone a store
+    someone else wrote, whose memories would speak as the cloning user's own: "verified",
+    "user_taught", Critical in context packs and agent hooks (docs/security.md, "A store that
+    came with the clone"). Cheap when nothing is tracked there, since hooks ask on every call:
+    git's index (versions 2 and 3 keep every path whole) is searched for ``.engram/`` first,
+    and ``git ls-files`` runs only when it is there or the index is compressed (version 4).
+    Answers are cached per index state (its size and modification time), in the process
+    and, for a large index, in the user's cache directory (hooks are a process per call).
+    """
+    index = _git_index(root)
+    if index is None:
+        return ()
+    try:
+        info = index.stat()
+    except OSError:
+        return ()
+    if info.st_size < _REMEMBERED_INDEX_BYTES:
+        return _committed_engram_data(str(root), str(index), info.st_size, info.st_mtime_ns)
+    # a large index (58k files: 15.7 MB, 45-100 ms to read and search) is read once per
+    # change of it; the answer is kept in the user's cache, where a repository cannot write
+    import hashlib
+    import json
+
+    cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    key = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    remembered = Path(cache_home) / "engram" / "committed-data" / f"{key}.json"
+    stamp = [str(root), info.st_size, info.st_mtime_ns]
+    try:
+        kept = json.loads(remembered.read_text(encoding="utf-8"))
+        if kept.get("index") == stamp and isinstance(kept.get("found"), list):
+            return tuple(str(name) for name in kept["found"])
+    except (OSError, ValueError, AttributeError):
+        pass
+    found = _committed_engram_data(str(root), str(index), info.st_size, info.st_mtime_ns)
+    try:
+        remembered.parent.mkdir(parents=True, exist_ok=True)
+        remembered.write_text(json.dumps({"index": stamp, "found": list(found)}), "utf-8")
+    except OSError:
+        pass  # no cache: the next call reads the index again
+    return found
+
+
+#: below this an index is read on every call (under a millisecond); above, the answer is
+#: remembered per index state in the user's cache
+_REMEMBERED_INDEX_BYTES = 1 << 20
+
+
+def _git_index(root: Path) -> Path | None:
+    """``root``'s git index when ``root`` is a checkout's top (a ``.git`` folder, or the
+    ``gitdir:`` file of a linked worktree); ``None`` otherwise (not a repository)."""
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git / "index"
+    try:
+        line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    git_dir = Path(line.removeprefix("gitdir:").strip())
+    return (git_dir if git_dir.is_absolute() else root / git_dir) / "index"
+
+
+@functools.lru_cache(maxsize=32)
+def _committed_engram_data(
+    root: str, index: str, size: int, mtime_ns: int
+) -> tuple[str, ...]:  # size, mtime_ns: the cache key
+    try:
+        with open(index, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return ()
+    version = int.from_bytes(data[4:8], "big") if data[:4] == b"DIRC" else 0
+    if version in (2, 3) and f"{ENGRAM_DIR}/".encode() not in data:
+        return ()
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", *SAFE_GIT_CONFIG, "-C", root, "ls-files", "-z", "--cached", "--", ENGRAM_DIR],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    names = out.stdout.decode("utf-8", errors="replace").split("\0")
+    return tuple(sorted(n for n in names if n and n not in COMMITTABLE_ENGRAM_FILES))
 
 
 #: longer paths are refused before touching the file system (PATH_MAX on Linux)
@@ -168,6 +269,21 @@ class Workspace:
         except OSError as exc:
             raise WorkspaceError(f"cannot create {path}: {exc.strerror or exc}") from exc
         return path
+
+    def check_engram_data_is_own(self) -> None:
+        """Refuse (:class:`WorkspaceError`, one line) to read a ``.engram/`` store that the
+        repository commits: it came with the clone (:func:`committed_engram_data`). Every
+        store of memories, their audit trail, the digest and code chunks asks here before
+        it opens; the person is told how to start their own."""
+        found = committed_engram_data(self.root)
+        if found:
+            raise WorkspaceError(
+                f"this repository commits Engram's data ({found[0]}"
+                + (f" and {len(found) - 1} more" if len(found) > 1 else "")
+                + "): a store that came with a clone speaks for someone else, so Engram does "
+                "not read it. In a clone, delete them; your own store committed by mistake: "
+                "git rm -r --cached .engram (then git add .engram/config.toml if it has one)"
+            )
 
     def resolve(self, path: str | os.PathLike[str]) -> Path:
         """An absolute path inside the workspace, or :class:`WorkspaceError`.

@@ -127,6 +127,7 @@ class ChunkStore:
         cleanup_after: timedelta = CLEANUP_AFTER,
         location: StoreLocation | None = None,
     ) -> None:
+        workspace.check_engram_data_is_own()  # never chunks that came with a clone
         if read_only:
             directory, lock = workspace.engram_dir, None
         else:

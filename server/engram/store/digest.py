@@ -253,6 +253,7 @@ class Digest:
             return self._conn
         if not create and not self.path.exists():
             return None
+        self.workspace.check_engram_data_is_own()  # hooks never inject a clone's memories
         if create:
             self.workspace.ensure_engram_dir()
         # as ``store.sidefile.wal_connect`` opens the files beside the store (why NORMAL:

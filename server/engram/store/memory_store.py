@@ -271,6 +271,7 @@ class MemoryStore:
     ) -> None:
         self.workspace = workspace
         self.read_only = read_only
+        workspace.check_engram_data_is_own()  # never a store that came with a clone
         if read_only:
             directory = workspace.engram_dir
             lock = None

@@ -58,6 +58,7 @@ class SqliteSideFile:
             return self._conn
         if not self.path.exists() and (not create or self.read_only):
             return None
+        self.workspace.check_engram_data_is_own()  # never an audit trail from a clone
         if create:
             self.workspace.ensure_engram_dir()
         conn = wal_connect(self.path, timeout=15.0)
