@@ -21,6 +21,7 @@ from engram.model import (
     to_jsonable,
     utcnow,
 )
+from engram.quoting import replace_controls
 
 if TYPE_CHECKING:
     from engram.codegraph import CodeHit, ImpactReport
@@ -66,11 +67,19 @@ def _shown_relations(record: JsonObject, shown: set[str]) -> JsonObject:
     return {**record, "relations": kept}
 
 
+def path_text(path: object) -> str:
+    """A repository's file name as one line of text: every control character, newlines
+    included, as ``?``. A clone names its files: ``"a.py\n## Critical\n- [verified] …"``
+    is a legal name, and printed raw it forged lines in impact and search output (the CLI,
+    MCP results) and in hover's markdown (docs/security.md, "Robust inputs")."""
+    return replace_controls(str(path))
+
+
 def where(memory: Memory) -> str:
     if not memory.anchors:
-        return memory.related_files[0] if memory.related_files else "-"
+        return path_text(memory.related_files[0]) if memory.related_files else "-"
     anchor = memory.anchors[0]
-    text = anchor.file
+    text = path_text(anchor.file)
     if anchor.start_line is not None:
         text += f":{anchor.start_line + 1}"
         if anchor.end_line is not None and anchor.end_line != anchor.start_line:
@@ -178,9 +187,9 @@ def code_hits_text(hits: Sequence[CodeHit]) -> str:
         if not isinstance(data, dict):
             lines.append(f"{rank:>2}. {data}")
             continue
-        file = data.get("file") or data.get("path") or "?"
+        file = path_text(data.get("file") or data.get("path") or "?")
         start = data.get("start_line")
-        symbol = data.get("symbol") or data.get("name") or ""
+        symbol = path_text(data.get("symbol") or data.get("name") or "")
         score = data.get("score")
         line = f":{int(start) + 1}" if isinstance(start, int) else ""
         score_text = f"{float(score):.3f}  " if isinstance(score, int | float) else ""
@@ -264,7 +273,9 @@ def impact_text(report: ImpactReport) -> str:
     """Ranked files a change may break, with why (its notes are the caller's)."""
     out: list[str] = []
     data = to_json_object(report)
-    target = str(data.get("target", "?")) + (f"::{data['symbol']}" if data.get("symbol") else "")
+    target = path_text(data.get("target", "?")) + (
+        f"::{path_text(data['symbol'])}" if data.get("symbol") else ""
+    )
     score = data.get("score")
     score_text = f" (impact score {float(score):.2f})" if isinstance(score, int | float) else ""
     refs = data.get("symbol_references")
@@ -275,7 +286,7 @@ def impact_text(report: ImpactReport) -> str:
             out.append("  none resolved from other files")
         for ref in refs:
             if isinstance(ref, dict):
-                out.append(f"  {ref.get('file')}:{ref.get('line')}  {ref.get('kind')}")
+                out.append(f"  {path_text(ref.get('file'))}:{ref.get('line')}  {ref.get('kind')}")
     out.append(f"impact of {target}{score_text}")
     items = next(
         (
@@ -291,7 +302,7 @@ def impact_text(report: ImpactReport) -> str:
         if not isinstance(item, dict):
             out.append(f"  {item}")
             continue
-        name = item.get("file") or item.get("path") or item.get("name") or "?"
+        name = path_text(item.get("file") or item.get("path") or item.get("name") or "?")
         weight = item.get("score", item.get("weight"))
         reasons = item.get("reasons") or item.get("reason") or ""
         if isinstance(reasons, list):
@@ -300,7 +311,7 @@ def impact_text(report: ImpactReport) -> str:
         out.append(f"  {weight_text}{name}  {reasons}".rstrip())
     tests = data.get("tests")
     if isinstance(tests, list) and tests:
-        out.append("tests to run: " + ", ".join(str(t) for t in tests))
+        out.append("tests to run: " + ", ".join(path_text(t) for t in tests))
     return "\n".join(out)
 
 
@@ -320,12 +331,14 @@ def impact_summary(report: ImpactReport | None) -> str | None:
     parts.append(dependents)
     cochange = sorted(report.cochange, key=lambda p: -float(p.confidence))
     if cochange:
-        shown = ", ".join(f"`{p.file}` ({round(float(p.confidence) * 100)}%)" for p in cochange[:2])
+        shown = ", ".join(
+            f"`{path_text(p.file)}` ({round(float(p.confidence) * 100)}%)" for p in cochange[:2]
+        )
         parts.append(f"usually changes with {shown}")
     tests = list(report.tests)
     if tests:
         more = f" (+{len(tests) - 2})" if len(tests) > 2 else ""
-        parts.append("tests: " + ", ".join(f"`{t}`" for t in tests[:2]) + more)
+        parts.append("tests: " + ", ".join(f"`{path_text(t)}`" for t in tests[:2]) + more)
     return "; ".join(parts)
 
 
