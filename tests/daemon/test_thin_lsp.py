@@ -293,3 +293,39 @@ async def test_a_pull_client_gets_no_push_before_its_folder_is_configured(
             await asyncio.sleep(0.1)
         await asyncio.sleep(1.0)  # a late push would arrive by now
         assert not messages(client, uri), messages(client, uri)
+
+
+@pytest.mark.timeout(300)
+async def test_a_code_action_over_a_selection_keeps_the_window_thin(
+    engine_env: EngineEnv, billing: Path, tmp_path: Path
+) -> None:
+    """VS Code asks for code actions at every selection, and the MCP hub's actions asked
+    an engine for the folder's settings: the thin window opened its own (the store,
+    LanceDB, pyarrow; 52 -> 214 MB in a real VS Code on gs-ws) beside the engine, and
+    from then on read workspace diagnostics and re-indexed files in-process."""
+    modules = tmp_path / "modules.json"
+    async with window(engine_env, {"ENGRAM_LSP_MODULES_FILE": str(modules)}) as client:
+        uri = open_doc(client, billing)
+        for _ in range(600):  # the folder linked to the engine: a person selects later
+            stats = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="engram.stats", arguments=[{}])
+            )
+            if stats.get("ready"):
+                break
+            await asyncio.sleep(0.1)
+        selection = types.Range(types.Position(0, 0), types.Position(1, 10))
+        await client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=selection,
+                context=types.CodeActionContext(diagnostics=[]),
+            )
+        )
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="engram.stats", arguments=[{}])
+        )
+    loaded = set(json.loads(modules.read_text()))
+    assert "engram.app.engine" not in loaded
+    # the hub's own tool ranking may load numpy; the store and the model stay out
+    assert not [m for m in loaded if m.split(".")[0] in ("lancedb", "pyarrow", "onnxruntime")]
+    assert not [m for m in loaded if m.startswith("engram.store.") and m != "engram.store.digest"]

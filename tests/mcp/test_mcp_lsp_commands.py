@@ -50,6 +50,9 @@ class FakeContext:
     async def in_engine(self, usecase: str, raw: Any, file: str | None = None) -> None:
         return None  # no workspace engine serves the folder: commands run in-process
 
+    async def folder_settings(self, file: str | None = None) -> tuple[Any, Any]:
+        return self.engine.workspace, self.engine.config
+
     def actor(self) -> None:
         return None  # the person at the editor
 

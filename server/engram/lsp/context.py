@@ -26,6 +26,7 @@ from engram.lsp.tracking import refresh_document
 if TYPE_CHECKING:
     from engram.app import Engine
     from engram.codegraph import IndexReport
+    from engram.config import EngramConfig
     from engram.daemon.calls import CallReply
     from engram.jsontypes import JsonObject
     from engram.lifecycle.trust import Actor
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from engram.lsp.ledger import SessionLedger
     from engram.lsp.server import EngramLanguageServer
     from engram.model import Memory
+    from engram.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +92,20 @@ class ServerContext:
         who = f"command ({getattr(fn, '__qualname__', 'call')})"
         with await lease_engine(folder, who) as engine:
             return await asyncio.to_thread(fn, engine)
+
+    async def folder_settings(self, file: str | None = None) -> tuple[Workspace, EngramConfig]:
+        """The folder's workspace and settings snapshot; an engine only when none is read.
+
+        The MCP hub asked an engine for them on every code action over a selection: a
+        thin window served by the workspace engine opened its own (LanceDB, the store) at
+        the first selection in VS Code, and kept it.
+        """
+        folder = self.ls.session.folder_for_file(file)
+        await started(folder)
+        config = folder.config
+        if config is not None:
+            return folder.workspace, config
+        return await self.call(lambda engine: (engine.workspace, engine.config), file)
 
     async def in_engine(
         self, usecase: str, raw: Mapping[str, object], file: str | None = None

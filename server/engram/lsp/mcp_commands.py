@@ -44,12 +44,10 @@ if TYPE_CHECKING:
     from engram.api.memories import RememberArgs
     from engram.app import Engine
     from engram.app.remember import RememberResult
-    from engram.config import EngramConfig
     from engram.jsontypes import JsonObject
     from engram.lsp.server import EngramLanguageServer
     from engram.mcphub.hub import McpHub
     from engram.mcphub.results import ObservationDraft
-    from engram.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -174,10 +172,7 @@ class HubCache:
         self._retired: dict[int, McpHub] = {}
 
     async def hub(self, ctx: CommandContext, file: str | None) -> McpHub:
-        def locate(engine: Engine) -> tuple[Workspace, EngramConfig]:
-            return engine.workspace, engine.config
-
-        workspace, config = await ctx.call(locate, file)
+        workspace, config = await ctx.folder_settings(file)
         hub = self._hubs.get(workspace.root)
         if hub is None:
             from engram.mcphub.hub import McpHub

@@ -40,10 +40,12 @@ from engram.workspace import WorkspaceError
 if TYPE_CHECKING:
     from engram.app import Engine
     from engram.codegraph import IndexReport
+    from engram.config import EngramConfig
     from engram.daemon.calls import CallReply
     from engram.lifecycle.trust import Actor
     from engram.lsp.ledger import SessionLedger
     from engram.model import Memory
+    from engram.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,10 @@ class CommandContext(Protocol):
 
     async def call(self, fn: Callable[[Engine], T], file: str | None = None) -> T:
         """Run ``fn(engine)`` in a worker thread with the engine of ``file``'s folder."""
+        ...
+
+    async def folder_settings(self, file: str | None = None) -> tuple[Workspace, EngramConfig]:
+        """The workspace and settings of ``file``'s folder, without opening an engine."""
         ...
 
     async def in_engine(
