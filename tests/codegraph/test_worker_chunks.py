@@ -103,6 +103,7 @@ def straight(tmp_path: Path) -> Iterator[tuple[list[tuple[object, ...]], list[ob
     with open_engine(root, 0) as engine:
         run = run_index(engine, KEYWORD)
     assert run.code.workers == 0 and run.chunks is not None and run.chunks.chunks > 300
+    assert run.code.chunk_cpu_seconds == 0
     yield chunk_table(root), list(hits(root))
 
 
@@ -124,6 +125,9 @@ def test_workers_store_the_chunks_one_process_stores(
     with open_engine(root, 2) as engine:
         run = run_index(engine, KEYWORD)
     assert run.code.workers >= 1 and run.chunks is not None
+    # the workers' CPU cutting chunks is counted apart from the graph's
+    assert run.code.chunk_cpu_seconds > 0
+    assert run.code.cpu_seconds > run.code.worker_cpu_seconds > 0
     # the workers cut every file: only one without chunks (nothing stored says it is
     # done) is read again, as by every run in one process
     assert cut_after_graph == ["py/pkg0/__init__.py"]

@@ -488,6 +488,9 @@ class IndexReport:
     worker_cpu_seconds: float = 0.0
     #: the workers' peak resident memory, added up (MiB)
     worker_peak_rss_mb: float = 0.0
+    #: CPU seconds the workers spent cutting code-search chunks for a keyword-only run
+    #: (``index(chunks=...)``): not in ``cpu_seconds``, which stays the graph's
+    chunk_cpu_seconds: float = 0.0
     interrupted: bool = False
     #: files added or modified in this run: the ones whose code chunks need re-embedding
     changed_files: list[str] = attrs.field(factory=list)
@@ -1070,6 +1073,7 @@ class CodeGraph:
                     pool.terminate()
                 report.workers = pool.used
                 report.worker_cpu_seconds = pool.cpu_seconds
+                report.chunk_cpu_seconds = pool.chunk_cpu_seconds
                 report.worker_peak_rss_mb = round(pool.peak_rss_mb, 1)
                 log.info(
                     "parsed %d files in %d worker processes (%d started): %.1f CPU s (%.1f by "

@@ -14,6 +14,11 @@ What crosses the pipe is deliberately plain: the extractor's ``attrs`` objects (
 ``spawn`` (the engine and the language server run threads: a forked child could inherit
 a held lock), ignore ``SIGINT`` (Ctrl-C is the main process's to handle: it rolls back and
 ends them) and exit when their pipe closes (a main process killed outright leaves none).
+
+Long on purpose: what a worker makes of a file (rows, and a keyword-only run's chunks),
+the worker's life and the pool that drives it share these plain-data types and change
+together (a field of :class:`Examined` or :data:`Report` is all three); split, each part
+would only be read with the others.
 """
 
 from __future__ import annotations
@@ -105,8 +110,11 @@ class Examined(NamedTuple):
 
 
 #: A worker's message: ``(results of its oldest chunk, or None when it is ready or
-#: stopping, its CPU seconds so far, its peak RSS in KiB)``
-Report = tuple[list[Examined] | None, float, int]
+#: stopping, its CPU seconds so far but cutting chunks, its peak RSS in KiB, its CPU seconds
+#: cutting chunks)``
+Report = tuple[list[Examined] | None, float, int, float]
+#: What cuts an ``ok`` file's chunks in :func:`examine`: :func:`file_chunks` or a wrapper
+Cut = Callable[[str, bytes, "FileRows | None", "str | None"], "list[ChunkRow]"]
 
 
 def json_names(names: Sequence[str]) -> str:
@@ -185,15 +193,15 @@ def examine(
     registry: LanguageRegistry,
     parse_tree: Callable[[LoadedLanguage, bytes], Tree],
     pack: bool,
-    chunks: bool = False,
+    cut: Cut | None = None,
 ) -> Examined:
     """Read, hash, parse and extract one file: everything of storing it but the writing.
 
     The same in the main process and in a worker, so a file gets the same row, note and
     rows either way. A grammar that raises gives a ``parse failed`` note (never the end
-    of a run). ``chunks`` also cuts an ``ok`` file in its code-search chunks, from the
-    same text and definitions: those ``CodeSearch.index_chunks`` would make from the file
-    and the graph's symbols of it (:func:`file_chunks`).
+    of a run). ``cut`` (:func:`file_chunks`) also cuts an ``ok`` file in its code-search
+    chunks, from the same text and definitions: those ``CodeSearch.index_chunks`` would
+    make from the file and the graph's symbols of it.
     """
     rel, size, mtime_ns, previous_digest, previous_status = task
     if size > max_file_bytes:
@@ -227,8 +235,8 @@ def examine(
             if facts.has_errors:
                 note = "syntax errors: partial structure"
     language = spec.name if spec else None
-    cut = file_chunks(rel, data, rows, language) if chunks else None
-    return Examined("ok", digest, note, language, rows, cut)
+    chunks = cut(rel, data, rows, language) if cut is not None else None
+    return Examined("ok", digest, note, language, rows, chunks)
 
 
 def file_chunks(
@@ -273,7 +281,24 @@ def worker_main(
     def parse_tree(loaded: LoadedLanguage, data: bytes) -> Tree:
         return parse(parser, loaded, data)
 
-    conn.send((None, *_usage()))  # ready
+    # the chunks' CPU apart: the graph's figures (issue 18's ratios) stay the graph's
+    cutting = 0.0
+
+    def timed_cut(
+        rel: str, data: bytes, rows: FileRows | None, language: str | None
+    ) -> list[ChunkRow]:
+        nonlocal cutting
+        started = time.process_time()
+        try:
+            return file_chunks(rel, data, rows, language)
+        finally:
+            cutting += time.process_time() - started
+
+    def usage() -> tuple[float, int, float]:
+        cpu, rss_kb = _usage()
+        return cpu - cutting, rss_kb, cutting
+
+    conn.send((None, *usage()))  # ready
     with collector_paused():
         while True:
             try:
@@ -281,7 +306,7 @@ def worker_main(
             except (EOFError, OSError):
                 return  # the main process is gone
             if tasks is None:  # stop
-                conn.send((None, *_usage()))
+                conn.send((None, *usage()))
                 return
             results = [
                 examine(
@@ -291,11 +316,11 @@ def worker_main(
                     registry=registry,
                     parse_tree=parse_tree,
                     pack=pack,
-                    chunks=chunks,
+                    cut=timed_cut if chunks else None,
                 )
                 for task in tasks
             ]
-            conn.send((results, *_usage()))
+            conn.send((results, *usage()))
 
 
 class PoolStartError(RuntimeError):
@@ -328,6 +353,7 @@ class _Worker:
         self.jobs: deque[int] = deque()
         self.cpu = 0.0
         self.rss_kb = 0
+        self.chunk_cpu = 0.0
 
 
 class ParsePool:
@@ -368,6 +394,7 @@ class ParsePool:
         #: CPU seconds and peak RSS (KiB) of workers that have exited
         self._done_cpu = 0.0
         self._done_rss_kb = 0
+        self._done_chunk_cpu = 0.0
         #: processes started, and how many of them got ready (imported, a reader built)
         self.started = 0
         self._ready = 0
@@ -475,7 +502,7 @@ class ParsePool:
     def _receive(self, worker: _Worker, report: Report, done: dict[int, Examined | None]) -> None:
         """A worker's message: ready (no results, its first), or its oldest chunk's results
         (a worker answers its chunks in the order it got them)."""
-        results, worker.cpu, worker.rss_kb = report
+        results, worker.cpu, worker.rss_kb, worker.chunk_cpu = report
         if results is None:
             if not worker.ready:
                 worker.ready = True
@@ -505,6 +532,7 @@ class ParsePool:
         worker.conn.close()
         self._done_cpu += worker.cpu
         self._done_rss_kb += worker.rss_kb
+        self._done_chunk_cpu += worker.chunk_cpu
         held = list(worker.jobs)
         if not worker.ready:  # it died starting (no file's fault): its chunks as they were
             self._start_failures += 1
@@ -537,7 +565,7 @@ class ParsePool:
         for worker in self._workers:
             try:
                 while worker.conn.poll(max(0.0, deadline - time.monotonic())):
-                    results, worker.cpu, worker.rss_kb = worker.conn.recv()
+                    results, worker.cpu, worker.rss_kb, worker.chunk_cpu = worker.conn.recv()
                     if results is None and worker.ready:  # its answer to stop
                         break
                     if not worker.ready:
@@ -561,6 +589,7 @@ class ParsePool:
             worker.conn.close()
             self._done_cpu += worker.cpu
             self._done_rss_kb += worker.rss_kb
+            self._done_chunk_cpu += worker.chunk_cpu
         self._workers = []
 
     @property
@@ -568,6 +597,12 @@ class ParsePool:
         """CPU seconds the workers reported (start-up included: a worker's clock starts
         with its process); a worker ended mid-chunk loses that chunk's share."""
         return self._done_cpu + sum(w.cpu for w in self._workers)
+
+    @property
+    def chunk_cpu_seconds(self) -> float:
+        """CPU seconds the workers spent cutting code-search chunks (not in
+        :attr:`cpu_seconds`)."""
+        return self._done_chunk_cpu + sum(w.chunk_cpu for w in self._workers)
 
     @property
     def peak_rss_mb(self) -> float:
