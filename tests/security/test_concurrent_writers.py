@@ -51,8 +51,10 @@ WRITER = Path(__file__).resolve().parents[1] / "shared_store" / "writer.py"
 STOP_S, RUN_S = 0.6, 0.05
 #: How long the holders are starved (the first writes, the table's creation included).
 STARVE_FOR_S = 15.0
-#: Far below how long a starved write holds the lock, far above STOP_S.
-TIMEOUT_S = 2.0
+#: Far below how long the starved holders keep the queue waiting, far above STOP_S. 2 s
+#: failed once at load 10-13 (ba894cc's CI run): the machine's own load starved the holder
+#: further, below the heartbeat's CPU share for 2 s, which is the rule working as written.
+TIMEOUT_S = 4.0
 
 
 def _starve_holders(record: Path, pids: set[int], done: threading.Event) -> None:
