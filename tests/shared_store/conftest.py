@@ -19,6 +19,7 @@ from pathlib import Path
 
 import attrs
 import pytest
+from tests.conftest import HOUSEKEEPING
 
 ACCESS_KEY = "AKIAENGRAMTESTMARKER"
 SECRET_KEY = "engram-secret-marker-0123456789abcdef"
@@ -99,7 +100,14 @@ def shared_env(s3: S3, uri: str, home: Path) -> dict[str, str]:
     ``AWS_EC2_METADATA_DISABLED`` keeps the AWS chain from probing an instance-metadata
     address: tests talk to loopback only.
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "AWS_"))}
+    # the suite's engine housekeeping stays (tests.conftest.HOUSEKEEPING): without it the
+    # engines these "machines" start lived in the user's runtime directory for 10 idle
+    # minutes after the suite (four were counted alive 5 minutes after a run, stop 27)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ENGRAM_", "AWS_")) or k in HOUSEKEEPING
+    }
     env.update(
         HOME=str(home),
         AWS_ACCESS_KEY_ID=ACCESS_KEY,
