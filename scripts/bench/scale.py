@@ -83,7 +83,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 DEFAULT_MIRRORS = "/work/.mirror"
 LANGUAGE_SUFFIXES = (".py", ".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".go", ".rs", ".java")
-GOALS = {"graph_vs_bare": 0.8, "index_rss_mb": 1024, "incremental_p95_ms": 50, "impact_p95_ms": 10}
+#: issue 18: cold ``engram index --no-embed`` throughput >= 0.8x bare tree-sitter, read on the
+#: WHOLE command (``index_vs_bare``): since stop 27 the graph phase also cuts the code chunks
+#: and mines history beside it, so ``graph_vs_bare`` is no longer the graph alone (it stays
+#: reported); wall and per CPU second, both
+GOALS = {"index_vs_bare": 0.8, "index_rss_mb": 1024, "incremental_p95_ms": 50, "impact_p95_ms": 10}
 
 log = logging.getLogger("bench.scale")
 
@@ -887,8 +891,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     lat = result.get("latency", {})
     result["goals"] = {
-        "graph_vs_bare": result.get("graph_vs_bare", 0) >= GOALS["graph_vs_bare"],
-        "graph_vs_bare_cpu": result.get("graph_vs_bare_cpu", 0) >= GOALS["graph_vs_bare"],
+        "index_vs_bare": result.get("index_vs_bare", 0) >= GOALS["index_vs_bare"],
+        "index_vs_bare_cpu": result.get("index_vs_bare_cpu", 0) >= GOALS["index_vs_bare"],
         # the whole tree's sampled peak when there is one (parse workers add theirs)
         "index_rss_mb": max(cold.get("peak_rss_mb", 1e9), cold.get("tree_peak_rss_mb") or 0)
         <= GOALS["index_rss_mb"],
