@@ -338,10 +338,21 @@ class Workbench:
     # --- palette and quick input -------------------------------------------------
     def palette(self, title: str) -> None:
         """Run a command from the palette (F1) by its full title, e.g. 'Engram: Refresh'."""
-        self.page.keyboard.press("Escape")
-        self.page.keyboard.press("F1")
-        self.page.wait_for_selector(QUICK_INPUT, state="visible")
-        self.page.fill(QUICK_INPUT, f">{title}")
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        # A webview that finishes loading (the report) takes focus and closes a palette
+        # opened meanwhile: the fresh clone's run of a702411 timed out filling it once.
+        # Open it again then; a palette that never stays open still fails the third time.
+        for attempt in range(3):
+            self.page.keyboard.press("Escape")
+            self.page.keyboard.press("F1")
+            try:
+                self.page.wait_for_selector(QUICK_INPUT, state="visible")
+                self.page.fill(QUICK_INPUT, f">{title}", timeout=15_000)
+                break
+            except PlaywrightTimeout:
+                if attempt == 2:
+                    raise
         row = self.page.locator(f"{QUICK_ROW}[aria-label^='{title}']").first
         row.wait_for(timeout=30_000)
         row.click()
