@@ -2190,25 +2190,35 @@ class CodeGraph:
         """``(file, kind, line)`` of references to ``symbol`` of ``target`` from other files."""
         name = symbol.rsplit(".", 1)[-1]
         with self._lock:
-            conn = self._db()
-            file_id = self._file_id(target)
-            if file_id is None:
-                return []
-            rows = conn.execute(
-                """SELECT f.path, e.kind, e.line FROM edges e JOIN files f ON f.id = e.src_file
-                   WHERE e.dst_file=? AND e.dst_name=? AND e.src_file != ?
-                   AND e.kind IN ('calls', 'extends', 'implements')
-                   ORDER BY f.path, e.line""",
-                (file_id, name, file_id),
-            ).fetchall()
-            rows += conn.execute(
-                """SELECT f.path, 'imports', i.line FROM imports i JOIN files f ON f.id = i.file_id
-                   JOIN edges e ON e.src_file = i.file_id AND e.kind='imports' AND e.dst_file=?
-                        AND e.line = i.line
-                   WHERE i.names LIKE ? AND i.file_id != ?""",
-                (file_id, f'%"{name}"%', file_id),
-            ).fetchall()
-            return sorted({(str(r[0]), str(r[1]), int(r[2] or 0)) for r in rows})
+            rows = self._reference_rows(target, name)
+        return sorted({(str(r[0]), str(r[1]), int(r[2] or 0)) for r in rows})
+
+    def _reference_rows(
+        self, target: str, name: str
+    ) -> list[tuple[str, str, int | None, str | None, str | None, int]]:
+        """``(path, kind, line, language, object, source file id)`` of the calls, base
+        classes and imports of ``name`` of ``target`` in other files: the one query both
+        :meth:`symbol_dependents` and :meth:`reference_sites` read (under the lock)."""
+        conn = self._db()
+        file_id = self._file_id(target)
+        if file_id is None:
+            return []
+        rows: list[tuple[str, str, int | None, str | None, str | None, int]] = conn.execute(
+            """SELECT f.path, e.kind, e.line, f.language, e.target, e.src_file
+               FROM edges e JOIN files f ON f.id = e.src_file
+               WHERE e.dst_file=? AND e.dst_name=? AND e.src_file != ?
+               AND e.kind IN ('calls', 'extends', 'implements')""",
+            (file_id, name, file_id),
+        ).fetchall()
+        rows += conn.execute(
+            """SELECT f.path, 'imports', i.line, f.language, NULL, i.file_id
+               FROM imports i JOIN files f ON f.id = i.file_id
+               JOIN edges e ON e.src_file = i.file_id AND e.kind='imports' AND e.dst_file=?
+                    AND e.line = i.line
+               WHERE i.names LIKE ? AND i.file_id != ?""",
+            (file_id, f'%"{name}"%', file_id),
+        ).fetchall()
+        return rows
 
     def reference_sites(self, target: str, name: str) -> list[ReferenceSite]:
         """The references :meth:`symbol_dependents` lists for ``name``, each with the
@@ -2216,24 +2226,7 @@ class CodeGraph:
         method's calls from a same-named function's with them (docs/codegraph.md)."""
         with self._lock:
             conn = self._db()
-            file_id = self._file_id(target)
-            if file_id is None:
-                return []
-            rows = conn.execute(
-                """SELECT f.path, e.kind, e.line, f.language, e.target, e.src_file
-                   FROM edges e JOIN files f ON f.id = e.src_file
-                   WHERE e.dst_file=? AND e.dst_name=? AND e.src_file != ?
-                   AND e.kind IN ('calls', 'extends', 'implements')""",
-                (file_id, name, file_id),
-            ).fetchall()
-            rows += conn.execute(
-                """SELECT f.path, 'imports', i.line, f.language, NULL, i.file_id
-                   FROM imports i JOIN files f ON f.id = i.file_id
-                   JOIN edges e ON e.src_file = i.file_id AND e.kind='imports' AND e.dst_file=?
-                        AND e.line = i.line
-                   WHERE i.names LIKE ? AND i.file_id != ?""",
-                (file_id, f'%"{name}"%', file_id),
-            ).fetchall()
+            rows = self._reference_rows(target, name)
             modules: dict[int, set[str]] = {}
             for src in {int(r[5]) for r in rows if r[4] is not None}:
                 names = modules[src] = set()
