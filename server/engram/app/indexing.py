@@ -27,6 +27,7 @@ from engram.progress import Progress
 if TYPE_CHECKING:
     from engram.app.engine import Engine
     from engram.app.history_sync import HistorySyncReport
+    from engram.app.index_lock import IndexHolder
     from engram.app.team import TeamSyncReport
     from engram.codegraph import CodeSearch, IndexReport
     from engram.codegraph.search import ChunkIndexReport
@@ -106,6 +107,9 @@ def run_index(
     options: IndexOptions = IndexOptions(),
     progress: Progress | None = None,
     cancel: Callable[[], bool] | None = None,
+    *,
+    wait: bool = True,
+    on_wait: Callable[[IndexHolder], None] | None = None,
 ) -> IndexRun:
     """The one index pipeline: ``engram index`` (and so the language server's background
     child) and the language server's own start-up pass both run it, with their options.
@@ -113,7 +117,29 @@ def run_index(
     Code graph, code-search chunks, the cold-start seed, git history (memories follow
     renames and changed code), the team folder, then memories missing a vector. A
     cancelled graph pass stops the run after it.
+
+    One run per workspace at a time, across processes (``app.index_lock``): a second one
+    waits for the first (``on_wait`` hears who runs it) and then indexes what changed
+    since; without ``wait`` it raises :class:`~engram.app.index_lock.IndexBusy`. A run
+    cancelled while it waits indexed nothing (its report says ``interrupted``).
     """
+    from engram.app.index_lock import index_lock
+
+    with index_lock(engine.workspace, wait=wait, cancel=cancel, on_wait=on_wait) as held:
+        if not held:
+            from engram.codegraph import IndexReport
+
+            return IndexRun(IndexReport(interrupted=True))
+        return _run_index(engine, options, progress, cancel)
+
+
+def _run_index(
+    engine: Engine,
+    options: IndexOptions,
+    progress: Progress | None,
+    cancel: Callable[[], bool] | None,
+) -> IndexRun:
+    """:func:`run_index`'s steps, under the workspace's index lock."""
     from engram.app.team import sync_team
 
     def stage(name: str) -> Progress | None:

@@ -48,7 +48,15 @@ Handler = Callable[[argparse.Namespace], int]
 
 def cmd_index(args: argparse.Namespace) -> int:
     """``engram index``: the one index pipeline with every step (docs/cli.md)."""
+    from engram.app.index_lock import IndexBusy, IndexHolder
     from engram.app.indexing import STAGES, IndexOptions, run_index
+    from engram.cli.parser import EXIT_BUSY
+
+    def waiting(holder: IndexHolder) -> None:
+        note(
+            f"an index of this workspace is running ({holder.describe()}); waiting for it, "
+            "then indexing what changed since (--no-wait does not wait)"
+        )
 
     # --no-embed means no model in this process at all: memories it stores (project facts,
     # rules, team files) wait for the next run with the model (embed_missing), and the
@@ -56,7 +64,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     overrides: dict[str, object] | None = {"embed": {"model": "none"}} if args.no_embed else None
     options = IndexOptions(embed_chunks=not args.no_embed, embed_memories=not args.no_embed)
     with open_engine(args, overrides=overrides) as engine, staged_progress(STAGES) as update:
-        run = run_index(engine, options, update)
+        try:
+            run = run_index(engine, options, update, wait=not args.no_wait, on_wait=waiting)
+        except IndexBusy as exc:
+            note(f"error: {exc}")
+            return EXIT_BUSY
         if args.no_embed:
             run.memories = {"count": int(engine.store.count()), "embedded": 0, "model": None}
         status = ""

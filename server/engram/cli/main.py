@@ -17,6 +17,7 @@ import os
 import sys
 
 from engram.cli.parser import (
+    EXIT_BUSY,
     EXIT_ERROR,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -73,6 +74,14 @@ def _index(p: OneLineParser) -> None:
         help=(
             "load no embedding model: code chunks and memories are stored without vectors "
             "until the next full index (fast, small)"
+        ),
+    )
+    p.add_argument(
+        "--no-wait",
+        action="store_true",
+        help=(
+            f"when another index of this workspace is running, exit {EXIT_BUSY} at once "
+            "instead of waiting for it"
         ),
     )
 

@@ -18,10 +18,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from typing import NoReturn
 
-#: Exit codes: 1 = the user's request failed, 2 = bad usage, 70 = internal error (EX_SOFTWARE).
+#: Exit codes: 1 = the user's request failed, 2 = bad usage, 70 = internal error (EX_SOFTWARE),
+#: 75 = busy, try again later (EX_TEMPFAIL: ``engram index --no-wait`` beside another index).
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
+EXIT_BUSY = 75
 EXIT_INTERRUPTED = 130
 
 
