@@ -46,6 +46,13 @@ def committed_engram_data(root: Path) -> tuple[str, ...]:
     and ``git ls-files`` runs only when it is there or the index is compressed (version 4).
     Answers are cached per index state (its size and modification time), in the process
     and, for a large index, in the user's cache directory (hooks are a process per call).
+
+    ``.engram`` may itself be a link the repository commits, to a folder of its own that
+    holds a store (``notes/memories.lance`` …): git's index then has ``.engram`` and
+    ``notes/…``, never ``.engram/…``, and that store was read as the user's (the lead's
+    walk, stop 28). The link counts as committed data, and so does what git tracks under
+    the folder it resolves to (named ``.engram/…`` like the rest, so the files Engram lets a
+    repository commit are told apart the same way).
     """
     index = _git_index(root)
     if index is None:
@@ -54,8 +61,9 @@ def committed_engram_data(root: Path) -> tuple[str, ...]:
         info = index.stat()
     except OSError:
         return ()
+    linked = _linked_store_folder(root)
     if info.st_size < _REMEMBERED_INDEX_BYTES:
-        return _committed_engram_data(str(root), str(index), info.st_size, info.st_mtime_ns)
+        return _committed_engram_data(str(root), str(index), info.st_size, info.st_mtime_ns, linked)
     # a large index (58k files: 15.7 MB, 45-100 ms to read and search) is read once per
     # change of it; the answer is kept in the user's cache, where a repository cannot write
     import hashlib
@@ -64,14 +72,14 @@ def committed_engram_data(root: Path) -> tuple[str, ...]:
     cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     key = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:32]
     remembered = Path(cache_home) / "engram" / "committed-data" / f"{key}.json"
-    stamp = [str(root), info.st_size, info.st_mtime_ns]
+    stamp = [str(root), info.st_size, info.st_mtime_ns, linked]
     try:
         kept = json.loads(remembered.read_text(encoding="utf-8"))
         if kept.get("index") == stamp and isinstance(kept.get("found"), list):
             return tuple(str(name) for name in kept["found"])
     except (OSError, ValueError, AttributeError):
         pass
-    found = _committed_engram_data(str(root), str(index), info.st_size, info.st_mtime_ns)
+    found = _committed_engram_data(str(root), str(index), info.st_size, info.st_mtime_ns, linked)
     try:
         remembered.parent.mkdir(parents=True, exist_ok=True)
         remembered.write_text(json.dumps({"index": stamp, "found": list(found)}), "utf-8")
@@ -101,9 +109,23 @@ def _git_index(root: Path) -> Path | None:
     return (git_dir if git_dir.is_absolute() else root / git_dir) / "index"
 
 
+def _linked_store_folder(root: Path) -> str | None:
+    """Where ``root/.engram`` leads when it is a link to a folder inside ``root`` (relative,
+    POSIX); ``None`` when it is no link or leads outside (writers refuse the latter:
+    :func:`links_out_of_engram_dir`). One ``lstat`` when it is no link (hooks call this)."""
+    link = root / ENGRAM_DIR
+    if not link.is_symlink():
+        return None
+    real = os.path.realpath(link)
+    prefix = str(root) + os.sep
+    if not real.startswith(prefix):
+        return None
+    return Path(real).relative_to(root).as_posix()
+
+
 @functools.lru_cache(maxsize=32)
 def _committed_engram_data(
-    root: str, index: str, size: int, mtime_ns: int
+    root: str, index: str, size: int, mtime_ns: int, linked: str | None
 ) -> tuple[str, ...]:  # size, mtime_ns: the cache key
     try:
         with open(index, "rb") as handle:
@@ -111,13 +133,19 @@ def _committed_engram_data(
     except OSError:
         return ()
     version = int.from_bytes(data[4:8], "big") if data[:4] == b"DIRC" else 0
-    if version in (2, 3) and f"{ENGRAM_DIR}/".encode() not in data:
+    # v2/v3 keep each path whole, NUL-terminated: ".engram/x" or, for a committed link,
+    # ".engram" itself; anything else cannot be tracked there
+    needles = [f"{ENGRAM_DIR}/".encode(), f"{ENGRAM_DIR}\0".encode()]
+    if linked is not None:
+        needles.append(f"{linked}/".encode())
+    if version in (2, 3) and not any(needle in data for needle in needles):
         return ()
     import subprocess
 
+    paths = [ENGRAM_DIR] if linked is None else [ENGRAM_DIR, linked]
     try:
         out = subprocess.run(
-            ["git", *SAFE_GIT_CONFIG, "-C", root, "ls-files", "-z", "--cached", "--", ENGRAM_DIR],
+            ["git", *SAFE_GIT_CONFIG, "-C", root, "ls-files", "-z", "--cached", "--", *paths],
             capture_output=True,
             timeout=30,
             check=False,
@@ -125,6 +153,11 @@ def _committed_engram_data(
     except (OSError, subprocess.TimeoutExpired):
         return ()
     names = out.stdout.decode("utf-8", errors="replace").split("\0")
+    if linked is not None:  # the folder's files as the store's: notes/config.toml is allowed
+        names = [
+            f"{ENGRAM_DIR}/{n[len(linked) + 1 :]}" if n.startswith(f"{linked}/") else n
+            for n in names
+        ]
     return tuple(sorted(n for n in names if n and n not in COMMITTABLE_ENGRAM_FILES))
 
 

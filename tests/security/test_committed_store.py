@@ -131,3 +131,32 @@ def test_a_large_index_is_read_once_per_change_through_the_users_cache(
     (root / ".engram" / "digest.sqlite").write_bytes(b"x")
     git(root, "add", "-f", ".engram/digest.sqlite")  # the index changes: read again
     assert committed_engram_data(root) == (".engram/digest.sqlite",)
+
+
+def test_a_committed_link_to_a_committed_store_is_refused_too(tmp_path: Path) -> None:
+    """``.engram`` committed as a link to a folder of the repository that holds a store: git's
+    index has ``.engram`` (the link) and ``notes/…``, never ``.engram/…``, and before this
+    test the check looked only for the latter, so the clone read the store as its own."""
+    root = tmp_path / "origin"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "tests.py").write_text("def run_tests():\n    return 0\n")
+    origin = Workspace.open(root)
+    taught = engram(origin, "remember", "--file", "tests.py", "--type", "gotcha", LURE)
+    assert taught.returncode == 0, taught.stderr
+    engram(origin, "stop")
+    (root / ".engram").rename(root / "notes")
+    (root / ".engram").symlink_to("notes")
+    mine = engram(origin, "list")  # a link the user made, untracked: their store, read
+    assert mine.returncode == 0 and "curl" in mine.stdout, mine.stderr
+    engram(origin, "stop")
+    git(root, "add", "-f", ".")
+    git(root, "commit", "-q", "-m", "ship our store behind a link")
+    subprocess.run(["git", "clone", "-q", str(root), str(tmp_path / "clone")], check=True)
+    ws = Workspace.open(tmp_path / "clone")
+    assert (ws.root / ".engram").is_symlink()
+    assert committed_engram_data(ws.root)
+    run = engram(ws, "list")
+    assert run.returncode == 1 and LURE not in run.stdout, run.stdout
+    assert "commits Engram's data" in run.stderr, run.stderr
+    engram(ws, "stop")
