@@ -78,3 +78,42 @@ def test_digest_rebuild_command_reconciles(tmp_workspace: Workspace, user_config
     assert engram(ws, "digest", "--rebuild").returncode == 0
     digest = Digest(ws)
     assert digest.count() == 2 and not digest.is_stale()
+
+
+def test_an_unreadable_digest_is_named_and_replaced(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """A digest that is not an SQLite database (a crash while it was first written, a file
+    copied over it): every hook answered nothing, `engram doctor` stopped with "internal
+    error: DatabaseError: file is not a database" and so did `engram digest --rebuild`, the
+    command doctor's fix names. It is a cache of the store: readers take it as missing (so
+    it reads as stale), doctor names it, and SessionStart and the rebuild replace it."""
+    from engram.store.digest import Digest
+
+    ws = tmp_workspace
+    _remember(ws, "the release checklist lives in docs/release.md")
+    engram(ws, "stop")  # the engine keeps its digest connection open; a fresh one reads it
+    for suffix in ("-wal", "-shm"):
+        (ws.engram_dir / f"digest.sqlite{suffix}").unlink(missing_ok=True)
+    (ws.engram_dir / "digest.sqlite").write_text("garbage, not a database\n")
+
+    digest = Digest(ws)
+    assert digest.is_stale() and digest.for_file("docs/release.md", ["decision"]) == []
+    assert digest.unreadable is not None and "not a database" in digest.unreadable
+
+    doctor = engram(ws, "doctor", "--json")
+    assert doctor.returncode in (0, 1), doctor.stderr
+    check = next(c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "agent digest")
+    assert not check["ok"] and "unreadable" in check["detail"]
+    assert "engram digest --rebuild" in check["detail"]
+
+    payload = {"hook_event_name": "SessionStart", "session_id": "s-bad", "cwd": str(ws.root)}
+    hook = engram(ws, "hook", "claude-code", stdin=json.dumps(payload))
+    assert hook.returncode == 0, hook.stderr
+    assert "docs/release.md" in json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+
+    (ws.engram_dir / "digest.sqlite").write_bytes(b"\0" * 4096)
+    rebuilt = engram(ws, "digest", "--rebuild")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    digest = Digest(ws)
+    assert digest.count() == 1 and not digest.is_stale() and digest.unreadable is None

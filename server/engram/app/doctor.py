@@ -185,6 +185,14 @@ def _digest_check(engine: Engine) -> DoctorCheck:
     """Whether the agents' digest mirrors every store version (docs/agents.md)."""
     digest = engine.digest
     mirrored, table = digest.lag()
+    if digest.unreadable is not None:
+        return DoctorCheck(
+            "agent digest",
+            False,
+            f"unreadable ({digest.unreadable}): hooks answer nothing until it is rebuilt; "
+            "run `engram digest --rebuild` (the next write or SessionStart hook also does)",
+            "warning",
+        )
     if table is None:
         return DoctorCheck("agent digest", True, "no memories stored yet", "info")
     if digest.is_stale():

@@ -9,6 +9,10 @@ of writes it was handed; when a write never reached it (another process, or one 
 between its commit and its mirror), :meth:`Digest.is_stale` says so from the store's change
 log (a version check, not a timestamp), SessionStart rebuilds it before answering and other
 hooks schedule a rebuild in the background instead of blocking the agent (docs/agents.md).
+
+Long on purpose: the writer, the readers and the prompt search share one schema and one
+connection, and a hook process imports this module alone (each module more is start-up time
+on every agent tool call: tests/agents/test_hook_imports.py pins the set).
 """
 
 from __future__ import annotations
@@ -219,6 +223,11 @@ def _touched_between(workspace: Workspace, start: int, target: int) -> set[str] 
         conn.close()
 
 
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Not (or no longer) an SQLite database, as opposed to a busy or locked one."""
+    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
+
+
 class MirrorRules:
     """What the trust model says of a memory, as the mirror needs it (docs/trust.md). The
     engine passes ``lifecycle.trust``'s rules in, so storage never imports the trust model
@@ -243,12 +252,19 @@ class Digest:
         self.workspace = workspace
         self.rules = rules
         self._conn: sqlite3.Connection | None = None
+        #: why a reader could not read the file (not an SQLite database); doctor names it
+        self.unreadable: str | None = None
 
     @property
     def path(self) -> Path:
         return self.workspace.engram_dir / DIGEST_FILE
 
     def _connect(self, create: bool) -> sqlite3.Connection | None:
+        """The connection, opened once; ``None`` for a reader when there is no digest.
+
+        A cache of the store: a file that is not a readable database reads as missing (so
+        as stale) and a writer replaces it (it failed every hook, doctor and the rebuild).
+        """
         if self._conn is not None:
             return self._conn
         if not create and not self.path.exists():
@@ -256,22 +272,42 @@ class Digest:
         self.workspace.check_engram_data_is_own()  # hooks never inject a clone's memories
         if create:
             self.workspace.ensure_engram_dir()
-        # as ``store.sidefile.wal_connect`` opens the files beside the store (why NORMAL:
-        # its docstring), written out here: hooks read through this connection too, and
-        # import only the standard library and a few engram modules
-        conn = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        if conn.execute("PRAGMA user_version").fetchone()[0] != DIGEST_SCHEMA:
-            # an older layout: drop it; with no manifest recorded it reads as stale
-            conn.executescript(
-                "DROP TABLE IF EXISTS memory_files; DROP TABLE IF EXISTS memories;"
-                " DROP TABLE IF EXISTS memory_text; DROP TABLE IF EXISTS meta;"
-            )
-            conn.execute(f"PRAGMA user_version = {DIGEST_SCHEMA}")
-        conn.executescript(_SCHEMA)
+        try:
+            conn = self._open()
+        except sqlite3.DatabaseError as exc:
+            if not _damaged(exc):
+                raise
+            self.unreadable = str(exc)
+            if not create:
+                _log().warning("the agent digest %s is unreadable (%s)", self.path, exc)
+                return None
+            _log().warning("the agent digest %s was unreadable (%s): rebuilt", self.path, exc)
+            for suffix in ("", "-wal", "-shm"):
+                self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+            conn = self._open()
+            self.unreadable = None
         self._conn = conn
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        # as ``store.sidefile.wal_connect`` (why NORMAL: its docstring), written out here:
+        # hooks read through this connection and import only the standard library
+        conn = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            if conn.execute("PRAGMA user_version").fetchone()[0] != DIGEST_SCHEMA:
+                # an older layout: drop it; with no manifest recorded it reads as stale
+                conn.executescript(
+                    "DROP TABLE IF EXISTS memory_files; DROP TABLE IF EXISTS memories;"
+                    " DROP TABLE IF EXISTS memory_text; DROP TABLE IF EXISTS meta;"
+                )
+                conn.execute(f"PRAGMA user_version = {DIGEST_SCHEMA}")
+            conn.executescript(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def close(self) -> None:
