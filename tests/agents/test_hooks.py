@@ -134,6 +134,21 @@ def test_hook_main_never_fails(
     assert "charge wants cents" in out["hookSpecificOutput"]["additionalContext"]
 
 
+def test_a_failure_is_logged_in_the_payloads_workspace_not_the_working_directory(
+    ws: Workspace, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent names its workspace in the payload's ``cwd``; the hook process may start
+    elsewhere. The failure went to the log of the process's directory (here: none, so
+    nowhere) and the workspace's ``hooks.log`` stayed empty."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    monkeypatch.chdir(elsewhere)
+    payload = json.dumps({"hook_event_name": "SessionStart", "cwd": str(ws.root / "sub")})
+    (ws.root / "sub").mkdir()
+    assert hook_main("unknown-agent", payload, None) == 0
+    assert "unknown agent" in (ws.engram_dir / "logs" / "hooks.log").read_text()
+    assert not (elsewhere / ".engram").exists()
+
+
 def test_codex_apply_patch_injects_for_each_patched_file(ws: Workspace) -> None:
     (ws.root / "refund.py").write_text("def refund():\n    pass\n")
     Digest(ws, rules=mirror_rules()).apply(

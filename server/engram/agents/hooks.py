@@ -476,11 +476,15 @@ def hook_main(
     """
     later: Deferred = []
     workspace: Workspace | None = None
+    # where a failure is logged: the workspace the agent works in (the payload's ``cwd``),
+    # which need not be this process's working directory
+    where: str | None = workspace_arg
     try:
         payload = json.loads(stdin_text) if stdin_text.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("hook payload is not a JSON object")
         root = workspace_arg or payload.get("cwd") or os.getcwd()
+        where = root if workspace_arg else str(_git_root(root))
         workspace = Workspace.open(root) if workspace_arg else Workspace.open(_git_root(root))
         if agent not in ("claude-code", "codex"):
             raise ValueError(f"unknown agent {agent!r}; expected claude-code or codex")
@@ -489,12 +493,12 @@ def hook_main(
             sys.stdout.write(json.dumps(result))
             sys.stdout.flush()
     except Exception as exc:  # a hook must never block or break the agent
-        _log_failure(workspace_arg, exc)
+        _log_failure(where, exc)
     if later and workspace is not None:
         if detach:
-            run_detached(workspace, later, lambda exc: _log_failure(workspace_arg, exc))
+            run_detached(workspace, later, lambda exc: _log_failure(where, exc))
         else:
-            run_all(later, lambda exc: _log_failure(workspace_arg, exc))
+            run_all(later, lambda exc: _log_failure(where, exc))
     return 0
 
 
@@ -528,11 +532,16 @@ def _git_root(start: str) -> Path:
     return find_workspace_root(Path(start))
 
 
-def _log_failure(workspace_arg: str | None, exc: Exception) -> None:
+def _log_failure(where: str | None, exc: Exception) -> None:
+    """Append ``exc`` to ``<workspace>/.engram/logs/hooks.log`` of the workspace ``where``
+    (``--workspace`` or the payload's ``cwd``; this process's working directory when the
+    payload could not be read). The agent may start hooks from another directory: logged
+    by the process's own directory, a failure went to a folder with no ``.engram/`` (or
+    another repository's) and the workspace's log stayed empty."""
     try:
         from engram.workspace import links_out_of_engram_dir
 
-        root = Path(workspace_arg).resolve() if workspace_arg else _git_root(os.getcwd())
+        root = Path(where).resolve() if where else _git_root(os.getcwd())
         log_dir = root / ".engram" / "logs"
         if log_dir.parent.exists() and not links_out_of_engram_dir(root):
             log_dir.mkdir(exist_ok=True)
