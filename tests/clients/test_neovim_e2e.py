@@ -409,3 +409,46 @@ def test_file_commands_from_a_window_without_a_file(nvim: Any, workspace: Worksp
     nvim.command("EngramContext cents")
     context = wait_for("the context float for a query", lambda: float_lines(nvim))
     assert any("wants cents" in line for line in context), context
+
+
+def test_help_and_checkhealth_when_neovim_started_elsewhere(
+    nvim: Any, workspace: Workspace, tmp_path: Path
+) -> None:
+    """`nvim ~/src/app/main.py` from another directory, plugin added by hand as docs/neovim.md
+    says (`rtp:append`, no plugin manager to run `:helptags`). `:help engram` said "E149:
+    Sorry, no help for engram" (the plugin shipped no doc/tags), and `:checkhealth engram`
+    ran `engram doctor` in Neovim's directory: it reported that directory as the workspace
+    (0 memories) and created a `.engram/` store there."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    nvim.command(f"cd {elsewhere}")
+    nvim.command(f"edit {workspace.root / 'billing.py'}")
+    wait_for("the gotcha's diagnostic", lambda: engram_diagnostics(nvim))
+
+    nvim.command("help engram")
+    assert nvim.current.buffer.name.endswith("engram.txt")
+    nvim.command("help :EngramSearch")
+    assert nvim.exec_lua("return vim.fn.getline('.')", []).find(":EngramSearch") >= 0
+    nvim.command("close")
+
+    nvim.command("checkhealth engram")
+    health = "\n".join(nvim.current.buffer[:])
+    workspace_lines = [line for line in health.splitlines() if re.search(r"\bworkspace\s+/", line)]
+    assert workspace_lines and all(str(workspace.root) in line for line in workspace_lines), health
+    assert "2 memories" in health, health
+    assert not (elsewhere / ".engram").exists()
+
+
+def test_the_shipped_help_tags_are_current(tmp_path: Path) -> None:
+    """doc/tags is what `:helptags` makes of doc/engram.txt (a plugin added by hand gets no
+    `:helptags` run; an edited help file with stale tags sends `:help` to the wrong line)."""
+    doc = tmp_path / "doc"
+    shutil.copytree(PLUGIN / "doc", doc)
+    (doc / "tags").unlink()
+    subprocess.run(
+        [str(NVIM), "--headless", "-u", "NONE", "-i", "NONE", "-c", f"helptags {doc}", "-c", "qa!"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert (doc / "tags").read_text() == (PLUGIN / "doc" / "tags").read_text()

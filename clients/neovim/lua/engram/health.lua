@@ -30,16 +30,28 @@ function M.check()
     return
   end
   health.ok('engram ' .. vim.trim(out):gsub('^engram%s+', ''))
-  local doctor = python and { cmd[1], '-P', '-m', 'engram', 'doctor' } or { cmd[1], 'doctor' }
-  for _, line in ipairs(vim.split(vim.fn.system(doctor), '\n', { trimempty = true })) do
-    health.info(line)
-  end
   local get = vim.lsp.get_clients or vim.lsp.get_active_clients
-  local clients = get({ name = 'engram' })
+  -- the workspace the server serves for the buffer checkhealth was run from (else any):
+  -- `engram doctor` without --workspace reports on Neovim's working directory, which need
+  -- not be a workspace (`nvim ~/src/app/main.py` from $HOME reported on $HOME, and created
+  -- ~/.engram there)
+  local alternate = vim.fn.bufnr('#')
+  local clients = alternate > 0 and get({ name = 'engram', bufnr = alternate }) or {}
+  if #clients == 0 then
+    clients = get({ name = 'engram' })
+  end
+  local root = clients[1] and clients[1].config and clients[1].config.root_dir
+  if root then
+    local doctor = python and { cmd[1], '-P', '-m', 'engram', 'doctor' } or { cmd[1], 'doctor' }
+    vim.list_extend(doctor, { '--workspace', root })
+    for _, line in ipairs(vim.split(vim.fn.system(doctor), '\n', { trimempty = true })) do
+      health.info(line)
+    end
+  end
   if #clients > 0 then
-    health.ok('server running (client id ' .. clients[1].id .. ')')
+    health.ok('server running (client id ' .. clients[1].id .. ') for ' .. tostring(root))
   else
-    health.warn('server not attached yet: open a file inside a git repository')
+    health.warn('server not attached yet: open a file inside a git repository (then `engram doctor` runs here for it)')
   end
 end
 
