@@ -407,7 +407,7 @@ SHARE: UseCase[ShareArgs, ShareReport] = UseCase(
         '`{"folder", "written": [path], "unchanged": [id], "refused": ["id: reason"], '
         '"committed": sha | null}`'
     ),
-    summary="write verified memories (or the given ids) to the team folder, for git to carry",
+    summary="write taught, confirmed or pinned memories (or the given ids) to the team folder",
     args=ShareArgs,
     run=_share,
     to_json=_json,

@@ -1,4 +1,4 @@
-"""Team sharing: write verified memories to the team folder, read teammates' back in.
+"""Team sharing: write what a person stands behind to the team folder, read teammates' back.
 
 What may be shared, the file format and the sync plan are ``engram.lifecycle.team``'s
 rules; this module applies them to the store and the team folder (docs/team.md). ``share``
@@ -82,7 +82,8 @@ def team_folder(engine: Engine) -> tuple[Path, str]:
 
 
 def share(engine: Engine, ids: Sequence[str] = (), *, commit: bool = False) -> ShareReport:
-    """Write verified memories (or the given ids) to the team folder for git to carry.
+    """Write the memories someone stands behind (taught, confirmed, pinned; or the given ids)
+    to the team folder for git to carry (docs/team.md, "What is shared").
 
     Files whose memory did not change are left alone, so re-sharing makes no diff.
     ``commit``: also ``git add`` + ``git commit`` the written files (never push).

@@ -119,7 +119,7 @@ DECLARED: tuple[tuple[str, str, str, str], ...] = (
         "share",
         "share",
         "workspace",
-        "write verified memories (or the given ids) to the team folder, for git to carry",
+        "write taught, confirmed or pinned memories (or the given ids) to the team folder",
     ),
     (
         "sync",
