@@ -18,6 +18,7 @@ from tests.conftest import git
 from tests.lsp.conftest import (
     APP_SOURCE,
     FAST,
+    action_commands,
     command,
     lsp_session,
     open_doc,
@@ -163,6 +164,47 @@ async def test_multi_root_routes_by_uri(tmp_path: Path) -> None:
         )
         listed = await command(client, "engram.list", {"file": str(roots[1] / "src" / "app.py")})
         assert out["id"] in [m["id"] for m in listed["memories"]]
+
+
+async def test_multi_root_memory_commands_run_in_the_folder_holding_the_memory(
+    tmp_path: Path,
+) -> None:
+    """A quick fix on the second folder's diagnostic sends only the memory id (confirm,
+    flag, pin): it went to the first folder's store, and VS Code showed "engram.confirm: no
+    memory with id m-…" for a memory right there under the cursor (the multi-root walk)."""
+    roots = []
+    for name in ("alpha", "beta"):
+        root = tmp_path / name
+        (root / "src").mkdir(parents=True)
+        (root / "src" / "app.py").write_text(APP_SOURCE)
+        git(root, "init", "-q", "-b", "main")
+        roots.append(root)
+    seed(roots[0], [dict(GOTCHA, content="alpha: absolute paths only")])
+    (beta_id,) = seed(roots[1], [dict(GOTCHA, content="beta: relative paths are fine")])
+    async with lsp_session(roots) as client:
+        await wait_ready(client, folders=2)
+        b_uri = await open_doc(client, roots[1] / "src" / "app.py")
+        (b,) = await wait_for(lambda: engram_diags(client, b_uri), what="beta")
+        actions = await client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=b_uri),
+                range=b.range,
+                context=types.CodeActionContext(diagnostics=[b]),
+            )
+        )
+        confirm = next(c for c in action_commands(actions) if c[1] == "engram.confirm")
+        assert confirm[2] == [{"id": beta_id}]
+        confirmed = await command(client, "engram.confirm", confirm[2][0])
+        assert confirmed["id"] == beta_id
+        shown = await command(client, "engram.show", {"id": beta_id})
+        assert shown["content"] == "beta: relative paths are fine", shown
+        await command(client, "engram.pin", {"id": beta_id, "pinned": True})
+        await command(client, "engram.flag", {"id": beta_id, "kind": "outdated"})
+        await wait_for(lambda: not engram_diags(client, b_uri), what="the flagged one gone")
+        after = await command(client, "engram.show", {"id": beta_id})
+        assert after["user_verified"] and after["pinned"] and after["flags"] == ["outdated"]
+        alpha = await command(client, "engram.list", {"file": str(roots[0] / "src" / "app.py")})
+        assert all(not m["pinned"] and not m["flags"] for m in alpha["memories"]), alpha
 
 
 async def test_startup_index_progress_can_be_cancelled(app_workspace: Workspace) -> None:

@@ -272,6 +272,9 @@ class UseCase(Generic[A, R]):
     corrected: Callable[[R], tuple[str, str]] | None = None
     #: which argument names a file that picks the workspace folder (multi-root LSP)
     folder_arg: str | None = "file"
+    #: which argument names a memory whose folder runs it when no file picks one
+    #: (multi-root LSP: a quick fix on the second folder's diagnostic sends only the id)
+    memory_arg: str | None = "id"
     #: the engine may be opened read-only for it (nothing is written)
     read_only: bool = False
     #: over MCP the result is the text rendering alone, not JSON (a context pack: its
@@ -316,6 +319,13 @@ class UseCase(Generic[A, R]):
             return None
         value = getattr(args, self.folder_arg, None)
         return value if isinstance(value, str) else None
+
+    def memory_of(self, args: A) -> str | None:
+        """The memory id that picks the folder, for a use case no file routes."""
+        if self.memory_arg is None or self.folder_file(args) is not None:
+            return None
+        value = getattr(args, self.memory_arg, None)
+        return value if isinstance(value, str) and value else None
 
 
 def _camel(name: str) -> str:

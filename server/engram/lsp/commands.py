@@ -98,6 +98,9 @@ def command_handler(
     async def handle(ctx: CommandContext, given: Given) -> JsonObject:
         args = given.args
         file = usecase.folder_file(args)
+        memory_id = usecase.memory_of(args)
+        if memory_id is not None:
+            file = ctx.folder_of_memory(memory_id)
         if usecase.name == "reindex":
             from engram.api.workspace import ReindexArgs  # declared with the use case
 

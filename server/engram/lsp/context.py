@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
@@ -162,6 +163,23 @@ class ServerContext:
                 await refresh_document(self.ls, doc)
                 publish(self.ls, doc)
         request_pull_refresh(self.ls)
+
+    def folder_of_memory(self, memory_id: str) -> str | None:
+        # ids are random, so at most one store holds one; each folder's digest answers
+        # from SQLite without opening an engine (a folder whose digest cannot answer, a
+        # clone's committed store among them, is not it)
+        from engram.store.digest import Digest
+
+        folders = list(self.ls.session.folders.values())
+        if len(folders) < 2:
+            return None
+        for folder in folders:
+            try:
+                if Digest(folder.workspace).holds(memory_id):
+                    return str(folder.root)
+            except (EngramError, OSError, sqlite3.Error) as exc:
+                log.info("%s: cannot tell whether it holds %s (%s)", folder.root, memory_id, exc)
+        return None
 
     def actor(self) -> Actor | None:
         # an agent's LSP client (client_kind, or its name): never a person. Decided from

@@ -98,6 +98,11 @@ class CommandContext(Protocol):
         """Refresh caches and republish diagnostics of open documents these touch."""
         ...
 
+    def folder_of_memory(self, memory_id: str) -> str | None:
+        """The root of the folder whose store holds ``memory_id`` when several folders are
+        open (``None``: one folder, or no folder holds it)."""
+        ...
+
     def actor(self) -> Actor | None:
         """Who a write speaks for: ``None`` for the person at an editor (the app names them
         from git), an agent when the client is one (docs/trust.md "Agents are not people")."""

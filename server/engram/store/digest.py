@@ -592,6 +592,14 @@ class Digest:
                 _log().warning("skipping unreadable digest row: %s", exc)
         return out[:limit]
 
+    def holds(self, memory_id: str) -> bool:
+        """Whether the store this digest mirrors has ``memory_id`` (in any state)."""
+        conn = self._connect(create=False)
+        if conn is None:
+            return False
+        row = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return row is not None
+
     def count(self) -> int:
         conn = self._connect(create=False)
         if conn is None:
