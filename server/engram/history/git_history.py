@@ -23,6 +23,7 @@ schema (docs/history.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
@@ -389,13 +390,21 @@ class GitHistory:
                     return
                 yield data
 
+        read_all = False
         try:
             yield from parse_log(chunks())
+            read_all = True
         finally:
+            if not read_all and inner is not None:
+                # the reader stopped early (a cancelled run, an error): git blocks on the
+                # full pipe and the wait below never returned (a stopping engine hung here)
+                with contextlib.suppress(OSError):
+                    inner.kill()
             try:
                 proc.wait()
             except Exception as exc:  # a non-zero exit after partial output: keep what we got
-                log.info("git log ended with an error: %s", str(exc).splitlines()[0:1])
+                if read_all:
+                    log.info("git log ended with an error: %s", str(exc).splitlines()[0:1])
 
     # ------------------------------------------------------------------ storage
 
