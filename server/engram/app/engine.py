@@ -134,6 +134,11 @@ class Engine:
         #: where the store hands its index upkeep (compaction) when a write makes it due;
         #: see :meth:`upkeep_after_requests`
         self._upkeep: Callable[[Callable[[], None]], None] | None = None
+        #: set when the process that holds this engine is going away (the engine process
+        #: told to stop, SIGTERM): a long run (``app.indexing.run_index``) ends at its next
+        #: checkpoint, resumable, so the process exits in seconds, not after the run
+        #: (docs/engine.md "Faults")
+        self.stopping = threading.Event()
 
     @classmethod
     def open(

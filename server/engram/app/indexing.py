@@ -125,21 +125,44 @@ def run_index(
     """
     from engram.app.index_lock import index_lock
 
-    with index_lock(engine.workspace, wait=wait, cancel=cancel, on_wait=on_wait) as held:
+    asked = cancel
+
+    def stop() -> bool:
+        """The caller's cancel, or the process stopping (``Engine.stopping``)."""
+        return engine.stopping.is_set() or (asked is not None and asked())
+
+    with index_lock(engine.workspace, wait=wait, cancel=stop, on_wait=on_wait) as held:
         if not held:
             from engram.codegraph import IndexReport
 
             return IndexRun(IndexReport(interrupted=True))
-        return _run_index(engine, options, progress, cancel)
+        run = _run_index(engine, options, progress, stop)
+    if was_interrupted(run):
+        why = "the process is stopping" if engine.stopping.is_set() else "cancelled"
+        log.info("index of %s interrupted (%s): what it stored is kept, the next run resumes",
+                 engine.workspace.root, why)  # fmt: skip
+    return run
+
+
+def was_interrupted(run: IndexRun) -> bool:
+    """Whether a step of ``run`` stopped before its end (cancelled, the process stopping)."""
+    history = run.history
+    return (
+        run.code.interrupted
+        or (run.chunks is not None and run.chunks.interrupted)
+        or (history is not None and history.mined is not None
+            and history.mined.reason == "cancelled")
+    )  # fmt: skip
 
 
 def _run_index(
     engine: Engine,
     options: IndexOptions,
     progress: Progress | None,
-    cancel: Callable[[], bool] | None,
+    cancel: Callable[[], bool],
 ) -> IndexRun:
-    """:func:`run_index`'s steps, under the workspace's index lock."""
+    """:func:`run_index`'s steps, under the workspace's index lock; a cancel ends the run
+    after the step it stopped (the steps after it would each run to their end)."""
     from engram.app.team import sync_team
 
     def stage(name: str) -> Progress | None:
@@ -180,6 +203,8 @@ def _run_index(
                 run.chunks.files_chunked += prefill.files
                 run.chunks.chunks += prefill.chunks
             _log_peak_rss(CHUNKS)
+            if cancel():
+                return run
         if keyword is not None:
             keyword.close()
         if options.seed and not engine.read_only:
@@ -187,6 +212,8 @@ def _run_index(
         if options.history and not engine.read_only:
             run.history = sync_history(engine, stage(HISTORY), cancel, mined)
             _log_peak_rss(HISTORY)
+            if cancel():
+                return run
     finally:
         if keyword is not None:
             keyword.close()

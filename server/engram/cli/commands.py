@@ -49,8 +49,8 @@ Handler = Callable[[argparse.Namespace], int]
 def cmd_index(args: argparse.Namespace) -> int:
     """``engram index``: the one index pipeline with every step (docs/cli.md)."""
     from engram.app.index_lock import IndexBusy, IndexHolder
-    from engram.app.indexing import STAGES, IndexOptions, run_index
-    from engram.cli.parser import EXIT_BUSY
+    from engram.app.indexing import STAGES, IndexOptions, run_index, was_interrupted
+    from engram.cli.parser import EXIT_BUSY, EXIT_INTERRUPTED
 
     def waiting(holder: IndexHolder) -> None:
         note(
@@ -69,6 +69,13 @@ def cmd_index(args: argparse.Namespace) -> int:
         except IndexBusy as exc:
             note(f"error: {exc}")
             return EXIT_BUSY
+        if was_interrupted(run):
+            why = "the engine is stopping" if engine.stopping.is_set() else "cancelled"
+            note(
+                f"index interrupted ({why}): what it stored is kept; the next `engram "
+                "index` resumes where it stopped"
+            )
+            return EXIT_INTERRUPTED
         if args.no_embed:
             run.memories = {"count": int(engine.store.count()), "embedded": 0, "model": None}
         status = ""

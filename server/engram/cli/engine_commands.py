@@ -51,6 +51,20 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         connection = Connection.open(Address.for_workspace(root), "status")
     except (EngineUnavailable, NoRuntimeDir) as exc:
+        from engram.daemon.client import stopping_engine
+
+        pid = (
+            stopping_engine(Address.for_workspace(root))
+            if isinstance(exc, EngineUnavailable)
+            else None
+        )
+        if pid is not None:  # it answers no more, but is still going away
+            if args.json:
+                print(json.dumps({"running": True, "state": "stopping", "pid": pid,
+                                  "workspace": root}))  # fmt: skip
+            else:
+                print(f"the engine for {root} is stopping (pid {pid})")
+            return 0
         if args.json:
             print(json.dumps({"running": False, "workspace": root, "reason": str(exc)}))
         else:
@@ -97,15 +111,18 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_stop(args: argparse.Namespace) -> int:
     from engram.daemon.address import Address
-    from engram.daemon.client import pid_alive, stop_engine
+    from engram.daemon.client import pid_alive, stop_engine, stopping_engine, wait_for_exit
 
     root = _root(args)
     address = Address.for_workspace(root)
     started = time.monotonic()
     pid = stop_engine(address, "engram stop", wait=15.0)
     if pid is None:
-        print(f"no engine was running for {root}")
-        return 0
+        pid = stopping_engine(address)  # told before (SIGTERM, another stop): wait for it
+        if pid is None:
+            print(f"no engine was running for {root}")
+            return 0
+        wait_for_exit(pid, 15.0)
     if pid_alive(pid):
         import signal
 

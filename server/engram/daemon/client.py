@@ -388,6 +388,32 @@ def stop_engine(address: Address, reason: str, wait: float = 10.0) -> int | None
     return pid
 
 
+def stopping_engine(address: Address) -> int | None:
+    """The pid of an engine that is stopping: it no longer answers, but it still holds its
+    life lock (``<key>.lock``, an OS lock that goes with the process) and its pid file
+    says ``stopping``. None when no such process is left (docs/engine.md "Faults")."""
+    import json
+
+    from filelock import FileLock, Timeout
+
+    try:
+        record = json.loads(address.pid_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    pid = record.get("pid") if isinstance(record, dict) else None
+    if not isinstance(pid, int) or not record.get("stopping"):
+        return None
+    life = FileLock(str(address.file(".lock")), mode=0o600)
+    try:
+        life.acquire(timeout=0)
+    except Timeout:
+        return pid  # the lock is held: that engine is still going away
+    except OSError:
+        return pid if pid_alive(pid) else None
+    life.release()
+    return None
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -560,5 +586,6 @@ __all__ = [
     "engine_enabled",
     "pid_alive",
     "stop_engine",
+    "stopping_engine",
     "wait_for_exit",
 ]

@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import attrs
 
@@ -353,6 +353,7 @@ class EngineSlot:
         self._engine: Engine | None = None
         self._users: dict[int, int] = {}
         self._retired: list[Engine] = []
+        self._stopped = False
         self.ready = threading.Event()
         self.error: str | None = None
         self.listeners: list[Callable[[Sequence[Memory], Sequence[str]], None]] = []
@@ -365,6 +366,8 @@ class EngineSlot:
 
     def open(self) -> Engine:
         engine = self._opener()
+        if self._stopped:  # the stop came while it opened
+            engine.stopping.set()
         engine.write_listeners.extend(self.listeners)
         engine.access_sink = self.access.add
         engine.defer = self.deferred.add
@@ -483,6 +486,15 @@ class EngineSlot:
 
     def current(self) -> Engine | None:
         return self._engine
+
+    def stop_runs(self) -> None:
+        """The process is stopping: every engine's long runs end at their next checkpoint
+        (``Engine.stopping``; an index keeps what it committed and the next one resumes)."""
+        with self._lock:
+            self._stopped = True
+            engines = [e for e in (self._engine, *self._retired) if e is not None]
+        for engine in engines:
+            engine.stopping.set()
 
     def close(self) -> None:
         self.deferred.close()  # the job in hand finishes on an open engine
@@ -617,8 +629,20 @@ class EngineServer:
         )
         return server
 
+    def _write_pid_file(self, stopping: str | None = None) -> None:
+        import json
+
+        record: dict[str, object] = {"pid": os.getpid(), "workspace": str(self.root),
+                                     "build": BUILD}  # fmt: skip
+        if stopping is not None:
+            record["stopping"] = stopping
+        with contextlib.suppress(OSError):
+            write_private(self.address.pid_file, json.dumps(record))
+
     def _remove_address(self) -> None:
-        for path in (self.address.socket_path, self.address.port_file, self.address.pid_file):
+        """No front end can reach it any more; the pid file (``stopping``) stays until the
+        process's last thread ended (:func:`run_engine`)."""
+        for path in (self.address.socket_path, self.address.port_file):
             with contextlib.suppress(OSError):
                 path.unlink()
 
@@ -626,6 +650,12 @@ class EngineServer:
         if self._stopping is not None and not self._stopping.is_set():
             self.stop_reason = reason
             self._stopping.set()
+            # a running index would hold the process (its ~700 MB and its parse workers)
+            # until it ended, long after the socket was gone: it stops at its next file
+            self.slot.stop_runs()
+            self._write_pid_file(stopping=reason)  # `engram status` says "stopping"
+            if self.in_flight:
+                log.info("engine stopping (%s): cancelling %d requests", reason, self.in_flight)
 
     async def _drain(self) -> None:
         deadline = time.monotonic() + DRAIN_SECONDS
@@ -975,9 +1005,41 @@ def run_engine(workspace: str, front_ends: handlers.FrontEnds, key: str | None =
         streams.install()
         server = EngineServer(root, address, idle_seconds_from_env(), front_ends)
         asyncio.run(server.serve())
-        return 0
-    finally:
+    except BaseException:
         life.release()
+        raise
+    _exit_after_threads(address, DRAIN_SECONDS)
+
+
+def _exit_after_threads(address: Address, seconds: float) -> NoReturn:
+    """End the engine process once its request threads ended (a stopping engine cancelled
+    their runs), then remove the pid file and exit at once.
+
+    Until this exit the pid file says ``stopping`` and the life lock is held (the OS drops
+    it with the process), so ``engram stop``/``status`` see the engine until it is gone;
+    an interpreter's ordinary exit after the pid file went took long enough (its modules'
+    teardown) for ``engram stop`` to say "no engine was running" beside a live process.
+    A thread still busy after ``seconds`` would keep the process, its memory and its lock
+    long after it said it stopped: it exits without it (the stores commit atomically and
+    their OS locks go with the process, as after a crash; parse workers end when their
+    pipe closes)."""
+    deadline = time.monotonic() + seconds
+    busy = [t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()]
+    for thread in busy:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    stuck = [t.name for t in busy if t.is_alive()]
+    if stuck:
+        log.warning(
+            "engine stopping: %d threads still busy after %gs (%s); exiting without them",
+            len(stuck), seconds, ", ".join(stuck),
+        )  # fmt: skip
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    with contextlib.suppress(OSError):
+        address.pid_file.unlink()
+    os._exit(0)
 
 
 __all__ = ["EngineServer", "idle_seconds_from_env", "log_path", "memory_bytes", "run_engine"]
