@@ -493,7 +493,8 @@ class GitHistory:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-        report.status, report.reason = status, self._reason
+        # a cancelled run says so (the repository's own reason, e.g. shallow, otherwise)
+        report.status, report.reason = status, report.reason or self._reason
         report.seconds = round(time.monotonic() - started, 3)
         report.head = head
         return report
