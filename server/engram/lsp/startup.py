@@ -93,6 +93,30 @@ def warn_untrusted_settings(ls: EngramLanguageServer, folder: Folder, trust: Set
     ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
 
 
+async def refuse_committed_store(ls: EngramLanguageServer, folder: Folder) -> bool:
+    """False, with the folder's error set and one message shown, when the repository
+    commits its ``.engram/`` store (docs/security.md "A store that came with the clone").
+
+    Every store refuses such a folder anyway; said once here, the folder serves nothing
+    (no engine, an empty diagnostic report) while the window's other folders keep working.
+    It was reached through the workspace engine and looked ready: each request for one of
+    its files failed instead, and VS Code showed "Request textDocument/diagnostic failed.
+    Message: engram.daemon.client.EngineError: this repository commits … Code: -32603".
+    """
+    from engram.workspace import WorkspaceError
+
+    try:
+        await asyncio.to_thread(folder.workspace.check_engram_data_is_own)
+    except WorkspaceError as exc:
+        folder.error = f"Engram is off in {folder.name}: {first_line(exc)}"
+        log.warning("%s", folder.error)
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Warning, message=folder.error)
+        )
+        return False
+    return True
+
+
 async def start_folder(ls: EngramLanguageServer, folder: Folder) -> None:
     """Reach the workspace engine (or open one in-process), then index; with progress."""
     from engram.lsp.remote import preload
@@ -107,6 +131,8 @@ async def start_folder(ls: EngramLanguageServer, folder: Folder) -> None:
         # before any engine (local or the workspace engine): say what was held back
         trust = await asyncio.to_thread(workspace_settings_trust, folder.workspace)
         warn_untrusted_settings(ls, folder, trust)
+        if not await refuse_committed_store(ls, folder):
+            return
         await preloading
         if await connect_engine(ls, folder) is not None:
             await start_remote(ls, folder, config, token)
