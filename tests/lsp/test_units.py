@@ -338,6 +338,9 @@ class FakeContext:
     def session(self, file: str | None = None) -> SessionLedger:
         return self.ledger
 
+    def folder_of_memory(self, memory_id: str) -> str | None:
+        return None  # one folder
+
     def actor(self) -> Any:
         return None  # a person at an editor
 
