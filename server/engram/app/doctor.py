@@ -108,6 +108,12 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
     try:
         graph: dict[str, int | str | None] = dict(engine.codegraph.stats())
         shown = ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in graph.items())
+        partial = engine.codegraph.partial_files()
+        if partial:  # a limit kept them from being read in full: say which and why
+            graph["partial_files"] = len(partial)
+            named = "; ".join(f"{path} ({note})" for path, note in partial[:3])
+            more = f" and {len(partial) - 3} more" if len(partial) > 3 else ""
+            shown += f"; {len(partial)} files only partly indexed: {named}{more}"
         checks.append(DoctorCheck("code graph", True, shown, facts=graph))
     except EngramError as exc:
         checks.append(DoctorCheck("code graph", False, str(exc), "warning"))

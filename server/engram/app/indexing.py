@@ -263,6 +263,14 @@ def index(
     return run_index(engine, options, progress, cancel).code
 
 
+def partly_indexed(report: IndexReport) -> list[str]:
+    """The files of ``report`` a limit kept from being read in full (nested deeper than
+    the graph's queries go: docs/codegraph.md "Pathological files"), with why."""
+    from engram.codegraph.extract import DEPTH_NOTE
+
+    return [note for note in report.notes if DEPTH_NOTE in note]
+
+
 def graph_summary(report: IndexReport) -> str:
     data = report.to_dict()
     keys = ("files_seen", "files_indexed", "files_unchanged", "nodes", "edges", "seconds")

@@ -95,9 +95,16 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def index_notes(run: IndexRun, embedder_status: str) -> list[str]:
     """One line per step for the person at the terminal."""
-    from engram.app.indexing import graph_summary
+    from engram.app.indexing import graph_summary, partly_indexed
 
     notes = [f"code graph: {graph_summary(run.code)}"]
+    partial = partly_indexed(run.code)
+    if partial:
+        notes.append(
+            f"{len(partial)} files only partly indexed (engram doctor lists them): "
+            + "; ".join(partial[:3])
+            + (f" and {len(partial) - 3} more" if len(partial) > 3 else "")
+        )
     outside = list(run.code.outside_workspace)
     if outside:
         notes.append(

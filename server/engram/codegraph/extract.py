@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser, Tree
+    from tree_sitter import Node, Parser, Query, QueryCursor, Tree
 
     from engram.codegraph.languages import LoadedLanguage
 
@@ -24,6 +24,15 @@ if TYPE_CHECKING:
 CONTAINER_KINDS = frozenset({"class", "interface", "struct", "trait", "impl", "enum", "module"})
 #: Kinds used only for nesting; they do not become graph nodes.
 HIDDEN_KINDS = frozenset({"impl"})
+#: The deepest node a query match may start at. tree-sitter's query cursor counts a match's
+#: start depth in 16 bits: in a tree deeper than that (a generated JS object nested 50,000
+#: levels is a tree 100,000 deep) the states it opens below never retire and one 200 KB
+#: file took 5.5 CPU s of queries (quadratic); with this limit it takes 0.02 s and every
+#: file shallower than it gets exactly the matches it got before. Nothing written by hand
+#: nests near it; a file that does is indexed down to it and noted (:data:`DEPTH_NOTE`,
+#: docs/codegraph.md "Pathological files").
+MAX_QUERY_DEPTH = 65_535
+DEPTH_NOTE = f"nested deeper than {MAX_QUERY_DEPTH:,} levels: partial structure (not read below)"
 
 
 @attrs.define
@@ -72,6 +81,8 @@ class FileFacts:
     inheritance: list[InheritanceRef] = attrs.field(factory=list)
     package: str | None = None
     has_errors: bool = False
+    #: the tree is deeper than :data:`MAX_QUERY_DEPTH`: nothing below it was read
+    depth_limited: bool = False
 
 
 def _text(node: Node) -> str:
@@ -92,17 +103,51 @@ def _matches(loaded: LoadedLanguage, root: Node) -> Matches:
     Each kind keeps its matches in the order its own query would give them (a combined
     query reports matches in tree order, like each of its parts).
     """
-    from tree_sitter import QueryCursor
-
     by_kind: Matches = {kind: [] for kind in loaded.queries}
     if loaded.combined is not None:
         kinds = loaded.combined_kinds
-        for pattern, captures in QueryCursor(loaded.combined).matches(root):
+        for pattern, captures in _cursor(loaded.combined).matches(root):
             by_kind[kinds[pattern]].append((pattern, captures))
         return by_kind
     for kind, query in loaded.queries.items():
-        by_kind[kind] = list(QueryCursor(query).matches(root))
+        by_kind[kind] = list(_cursor(query).matches(root))
     return by_kind
+
+
+def _cursor(query: Query) -> QueryCursor:
+    from tree_sitter import QueryCursor
+
+    cursor = QueryCursor(query)
+    cursor.set_max_start_depth(MAX_QUERY_DEPTH)
+    return cursor
+
+
+def deeper_than(root: Node, depth: int) -> bool:
+    """Whether the tree goes below ``depth``, looked for along the largest child at each
+    level: deep nesting is most of a file's bytes, so that path finds it. Only a file of
+    more than ``depth`` bytes can be that deep (every level takes a byte at least), so
+    other files cost nothing here."""
+    if root.end_byte - root.start_byte <= depth:
+        return False
+    cursor = root.walk()
+    level = 0
+    while cursor.goto_first_child():
+        level += 1
+        if level > depth:
+            return True
+        largest, widest, index = 0, -1, 0
+        while True:
+            node = cursor.node
+            if node is not None and node.end_byte - node.start_byte > widest:
+                largest, widest = index, node.end_byte - node.start_byte
+            if not cursor.goto_next_sibling():
+                break
+            index += 1
+        cursor.goto_parent()
+        cursor.goto_first_child()
+        for _ in range(largest):
+            cursor.goto_next_sibling()
+    return False
 
 
 def parse(parser: Parser, loaded: LoadedLanguage, source: bytes) -> Tree:
@@ -191,7 +236,11 @@ def collector_paused() -> Iterator[None]:
 def extract(loaded: LoadedLanguage, tree: Tree) -> FileFacts:
     """All facts of one parsed file; the tree is not kept."""
     root = tree.root_node
-    facts = FileFacts(language=loaded.spec.name, has_errors=root.has_error)
+    facts = FileFacts(
+        language=loaded.spec.name,
+        has_errors=root.has_error,
+        depth_limited=deeper_than(root, MAX_QUERY_DEPTH),
+    )
     with collector_paused():
         matches = _matches(loaded, root)
         _collect_definitions(matches, facts)

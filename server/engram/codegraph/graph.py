@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from engram.codegraph.extract import ImportRef, collector_paused, parse, reparse
+from engram.codegraph.extract import DEPTH_NOTE, ImportRef, collector_paused, parse, reparse
 from engram.codegraph.languages import (
     LanguageRegistry,
     LanguageSpec,
@@ -2335,6 +2335,21 @@ class CodeGraph:
             if symbol.name == name:
                 return symbol
         return None
+
+    def partial_files(self) -> list[tuple[str, str]]:
+        """(path, note) of the files a limit kept from being read in full: nested deeper
+        than the queries go (``extract.DEPTH_NOTE``), or over ``index.max_file_bytes``
+        (``engram doctor`` names them: docs/codegraph.md "Pathological files")."""
+        with self._lock:
+            rows = (
+                self._db()
+                .execute(
+                    "SELECT path, note FROM files WHERE note LIKE ? OR note LIKE ? ORDER BY path",
+                    (f"%{DEPTH_NOTE}%", "skipped: % over index.max_file_bytes%"),
+                )
+                .fetchall()
+            )
+        return [(str(path), str(note)) for path, note in rows]
 
     def stats(self) -> dict[str, int]:
         with self._lock:

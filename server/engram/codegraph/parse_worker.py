@@ -38,7 +38,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from engram.codegraph.chunking import ChunkRow, chunk_rows
-from engram.codegraph.extract import HIDDEN_KINDS, FileFacts, collector_paused, extract, parse
+from engram.codegraph.extract import (
+    DEPTH_NOTE,
+    HIDDEN_KINDS,
+    FileFacts,
+    collector_paused,
+    extract,
+    parse,
+)
 from engram.codegraph.languages import LanguageRegistry, LoadedLanguage, language_for
 from engram.codegraph.symbols import Symbol
 from engram.interpreter import python_argv
@@ -234,6 +241,8 @@ def examine(
             rows = file_rows(facts, pack=pack)
             if facts.has_errors:
                 note = "syntax errors: partial structure"
+            if facts.depth_limited:  # docs/codegraph.md "Pathological files"
+                note = f"{note}; {DEPTH_NOTE}" if note else DEPTH_NOTE
     language = spec.name if spec else None
     chunks = cut(rel, data, rows, language) if cut is not None else None
     return Examined("ok", digest, note, language, rows, chunks)
