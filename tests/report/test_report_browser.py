@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +107,10 @@ def test_chromium_draws_every_chart_offline_without_console_errors(workspace: Pa
                 assert tab.locator(f"#{chart} .plot-container").count() == 1, chart
             # the data actually arrived: bars for types, heat map cells, graph nodes
             assert tab.locator("#chart-by-type .bars .point").count() >= 1
+            # every memory is from the last minutes: the time axis says the hour, never
+            # "23:59:59.9996" (an axis plotly made a few milliseconds wide)
+            ticks = tab.locator("#chart-by-type .xtick text").all_text_contents()
+            assert ticks and all(re.match(r"^\d\d:00\s*\w{3} \d\d$", t) for t in ticks), ticks
             assert tab.locator("#chart-cochange .hm, #chart-cochange image").count() >= 1
             assert tab.locator("#chart-impact .scatterlayer .point").count() >= 3
             # memory text is text, never markup: the page has exactly its own two scripts

@@ -172,6 +172,8 @@ def test_lsp_report_command_writes_the_page(tmp_path: Path) -> None:
 
 
 def _python_bucket(moment: datetime, unit: str) -> str:
+    if unit == "hour":
+        return moment.astimezone(UTC).strftime("%Y-%m-%d %H:00")
     day = moment.astimezone(UTC).date()
     if unit == "week":
         day -= timedelta(days=day.weekday())
@@ -180,8 +182,10 @@ def _python_bucket(moment: datetime, unit: str) -> str:
     return day.isoformat()
 
 
-@pytest.mark.parametrize(("span_days", "unit"), [(30, "day"), (200, "week"), (900, "month")])
-def test_column_counts_match_counting_memory_by_memory(span_days: int, unit: str) -> None:
+@pytest.mark.parametrize(
+    ("span_days", "unit"), [(1.5, "hour"), (30, "day"), (200, "week"), (900, "month")]
+)
+def test_column_counts_match_counting_memory_by_memory(span_days: float, unit: str) -> None:
     """The vectorised buckets and bins give what a loop over ``Memory`` objects gives."""
     rng = random.Random(span_days)
     types = list(MemoryType)
@@ -223,3 +227,31 @@ def test_column_counts_match_counting_memory_by_memory(span_days: int, unit: str
         (state(m), age(m)) for m in memories
     )
     assert data.review_total == sum(1 for m in memories if m.needs_review and not m.deprecated)
+
+
+@pytest.mark.parametrize(
+    ("hours", "unit", "tick"),
+    [(0.0, "hour", 3_600_000), (30.0, "hour", 4 * 3_600_000), (24.0 * 20, "day", 3 * 86_400_000)],
+)
+def test_a_time_axis_ticks_whole_buckets_around_its_bars(
+    hours: float, unit: str, tick: int
+) -> None:
+    """Memories all from one moment used to get a date axis a few milliseconds wide, ticked
+    "23:59:59.9996": the axis now spans half a bucket either side of its bars and ticks
+    whole buckets (times for hours, dates for days), at most eight of them."""
+    from engram.report.render import figures
+
+    memories = [memory("a", 0), memory("b", hours / 24), memory("c", hours / 48)]
+    data = build_report(workspace="/ws", memories=cols(*memories), cochange_pairs=[],
+                        impact=None, now=NOW)  # fmt: skip
+    assert data.by_type.unit == unit
+    axis = figures(data)["chart-by-type"]["layout"]["xaxis"]
+    first, last = data.by_type.periods[0], data.by_type.periods[-1]
+    assert axis["tick0"] == first and axis["dtick"] == tick
+    assert axis["tickformat"] == ("%H:%M<br>%b %d" if unit == "hour" else "%b %d")
+    low, high = (datetime.fromisoformat(x) for x in axis["range"])
+    half = timedelta(hours=0.5) if unit == "hour" else timedelta(days=0.5)
+    assert (low, high) == (
+        datetime.fromisoformat(first) - half,
+        datetime.fromisoformat(last) + half,
+    )

@@ -66,7 +66,8 @@ class Series:
 
 @attrs.frozen
 class TimeSeries:
-    """Counts per period (``periods`` are ISO dates of each bucket's start)."""
+    """Counts per period (``periods``: each bucket's start, an ISO date, or ``YYYY-MM-DD
+    HH:00`` when ``unit`` is ``hour``)."""
 
     unit: str
     periods: list[str]
@@ -256,9 +257,14 @@ class MemoryColumns:
 # ---------------------------------------------------------------------------- time buckets
 
 _US_PER_DAY = 86_400 * 1_000_000
+_US_PER_HOUR = 3_600 * 1_000_000
 
 
 def _bucket_unit(span_days: float) -> str:
+    # a history of a day or two (a first session, a fresh index's seeds) in hours: in days
+    # it was one bar, and the axis around it read "23:59:59.9996"
+    if span_days <= 2:
+        return "hour"
     if span_days <= 45:
         return "day"
     if span_days <= 400:
@@ -267,7 +273,11 @@ def _bucket_unit(span_days: float) -> str:
 
 
 def _buckets(created_us: npt.NDArray[np.int64], unit: str) -> npt.NDArray[np.datetime64]:
-    """The start of each moment's bucket (UTC day, Monday of its week, first of its month)."""
+    """The start of each moment's bucket (UTC hour or day, Monday of its week, first of its
+    month)."""
+    if unit == "hour":
+        hours: npt.NDArray[np.datetime64] = (created_us // _US_PER_HOUR).astype("datetime64[h]")
+        return hours
     days = (created_us // _US_PER_DAY).astype("datetime64[D]")
     if unit == "day":
         return days
@@ -281,8 +291,16 @@ def _buckets(created_us: npt.NDArray[np.int64], unit: str) -> npt.NDArray[np.dat
     return first_of_month
 
 
+def _period_text(period: np.datetime64, unit: str) -> str:
+    """An ISO date, or ``YYYY-MM-DD HH:00`` for an hour (what a date axis reads)."""
+    text = str(period)
+    return text.replace("T", " ") + ":00" if unit == "hour" else text
+
+
 def _periods(first: np.datetime64, last: np.datetime64, unit: str) -> npt.NDArray[np.datetime64]:
     """Every bucket from ``first`` to ``last`` (so gaps show as zero, not as a jump)."""
+    if unit == "hour":
+        return np.arange(first, last + np.timedelta64(1, "h"), dtype="datetime64[h]")
     if unit == "day":
         return np.arange(first, last + np.timedelta64(1, "D"), dtype="datetime64[D]")
     if unit == "week":
@@ -317,7 +335,7 @@ def _time_series(
         order = sorted(np.flatnonzero(totals).tolist(), key=lambda g: (-totals[g], names[g]))
     return TimeSeries(
         unit,
-        [str(p) for p in periods],
+        [_period_text(p, unit) for p in periods],
         [Series(names[g], counts[g].tolist()) for g in order if totals[g]],
     )
 

@@ -118,16 +118,48 @@ def _empty(title: str, message: str) -> JsonObject:
 def _stacked(ts: TimeSeries, title: str, empty: str) -> JsonObject:
     if not ts.series:
         return _empty(title, empty)
+    width = _UNIT_MS[ts.unit] * 0.8  # a lone bar is as wide as one among many
     return {
         "data": [
-            {"type": "bar", "name": s.name, "x": ts.periods, "y": s.values} for s in ts.series
+            {"type": "bar", "name": s.name, "x": ts.periods, "y": s.values, "width": width}
+            for s in ts.series
         ],
         "layout": _layout(
             title,
             barmode="stack",
-            xaxis={"title": {"text": f"created (per {ts.unit})"}, "type": "date"},
+            xaxis={
+                "title": {"text": f"created (per {ts.unit})"},
+                "type": "date",
+                **_time_ticks(ts),
+            },
             yaxis={"title": {"text": "memories"}},
         ),
+    }
+
+
+#: One bucket of each unit, in milliseconds (a date axis counts in them; a month ~30 days).
+_UNIT_MS = {"hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000,
+            "month": 30 * 86_400_000}  # fmt: skip
+#: What a tick says per unit: times for hours, dates for days and weeks, months for months.
+_TICK_FORMAT = {"hour": "%H:%M<br>%b %d", "day": "%b %d", "week": "%b %d", "month": "%b %Y"}
+#: At most this many ticks on a time axis.
+_MAX_TICKS = 8
+
+
+def _time_ticks(ts: TimeSeries) -> JsonObject:
+    """Ticks on whole buckets, spaced so at most :data:`_MAX_TICKS` show, and a range of
+    half a bucket either side. Left to plotly, a history of one bucket got an axis a few
+    milliseconds wide, ticked "23:59:59.9996"."""
+    from datetime import datetime, timedelta
+
+    step = max(1, -(-len(ts.periods) // _MAX_TICKS))
+    half = timedelta(milliseconds=_UNIT_MS[ts.unit] / 2)
+    first, last = datetime.fromisoformat(ts.periods[0]), datetime.fromisoformat(ts.periods[-1])
+    return {
+        "tick0": ts.periods[0],
+        "dtick": f"M{step}" if ts.unit == "month" else _UNIT_MS[ts.unit] * step,
+        "tickformat": _TICK_FORMAT[ts.unit],
+        "range": [(first - half).isoformat(sep=" "), (last + half).isoformat(sep=" ")],
     }
 
 
