@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from engram.history import CommitRecord, FileChange, apply_renames, fold_renames, parse_log
 from engram.model import CodeAnchor, Memory, MemoryRelation, RelationType
 
@@ -61,3 +63,31 @@ def test_parse_log_reads_renames_and_odd_paths() -> None:
     )
     assert first.paths == ["src/x.py", "new\tname.py", "gone.py"]
     assert second.sha == "c" * 40 and second.parents == () and second.changes == ()
+
+
+def _fold_by_scanning(renames: list[tuple[str, str]]) -> dict[str, str]:
+    """The first ``fold_renames``: every rename scans the whole map (quadratic)."""
+    final: dict[str, str] = {}
+    for old, new in renames:
+        if not old or not new or old == new:
+            continue
+        for key, value in list(final.items()):
+            if value == old:
+                final[key] = new
+        final[old] = new
+        for key in [k for k, v in final.items() if k == v]:
+            del final[key]
+    return final
+
+
+def test_fold_renames_equals_the_scanning_fold_on_random_chains() -> None:
+    # a few names renamed into each other many times: chains, round trips, renames into a
+    # name that had a history, empty names; the map and its order must be the scan's
+    rng = random.Random(18)
+    names = ["a", "b", "c", "d", "e", "f", ""]
+    for _ in range(500):
+        renames = [(rng.choice(names), rng.choice(names)) for _ in range(rng.randint(0, 30))]
+        folded = fold_renames(renames)
+        expected = _fold_by_scanning(renames)
+        assert folded == expected, renames
+        assert list(folded.items()) == list(expected.items()), renames

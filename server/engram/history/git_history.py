@@ -107,6 +107,9 @@ CREATE TABLE IF NOT EXISTS paths (
     canon INTEGER,            -- current canonical path id (follows renames)
     alive INTEGER NOT NULL DEFAULT 1
 );
+-- a rename moves every path whose canon is the old name's: without it each of the 58k
+-- workspace's 7,978 renames scanned all ~59k paths (~1.5 ms each, issue 18)
+CREATE INDEX IF NOT EXISTS paths_canon ON paths (canon);
 CREATE TABLE IF NOT EXISTS commits (
     id INTEGER PRIMARY KEY, sha TEXT UNIQUE NOT NULL, time INTEGER NOT NULL,
     n_files INTEGER NOT NULL, skipped INTEGER NOT NULL
