@@ -94,6 +94,7 @@ def hits(root: Path) -> list[tuple[str, int, int, float]]:
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches of 64 chunks: a run here writes several, and a stop falls between two."""
     monkeypatch.setattr(search, "WRITE_BATCH_CHUNKS", 64)
+    monkeypatch.setattr(search, "PREFILL_BATCH_CHUNKS", 64)
 
 
 @pytest.fixture

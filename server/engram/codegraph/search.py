@@ -251,6 +251,14 @@ class ChunkCoverage:
 #: runs: the FTS build at a cold index's end needs more memory over bigger fragments
 #: (+284 MB over 8,192-row fragments vs +125 MB over 1,024-row ones, 320k chunks; issue 18).
 WRITE_BATCH_CHUNKS = EMBED_BATCH * 16
+#: Chunks per LanceDB version when the parse workers' chunks are written
+#: (:class:`ChunkPrefill`, keyword-only): nothing is embedded, so only the version's cost
+#: and the FTS build's memory weigh, and every add costs Lance a fixed share (its
+#: version, its fragment): 2,048 rows a version cut the writer's CPU by ~20 % on gs-ws
+#: (89k chunks: 3.0 -> 2.6 CPU s for the adds, the FTS build 2.4 -> 2.2) for +54 MB at
+#: the build (4,096: -1.1 CPU s for +140 MB; issue 18, docs/codegraph.md "The CPU of a
+#: cold index").
+PREFILL_BATCH_CHUNKS = WRITE_BATCH_CHUNKS * 2
 LEGACY_DB_NAME = "code_chunks.sqlite"
 
 
@@ -605,7 +613,7 @@ class ChunkPrefill:
     ``engram index --no-embed`` (issue 18, docs/codegraph.md "The whole cold index"). The
     workers cut the chunks from the text and definitions they already hold
     (:func:`engram.codegraph.parse_worker.file_chunks`); this process joins their texts
-    and hands batches of ``WRITE_BATCH_CHUNKS`` to one writer thread, which writes them
+    and hands batches of ``PREFILL_BATCH_CHUNKS`` to one writer thread, which writes them
     inside one :meth:`ChunkStore.bulk` (LanceDB's work runs outside the GIL) and builds the
     FTS index once the parse phase is over, while the graph resolves. The queue holds two
     batches: the writer falling behind stops the parse phase, never grows memory.
@@ -651,7 +659,7 @@ class ChunkPrefill:
                 )
             )  # fmt: skip
             self._texts.append(with_identifiers(text, extra))
-        if len(self._records) >= WRITE_BATCH_CHUNKS:
+        if len(self._records) >= PREFILL_BATCH_CHUNKS:
             self._flush()
 
     def _flush(self) -> None:
