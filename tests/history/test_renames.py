@@ -1,11 +1,21 @@
-"""Rename maps folded into chains and applied to memories (pure, no git)."""
+"""Rename maps folded into chains and applied to memories, and renames stored as mined (no
+git: the commits are given)."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
-from engram.history import CommitRecord, FileChange, apply_renames, fold_renames, parse_log
+from engram.history import (
+    CommitRecord,
+    FileChange,
+    GitHistory,
+    apply_renames,
+    fold_renames,
+    parse_log,
+)
 from engram.model import CodeAnchor, Memory, MemoryRelation, RelationType
+from engram.workspace import Workspace
 
 
 def test_fold_renames_chains_and_cancels_round_trips() -> None:
@@ -91,3 +101,42 @@ def test_fold_renames_equals_the_scanning_fold_on_random_chains() -> None:
         expected = _fold_by_scanning(renames)
         assert folded == expected, renames
         assert list(folded.items()) == list(expected.items()), renames
+
+
+def _renaming_history() -> list[CommitRecord]:
+    """Files renamed in chains, back, into names that had a history, deleted and re-added."""
+    rng = random.Random(28)
+    names = [f"src/m{i}.py" for i in range(12)]
+    records: list[CommitRecord] = []
+    for n in range(300):
+        old, new = rng.sample(names, 2)
+        changes = [FileChange("R", new, old)] if n % 3 == 0 else []
+        changes += [FileChange(rng.choice("AMD"), p) for p in rng.sample(names, 3) if p != new]
+        records.append(CommitRecord(f"{n:040x}", (), 1_700_000_000 + n, tuple(changes)))
+    return records
+
+
+def _tables(history: GitHistory) -> list[list[tuple[object, ...]]]:
+    conn = history._db()
+    return [
+        conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
+        for table in ("paths", "commits", "commit_files", "renames")
+    ]
+
+
+def test_the_canon_index_changes_no_mined_row(tmp_path: Path) -> None:
+    # paths(canon) makes a rename's move of the paths it names an index lookup instead of
+    # a scan of every path; the rows mined must be those of the schema without it
+    records = _renaming_history()
+    stores = []
+    for name in ("indexed", "scanned"):
+        root = tmp_path / name
+        root.mkdir()
+        history = GitHistory(Workspace.open(root), db_path=root / "history.sqlite")
+        if name == "scanned":
+            history._db().execute("DROP INDEX paths_canon")
+        report = history.ingest(records)
+        assert report.renames == 100
+        stores.append(_tables(history))
+    assert stores[0] == stores[1]
+    assert any(canon != path_id for path_id, _path, canon, _alive in stores[0][0])
