@@ -283,6 +283,52 @@ async def test_startup_index_progress_can_be_cancelled(app_workspace: Workspace)
         assert stats["ready"] is True
 
 
+async def test_startup_index_says_it_waits_for_another_index(app_workspace: Workspace) -> None:
+    """Another index of the folder runs (here this test holds its lock, as an ``engram
+    index`` would): the start-up index says whom it waits for in its progress, then runs
+    (docs/codegraph.md "One index at a time")."""
+    from engram.app.index_lock import index_lock
+
+    root = app_workspace.root
+    for i in range(40):
+        (root / "src" / f"mod{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    subprocess.run(
+        [sys.executable, "-m", "engram", "index", "--workspace", str(root)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "ENGRAM_EMBED__MODEL": "none"},
+    )
+    for i in range(40):  # changed files give the start-up index work to do
+        (root / "src" / f"mod{i}.py").write_text(f"def g{i}():\n    return {i}\n")
+
+    def reports() -> list[str]:
+        return [
+            v.message or ""
+            for values in client.progress_reports.values()
+            for v in values
+            if isinstance(v, types.WorkDoneProgressReport)
+        ]
+
+    held = index_lock(app_workspace)
+    held.__enter__()
+    try:
+        async with lsp_session([root]) as client:
+            said = await wait_for(
+                lambda: [m for m in reports() if m.startswith("waiting for another index")],
+                what="the waiting report",
+            )
+            assert f"(pid {os.getpid()}" in said[0], said
+            assert not progress_ends(client)  # it waits while the lock is held
+            held.__exit__(None, None, None)
+            held = None
+            await wait_for(lambda: progress_ends(client), what="the index after the wait")
+            stats = await command(client, "engram.stats")
+            assert stats["ready"] is True
+    finally:
+        if held is not None:
+            held.__exit__(None, None, None)
+
+
 def test_tcp_mode_answers_initialize(tmp_workspace: Workspace) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -18,6 +18,7 @@ from engram.lsp.tracking import refresh_folder
 
 if TYPE_CHECKING:
     from engram.app import Engine
+    from engram.app.index_lock import IndexHolder
     from engram.codegraph import IndexReport
     from engram.config import EngramConfig
     from engram.jsontypes import JsonObject
@@ -68,8 +69,13 @@ async def index_folder(
 
     options = attrs.evolve(LSP_INDEX, history=not child_will_index(engine.config))
 
+    def waiting(holder: IndexHolder) -> None:  # another index of this folder runs first
+        text = f"waiting for another index ({holder.describe()})"
+        ls.threadsafe(_set_indexing, folder, text)
+        ls.threadsafe(progress.report, ls, token, text, None)
+
     def run() -> IndexReport:
-        return run_index(engine, options, report, cancelled).code
+        return run_index(engine, options, report, cancelled, on_wait=waiting).code
 
     try:
         folder.indexing = "indexing"
