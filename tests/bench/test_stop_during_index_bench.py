@@ -1,0 +1,27 @@
+"""Smoke test of scripts/bench/stop_during_index.py on a tiny workspace (times not asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_stop_bench_stops_the_engine_it_started(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    for n in range(20):
+        (ws / f"m{n}.py").write_text(f"def f{n}(x):\n    return x + {n}\n")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/bench/stop_during_index.py"), str(ws),
+         "--after", "1", "--limit", "60"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["engine_gone_s"] is not None, result  # the engine it started is gone
+    assert any(line.startswith("stopped the engine") for line in result["stop_said"]), result
