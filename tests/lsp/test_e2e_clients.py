@@ -179,7 +179,7 @@ async def test_multi_root_memory_commands_run_in_the_folder_holding_the_memory(
         (root / "src" / "app.py").write_text(APP_SOURCE)
         git(root, "init", "-q", "-b", "main")
         roots.append(root)
-    seed(roots[0], [dict(GOTCHA, content="alpha: absolute paths only")])
+    (alpha_id,) = seed(roots[0], [dict(GOTCHA, content="alpha: absolute paths only")])
     (beta_id,) = seed(roots[1], [dict(GOTCHA, content="beta: relative paths are fine")])
     async with lsp_session(roots) as client:
         await wait_ready(client, folders=2)
@@ -205,6 +205,35 @@ async def test_multi_root_memory_commands_run_in_the_folder_holding_the_memory(
         assert after["user_verified"] and after["pinned"] and after["flags"] == ["outdated"]
         alpha = await command(client, "engram.list", {"file": str(roots[0] / "src" / "app.py")})
         assert all(not m["pinned"] and not m["flags"] for m in alpha["memories"]), alpha
+
+        # teaching from a selection in beta's file: its action named "src/app.py", which the
+        # server routed to alpha, where a file of that name took the memory
+        selection = types.Range(types.Position(3, 0), types.Position(5, 0))
+        actions = await client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=b_uri),
+                range=selection,
+                context=types.CodeActionContext(diagnostics=[]),
+            )
+        )
+        gotcha = "Engram: remember selection as gotcha"
+        teach = next(c[2][0] for c in action_commands(actions) if c[0] == gotcha)
+        taught = await command(client, "engram.remember", teach)
+        beta = await command(client, "engram.list", {"file": str(roots[1] / "src" / "app.py")})
+        alpha = await command(client, "engram.list", {"file": str(roots[0] / "src" / "app.py")})
+        assert taught["id"] in [m["id"] for m in beta["memories"]]
+        assert taught["id"] not in [m["id"] for m in alpha["memories"]]
+
+        # a workspace command names its folder (VS Code: the active file's, or the one the
+        # user picks); without it, the first folder answers, as before
+        query = {"query": "paths only config", "types": ["gotcha"]}
+        routed = await command(client, "engram.search", {**query, "workspaceFolder": str(roots[1])})
+        first = await command(client, "engram.search", query)
+        routed_ids, first_ids = {h["id"] for h in routed["hits"]}, {h["id"] for h in first["hits"]}
+        assert taught["id"] in routed_ids and alpha_id not in routed_ids, routed
+        assert alpha_id in first_ids and taught["id"] not in first_ids, first
+        stats = await command(client, "engram.stats", {"workspaceFolder": str(roots[1])})
+        assert stats["total"] == 2, stats
 
 
 async def test_multi_root_a_folder_committing_its_store_says_so_once(tmp_path: Path) -> None:

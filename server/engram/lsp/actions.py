@@ -85,7 +85,11 @@ def _command(title: str, name: str, args: JsonObject) -> types.Command:
 
 
 def teach_actions(
-    rel_path: str, lines: Sequence[str], rng: types.Range, symbol: str | None
+    rel_path: str,
+    lines: Sequence[str],
+    rng: types.Range,
+    symbol: str | None,
+    file_arg: str | None = None,
 ) -> list[types.CodeAction]:
     """ "Engram: remember selection as …" for a non-empty selection."""
     text = selection_text(lines, rng)
@@ -100,7 +104,7 @@ def teach_actions(
         args: JsonObject = {
             "text": text,
             "type": mtype,
-            "file": rel_path,
+            "file": file_arg or rel_path,
             "start_line": rng.start.line,
             "end_line": end_line,
         }
@@ -179,8 +183,15 @@ def build_code_actions(
     memories_here: Sequence[Memory],
     symbol: str | None,
     impact_available: bool,
+    file_arg: str | None = None,
 ) -> list[types.CodeAction]:
-    """Every Engram action for a range: quick fixes, memory actions, impact, teach."""
+    """Every Engram action for a range: quick fixes, memory actions, impact, teach.
+
+    ``file_arg``: how the commands' arguments name the file (default ``rel_path``). The
+    server passes the absolute path: a path relative to its own folder is routed to the
+    first folder of a multi-root window, so "remember selection" on the second folder's
+    file went to the first folder's store (anchored to a file of the same name there).
+    """
     actions: list[types.CodeAction] = []
     seen: set[str] = set()
     for diagnostic in diagnostics:
@@ -208,7 +219,7 @@ def build_code_actions(
                 )
     if impact_available:
         target = f"`{symbol}`" if symbol else rel_path
-        args: JsonObject = {"file": rel_path}
+        args: JsonObject = {"file": file_arg or rel_path}
         if symbol:
             args["symbol"] = symbol
         actions.append(
@@ -220,5 +231,5 @@ def build_code_actions(
         )
     has_selection = (rng.start.line, rng.start.character) != (rng.end.line, rng.end.character)
     if has_selection:
-        actions += teach_actions(rel_path, lines, rng, None)
+        actions += teach_actions(rel_path, lines, rng, None, file_arg)
     return actions

@@ -79,6 +79,13 @@ EXTRAS: dict[str, Extra] = {"open": _open, "stats": _stats, "session_summary": _
 TOLERANT = frozenset({"session_summary"})
 
 
+#: The key a client adds to a command's arguments to say which workspace folder runs it
+#: when no ``file`` argument picks one (multi-root: search, review, stats, report, share…
+#: went to the first folder whatever file was open). Routing, not an argument of the use
+#: case: taken out before the declaration checks the rest (docs/commands.md).
+FOLDER_KEY = "workspaceFolder"
+
+
 @attrs.frozen
 class Given:
     """A command's arguments: as the client sent them (reshaped), for the engine to check
@@ -87,6 +94,8 @@ class Given:
     raw: Mapping[str, object]
     #: the declaration's argument object (``usecase.args``; erased: one handler per use case)
     args: object
+    #: the folder the client picked (:data:`FOLDER_KEY`), an absolute path
+    folder: str | None = None
 
 
 def command_handler(
@@ -97,10 +106,10 @@ def command_handler(
 
     async def handle(ctx: CommandContext, given: Given) -> JsonObject:
         args = given.args
-        file = usecase.folder_file(args)
+        file = usecase.folder_file(args) or given.folder
         memory_id = usecase.memory_of(args)
         if memory_id is not None:
-            file = ctx.folder_of_memory(memory_id)
+            file = ctx.folder_of_memory(memory_id) or file
         if usecase.name == "reindex":
             from engram.api.workspace import ReindexArgs  # declared with the use case
 
@@ -189,9 +198,13 @@ class _Declared:
     def parse(self, raw: Mapping[str, object]) -> Given:
         from engram.api.declare import Surface
 
+        folder = raw.get(FOLDER_KEY)
+        if FOLDER_KEY in raw:
+            raw = {key: value for key, value in raw.items() if key != FOLDER_KEY}
         reshape = RESHAPE.get(self.usecase)
         shaped = reshape(raw) if reshape is not None else raw
-        return Given(shaped, self.declaration().parse(shaped, Surface.LSP))
+        parsed = self.declaration().parse(shaped, Surface.LSP)
+        return Given(shaped, parsed, folder if isinstance(folder, str) and folder else None)
 
     async def handle(self, ctx: CommandContext, given: Given) -> JsonObject:
         if self._handler is None:

@@ -59,6 +59,7 @@ def register(server: EngramLanguageServer) -> None:
             memories_here=here,
             symbol=symbol.qualname if symbol else None,
             impact_available=doc.folder.has_graph,
+            file_arg=str(doc.folder.root / doc.rel),
         )
         # only for a real selection: clients ask for code actions on every cursor move
         if rng.start != rng.end and ls.registry.action_providers:
