@@ -60,9 +60,17 @@ class MemoryTreeProvider implements vscode.TreeDataProvider<TreeNode> {
   private readonly changed = new vscode.EventEmitter<TreeNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private roots: TreeNode[] = buildTree(undefined, [], []);
+  /** The folder whose memories the view lists: their files open there. */
+  folder: vscode.WorkspaceFolder | undefined;
 
-  update(stats: Stats | undefined, memories: MemorySummary[], review: MemorySummary[]): void {
+  update(
+    stats: Stats | undefined,
+    memories: MemorySummary[],
+    review: MemorySummary[],
+    folder: vscode.WorkspaceFolder | undefined,
+  ): void {
     this.roots = buildTree(stats, memories, review);
+    this.folder = folder;
     this.changed.fire(undefined);
   }
 
@@ -81,7 +89,7 @@ class MemoryTreeProvider implements vscode.TreeDataProvider<TreeNode> {
     item.tooltip = node.tooltip;
     item.contextValue = node.kind;
     if (node.memory && node.memory.files.length > 0) {
-      const folder = vscode.workspace.workspaceFolders?.[0];
+      const folder = this.folder ?? vscode.workspace.workspaceFolders?.[0];
       if (folder) {
         item.command = {
           command: "vscode.open",
@@ -98,9 +106,12 @@ class ImpactTreeProvider implements vscode.TreeDataProvider<ImpactNode> {
   private readonly changed = new vscode.EventEmitter<ImpactNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private roots: ImpactNode[] = [];
+  /** The folder of the file whose impact is shown: the report's paths are relative to it. */
+  private folder: vscode.WorkspaceFolder | undefined;
 
-  update(roots: ImpactNode[]): void {
+  update(roots: ImpactNode[], folder: vscode.WorkspaceFolder | undefined): void {
     this.roots = roots;
+    this.folder = folder;
     this.changed.fire(undefined);
   }
 
@@ -117,7 +128,7 @@ class ImpactTreeProvider implements vscode.TreeDataProvider<ImpactNode> {
     const item = new vscode.TreeItem(node.label, collapsible);
     item.description = node.description;
     item.tooltip = node.tooltip;
-    const folder = vscode.workspace.workspaceFolders?.[0];
+    const folder = this.folder ?? vscode.workspace.workspaceFolders?.[0];
     if (node.file && folder) {
       const line = Math.max(0, (node.line ?? 1) - 1);
       item.command = {
@@ -343,6 +354,33 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     return client.sendRequest("workspace/executeCommand", { command, arguments: [args] });
   };
 
+  /*
+   * Multi-root windows. One server serves every folder: a command with a file goes to that
+   * file's folder, one about a memory to the folder holding it, and one about "the
+   * workspace" (search, review, the views, report, team, upkeep) to the folder this picks,
+   * sent as `workspaceFolder` (docs/commands.md). They all went to the first folder: in a
+   * window with click and cobra, searching from a cobra file searched click's memories.
+   */
+  const folders = (): readonly vscode.WorkspaceFolder[] => vscode.workspace.workspaceFolders ?? [];
+  /** The workspace folder of the file in the active editor, if it is in one. */
+  const editorFolder = (): vscode.WorkspaceFolder | undefined => {
+    const uri = vscode.window.activeTextEditor?.document.uri;
+    return uri && uri.scheme === "file" ? vscode.workspace.getWorkspaceFolder(uri) : undefined;
+  };
+  /** The folder a workspace command acts on: the active file's, else the user picks one. */
+  const commandFolder = async (): Promise<vscode.WorkspaceFolder | undefined> => {
+    const all = folders();
+    if (all.length <= 1) {
+      return all[0];
+    }
+    return editorFolder() ?? (await vscode.window.showWorkspaceFolderPick({ placeHolder: "Which folder's Engram memory?" }));
+  };
+  /** ``args`` routed to ``target`` (only a multi-root window needs it). */
+  const inFolder = (args: Record<string, unknown>, target: vscode.WorkspaceFolder | undefined): Record<string, unknown> =>
+    target && folders().length > 1 ? { ...args, workspaceFolder: target.uri.fsPath } : args;
+  /** The folder the Memory view and the status bar show: the active file's, else the last one. */
+  let viewFolder: vscode.WorkspaceFolder | undefined;
+
   let reportPanel: WebviewLike | undefined;
   let learnedSeen = 0;
   const refresh = async (): Promise<void> => {
@@ -350,18 +388,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       return;
     }
     try {
+      const shown = editorFolder() ?? viewFolder ?? folders()[0];
+      viewFolder = shown;
       const [statsRaw, listRaw, reviewRaw] = await Promise.all([
-        run("engram.stats", {}),
-        run("engram.list", { limit: 500 }).catch(() => []),
-        run("engram.review", {}),
+        run("engram.stats", inFolder({}, shown)),
+        run("engram.list", inFolder({ limit: 500 }, shown)).catch(() => []),
+        run("engram.review", inFolder({}, shown)),
       ]);
       const stats = parseStats(statsRaw);
-      status.text = statusText(stats, stats.indexing);
-      tree.update(stats, parseMemoryList(listRaw), parseMemoryList(reviewRaw));
+      status.text = statusText(stats, stats.indexing) + (shown && folders().length > 1 ? ` (${shown.name})` : "");
+      tree.update(stats, parseMemoryList(listRaw), parseMemoryList(reviewRaw), shown);
       if (stats.sessionLearned > learnedSeen) {
         // the session summary, as soon as the session has learned something new
         learnedSeen = stats.sessionLearned;
-        const summary = summaryText(await run("engram.sessionSummary", {}));
+        const summary = summaryText(await run("engram.sessionSummary", inFolder({}, shown)));
         void vscode.window.showInformationMessage(summary, "Review").then((pick) => {
           if (pick === "Review") {
             void vscode.commands.executeCommand("engram.ui.review");
@@ -435,18 +475,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(
       "engram.ui.search",
       withErrors(async () => {
-        const query = await vscode.window.showInputBox({ prompt: "Search Engram's memories" });
+        const target = await commandFolder();
+        if (!target && folders().length > 1) {
+          return;
+        }
+        const query = await vscode.window.showInputBox({
+          prompt: folders().length > 1 && target ? `Search Engram's memories of ${target.name}` : "Search Engram's memories",
+        });
         if (!query) {
           return;
         }
-        const hits = parseMemoryList(await run("engram.search", { query, k: 20 }));
+        const hits = parseMemoryList(await run("engram.search", inFolder({ query, k: 20 }, target)));
         const pick = await vscode.window.showQuickPick(
           hits.map((m) => ({ label: m.content.split("\n")[0], description: `${m.type} · ${m.files[0] ?? ""}`, memory: m })),
           { placeHolder: hits.length ? "Memories" : "No memory matches" },
         );
-        const folder0 = vscode.workspace.workspaceFolders?.[0];
-        if (pick && pick.memory.files[0] && folder0) {
-          await vscode.window.showTextDocument(vscode.Uri.joinPath(folder0.uri, pick.memory.files[0]));
+        const holder = target ?? folders()[0];
+        if (pick && pick.memory.files[0] && holder) {
+          await vscode.window.showTextDocument(vscode.Uri.joinPath(holder.uri, pick.memory.files[0]));
         }
       }),
     ),
@@ -469,8 +515,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         // from the palette: the active file; from the server's code action: {file, symbol}
         const given = target as { file?: string; symbol?: string } | undefined;
         let args: { file: string; symbol?: string };
+        let holder = editorFolder();
         if (given && typeof given.file === "string") {
           args = { file: given.file, symbol: given.symbol };
+          if (path.isAbsolute(given.file)) {
+            holder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(given.file)) ?? holder;
+          }
         } else {
           const editor = vscode.window.activeTextEditor;
           if (!editor || editor.document.uri.scheme !== "file") {
@@ -479,13 +529,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           args = { file: serverFile(editor.document.uri) };
         }
         const report = await run("engram.impact", args);
-        impactTree.update(buildImpactTree(report));
+        impactTree.update(buildImpactTree(report), holder);
         await vscode.commands.executeCommand("engram.impact.focus");
       }),
     ),
     vscode.commands.registerCommand(
       "engram.ui.review",
       withErrors(async () => {
+        const target = await commandFolder();
+        if (!target && folders().length > 1) {
+          return;
+        }
+        viewFolder = target;
         await vscode.commands.executeCommand("engram.memory.focus");
         await refresh();
       }),
@@ -493,43 +548,67 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(
       "engram.ui.sessionSummary",
       withErrors(async () => {
-        void vscode.window.showInformationMessage(summaryText(await run("engram.sessionSummary", {})));
+        const target = await commandFolder();
+        if (!target && folders().length > 1) {
+          return;
+        }
+        void vscode.window.showInformationMessage(summaryText(await run("engram.sessionSummary", inFolder({}, target))));
       }),
     ),
     vscode.commands.registerCommand(
       "engram.ui.reindex",
       withErrors(async () => {
-        await run("engram.reindex", {});
+        const target = await commandFolder();
+        if (!target && folders().length > 1) {
+          return;
+        }
+        await run("engram.reindex", inFolder({}, target));
         await refresh();
       }),
     ),
     vscode.commands.registerCommand(
       "engram.ui.shareTeam",
       withErrors(async () => {
-        void vscode.window.showInformationMessage(shareText(await run("engram.share", {})));
+        const target = await commandFolder();
+        if (!target && folders().length > 1) {
+          return;
+        }
+        void vscode.window.showInformationMessage(shareText(await run("engram.share", inFolder({}, target))));
         await refresh();
       }),
     ),
     vscode.commands.registerCommand(
       "engram.ui.syncTeam",
       withErrors(async () => {
-        void vscode.window.showInformationMessage(syncText(await run("engram.syncTeam", {})));
+        const target = await commandFolder();
+        if (!target && folders().length > 1) {
+          return;
+        }
+        void vscode.window.showInformationMessage(syncText(await run("engram.syncTeam", inFolder({}, target))));
         await refresh();
       }),
     ),
     vscode.commands.registerCommand(
       "engram.ui.consolidate",
       withErrors(async () => {
-        void vscode.window.showInformationMessage(consolidateText(await run("engram.consolidate", {})));
+        const target = await commandFolder();
+        if (!target && folders().length > 1) {
+          return;
+        }
+        void vscode.window.showInformationMessage(consolidateText(await run("engram.consolidate", inFolder({}, target))));
         await refresh();
       }),
     ),
     vscode.commands.registerCommand(
       "engram.ui.openReport",
       withErrors(async () => {
+        const target = await commandFolder();
+        if (!target && folders().length > 1) {
+          return;
+        }
         reportPanel = await openReport(
           {
-            run,
+            run: (command, args) => run(command, inFolder(args as Record<string, unknown>, target)),
             readFile: (file) => fs.readFile(file, "utf8"),
             createPanel: (title) => {
               const panel = vscode.window.createWebviewPanel("engram.report", title, vscode.ViewColumn.Active, {
@@ -582,7 +661,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           return;
         }
         // An edit is a correction: the new text supersedes the old memory.
-        await run("engram.remember", { text, type: memory.type, file: memory.files[0], supersedes: memory.id });
+        const holder = tree.folder;
+        const file = memory.files[0] && holder ? path.join(holder.uri.fsPath, memory.files[0]) : memory.files[0];
+        await run("engram.remember", { text, type: memory.type, file, supersedes: memory.id });
         await run("engram.flag", { id: memory.id, kind: "incorrect", note: "edited in VS Code" });
         await refresh();
       }),
@@ -621,6 +702,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const timer = setInterval(() => void refresh(), 60_000);
   context.subscriptions.push({ dispose: () => clearInterval(timer) });
   context.subscriptions.push(vscode.workspace.onDidSaveTextDocument(() => void refresh()));
+  context.subscriptions.push(
+    vscode.window.onDidChangeActiveTextEditor(() => {
+      const now = editorFolder();
+      if (now && viewFolder && now.uri.fsPath !== viewFolder.uri.fsPath) {
+        void refresh(); // the Memory view and status bar follow the folder of the file
+      }
+    }),
+  );
 
   // Start only where Engram applies (issue 16): activation events are workspaceContains
   // .engram / .engram-team and the commands; "engram.enable": false turns it off here.

@@ -144,6 +144,41 @@ test("in a multi-root window a file of the second folder reaches the server by i
   subscriptions.forEach((d) => d.dispose());
 });
 
+test("in a multi-root window workspace commands go to the active file's folder, or the one picked", async () => {
+  const first = folder(true);
+  const second = folder(false);
+  const rec = installMocks({ python: repoPython }, first, [second]);
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  const sent = (name: string) => rec.requestArgs[rec.requests.lastIndexOf(name)] as Record<string, unknown>;
+  // searching from a file of the second folder searched the first folder's memories
+  const file = path.join(second, "args.go");
+  rec.window.activeTextEditor = {
+    document: { uri: { scheme: "file", path: file, fsPath: file }, getText: () => "" },
+    selection: { start: { line: 0 }, end: { line: 0 } },
+  };
+  rec.answers.push("ExactArgs", undefined);
+  await rec.commands.get("engram.ui.search")?.();
+  assert.deepEqual(sent("engram.search"), { query: "ExactArgs", k: 20, workspaceFolder: second });
+  await rec.commands.get("engram.ui.syncTeam")?.();
+  assert.equal(sent("engram.syncTeam").workspaceFolder, second);
+  await rec.commands.get("engram.ui.review")?.();
+  assert.equal(sent("engram.stats").workspaceFolder, second, "the Memory view shows that folder");
+  // no file open: the user picks the folder; cancelling the pick sends nothing
+  rec.window.activeTextEditor = undefined;
+  rec.answers.push(first);
+  await rec.commands.get("engram.ui.shareTeam")?.();
+  assert.equal(sent("engram.share").workspaceFolder, first);
+  const before = rec.requests.length;
+  rec.answers.push(undefined);
+  await rec.commands.get("engram.ui.consolidate")?.();
+  assert.equal(rec.requests.length, before);
+  assert.deepEqual(rec.errors, []);
+  await ext.deactivate();
+  subscriptions.forEach((d) => d.dispose());
+});
+
 test("engram.enable false keeps it off even in an Engram workspace", async () => {
   const rec = installMocks({ python: repoPython, enable: false }, folder(true));
   const ext = loadExtension();

@@ -70,6 +70,7 @@ export function installMocks(
     }
   }
   const disposable = { dispose() {} };
+  const workspaceFolders = folders.map((f) => ({ uri: { fsPath: f }, name: f.split("/").pop() ?? f }));
   const vscode = {
     EventEmitter,
     TreeItem: class {
@@ -82,6 +83,7 @@ export function installMocks(
     StatusBarAlignment: { Left: 1, Right: 2 },
     Uri: {
       joinPath: (base: { fsPath: string }, p: string) => ({ fsPath: `${base.fsPath}/${p}` }),
+      file: (p: string) => ({ scheme: "file", path: p, fsPath: p }),
       from: (parts: { scheme: string; path: string }) => ({ ...parts, toString: () => `${parts.scheme}:${parts.path}` }),
     },
     Range: class {
@@ -94,6 +96,12 @@ export function installMocks(
         return rec.window.activeTextEditor;
       },
       showQuickPick: async () => rec.answers.shift(),
+      // answered with a folder's path (set by a test): the folder VS Code would return
+      showWorkspaceFolderPick: async () => {
+        const answer = rec.answers.shift();
+        return workspaceFolders.find((f) => f.uri.fsPath === answer);
+      },
+      onDidChangeActiveTextEditor: () => disposable,
       showInputBox: async () => rec.answers.shift(),
       createOutputChannel: () => ({ info() {}, warn() {}, error() {}, show() {}, dispose() {} }),
       createStatusBarItem: () => ({ text: "", show() {}, dispose() {} }),
@@ -111,7 +119,9 @@ export function installMocks(
       },
     },
     workspace: {
-      workspaceFolders: folder === null ? undefined : folders.map((f) => ({ uri: { fsPath: f } })),
+      workspaceFolders: folder === null ? undefined : workspaceFolders,
+      getWorkspaceFolder: (uri: { fsPath: string }) =>
+        workspaceFolders.find((f) => uri.fsPath === f.uri.fsPath || uri.fsPath.startsWith(`${f.uri.fsPath}/`)),
       getConfiguration: () => ({
         get: (key: string, fallback?: unknown) => rec.settings[key] ?? fallback,
         ...rec.settings,
