@@ -169,15 +169,18 @@ class ServerContext:
         # from SQLite without opening an engine (a folder whose digest cannot answer, a
         # clone's committed store among them, is not it)
         from engram.store.digest import Digest
+        from engram.workspace import WorkspaceError
 
         folders = list(self.ls.session.folders.values())
         if len(folders) < 2:
             return None
         for folder in folders:
+            if folder.error is not None:
+                continue  # refused or failed at start: it serves nothing
             try:
                 if Digest(folder.workspace).holds(memory_id):
                     return str(folder.root)
-            except (EngramError, OSError, sqlite3.Error) as exc:
+            except (EngramError, WorkspaceError, OSError, sqlite3.Error) as exc:
                 log.info("%s: cannot tell whether it holds %s (%s)", folder.root, memory_id, exc)
         return None
 
