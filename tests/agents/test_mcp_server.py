@@ -19,7 +19,10 @@ from engram.workspace import Workspace
 
 @asynccontextmanager
 async def session_for(ws: Workspace, home: Path | None = None) -> AsyncIterator[ClientSession]:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    # PYTHONPATH too: the server must be the code under test (a worktree's, not the
+    # virtualenv's editable install)
+    keep = ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if k in keep}
     env["ENGRAM_EMBED__MODEL"] = "none"
     if home is not None:
         env["HOME"] = str(home)
@@ -178,6 +181,11 @@ async def test_bad_input_and_paths_outside_are_tool_errors(
         assert unknown.is_error
         bad_kind = await session.call_tool("engram_flag", {"id": "m-1", "kind": "meh"})
         assert bad_kind.is_error
+        # a misspelt path: the workspace's most changed files came back as its impact
+        typo_impact = await session.call_tool("engram_impact", {"file": "jbos.py"})
+        assert typo_impact.is_error and "jbos.py does not exist" in typo_impact.content[0].text
+        impact = await session.call_tool("engram_impact", {"file": "jobs.py"})
+        assert not impact.is_error, impact.content
 
 
 async def test_lazy_hub_finds_and_calls_a_real_mcp_server(

@@ -71,19 +71,27 @@ class ImpactArgs:
 
 
 def _impact_check(engine: Engine, a: ImpactArgs, surface: Surface) -> ImpactArgs:
-    """On the CLI: ``a:b`` may be a file named so; the file must exist; index if empty."""
+    """The file must exist (CLI and MCP; an editor may ask about a buffer not saved yet).
+    On the CLI ``a:b`` may be a file named so, and an empty graph is indexed first.
+
+    Over MCP a misspelt path answered as if it were a file nothing depends on, with the
+    workspace's most changed files as its "ranked files" ("changes often"): an agent took
+    that noise for the impact of the file it meant.
+    """
     from engram.app.indexing import GRAPH_INDEXED, index
     from engram.app.state import EngineState
 
     engine.relative(a.file)  # no file, the root, outside: refused before anything runs
-    if surface is not CLI:
+    if surface is LSP:
         return a
-    if a.symbol is not None:
+    if surface is CLI and a.symbol is not None:
         whole = f"{a.file}:{a.symbol}"
         if engine.workspace.resolve(whole).exists():
             a = ImpactArgs(file=whole)
     if not engine.workspace.resolve(a.file).exists():
         raise InvalidInput(f"{a.file} does not exist in {engine.workspace.root}")
+    if surface is not CLI:
+        return a
     if int(engine.codegraph.stats().get("files", 0)) == 0:
         index(engine)  # impact on a never-indexed workspace would say nothing
     elif not engine.read_only and not EngineState.of(engine.workspace).get(GRAPH_INDEXED):
