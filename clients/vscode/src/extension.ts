@@ -260,6 +260,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           const actions = await next(document, range, ctx, token);
           return actions?.map((action) => routeToUi(action));
         },
+        // a server command run by a quick fix that fails: one message with the server's line.
+        // Through vscode-languageclient it was two toasts, "engram.confirm: no memory with
+        // id m-…" and "Request workspace/executeCommand failed. Message: … Code: -32602".
+        executeCommand: async (command, args) => {
+          try {
+            return await client?.sendRequest("workspace/executeCommand", { command, arguments: args });
+          } catch (err) {
+            void vscode.window.showErrorMessage(`Engram: ${commandFailure(err)}`);
+            return undefined;
+          }
+        },
       },
     };
     client = new LanguageClient("engram", "Engram", serverOptions, clientOptions);
@@ -722,6 +733,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   } else {
     output.info('no .engram/ here: run "Engram: Start in This Workspace" to use Engram in this folder');
   }
+}
+
+/** The one line a failed server command says (a JSON-RPC error's message, without its code). */
+export function commandFailure(err: unknown): string {
+  const message = err instanceof Error ? err.message : typeof err === "object" && err !== null && "message" in err ? String((err as { message: unknown }).message) : String(err);
+  return message.split("\n")[0];
 }
 
 /** A server action whose result VS Code would drop, routed to the command that shows it. */

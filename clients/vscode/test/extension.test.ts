@@ -179,6 +179,25 @@ test("in a multi-root window workspace commands go to the active file's folder, 
   subscriptions.forEach((d) => d.dispose());
 });
 
+test("a quick fix whose server command fails says so once, in the server's words", async () => {
+  const rec = installMocks({ python: repoPython }, folder(true));
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  const middleware = rec.clients[0].clientOptions.middleware as {
+    executeCommand(command: string, args: unknown[], next: unknown): Promise<unknown>;
+  };
+  rec.failWith = "engram.confirm: no memory with id m-0000000000";
+  const result = await middleware.executeCommand("engram.confirm", [{ id: "m-0000000000" }], () => {
+    throw new Error("not through vscode-languageclient's own error path");
+  });
+  assert.equal(result, undefined, "no rethrow: VS Code would show it a second time");
+  assert.deepEqual(rec.errors, ["Engram: engram.confirm: no memory with id m-0000000000"]);
+  assert.deepEqual(rec.requestArgs.at(-1), { id: "m-0000000000" });
+  await ext.deactivate();
+  subscriptions.forEach((d) => d.dispose());
+});
+
 test("engram.enable false keeps it off even in an Engram workspace", async () => {
   const rec = installMocks({ python: repoPython, enable: false }, folder(true));
   const ext = loadExtension();

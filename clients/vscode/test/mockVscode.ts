@@ -24,6 +24,8 @@ export interface Recorder {
   contexts: Record<string, unknown>;
   /** The editor the commands act on (set by a test). */
   window: { activeTextEditor?: unknown };
+  /** The message every request fails with, when set (a server error). */
+  failWith?: string;
   /** Quick pick and input box answers, taken in order (set by a test). */
   answers: unknown[];
   /** Change settings as the user would and tell the extension's configuration listeners. */
@@ -179,6 +181,9 @@ export function installMocks(
       async sendRequest(_method: string, params?: { command?: string; arguments?: unknown[] }) {
         rec.requests.push(String(params?.command));
         rec.requestArgs.push(params?.arguments?.[0]);
+        if (rec.failWith !== undefined) {
+          throw new Error(rec.failWith); // as a JSON-RPC ResponseError: its message
+        }
         return {};
       }
     },
