@@ -452,3 +452,16 @@ def test_the_shipped_help_tags_are_current(tmp_path: Path) -> None:
         timeout=60,
     )
     assert (doc / "tags").read_text() == (PLUGIN / "doc" / "tags").read_text()
+
+
+def test_a_refused_command_names_itself_once(nvim: Any, workspace: Workspace) -> None:
+    """The server's error line starts with the command; the plugin added it again:
+    "Engram: engram.flag failed: engram.flag: no memory with id m-…"."""
+    nvim.command(f"edit {workspace.root / 'billing.py'}")
+    wait_for("the gotcha's diagnostic", lambda: engram_diagnostics(nvim))
+    nvim.command("EngramFlag m-0000000000 incorrect")
+    note = wait_for(
+        "the refusal", lambda: [n for n in notes(nvim) if "m-0000000000" in n["msg"]], timeout=30
+    )
+    assert note[0]["msg"] == "Engram: engram.flag failed: no memory with id m-0000000000"
+    assert note[0]["level"] == 4  # ERROR

@@ -91,7 +91,13 @@ function M.execute(command, args, on_result, bufnr)
   local params = { command = command, arguments = { args } }
   local handler = function(err, result)
     if err then
-      notify(command .. ' failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      -- the server's line already names the command ("engram.flag: no memory with id …"):
+      -- said once, not "engram.flag failed: engram.flag: …"
+      local message = err.message or vim.inspect(err)
+      if message:sub(1, #command + 2) == command .. ': ' then
+        message = message:sub(#command + 3)
+      end
+      notify(command .. ' failed: ' .. message, vim.log.levels.ERROR)
       return
     end
     if on_result then
