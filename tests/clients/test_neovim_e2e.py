@@ -465,3 +465,30 @@ def test_a_refused_command_names_itself_once(nvim: Any, workspace: Workspace) ->
     )
     assert note[0]["msg"] == "Engram: engram.flag failed: no memory with id m-0000000000"
     assert note[0]["level"] == 4  # ERROR
+
+
+def test_a_file_in_no_workspace_starts_nothing(
+    nvim: Any, workspace: Workspace, tmp_path: Path
+) -> None:
+    """`nvim ~/notes.py` from $HOME: no .git or .engram above the file. The client started
+    with no root, the server took Neovim's directory for the workspace and made a
+    `.engram/` there (an engine, logs, caches) that nobody asked for."""
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "notes.py").write_text("x = 1\n")
+    nvim.command(f"cd {loose}")
+    nvim.command(f"edit {loose / 'notes.py'}")
+    loose_buf = nvim.current.buffer.number
+    nvim.command(f"edit {workspace.root / 'billing.py'}")  # a workspace file attaches
+    wait_for("the gotcha's diagnostic", lambda: engram_diagnostics(nvim))
+    attached = nvim.exec_lua(
+        "return #vim.lsp.get_clients({ name = 'engram', bufnr = ... })", loose_buf
+    )
+    assert attached == 0
+    roots = nvim.exec_lua(
+        "local o = {} for _, c in ipairs(vim.lsp.get_clients({ name = 'engram' })) do "
+        "table.insert(o, c.config.root_dir or 'none') end return o",
+        [],
+    )
+    assert roots == [str(workspace.root)]
+    assert not (loose / ".engram").exists()

@@ -470,11 +470,30 @@ local function create_commands()
   end, { nargs = '?', complete = 'file', desc = 'Open the HTML report [module file]' })
 end
 
+--- The workspace of a buffer: the nearest directory with a root marker (.git, .engram), or nil.
+local function workspace_root(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == '' or vim.bo[bufnr].buftype ~= '' then
+    return nil
+  end
+  local found = vim.fs.find(M.config.root_markers, { upward = true, path = vim.fs.dirname(name) })[1]
+  return found and vim.fs.dirname(found) or nil
+end
+M.workspace_root = workspace_root
+
 local function lsp_config()
   return {
     name = 'engram',
     cmd = M.server_cmd(),
-    root_markers = M.config.root_markers,
+    -- a file in no workspace starts no server: with `root_markers` Neovim started it with no
+    -- root, the server took Neovim's working directory for the workspace, and `nvim
+    -- ~/notes.py` from $HOME made ~/.engram (an engine, logs, caches) nobody asked for
+    root_dir = function(bufnr, on_dir)
+      local root = workspace_root(bufnr)
+      if root then
+        on_dir(root)
+      end
+    end,
     filetypes = M.config.filetypes,
     init_options = M.config.settings,
     settings = { engram = M.config.settings },
@@ -499,14 +518,14 @@ function M.setup(opts)
         if conf.filetypes and not vim.tbl_contains(conf.filetypes, vim.bo[args.buf].filetype) then
           return
         end
-        local root = vim.fs.dirname(vim.fs.find(conf.root_markers, {
-          upward = true,
-          path = vim.fs.dirname(vim.api.nvim_buf_get_name(args.buf)),
-        })[1])
+        local root = workspace_root(args.buf)
+        if not root then
+          return -- no workspace: no server (see lsp_config)
+        end
         vim.lsp.start({
           name = 'engram',
           cmd = conf.cmd,
-          root_dir = root or vim.fn.getcwd(),
+          root_dir = root,
           init_options = conf.init_options,
           settings = conf.settings,
         }, { bufnr = args.buf })
