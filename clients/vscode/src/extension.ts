@@ -189,6 +189,15 @@ function engramApplies(folder: vscode.WorkspaceFolder | undefined): boolean {
   return [".engram", ".engram-team"].some((name) => existsSync(path.join(folder.uri.fsPath, name)));
 }
 
+/**
+ * Whether any folder of the window uses Engram (the server serves them all). Asked of the
+ * first folder only, a window whose second folder had `.engram/` activated the extension
+ * (workspaceContains looks in every folder) and then started nothing.
+ */
+function engramAppliesAnywhere(): boolean {
+  return (vscode.workspace.workspaceFolders ?? []).some((f) => engramApplies(f));
+}
+
 let client: LanguageClient | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -317,7 +326,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         } catch (err) {
           output.warn(`stopping the old server failed: ${String(err)}`);
         }
-      } else if (!config().get<boolean>("enable", true) || !engramApplies(folder)) {
+      } else if (!config().get<boolean>("enable", true) || !engramAppliesAnywhere()) {
         return;
       }
       output.info("a server setting changed: starting the server again");
@@ -352,7 +361,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (!config().get<boolean>("enable", true)) {
         throw new Error('Engram is turned off for this workspace ("engram.enable")');
       }
-      if (!engramApplies(folder)) {
+      if (!engramAppliesAnywhere()) {
         throw new Error('Engram is not set up in this workspace: run "Engram: Start in This Workspace"');
       }
       if (!(await ensureStarted())) {
@@ -728,7 +737,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     output.info('Engram is turned off for this workspace ("engram.enable": false)');
     return;
   }
-  if (engramApplies(folder)) {
+  if (engramAppliesAnywhere()) {
     await ensureStarted();
   } else {
     output.info('no .engram/ here: run "Engram: Start in This Workspace" to use Engram in this folder');

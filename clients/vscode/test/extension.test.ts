@@ -198,6 +198,17 @@ test("a quick fix whose server command fails says so once, in the server's words
   subscriptions.forEach((d) => d.dispose());
 });
 
+test("in a multi-root window the server starts when any folder uses Engram, not only the first", async () => {
+  const rec = installMocks({ python: repoPython }, folder(false), [folder(true)]);
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  assert.equal(rec.clients.length, 1);
+  assert.ok(rec.clients[0].started, "the second folder's .engram/ starts the server");
+  await ext.deactivate();
+  subscriptions.forEach((d) => d.dispose());
+});
+
 test("engram.enable false keeps it off even in an Engram workspace", async () => {
   const rec = installMocks({ python: repoPython, enable: false }, folder(true));
   const ext = loadExtension();
