@@ -109,6 +109,27 @@ async def test_remember_search_flag_round_trip(tmp_workspace: Workspace) -> None
         assert flagged["id"] == memory_id
 
 
+async def test_a_pasted_query_is_answered_without_being_echoed_whole(
+    tmp_workspace: Workspace,
+) -> None:
+    """Stop 28's MCP walk: a 100k-character query (an agent pasting a file) came back in a
+    103k-character answer, the query repeated whole, past what a tool result may hold."""
+    (tmp_workspace.root / "billing.py").write_text("def charge(amount):\n    return amount\n")
+    query = "payment cents " + "lorem ipsum dolor " * 6_000  # ~108k characters
+    async with session_for(tmp_workspace) as session:
+        await session.call_tool(
+            "engram_remember",
+            {"text": "charge() takes euros but the payment API wants cents", "file": "billing.py"},
+        )
+        result = await session.call_tool("engram_search", {"query": query})
+        found = _payload(result)
+    assert not result.is_error
+    assert found["query"].startswith("payment cents lorem")
+    assert found["query"].endswith(f"({len(query):,} characters)")
+    assert len(json.dumps(found)) < 10_000
+    assert found["hits"], found  # the query is still searched, only its echo is cut
+
+
 async def test_context_is_the_rendered_pack_within_budget(tmp_workspace: Workspace) -> None:
     """Issue 12 point 4: the tool result is the pack's text and its ids, not the JSON pack,
     and the budget holds on that text (the old result was the whole JSON: 19,711 characters

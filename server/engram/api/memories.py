@@ -435,10 +435,25 @@ def _search(engine: Engine, a: SearchArgs) -> SearchResult:
     return SearchResult(a.query, hits)
 
 
+#: the longest query a search answer repeats whole; an agent may paste a whole file as its
+#: query (up to ``MAX_TEXT_CHARS``), and over MCP the echo made a 100k-character query's
+#: answer 103k characters, past what an agent's tool output may hold (stop 28's walk)
+ECHOED_QUERY_CHARS = 500
+
+
+def echoed_query(query: str) -> str:
+    """The query as an answer repeats it: whole up to :data:`ECHOED_QUERY_CHARS`, then cut
+    with its length said, so the caller still sees which query this answers."""
+    if len(query) <= ECHOED_QUERY_CHARS:
+        return query
+    return f"{query[:ECHOED_QUERY_CHARS]}… ({len(query):,} characters)"
+
+
 def _search_json(result: SearchResult) -> JsonObject:
+    query = echoed_query(result.query)
     if result.code_hits is not None:
-        return {"query": result.query, "hits": [to_jsonable(h) for h in result.code_hits]}
-    return {"query": result.query, "hits": [render.hit_json(h) for h in result.hits]}
+        return {"query": query, "hits": [to_jsonable(h) for h in result.code_hits]}
+    return {"query": query, "hits": [render.hit_json(h) for h in result.hits]}
 
 
 def _search_text(result: SearchResult) -> str:
