@@ -139,7 +139,9 @@ async def wait_for_async(fn: Any, timeout: float = 30.0, what: str = "") -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-async def test_multi_root_routes_by_uri(tmp_path: Path) -> None:
+def two_seeded_folders(tmp_path: Path) -> tuple[list[Path], str, str]:
+    """Folders ``alpha`` and ``beta`` (git repositories with ``src/app.py``), each with one
+    gotcha of its own: the multi-root tests' window, and the ids of the two memories."""
     roots = []
     for name in ("alpha", "beta"):
         root = tmp_path / name
@@ -149,6 +151,11 @@ async def test_multi_root_routes_by_uri(tmp_path: Path) -> None:
         roots.append(root)
     (alpha_id,) = seed(roots[0], [dict(GOTCHA, content="alpha: absolute paths only")])
     (beta_id,) = seed(roots[1], [dict(GOTCHA, content="beta: relative paths are fine")])
+    return roots, alpha_id, beta_id
+
+
+async def test_multi_root_routes_by_uri(tmp_path: Path) -> None:
+    roots, alpha_id, beta_id = two_seeded_folders(tmp_path)
     async with lsp_session(roots) as client:
         await wait_ready(client, folders=2)
         a_uri = await open_doc(client, roots[0] / "src" / "app.py")
@@ -172,15 +179,7 @@ async def test_multi_root_memory_commands_run_in_the_folder_holding_the_memory(
     """A quick fix on the second folder's diagnostic sends only the memory id (confirm,
     flag, pin): it went to the first folder's store, and VS Code showed "engram.confirm: no
     memory with id m-…" for a memory right there under the cursor (the multi-root walk)."""
-    roots = []
-    for name in ("alpha", "beta"):
-        root = tmp_path / name
-        (root / "src").mkdir(parents=True)
-        (root / "src" / "app.py").write_text(APP_SOURCE)
-        git(root, "init", "-q", "-b", "main")
-        roots.append(root)
-    (alpha_id,) = seed(roots[0], [dict(GOTCHA, content="alpha: absolute paths only")])
-    (beta_id,) = seed(roots[1], [dict(GOTCHA, content="beta: relative paths are fine")])
+    roots, alpha_id, beta_id = two_seeded_folders(tmp_path)
     async with lsp_session(roots) as client:
         await wait_ready(client, folders=2)
         b_uri = await open_doc(client, roots[1] / "src" / "app.py")
