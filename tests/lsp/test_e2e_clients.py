@@ -281,9 +281,9 @@ async def test_multi_root_a_folder_committing_its_store_says_so_once(tmp_path: P
         assert not engram_diags(client, c_uri)
 
 
-async def test_startup_index_progress_can_be_cancelled(app_workspace: Workspace) -> None:
-    """With a code graph present, start-up indexes under a cancellable progress."""
-    root = app_workspace.root
+def indexed_then_changed(root: Path) -> None:
+    """Forty modules indexed by ``engram index``, then all changed: the start-up index of
+    a server opened on ``root`` has work to do (and a progress to show)."""
     for i in range(40):
         (root / "src" / f"mod{i}.py").write_text(f"def f{i}():\n    return {i}\n")
     subprocess.run(
@@ -292,8 +292,14 @@ async def test_startup_index_progress_can_be_cancelled(app_workspace: Workspace)
         capture_output=True,
         env={**os.environ, "ENGRAM_EMBED__MODEL": "none"},
     )
-    for i in range(40):  # changed files give the start-up index work to do
+    for i in range(40):
         (root / "src" / f"mod{i}.py").write_text(f"def g{i}():\n    return {i}\n")
+
+
+async def test_startup_index_progress_can_be_cancelled(app_workspace: Workspace) -> None:
+    """With a code graph present, start-up indexes under a cancellable progress."""
+    root = app_workspace.root
+    indexed_then_changed(root)
     async with lsp_session([root]) as client:
         begin = await wait_for(
             lambda: [
@@ -322,16 +328,7 @@ async def test_startup_index_says_it_waits_for_another_index(app_workspace: Work
     from engram.app.index_lock import index_lock
 
     root = app_workspace.root
-    for i in range(40):
-        (root / "src" / f"mod{i}.py").write_text(f"def f{i}():\n    return {i}\n")
-    subprocess.run(
-        [sys.executable, "-m", "engram", "index", "--workspace", str(root)],
-        check=True,
-        capture_output=True,
-        env={**os.environ, "ENGRAM_EMBED__MODEL": "none"},
-    )
-    for i in range(40):  # changed files give the start-up index work to do
-        (root / "src" / f"mod{i}.py").write_text(f"def g{i}():\n    return {i}\n")
+    indexed_then_changed(root)
 
     def reports() -> list[str]:
         return [
