@@ -485,7 +485,7 @@ def hook_main(
             raise ValueError("hook payload is not a JSON object")
         root = workspace_arg or payload.get("cwd") or os.getcwd()
         where = root if workspace_arg else str(_git_root(root))
-        workspace = Workspace.open(root) if workspace_arg else Workspace.open(_git_root(root))
+        workspace = Workspace.open(where)
         if agent not in ("claude-code", "codex"):
             raise ValueError(f"unknown agent {agent!r}; expected claude-code or codex")
         result = run_claude_code_hook(workspace, payload, deferred=later)
