@@ -177,11 +177,14 @@ class ServerContext:
         for folder in folders:
             if folder.error is not None:
                 continue  # refused or failed at start: it serves nothing
+            digest = Digest(folder.workspace)
             try:
-                if Digest(folder.workspace).holds(memory_id):
+                if digest.holds(memory_id):
                     return str(folder.root)
             except (EngramError, WorkspaceError, OSError, sqlite3.Error) as exc:
                 log.info("%s: cannot tell whether it holds %s (%s)", folder.root, memory_id, exc)
+            finally:
+                digest.close()  # one per command: its connection is not kept
         return None
 
     def actor(self) -> Actor | None:
