@@ -392,16 +392,11 @@ def stopping_engine(address: Address) -> int | None:
     """The pid of an engine that is stopping: it no longer answers, but it still holds its
     life lock (``<key>.lock``, an OS lock that goes with the process) and its pid file
     says ``stopping``. None when no such process is left (docs/engine.md "Faults")."""
-    import json
-
     from filelock import FileLock, Timeout
 
-    try:
-        record = json.loads(address.pid_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    pid = record.get("pid") if isinstance(record, dict) else None
-    if not isinstance(pid, int) or not record.get("stopping"):
+    record = address.read_pid()
+    pid = record.get("pid") if record is not None else None
+    if record is None or not isinstance(pid, int) or not record.get("stopping"):
         return None
     life = FileLock(str(address.file(".lock")), mode=0o600)
     try:

@@ -630,14 +630,8 @@ class EngineServer:
         return server
 
     def _write_pid_file(self, stopping: str | None = None) -> None:
-        import json
-
-        record: dict[str, object] = {"pid": os.getpid(), "workspace": str(self.root),
-                                     "build": BUILD}  # fmt: skip
-        if stopping is not None:
-            record["stopping"] = stopping
         with contextlib.suppress(OSError):
-            write_private(self.address.pid_file, json.dumps(record))
+            write_pid_file(self.address, self.root, stopping)
 
     def _remove_address(self) -> None:
         """No front end can reach it any more; the pid file (``stopping``) stays until the
@@ -996,12 +990,7 @@ def run_engine(workspace: str, front_ends: handlers.FrontEnds, key: str | None =
         log.info("another engine already serves %s; exiting", root)
         return 0
     try:
-        import json
-
-        write_private(
-            address.pid_file,
-            json.dumps({"pid": os.getpid(), "workspace": str(root), "build": BUILD}),
-        )
+        write_pid_file(address, root)
         streams.install()
         server = EngineServer(root, address, idle_seconds_from_env(), front_ends)
         asyncio.run(server.serve())
@@ -1009,6 +998,17 @@ def run_engine(workspace: str, front_ends: handlers.FrontEnds, key: str | None =
         life.release()
         raise
     _exit_after_threads(address, DRAIN_SECONDS)
+
+
+def write_pid_file(address: Address, root: Path, stopping: str | None = None) -> None:
+    """The engine's pid file: its pid, workspace and build (``Address.read_pid`` reads it),
+    and ``stopping`` (why) once it no longer answers but has not exited yet."""
+    import json
+
+    record: dict[str, object] = {"pid": os.getpid(), "workspace": str(root), "build": BUILD}
+    if stopping is not None:
+        record["stopping"] = stopping
+    write_private(address.pid_file, json.dumps(record))
 
 
 def _exit_after_threads(address: Address, seconds: float) -> NoReturn:
