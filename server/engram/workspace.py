@@ -19,6 +19,10 @@ from pathlib import Path
 from engram.gitroot import SAFE_GIT_CONFIG, find_workspace_root
 
 ENGRAM_DIR = ".engram"
+#: What makes a folder "set up" for Engram: its own store, or the team folder a repository
+#: commits (``team.dir``'s default). An editor serves a folder only when one is there,
+#: and never creates them on its own (docs/lsp.md "Which folders are served").
+SET_UP_MARKERS = (ENGRAM_DIR, ".engram-team")
 _GITIGNORE_TEXT = (
     "# Engram's local store: never commit it (share memories with `engram export`).\n*\n"
 )
@@ -274,6 +278,14 @@ class Workspace:
     @property
     def engram_dir(self) -> Path:
         return self.root / ENGRAM_DIR
+
+    @property
+    def is_set_up(self) -> bool:
+        """Whether someone set Engram up here: ``.engram/`` or ``.engram-team/`` exists
+        (:data:`SET_UP_MARKERS`). The editors' rule: a folder without either is not served
+        and gets nothing written until the user asks (``engram index`` there, VS Code's
+        *Set Up This Folder*, Neovim's ``:EngramSetup``)."""
+        return any(os.path.lexists(self.root / name) for name in SET_UP_MARKERS)
 
     def ensure_engram_dir(self) -> Path:
         """Create ``.engram/`` with its own ``.gitignore`` so the store is never committed.

@@ -227,6 +227,8 @@ def test_setup_cli_says_what_it_changed(tmp_workspace: Workspace, tmp_path: Path
     assert re.match(r"created\s+\.crush\.json: lsp\.engram → /\S+ serve", first.stdout)
     again = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
     assert again.stdout.startswith("unchanged")
+    # the repository is set up: the agent's language server serves only such a folder
+    assert (tmp_workspace.root / ".engram" / ".gitignore").is_file()
     printed = subprocess.run(
         [*run[:-2], "--plugin"], env=env, capture_output=True, text=True, check=False
     )

@@ -376,6 +376,9 @@ def test_every_command_and_checkhealth(nvim: Any, workspace: Workspace) -> None:
         timeout=30,
     )
 
+    run("EngramSetup")  # a repository set up already: said, nothing else
+    wait_note(nvim, f"^Engram: already set up in {re.escape(str(workspace.root))}$")
+
     nvim.command("checkhealth engram")
     health = "\n".join(nvim.current.buffer[:])
     assert "OK server command: " in health, health
@@ -492,3 +495,49 @@ def test_a_file_in_no_workspace_starts_nothing(
     )
     assert roots == [str(workspace.root)]
     assert not (loose / ".engram").exists()
+
+
+def test_a_repository_nobody_set_up_starts_nothing_until_engram_setup(
+    nvim: Any, workspace: Workspace, tmp_path: Path
+) -> None:
+    """A git repository without `.engram/`: Neovim started the server there (its root
+    markers are `.git` and `.engram`), which made `.engram/` and its `.gitignore` in every
+    repository a file was opened from and started a workspace engine for it. Nothing
+    starts now; `:checkhealth engram` says how to set it up, and `:EngramSetup` does."""
+    repo = tmp_path / "tools"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "tool.py").write_text("def tool():\n    return 1\n\n\ndef other():\n    return 2\n")
+    nvim.command(f"edit {workspace.root / 'billing.py'}")  # a set-up repository attaches
+    wait_for("the gotcha's diagnostic", lambda: engram_diagnostics(nvim))
+    nvim.command(f"edit {repo / 'tool.py'}")
+    tool_buf = nvim.current.buffer.number
+    time.sleep(3)  # long enough for a server to have started and written there
+    count = "return #vim.lsp.get_clients({ name = 'engram', bufnr = ... })"
+    assert nvim.exec_lua(count, tool_buf) == 0
+    assert not (repo / ".engram").exists()
+
+    nvim.command("checkhealth engram")
+    health = "\n".join(nvim.current.buffer[:])
+    assert f"{repo} is not set up for Engram" in health, health
+    assert ":EngramSetup" in health, health
+    nvim.command("bdelete")
+    assert nvim.current.buffer.number == tool_buf
+
+    nvim.command("EngramSetup")
+    wait_note(nvim, rf"^Engram: set up in {re.escape(str(repo))}: its memory is in \.engram/")
+    assert (repo / ".engram" / ".gitignore").is_file()
+    assert nvim.exec_lua(count, tool_buf) == 1
+    roots = nvim.exec_lua(
+        "local o = {} for _, c in ipairs(vim.lsp.get_clients({ name = 'engram' })) do "
+        "table.insert(o, c.config.root_dir) end table.sort(o) return o",
+        [],
+    )
+    assert roots == sorted([str(workspace.root), str(repo)]), roots
+    wait_for("its first index", lambda: (repo / ".engram" / "graph.sqlite").exists(), 60)
+    nvim.command("1,2EngramRemember gotcha tool() must stay pure")
+    wait_for(
+        "the new memory's diagnostic",
+        lambda: [d for d in engram_diagnostics(nvim) if "must stay pure" in d["message"]],
+    )
+    assert not any(n["level"] >= 4 for n in notes(nvim)), notes(nvim)  # no ERROR

@@ -375,14 +375,59 @@ def test_starts_only_where_engram_applies(
     assert not _serve_processes(plain)
     assert not (plain / ".engram").exists()
 
-    wb.palette("Engram: Start in This Workspace")
-    wb.wait_toast(r"Engram started")
+    wb.palette("Engram: Set Up This Folder")
+    wb.wait_toast(r"Engram set up in this workspace")
     wait_until("the status bar", lambda: re.search(r"Engram: 0 memories", _status(wb)), 120)
     assert _serve_processes(plain)
     assert (plain / ".engram").is_dir()
     # and its first index: the server indexes at start only where a graph exists, so a
     # folder started here had none (impact: "not in the code graph", no dependents)
     wait_until("the first index", lambda: "todo.py" in _graph_files(plain), 120)
+    assert not wb.errors()
+
+
+def test_a_multi_root_window_serves_only_the_folders_set_up(
+    wb: Workbench,
+    code_server: tuple[CodeServer, str],
+    workspace: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A window of shop (set up) and two repositories nobody set up: the server made
+    `.engram/` in both and opened an engine for each, and VS Code then activated Engram in
+    them on its own. They are left out now, said quietly (the status bar, no toast), until
+    *Set Up This Folder* from one of their files."""
+    import json
+
+    base = tmp_path_factory.mktemp("vscode-e2e-multi")
+    plain = []
+    for name in ("notes", "tools"):
+        root = base / name
+        root.mkdir()
+        git(root, "init", "-q", "-b", "main")
+        (root / f"{name}_main.py").write_text(f"def {name}():\n    return []\n")
+        plain.append(root)
+    window = base / "three.code-workspace"
+    window.write_text(json.dumps({"folders": [{"path": str(p)} for p in (workspace, *plain)]}))
+    _, url = code_server
+    wb.clear_toasts()
+    wb.page.goto(url.split("?")[0] + f"?workspace={window}")
+    wb.page.wait_for_selector(".monaco-workbench", timeout=120_000)
+    # the workbench shows before the workspace's folders: quick open found no billing.py
+    wb.page.wait_for_selector(".explorer-folders-view .monaco-list-row:has-text('tools')")
+    wb.open_file("billing.py")
+    wait_until("shop served", lambda: re.search(r"Engram: \d+ memor", _status(wb)), 120)
+    wb.open_file("notes_main.py")
+    wait_until("notes left out", lambda: "not set up (notes)" in _status(wb), 60)
+    time.sleep(3)  # long enough for a server to have written there
+    assert not any((p / ".engram").exists() for p in plain)
+    assert not any("not set up" in t for _, t in wb.toasts()), wb.toasts()
+
+    wb.palette("Engram: Set Up This Folder")
+    wb.wait_toast(r"Engram set up in notes")
+    assert (plain[0] / ".engram" / ".gitignore").is_file()
+    wait_until("notes served", lambda: re.search(r"Engram: 0 memories", _status(wb)), 120)
+    wait_until("its first index", lambda: "notes_main.py" in _graph_files(plain[0]), 120)
+    assert not (plain[1] / ".engram").exists()
     assert not wb.errors()
 
 

@@ -18,6 +18,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from tests.lsp.conftest import lsp_session
 
+from engram.workspace import Workspace
+
 from .conftest import EngineEnv
 from .test_engine_process import _ran_in_engine
 
@@ -112,6 +114,7 @@ async def test_editor_commands_run_in_the_warm_engine(
     engine_env: EngineEnv, tmp_path: Path
 ) -> None:
     (engine_env.root / "billing.py").write_text("def charge(amount):\n    return amount\n")
+    Workspace(engine_env.root).ensure_engram_dir()  # set up, as `engram setup` leaves it
     modules = tmp_path / "modules.json"
     async with lsp_session(
         [engine_env.root],

@@ -85,10 +85,13 @@ def messages(client: LanguageClient, uri: str) -> list[str]:
 
 @pytest.fixture
 def billing(engine_env: EngineEnv) -> Path:
+    """``billing.py`` committed in a repository set up for Engram (its ``.engram/``): a
+    window leaves a folder nobody set up out (docs/lsp.md "Which folders are served")."""
     src = engine_env.root / "billing.py"
     src.write_text(SOURCE)
     git(engine_env.root, "add", ".")
     git(engine_env.root, "commit", "-q", "-m", "init")
+    Workspace(engine_env.root).ensure_engram_dir()
     return src
 
 
@@ -246,8 +249,8 @@ async def test_reindex_of_the_workspace_runs_in_the_engine(
     until the window closed; sent early, it did so even after the previous fix."""
     async with window(engine_env) as client:
         open_doc(client, billing)
-        # at once, as VS Code's first index after "Start in This Workspace": before the
-        # folder is linked, which the command waits for (it opened its own engine)
+        # at once, before the folder is linked, which the command waits for (it opened
+        # its own engine)
         result = await client.workspace_execute_command_async(
             types.ExecuteCommandParams(command="engram.reindex", arguments=[{}])
         )

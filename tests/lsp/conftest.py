@@ -57,13 +57,15 @@ def seed(root: Path, memories: list[dict[str, Any]]) -> list[str]:
 
 @pytest.fixture
 def app_workspace(tmp_workspace: Workspace) -> Workspace:
-    """A git repo with ``src/app.py`` committed."""
+    """A git repo with ``src/app.py`` committed, set up for Engram (its ``.engram/``, as
+    any ``engram`` command there leaves it): a server leaves a folder nobody set up out."""
     src = tmp_workspace.root / "src"
     src.mkdir()
     (src / "app.py").write_text(APP_SOURCE)
     (src / "util.py").write_text("import app\n\n\ndef helper():\n    return 1\n")
     git(tmp_workspace.root, "add", ".")
     git(tmp_workspace.root, "commit", "-q", "-m", "init")
+    tmp_workspace.ensure_engram_dir()
     return tmp_workspace
 
 

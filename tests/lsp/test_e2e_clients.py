@@ -281,6 +281,77 @@ async def test_multi_root_a_folder_committing_its_store_says_so_once(tmp_path: P
         assert not engram_diags(client, c_uri)
 
 
+async def test_a_folder_nobody_set_up_is_left_out_until_the_user_sets_it_up(
+    tmp_path: Path,
+) -> None:
+    """A multi-root window where only alpha has `.engram/`: beta (a git repository nobody
+    set Engram up in) is not served. The server made `.engram/` and its `.gitignore` in
+    beta and opened an engine for it (a workspace engine of ~250 MB each, measured by
+    scripts/bench/multiroot.py), and VS Code then activated Engram there on its own. Beta
+    gets nothing written until ``engram.setUp``, which makes its `.engram/`, serves it and
+    runs its first index."""
+    roots, alpha_id, _ = two_seeded_folders(tmp_path)
+    beta = tmp_path / "gamma"  # a third repository, never set up
+    (beta / "src").mkdir(parents=True)
+    (beta / "src" / "app.py").write_text(APP_SOURCE)
+    git(beta, "init", "-q", "-b", "main")
+    async with lsp_session([roots[0], beta]) as client:
+        await wait_ready(client, folders=1)
+        b_uri = await open_doc(client, beta / "src" / "app.py")
+        a_uri = await open_doc(client, roots[0] / "src" / "app.py")
+        (a,) = await wait_for(lambda: engram_diags(client, a_uri), what="alpha's gotcha")
+        assert a.data["id"] == alpha_id
+        actions = await client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=b_uri),
+                range=types.Range(types.Position(3, 0), types.Position(5, 0)),
+                context=types.CodeActionContext(diagnostics=[]),
+            )
+        )
+        assert not actions  # no "remember selection" into a store nobody asked for
+        with pytest.raises(Exception, match="Engram is not set up in gamma"):
+            await command(client, "engram.search", {"query": "x", "workspaceFolder": str(beta)})
+        await asyncio.sleep(1.0)
+        assert len(progress_ends(client)) == 1  # no start-up for beta
+        assert not (beta / ".engram").exists()
+        assert not [m for m in client.messages if "gamma" in m.message]  # no toast per start
+
+        done = await command(client, "engram.setUp", {"workspaceFolder": str(beta)})
+        assert done["setUp"] is True and not done["error"], done
+        assert (beta / ".engram" / ".gitignore").is_file()
+        await wait_for(lambda: len(progress_ends(client)) >= 2, what="beta's start and index")
+        assert (beta / ".engram" / "graph.sqlite").exists()  # its first index ran
+        taught = await command(
+            client,
+            "engram.remember",
+            {"text": "gamma: config paths are relative", "file": str(beta / "src" / "app.py"),
+             "start_line": 3, "end_line": 6},
+        )  # fmt: skip
+        (b,) = await wait_for(lambda: engram_diags(client, b_uri), what="gamma's new gotcha")
+        assert b.data["id"] == taught["id"]
+        again = await command(client, "engram.setUp", {"workspaceFolder": str(beta)})
+        assert again["setUp"] is False  # already served: nothing to do
+
+
+async def test_a_folder_set_up_outside_the_editor_is_served_without_a_restart(
+    tmp_path: Path,
+) -> None:
+    """A single folder nobody set up is left out; `engram remember` (or `engram index`) in
+    a terminal there sets it up, and the open window serves it within a poll, no reload."""
+    root = tmp_path / "solo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text(APP_SOURCE)
+    git(root, "init", "-q", "-b", "main")
+    async with lsp_session([root]) as client:
+        doc_uri = await open_doc(client, root / "src" / "app.py")
+        await asyncio.sleep(1.0)
+        assert not progress_ends(client) and not (root / ".engram").exists()
+        (taught,) = seed(root, [dict(GOTCHA, content="solo: absolute paths only")])
+        await wait_ready(client)
+        (diag,) = await wait_for(lambda: engram_diags(client, doc_uri), what="its gotcha")
+        assert diag.data["id"] == taught
+
+
 def indexed_then_changed(root: Path) -> None:
     """Forty modules indexed by ``engram index``, then all changed: the start-up index of
     a server opened on ``root`` has work to do (and a progress to show)."""

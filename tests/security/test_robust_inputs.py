@@ -136,6 +136,7 @@ async def test_language_server_refuses_bad_typed_and_oversized_params(
 ) -> None:
     root = tmp_workspace.root
     (root / "app.py").write_text("def main():\n    return 0\n")
+    tmp_workspace.ensure_engram_dir()  # set up: a folder nobody set up is not served
     client = await _lsp(root)
     try:
         # a string where a list is expected is refused, never split into characters

@@ -197,6 +197,7 @@ async def test_language_server_warns_and_does_not_run_the_plugin(
     hostile_repo: Workspace, recorder: Recorder
 ) -> None:
     root = hostile_repo.root
+    hostile_repo.ensure_engram_dir()  # the user set Engram up in the clone (else: left out)
     async with lsp_session([root]) as client:
         target = root / "app" / "auth.py"
         client.text_document_did_open(

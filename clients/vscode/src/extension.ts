@@ -190,12 +190,22 @@ function engramApplies(folder: vscode.WorkspaceFolder | undefined): boolean {
 }
 
 /**
- * Whether any folder of the window uses Engram (the server serves them all). Asked of the
+ * Whether any folder of the window uses Engram (the server serves those). Asked of the
  * first folder only, a window whose second folder had `.engram/` activated the extension
  * (workspaceContains looks in every folder) and then started nothing.
  */
 function engramAppliesAnywhere(): boolean {
   return (vscode.workspace.workspaceFolders ?? []).some((f) => engramApplies(f));
+}
+
+/**
+ * The folders of the window nobody set Engram up in. The server leaves them out (nothing
+ * written, no engine: docs/lsp.md "Which folders are served"); it made `.engram/` in each
+ * and started a workspace engine (~250 MB) for it, and VS Code then activated Engram
+ * there on its own.
+ */
+function leftOut(): vscode.WorkspaceFolder[] {
+  return (vscode.workspace.workspaceFolders ?? []).filter((f) => !engramApplies(f));
 }
 
 let client: LanguageClient | undefined;
@@ -356,13 +366,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const contextDocs = new ContextDocuments();
   context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(ContextDocuments.scheme, contextDocs));
 
+  const statusCommand = (command: string, tooltip: string | undefined): void => {
+    status.command = command;
+    status.tooltip = tooltip;
+  };
+  /** One line naming the folders left out and how to set one up (tooltip, message). */
+  const leftOutText = (folders: readonly vscode.WorkspaceFolder[]): string =>
+    `Engram is not set up in ${folders.map((f) => f.name).join(", ")}: nothing is written there. ` +
+    `To use it there, open a file of the folder and run "Engram: Set Up This Folder".`;
+
   const run = async (command: string, args: unknown): Promise<unknown> => {
     if (!client) {
       if (!config().get<boolean>("enable", true)) {
         throw new Error('Engram is turned off for this workspace ("engram.enable")');
       }
       if (!engramAppliesAnywhere()) {
-        throw new Error('Engram is not set up in this workspace: run "Engram: Start in This Workspace"');
+        throw new Error('Engram is not set up in this workspace: run "Engram: Set Up This Folder"');
       }
       if (!(await ensureStarted())) {
         throw new Error("the Engram server could not start (see Engram: Show Server Log)");
@@ -410,6 +429,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     try {
       const shown = editorFolder() ?? viewFolder ?? folders()[0];
       viewFolder = shown;
+      if (shown && !engramApplies(shown)) {
+        // left out: the server has nothing for it (asking every minute logged a failure)
+        status.text = `$(circle-slash) Engram: not set up` + (folders().length > 1 ? ` (${shown.name})` : "");
+        statusCommand("engram.ui.start", leftOutText([shown]));
+        tree.update(undefined, [], [], shown);
+        return;
+      }
+      const others = leftOut();
+      statusCommand("engram.ui.review", others.length ? leftOutText(others) : undefined);
       const [statsRaw, listRaw, reviewRaw] = await Promise.all([
         run("engram.stats", inFolder({}, shown)),
         run("engram.list", inFolder({ limit: 500 }, shown)).catch(() => []),
@@ -692,29 +720,43 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(
       "engram.ui.start",
       withErrors(async () => {
-        if (client) {
-          void vscode.window.showInformationMessage("Engram is already running in this workspace.");
-          return;
-        }
-        if (!folder) {
+        const all = folders();
+        if (!all.length) {
           // the server would take the extension host's working directory for the
           // workspace (code-server's launch folder, often $HOME) and make .engram/ there
           throw new Error("open a folder first: Engram keeps its memory in the folder's .engram/");
         }
-        const firstStart = !engramApplies(folder);
-        if (await ensureStarted()) {
-          void vscode.window.showInformationMessage("Engram started: its memory for this workspace is in .engram/.");
-          if (firstStart) {
-            // The server indexes at start only where a code graph exists (so an editor that
-            // starts it in every repository does not index each one, docs/lsp.md); here the
-            // user asked for Engram, so the first index runs now, with the server's progress.
-            // Without it impact, hover and anchors knew no symbol of a never-indexed folder.
-            void run("engram.reindex", {}).then(
-              () => refresh(),
-              (err) => output.warn(`the first index failed: ${String(err)}`),
-            );
-          }
+        // the folder: the active file's, the only one, the only one left out, or picked
+        const notSetUp = leftOut();
+        const target =
+          editorFolder() ??
+          (all.length === 1 ? all[0] : notSetUp.length === 1 ? notSetUp[0] : undefined) ??
+          (await vscode.window.showWorkspaceFolderPick({ placeHolder: "Set up Engram in which folder?" }));
+        if (!target) {
+          return;
         }
+        const where = all.length > 1 ? ` in ${target.name}` : " in this workspace";
+        if (engramApplies(target) && client) {
+          void vscode.window.showInformationMessage(`Engram is already running${where}.`);
+          return;
+        }
+        if (!(await ensureStarted())) {
+          return;
+        }
+        if (engramApplies(target)) {
+          void vscode.window.showInformationMessage(`Engram started${where}.`);
+          return;
+        }
+        // The server makes the folder's .engram/ (with its .gitignore), serves it and runs
+        // its first index with progress: impact, hover and anchors need the code graph.
+        const answer = (await run("engram.setUp", { workspaceFolder: target.uri.fsPath })) as { error?: string | null };
+        if (answer?.error) {
+          throw new Error(answer.error);
+        }
+        void vscode.window.showInformationMessage(
+          `Engram set up${where}: its memory for this folder is in ${path.join(target.name, ".engram")}/.`,
+        );
+        await refresh();
       }),
     ),
   );
@@ -738,9 +780,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     return;
   }
   if (engramAppliesAnywhere()) {
+    const others = leftOut();
+    if (others.length) {
+      // once per window, in the output and the status bar's tooltip; no toast at each start
+      output.info(leftOutText(others));
+      statusCommand("engram.ui.review", leftOutText(others));
+    }
     await ensureStarted();
   } else {
-    output.info('no .engram/ here: run "Engram: Start in This Workspace" to use Engram in this folder');
+    output.info('no .engram/ here: run "Engram: Set Up This Folder" to use Engram in this folder');
   }
 }
 

@@ -60,7 +60,7 @@ test("in an Engram workspace, activation starts the server with the built comman
   subscriptions.forEach((d) => d.dispose());
 });
 
-test("elsewhere nothing starts until 'Engram: Start in This Workspace'", async () => {
+test("elsewhere nothing starts until 'Engram: Set Up This Folder'", async () => {
   const ws = folder(false);
   const rec = installMocks({ python: repoPython }, ws);
   const ext = loadExtension();
@@ -70,13 +70,14 @@ test("elsewhere nothing starts until 'Engram: Start in This Workspace'", async (
   assert.deepEqual(rec.errors, []);
   await rec.commands.get("engram.ui.sessionSummary")?.();
   assert.equal(rec.clients.length, 0, "another command does not start it either");
-  assert.match(rec.errors[0], /Start in This Workspace/);
+  assert.match(rec.errors[0], /Set Up This Folder/);
   await rec.commands.get("engram.ui.start")?.();
   assert.equal(rec.clients.length, 1);
   assert.ok(rec.clients[0].started);
-  // the first index of a folder Engram never indexed (the server indexes at start only
-  // where a code graph exists): impact and hover knew no symbol without it
-  assert.ok(rec.requests.includes("engram.reindex"), rec.requests.join(", "));
+  // the server sets the folder up (it leaves a folder without .engram/ out: nothing
+  // written there) and runs its first index: impact and hover knew no symbol without it
+  assert.deepEqual(rec.requestArgs[rec.requests.indexOf("engram.setUp")], { workspaceFolder: ws });
+  assert.match(rec.infos.at(-1) ?? "", /Engram set up in this workspace/);
   await ext.deactivate();
   subscriptions.forEach((d) => d.dispose());
 });
@@ -146,7 +147,7 @@ test("in a multi-root window a file of the second folder reaches the server by i
 
 test("in a multi-root window workspace commands go to the active file's folder, or the one picked", async () => {
   const first = folder(true);
-  const second = folder(false);
+  const second = folder(true);
   const rec = installMocks({ python: repoPython }, first, [second]);
   const ext = loadExtension();
   const subscriptions: { dispose(): void }[] = [];
@@ -174,6 +175,36 @@ test("in a multi-root window workspace commands go to the active file's folder, 
   rec.answers.push(undefined);
   await rec.commands.get("engram.ui.consolidate")?.();
   assert.equal(rec.requests.length, before);
+  assert.deepEqual(rec.errors, []);
+  await ext.deactivate();
+  subscriptions.forEach((d) => d.dispose());
+});
+
+test("in a multi-root window a folder nobody set up is left out until Set Up This Folder", async () => {
+  const first = folder(true);
+  const second = folder(false);
+  const rec = installMocks({ python: repoPython }, first, [second]);
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  assert.equal(rec.clients.length, 1, "the window's one server, for the folder set up");
+  assert.deepEqual(rec.infos, [], "no toast at each start");
+  assert.match(rec.status?.tooltip ?? "", new RegExp(`not set up in ${path.basename(second)}`));
+  // a file of the folder left out: the status bar says so and offers the set-up; the
+  // server is not asked for its stats (it has none: asked every minute, it failed)
+  const file = path.join(second, "main.go");
+  rec.window.activeTextEditor = {
+    document: { uri: { scheme: "file", path: file, fsPath: file }, getText: () => "" },
+    selection: { start: { line: 0 }, end: { line: 0 } },
+  };
+  rec.requests.length = 0;
+  await rec.commands.get("engram.ui.review")?.();
+  assert.equal(rec.requests.length, 0, rec.requests.join(", "));
+  assert.match(rec.status?.text ?? "", /not set up/);
+  assert.equal(rec.status?.command, "engram.ui.start");
+  await rec.commands.get("engram.ui.start")?.();
+  assert.deepEqual(rec.requestArgs[rec.requests.indexOf("engram.setUp")], { workspaceFolder: second });
+  assert.match(rec.infos.at(-1) ?? "", new RegExp(`Engram set up in ${path.basename(second)}`));
   assert.deepEqual(rec.errors, []);
   await ext.deactivate();
   subscriptions.forEach((d) => d.dispose());

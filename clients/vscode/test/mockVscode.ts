@@ -28,6 +28,8 @@ export interface Recorder {
   failWith?: string;
   /** Quick pick and input box answers, taken in order (set by a test). */
   answers: unknown[];
+  /** The status bar item the extension made (its text, tooltip and command). */
+  status?: { text: string; tooltip?: string; command?: string; show(): void; dispose(): void };
   /** Change settings as the user would and tell the extension's configuration listeners. */
   changeSettings(changed: Record<string, unknown>): void;
 }
@@ -106,7 +108,7 @@ export function installMocks(
       onDidChangeActiveTextEditor: () => disposable,
       showInputBox: async () => rec.answers.shift(),
       createOutputChannel: () => ({ info() {}, warn() {}, error() {}, show() {}, dispose() {} }),
-      createStatusBarItem: () => ({ text: "", show() {}, dispose() {} }),
+      createStatusBarItem: () => (rec.status = { text: "", show() {}, dispose() {} }),
       registerTreeDataProvider: (id: string) => {
         rec.treeProviders.push(id);
         return disposable;

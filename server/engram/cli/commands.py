@@ -497,6 +497,9 @@ def cmd_setup(args: argparse.Namespace) -> int:
             print(change.content, end="" if change.content.endswith("\n") else "\n")
         return 0
     apply_setup(changes)
+    # the repository is set up for Engram: the agent's language server serves a folder only
+    # once it has .engram/ (docs/lsp.md "Which folders are served")
+    Workspace(root).ensure_engram_dir()
     if args.json:
         emit_json(
             {

@@ -72,8 +72,9 @@ async def started(folder: Folder) -> None:
     """Until the folder reached the workspace engine or opened its own (or failed).
 
     A command right after initialize waits, as one run in-process waits for its engine:
-    VS Code's first index, sent as soon as *Start in This Workspace* started the server,
-    otherwise found no link yet and indexed in an in-process engine.
+    VS Code's first index, sent as soon as *Start in This Workspace* (now *Set Up This
+    Folder*) started the server, otherwise found no link yet and indexed in an in-process
+    engine.
     """
     deadline = time.monotonic() + START_TIMEOUT
     while not folder.ready and folder.error is None and folder.engine is None:

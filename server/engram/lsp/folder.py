@@ -133,6 +133,10 @@ class Folder:
     ready: bool = False
     #: one line for the user when the engine could not open
     error: str | None = None
+    #: never set up (no ``.engram/`` nor ``.engram-team/``): not served, nothing written,
+    #: no engine, until the user sets it up (``engram.setUp``; docs/lsp.md "Which folders
+    #: are served")
+    left_out: bool = False
     #: "indexing 120/800" while the code graph is being brought up to date
     indexing: str | None = None
     symbols: dict[str, tuple[SymbolInfo, ...]] = attrs.field(factory=dict)
@@ -169,6 +173,25 @@ class Folder:
 
     def contains(self, path: Path) -> bool:
         return path == self.root or self.root in path.parents
+
+    def leave_out_if_not_set_up(self) -> bool:
+        """Leave the folder out when nobody set Engram up in it; True when left out.
+
+        Its commands then fail with :data:`error`, one line naming how to set it up.
+        """
+        self.left_out = not self.workspace.is_set_up
+        if self.left_out:
+            self.error = (
+                f"Engram is not set up in {self.name}: set it up with 'Engram: Set Up This "
+                "Folder' (VS Code), :EngramSetup (Neovim) or 'engram index' in the folder"
+            )
+        return self.left_out
+
+    def take_in(self) -> None:
+        """The user set the folder up: it is served from its next start."""
+        if self.left_out:
+            self.left_out = False
+            self.error = None
 
     @property
     def has_graph(self) -> bool:

@@ -81,6 +81,7 @@ class Session:
             log.warning("workspace folder %s is not a local directory; skipped", uri)
             return None
         folder = Folder(uri, path.resolve(), name or "")
+        folder.leave_out_if_not_set_up()  # before any request can reach it
         self.folders[uri] = folder
         return folder
 

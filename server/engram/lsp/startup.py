@@ -117,9 +117,28 @@ async def refuse_committed_store(ls: EngramLanguageServer, folder: Folder) -> bo
     return True
 
 
-async def start_folder(ls: EngramLanguageServer, folder: Folder) -> None:
-    """Reach the workspace engine (or open one in-process), then index; with progress."""
+def say_left_out(folders: list[Folder]) -> None:
+    """One line in the server log naming the folders left out (not set up); the editor
+    tells the user (VS Code's status bar; Neovim starts no server there)."""
+    names = [f.name for f in folders if f.left_out]
+    if names:
+        log.info(
+            "Engram is not set up in %s (no .engram/ nor .engram-team/): not served, "
+            "nothing written there (engram.setUp, or 'engram index' in the folder, sets one up)",
+            ", ".join(names),
+        )
+
+
+async def start_folder(ls: EngramLanguageServer, folder: Folder, first_index: bool = False) -> None:
+    """Reach the workspace engine (or open one in-process), then index; with progress.
+
+    A folder left out (never set up) gets nothing: no progress, no engine, no write.
+    ``first_index``: index even where no code graph exists yet (the user set it up now).
+    """
     from engram.lsp.remote import preload
+
+    if folder.left_out:
+        return
 
     # what a digest-first didOpen reads is imported while the editor still talks to us
     preloading = asyncio.ensure_future(asyncio.to_thread(preload))
@@ -135,7 +154,7 @@ async def start_folder(ls: EngramLanguageServer, folder: Folder) -> None:
             return
         await preloading
         if await connect_engine(ls, folder) is not None:
-            await start_remote(ls, folder, config, token)
+            await start_remote(ls, folder, config, token, first_index)
             return
         engine = await asyncio.to_thread(open_engine_blocking, folder.root, overrides)
         configure_folder(ls, folder, engine.config)
@@ -146,7 +165,7 @@ async def start_folder(ls: EngramLanguageServer, folder: Folder) -> None:
         log.info("Engram ready for %s", folder.root)
         await refresh_folder(ls, folder)
         request_pull_refresh(ls)
-        if folder.has_graph and engine.config.index.index_on_start:
+        if first_index or (folder.has_graph and engine.config.index.index_on_start):
             lease = folder.engines.acquire("index on start")
             if lease is not None:  # None: the folder was removed meanwhile
                 with lease as current:
@@ -162,14 +181,18 @@ async def start_folder(ls: EngramLanguageServer, folder: Folder) -> None:
 
 
 async def start_remote(
-    ls: EngramLanguageServer, folder: Folder, config: EngramConfig, token: str | None
+    ls: EngramLanguageServer,
+    folder: Folder,
+    config: EngramConfig,
+    token: str | None,
+    first_index: bool = False,
 ) -> None:
     """The folder is served by the workspace engine: show, then index there."""
     folder.ready = True
     progress.report(ls, token, "loading memories")
     await refresh_folder(ls, folder)
     request_pull_refresh(ls)
-    if folder.has_graph and config.index.index_on_start:
+    if first_index or (folder.has_graph and config.index.index_on_start):
         lease = folder.links.acquire("index on start")
         if lease is None:
             return

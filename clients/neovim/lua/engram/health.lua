@@ -36,6 +36,14 @@ function M.check()
   -- not be a workspace (`nvim ~/src/app/main.py` from $HOME reported on $HOME, and created
   -- ~/.engram there)
   local alternate = vim.fn.bufnr('#')
+  local engram = require('engram')
+  local here = alternate > 0 and engram.workspace_root(alternate) or nil
+  if here and not engram.is_set_up(here) then
+    -- the server starts only where Engram was set up (docs/neovim.md)
+    health.info(here .. ' is not set up for Engram (no .engram/ nor .engram-team/): no server, nothing written there')
+    health.info('to use Engram there: :EngramSetup from one of its files, or `engram index` in it')
+    return
+  end
   local clients = alternate > 0 and get({ name = 'engram', bufnr = alternate }) or {}
   if #clients == 0 then
     clients = get({ name = 'engram' })
@@ -50,9 +58,9 @@ function M.check()
   end
   if #clients > 0 then
     health.ok('server running (client id ' .. clients[1].id .. ') for ' .. tostring(root))
-  else
-    health.warn('server not attached yet: open a file inside a git repository (then `engram doctor` runs here for it)')
+    return
   end
+  health.warn('server not attached yet: open a file inside a git repository set up for Engram (then `engram doctor` runs here for it)')
 end
 
 return M

@@ -84,6 +84,11 @@ function M.execute(command, args, on_result, bufnr)
     notify('the server is not running in this buffer (see :checkhealth engram)', vim.log.levels.ERROR)
     return
   end
+  M.execute_on(client, command, args, on_result, bufnr)
+end
+
+--- M.execute on a given client (:EngramSetup's, before any buffer is attached to it).
+function M.execute_on(client, command, args, on_result, bufnr)
   -- an empty Lua table encodes as [] and the server wants an object: send {} explicitly
   if args == nil or (type(args) == 'table' and next(args) == nil) then
     args = vim.empty_dict()
@@ -468,6 +473,9 @@ local function create_commands()
   cmd('EngramReport', function(o)
     M.report(o.args)
   end, { nargs = '?', complete = 'file', desc = 'Open the HTML report [module file]' })
+  cmd('EngramSetup', function()
+    M.set_up()
+  end, { desc = "Set Engram up in this file's repository (makes its .engram/)" })
 end
 
 --- The workspace of a buffer: the nearest directory with a root marker (.git, .engram), or nil.
@@ -481,15 +489,35 @@ local function workspace_root(bufnr)
 end
 M.workspace_root = workspace_root
 
+--- Whether someone set Engram up in `root`: its .engram/ or a team's .engram-team/ is there.
+--- The one rule of every editor (docs/lsp.md "Which folders are served"): a workspace
+--- without either gets no server and nothing written until :EngramSetup or `engram index`.
+local function is_set_up(root)
+  local uv = vim.uv or vim.loop
+  return uv.fs_stat(root .. '/.engram') ~= nil or uv.fs_stat(root .. '/.engram-team') ~= nil
+end
+M.is_set_up = is_set_up
+
+--- The root a buffer's server is for: its workspace, when it is set up.
+local function served_root(bufnr)
+  local root = workspace_root(bufnr)
+  if root and is_set_up(root) then
+    return root
+  end
+  return nil
+end
+
 local function lsp_config()
   return {
     name = 'engram',
     cmd = M.server_cmd(),
     -- a file in no workspace starts no server: with `root_markers` Neovim started it with no
     -- root, the server took Neovim's working directory for the workspace, and `nvim
-    -- ~/notes.py` from $HOME made ~/.engram (an engine, logs, caches) nobody asked for
+    -- ~/notes.py` from $HOME made ~/.engram (an engine, logs, caches) nobody asked for.
+    -- Nor does a git repository nobody set Engram up in: the server made .engram/ in every
+    -- repository a file was opened from, and started a workspace engine (~250 MB) for it.
     root_dir = function(bufnr, on_dir)
-      local root = workspace_root(bufnr)
+      local root = served_root(bufnr)
       if root then
         on_dir(root)
       end
@@ -498,6 +526,42 @@ local function lsp_config()
     init_options = M.config.settings,
     settings = { engram = M.config.settings },
   }
+end
+
+--- :EngramSetup: set Engram up in the current buffer's workspace (a repository nobody set
+--- up). The server makes its .engram/ (with the .gitignore that keeps it out of commits),
+--- serves it and runs its first index with progress (`engram.setUp`).
+function M.set_up(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local root = workspace_root(bufnr)
+  if not root then
+    notify('this buffer is in no workspace (no .git or .engram above it)', vim.log.levels.WARN)
+    return
+  end
+  local running = engram_client(bufnr)
+  if is_set_up(root) and running and running.config.root_dir == root then
+    notify('already set up in ' .. root)
+    return
+  end
+  local conf = lsp_config()
+  conf.root_dir = root
+  conf.on_init = function(client)
+    M.execute_on(client, 'engram.setUp', { workspaceFolder = root }, function(result)
+      local problem = type(result) == 'table' and get(result.error) or nil
+      if problem then
+        notify(problem, vim.log.levels.ERROR)
+        return
+      end
+      -- the repository's other open buffers join the server now that it is set up
+      for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+        if vim.api.nvim_buf_is_loaded(buf) and workspace_root(buf) == root then
+          vim.lsp.buf_attach_client(buf, client.id)
+        end
+      end
+      notify('set up in ' .. root .. ': its memory is in .engram/ (indexing in the background)')
+    end)
+  end
+  vim.lsp.start(conf, { bufnr = bufnr })
 end
 
 function M.setup(opts)
@@ -518,9 +582,9 @@ function M.setup(opts)
         if conf.filetypes and not vim.tbl_contains(conf.filetypes, vim.bo[args.buf].filetype) then
           return
         end
-        local root = workspace_root(args.buf)
+        local root = served_root(args.buf)
         if not root then
-          return -- no workspace: no server (see lsp_config)
+          return -- no workspace, or one nobody set up: no server (see lsp_config)
         end
         vim.lsp.start({
           name = 'engram',

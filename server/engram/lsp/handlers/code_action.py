@@ -39,7 +39,7 @@ def register(server: EngramLanguageServer) -> None:
         ls: EngramLanguageServer, params: types.CodeActionParams
     ) -> list[types.CodeAction] | None:
         doc = ls.session.docs.get(params.text_document.uri)
-        if doc is None:
+        if doc is None or doc.folder.left_out:  # a folder nobody set up: nothing to offer
             return None
         rng = params.range
         lines = document_lines(ls, doc.uri)

@@ -8,15 +8,19 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from engram.lsp.client import client_info, diagnostic_mode
+from engram.lsp.context import started
 from engram.lsp.feature import Feature
-from engram.lsp.startup import start_folder
+from engram.lsp.registry import Args, CommandError
+from engram.lsp.startup import say_left_out, start_folder
 from engram.lsp.tracking import poll_store
 
 if TYPE_CHECKING:
+    from engram.jsontypes import JsonObject
     from engram.lsp.folder import Folder
     from engram.lsp.server import EngramLanguageServer
 
@@ -35,9 +39,12 @@ def register(server: EngramLanguageServer) -> None:
     async def initialized(ls: EngramLanguageServer, _params: types.InitializedParams) -> None:
         _ = ls.loop  # bind the loop for worker threads' call_soon_threadsafe
         ls.spawn(register_watchers(ls), "file watcher registration")
+        say_left_out(list(ls.session.folders.values()))
         for folder in list(ls.session.folders.values()):
-            ls.spawn(start_folder(ls, folder), f"start-up of {folder.root}")
+            if not folder.left_out:
+                ls.spawn(start_folder(ls, folder), f"start-up of {folder.root}")
         ls.spawn(poll_store(ls), "store poll")
+        ls.spawn(take_in_when_set_up(ls), "left-out folders' poll")
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: EngramLanguageServer, _params: None) -> None:
@@ -74,10 +81,77 @@ def register(server: EngramLanguageServer) -> None:
                     session.docs.pop(doc.uri, None)
                 # a command or a snapshot may still run on them: closed when they finish
                 await asyncio.to_thread(retire, folder)
-        for added in params.event.added:
-            folder = session.add_folder(added.uri, added.name)
-            if folder is not None:
+        added = [
+            folder
+            for new in params.event.added
+            if (folder := session.add_folder(new.uri, new.name)) is not None
+        ]
+        say_left_out(added)
+        for folder in added:
+            if not folder.left_out:
                 ls.spawn(start_folder(ls, folder), f"start-up of {folder.root}")
+
+    async def set_up(ls: EngramLanguageServer, args: SetUpArgs) -> JsonObject:
+        session = ls.session
+        target = args.workspace_folder or args.file
+        folder = session.folder_for_file(target) if target else None
+        if folder is None:
+            folders = list(session.folders.values())
+            if len(folders) != 1:
+                raise CommandError("engram.setUp: name the folder (workspaceFolder)")
+            folder = folders[0]
+        elif target and not folder.contains(Path(target).expanduser().resolve()):
+            raise CommandError(f"engram.setUp: {target} is not in a workspace folder")
+        return await set_up_folder(ls, folder)
+
+    server.registry.register(
+        "engram.setUp",
+        SetUpArgs,
+        lambda _ctx, args: set_up(server, args),
+        summary="set Engram up in a folder nobody set up: make its .engram/, serve it, index it",
+    )
+
+
+@attrs.frozen
+class SetUpArgs(Args):
+    """``engram.setUp``: the folder (a workspace folder's path, or a file in it); the
+    only folder of the window when none is named."""
+
+    workspace_folder: str | None = None
+    file: str | None = None
+
+
+async def take_in_when_set_up(ls: EngramLanguageServer) -> None:
+    """Serve a folder left out once someone sets it up outside the editor (``engram
+    index`` in a terminal there, an agent's first memory): it had to wait for the next
+    window. Two ``lstat`` per left-out folder every poll; nothing for the others."""
+    session = ls.session
+    while True:
+        await asyncio.sleep(session.poll_seconds)
+        for folder in list(session.folders.values()):
+            if folder.left_out and folder.workspace.is_set_up:
+                folder.take_in()
+                log.info("Engram was set up in %s: serving it", folder.root)
+                ls.spawn(start_folder(ls, folder), f"start-up of {folder.root}")
+
+
+async def set_up_folder(ls: EngramLanguageServer, folder: Folder) -> JsonObject:
+    """``engram.setUp``: the user asked for Engram in a folder nobody set up. Its
+    ``.engram/`` is made (with the ``.gitignore`` that keeps it out of commits), then the
+    folder starts as a set-up one would, and its first index runs with progress (impact,
+    hover and anchors need the code graph). Answers once the folder is served."""
+    if not folder.left_out:
+        return {"folder": str(folder.root), "setUp": False, "error": folder.error}
+    folder.take_in()  # first: a second setUp meanwhile finds it taken in
+    try:
+        await asyncio.to_thread(folder.workspace.ensure_engram_dir)
+    except BaseException:
+        folder.leave_out_if_not_set_up()  # a link out of the workspace: nothing written
+        raise
+    log.info("Engram set up in %s at the user's request", folder.root)
+    ls.spawn(start_folder(ls, folder, first_index=True), f"start-up of {folder.root}")
+    await started(folder)
+    return {"folder": str(folder.root), "setUp": True, "error": folder.error}
 
 
 FEATURE = Feature("lifecycle", register)
