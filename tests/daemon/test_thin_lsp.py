@@ -332,3 +332,57 @@ async def test_a_code_action_over_a_selection_keeps_the_window_thin(
     # the hub's own tool ranking may load numpy; the store and the model stay out
     assert not [m for m in loaded if m.split(".")[0] in ("lancedb", "pyarrow", "onnxruntime")]
     assert not [m for m in loaded if m.startswith("engram.store.") and m != "engram.store.digest"]
+
+
+@pytest.mark.timeout(300)
+async def test_the_engines_start_up_index_says_whom_it_waits_for(
+    engine_env: EngineEnv, billing: Path
+) -> None:
+    """``engram index`` runs in a terminal (it holds ``.engram/index.lock``; here this test
+    holds it) as the editor starts: the workspace engine's start-up index waited for it
+    and the window showed "indexing" with nothing moving. Its progress now names the
+    process the lock names, the memories show meanwhile, and it indexes once let go."""
+    from engram.app.index_lock import index_lock
+
+    assert engine_env.run("remember", "--file", "billing.py", "--line", "1", "cents!").code == 0
+    assert engine_env.run("index", "--no-embed").code == 0  # a graph: start-up indexes
+    billing.write_text(SOURCE + "\n\ndef fee():\n    return 1\n")  # work for it to do
+
+    def reports(client: LanguageClient) -> list[str]:
+        return [
+            v.message or ""
+            for values in client.progress_reports.values()
+            for v in values
+            if isinstance(v, types.WorkDoneProgressReport)
+        ]
+
+    def ends(client: LanguageClient) -> list[str]:
+        return [
+            v.message or ""
+            for values in client.progress_reports.values()
+            for v in values
+            if isinstance(v, types.WorkDoneProgressEnd)
+        ]
+
+    held: Any = index_lock(Workspace(engine_env.root))
+    held.__enter__()
+    try:
+        async with window(engine_env) as client:
+            uri = open_doc(client, billing)
+            waits = lambda: [m for m in reports(client) if m.startswith("waiting for another")]  # noqa: E731
+            await wait_for(waits)
+            said = waits()[0]
+            assert said.startswith(f"waiting for another index (pid {os.getpid()}"), said
+            # the memories are served while it waits
+            await wait_for(lambda: any("cents!" in m for m in messages(client, uri)))
+            stats = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="engram.stats", arguments=[{}])
+            )
+            assert str(stats["indexing"]).startswith("waiting for another index"), stats
+            assert "ready" not in ends(client)  # it waits while the lock is held
+            held.__exit__(None, None, None)
+            held = None
+            await wait_for(lambda: "ready" in ends(client), 120)
+    finally:
+        if held is not None:
+            held.__exit__(None, None, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import attrs
 import pytest
@@ -29,7 +30,7 @@ def test_index_requests_of_several_windows_run_one_at_a_time(
     most = 0
     lock = threading.Lock()
 
-    def run_index(engine: object, options: object) -> FakeRun:
+    def run_index(engine: object, options: object, *args: object, **kwargs: object) -> FakeRun:
         nonlocal running, most
         with lock:
             running += 1
@@ -46,3 +47,46 @@ def test_index_requests_of_several_windows_run_one_at_a_time(
         )
     assert most == 1, f"{most} index runs at once in one engine"
     assert all(a == {"report": {"files_indexed": 1}} for a in answers), answers
+
+
+def test_an_index_request_tells_whom_it_waits_for_then_how_far_it_got(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The engine's start-up index for a window waited for ``.engram/index.lock`` (an
+    ``engram index`` in a terminal) or for another window's index, and the window showed
+    "indexing" with nothing moving: the request's notes now say whom it waits for, then
+    its progress (a thin window shows them in its ``$/progress``)."""
+    import json
+
+    from engram.app.index_lock import IndexHolder
+
+    release = threading.Event()
+
+    def run_index(engine: object, options: object, progress: Any, *args: Any, **kw: Any) -> FakeRun:
+        kw["on_wait"](IndexHolder(4242, "2026-11-28 21:00:00 UTC", "engram index"))
+        release.wait(5)
+        progress(3, 3, "indexing code")
+        return FakeRun({"files_indexed": 3})
+
+    monkeypatch.setattr(indexing, "run_index", run_index)
+    heard: list[list[dict[str, Any]]] = [[], []]
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(
+            served.answer, object(), {"what": "index"}, lambda t: heard[0].append(json.loads(t))
+        )
+        time.sleep(0.2)  # the first holds the engine's index turn
+        second = pool.submit(
+            served.answer, object(), {"what": "index"}, lambda t: heard[1].append(json.loads(t))
+        )
+        time.sleep(0.2)
+        release.set()
+        first.result(10), second.result(10)
+    assert heard[0] == [
+        {"message": "waiting for another index (pid 4242, engram index, "
+                    "started 2026-11-28 21:00:00 UTC)", "percentage": None},
+        {"message": "indexing 3/3", "percentage": 100},
+    ]  # fmt: skip
+    assert heard[1][0] == {
+        "message": "waiting for another window's index of this folder",
+        "percentage": None,
+    }

@@ -152,6 +152,7 @@ class Connection:
         # ``_thread``'s lock is ``threading.Lock`` without importing ``threading``
         self._send_lock = _thread.allocate_lock()
         self._pending: dict[int, Future[object]] = {}
+        self._streams: dict[int, Callable[[str], None]] = {}  # on_stderr while listening
         self._pending_lock = _thread.allocate_lock()
         self._listening = False
         self._closed = False
@@ -234,7 +235,7 @@ class Connection:
         """Send one request and wait for its reply (heartbeats keep the wait alive).
 
         ``on_stderr`` receives the ``{"stream": id, "stderr": text}`` frames of this request
-        as they come (a forwarded command's progress and notes; not while listening).
+        as they come (a forwarded command's progress and notes; an ``lsp`` index's notes).
         Raises :class:`EngineError` when the engine answered with an error and
         :class:`WireError` when the connection broke or went silent.
         """
@@ -250,6 +251,8 @@ class Connection:
             if self._closed:
                 raise WireError("the connection to the engine is closed")
             self._pending[request_id] = future
+            if on_stderr is not None:
+                self._streams[request_id] = on_stderr
         self._send(frame)
         sent = time.monotonic()
         while True:
@@ -314,11 +317,19 @@ class Connection:
                     continue
                 if "beat" in message:
                     continue
+                if "stream" in message and "id" not in message:  # a request's progress
+                    stream, text = message.get("stream"), message.get("stderr")
+                    handler = self._streams.get(stream) if isinstance(stream, int) else None
+                    if handler is not None and isinstance(text, str):
+                        with contextlib.suppress(Exception):  # never kills the reader
+                            handler(text)
+                    continue
                 request_id = message.get("id")
+                if not isinstance(request_id, int):
+                    continue
                 with self._pending_lock:
-                    future = (
-                        self._pending.pop(request_id, None) if isinstance(request_id, int) else None
-                    )
+                    future = self._pending.pop(request_id, None)
+                    self._streams.pop(request_id, None)
                 if future is None:
                     continue
                 try:
@@ -337,6 +348,7 @@ class Connection:
             self._closed = True
             pending = list(self._pending.values())
             self._pending.clear()
+            self._streams.clear()
         for future in pending:
             if not future.done():
                 future.set_exception(WireError("the connection to the engine was lost"))

@@ -27,7 +27,7 @@ import base64
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -45,6 +45,18 @@ log = logging.getLogger(__name__)
 MAX_ARGV = 1000
 
 
+class LspAnswer(Protocol):
+    """``engram.lsp.served.answer``: a thin language server's read; ``note`` hears the
+    progress of a long one (the ``stream`` frames of a request that asked for them)."""
+
+    def __call__(
+        self,
+        engine: Engine,
+        request: Mapping[str, object],
+        note: Callable[[str], None] | None = None,
+    ) -> dict[str, object]: ...
+
+
 @attrs.frozen
 class FrontEnds:
     """The front ends' code the engine runs (see the module docstring)."""
@@ -52,7 +64,7 @@ class FrontEnds:
     #: ``engram.cli.main.main``: one command line, its exit status
     cli_main: Callable[[list[str]], int]
     #: ``engram.lsp.served.answer``: a thin language server's read
-    lsp_answer: Callable[[Engine, Mapping[str, object]], dict[str, object]]
+    lsp_answer: LspAnswer
     #: imports the code forwarded commands run, while the engine warms
     warm: Callable[[], None] = lambda: None
 

@@ -877,6 +877,11 @@ class EngineServer:
                 handler = handlers.run_call
             elif op == "lsp":
                 handler = self.front_ends.lsp_answer
+                if message.get("stream_stderr") is True and client is not None:
+                    # an index's progress (and whom it waits for) to the editor as it runs
+                    handler = functools.partial(
+                        self.front_ends.lsp_answer, note=self._stderr_sender(client, request_id)
+                    )
             else:
                 return _error(request_id, USER, f"unknown request {op!r}")
             result = await self._loop.run_in_executor(self._executor, self._run, handler, message)

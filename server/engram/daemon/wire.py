@@ -16,7 +16,9 @@ Frames:
   in flight, so a client tells a slow answer from a dead engine without a long timeout;
 * stream ``{"stream": 3, "stderr": "..."}``: what a forwarded command (``cli`` request with
   ``"stream_stderr": true``) writes to stderr, sent as it is written and before the reply,
-  so progress lines of a long ``index`` reach the caller while it runs;
+  so progress lines of a long ``index`` reach the caller while it runs; for an ``lsp``
+  ``index`` request with ``"stream_stderr": true``, its progress notes (JSON text: whom it
+  waits for, how far it got; ``engram.lsp.served.IndexNotes``);
 * event ``{"event": "changed", "files": [...], "ids": [...]}``: memories changed (to clients
   that subscribed in their hello), so every window refreshes at once.
 """

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -90,6 +91,28 @@ def _set_indexing(folder: Folder, text: str) -> None:
     folder.indexing = text
 
 
+def engine_notes(
+    ls: EngramLanguageServer, folder: Folder, token: str | None
+) -> Callable[[str], None]:
+    """What the workspace engine says of an index it runs for this window (whom it waits
+    for, how far it got: ``engram.lsp.served.IndexNotes``), shown in the window's progress
+    and status as the in-process index shows its own. Called on the link's reader thread.
+    """
+
+    def hear(text: str) -> None:
+        try:
+            note = json.loads(text)
+        except ValueError:
+            return
+        message, pct = note.get("message"), note.get("percentage")
+        if not isinstance(message, str):
+            return
+        ls.threadsafe(_set_indexing, folder, message)
+        ls.threadsafe(progress.report, ls, token, message, pct if isinstance(pct, int) else None)
+
+    return hear
+
+
 async def reindex(
     ls: EngramLanguageServer, folder: Folder, engine: Engine, files: Sequence[str] | None
 ) -> IndexReport | JsonObject:
@@ -130,7 +153,9 @@ async def reindex_in_engine(
     folder.indexing = "indexing"
     progress.report(ls, token, "indexing")
     try:
-        report = await asyncio.to_thread(link.index, not embed_later)
+        report = await asyncio.to_thread(
+            link.index, not embed_later, engine_notes(ls, folder, token)
+        )
     finally:
         folder.indexing = None
         progress.end(ls, token, "indexed")

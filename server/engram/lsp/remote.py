@@ -164,8 +164,15 @@ class EngineLink:
         summary = self._lsp("impact", file=rel).get("summary")
         return summary if isinstance(summary, str) else None
 
-    def index(self, history: bool) -> dict[str, object]:
-        return self._lsp("index", history=history)
+    def index(
+        self, history: bool, on_note: Callable[[str], None] | None = None
+    ) -> dict[str, object]:
+        """The engine's keyword-only index; ``on_note`` hears its progress as it runs
+        (``engram.lsp.served.IndexNotes``: whom it waits for, how far it got)."""
+        result = self.connection.call(
+            "lsp", {"what": "index", "history": history, "stream_stderr": True}, on_note
+        )
+        return result if isinstance(result, dict) else {}
 
     def anchored(self) -> tuple[dict[str, list[Memory]], Partners]:
         """Files with diagnostic-type memories, and those memories' conflict partners."""

@@ -8,15 +8,18 @@ language server uses (``engram.lsp.folder``), so both show a file the same way.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from engram.errors import InvalidInput
 
 if TYPE_CHECKING:
     from engram.app import Engine
+    from engram.app.index_lock import IndexHolder
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +33,11 @@ MAX_IDS = 1000
 _INDEXING = threading.Lock()
 
 
-def answer(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
+def answer(
+    engine: Engine,
+    request: Mapping[str, object],
+    note: Callable[[str], None] | None = None,
+) -> dict[str, object]:
     """The engine's side of this link: what a thin language server reads from it (run in
     the engine process, which gets it from ``engram.cli.engine_commands``).
 
@@ -39,6 +46,8 @@ def answer(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
     hover shows; ``index``: the keyword-only index the language server runs at start;
     ``anchored``: files with diagnostic-type memories (pull diagnostics, workspace-wide);
     ``memories``: memories by id and the review queue (an editor session's ledger).
+
+    ``note``: where an ``index`` tells its progress as it runs (:func:`index_notes`).
     """
     from engram.lsp import folder as lsp_folder
     from engram.lsp.anchors import memory_key
@@ -76,8 +85,15 @@ def answer(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
         from engram.model import to_jsonable
 
         options = attrs.evolve(LSP_INDEX, history=bool(request.get("history")))
-        with _INDEXING:
-            data = to_jsonable(run_index(engine, options).code)
+        notes = IndexNotes(note)
+        if not _INDEXING.acquire(blocking=False):
+            notes.say("waiting for another window's index of this folder")
+            _INDEXING.acquire()
+        try:
+            run = run_index(engine, options, notes.progress, on_wait=notes.waiting)
+            data = to_jsonable(run.code)
+        finally:
+            _INDEXING.release()
         return {"report": data if isinstance(data, dict) else {}}
     if what == "reindex":
         files = request.get("files")
@@ -116,4 +132,37 @@ def answer(engine: Engine, request: Mapping[str, object]) -> dict[str, object]:
     raise InvalidInput(f"unknown language-server request {what!r}")
 
 
-__all__ = ["answer"]
+class IndexNotes:
+    """An ``index`` request's progress, as JSON notes ``{"message", "percentage"}`` for the
+    editor's ``$/progress`` (``engram.lsp.background.engine_notes`` shows them).
+
+    The engine's start-up index waited for ``.engram/index.lock`` while ``engram index``
+    ran in a terminal, and the editor showed "indexing" with nothing moving: it now says
+    whom it waits for (the pid and command the lock names), then how far it got.
+    """
+
+    def __init__(self, note: Callable[[str], None] | None) -> None:
+        self.note = note
+        self.last = 0.0
+
+    def say(self, message: str, percentage: int | None = None) -> None:
+        if self.note is not None:
+            self.note(json.dumps({"message": message, "percentage": percentage}))
+
+    def waiting(self, holder: IndexHolder) -> None:
+        self.say(f"waiting for another index ({holder.describe()})")
+
+    def progress(self, done: int, total: int | None, message: str = "") -> None:
+        now = time.monotonic()
+        if now - self.last < PROGRESS_INTERVAL and done != total:
+            return
+        self.last = now
+        text = f"indexing {done}/{total}" if total else f"indexing {done}"
+        self.say(text, int(done * 100 / total) if total else None)
+
+
+#: Seconds between two progress notes of one index (the last one always goes out).
+PROGRESS_INTERVAL = 0.2
+
+
+__all__ = ["IndexNotes", "answer"]
