@@ -507,3 +507,54 @@ def test_share_sync_and_consolidate_commands(tmp_path: Any) -> None:
         assert report == {"scanned": 4, "merged": [], "conflicts": [], "dry_run": True}
     finally:
         engine.close()
+
+
+async def test_a_selections_extension_actions_get_the_files_absolute_path(
+    tmp_path: Any,
+) -> None:
+    """The MCP hub's actions for a selection got the file relative to its folder, which a
+    multi-root window routes to the first folder: a selection in the second folder was
+    offered the first folder's tools, and what a tool taught went to the first's store."""
+    from pathlib import Path
+
+    from pygls.workspace import Workspace as PyglsWorkspace
+
+    from engram.lsp import create_server
+    from engram.lsp.tracking import open_document
+
+    roots = []
+    for name in ("alpha", "beta"):
+        root = Path(tmp_path) / name
+        (root / "src").mkdir(parents=True)
+        (root / ".engram").mkdir()
+        (root / "src" / "app.py").write_text("def f():\n    return 1\n")
+        roots.append(root)
+    server = create_server()
+    given: list[str | None] = []
+
+    async def provider(ctx: Any, file: str | None, selection: str) -> list[Any]:
+        given.append(file)
+        return []
+
+    server.registry.add_action_provider(provider)
+    for root in roots:
+        server.session.add_folder(root.as_uri(), root.name)
+    server.protocol._workspace = PyglsWorkspace(
+        roots[0].as_uri(), types.TextDocumentSyncKind.Incremental
+    )
+    beta_file = roots[1] / "src" / "app.py"
+    uri = beta_file.as_uri()
+    server.workspace.put_text_document(
+        types.TextDocumentItem(uri=uri, language_id="python", version=1, text=beta_file.read_text())
+    )
+    open_document(server, uri)
+    code_action = server.protocol.fm.features[types.TEXT_DOCUMENT_CODE_ACTION]
+    await code_action(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(types.Position(0, 0), types.Position(1, 5)),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    assert given == [str(beta_file)]
+    assert server.session.folder_for_file(given[0]).root == roots[1]

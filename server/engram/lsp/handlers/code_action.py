@@ -51,6 +51,8 @@ def register(server: EngramLanguageServer) -> None:
             and rng.start.line <= span.end
         ]
         symbol = symbol_at(doc.folder.symbols.get(doc.rel, ()), rng.start.line)
+        # by its absolute path: relative to its folder, it was the first folder's file
+        file = str(doc.folder.root / doc.rel)
         actions = build_code_actions(
             rel_path=doc.rel,
             lines=lines,
@@ -59,13 +61,13 @@ def register(server: EngramLanguageServer) -> None:
             memories_here=here,
             symbol=symbol.qualname if symbol else None,
             impact_available=doc.folder.has_graph,
-            file_arg=str(doc.folder.root / doc.rel),
+            file_arg=file,
         )
         # only for a real selection: clients ask for code actions on every cursor move
         if rng.start != rng.end and ls.registry.action_providers:
             selected = selection_text(lines, rng)
             if selected.strip():
-                actions.extend(await _extension_actions(ls, doc.rel, selected))
+                actions.extend(await _extension_actions(ls, file, selected))
         only = params.context.only
         if only:
             actions = [a for a in actions if kind_requested(a.kind, only)]
@@ -73,13 +75,16 @@ def register(server: EngramLanguageServer) -> None:
 
 
 async def _extension_actions(
-    ls: EngramLanguageServer, rel: str, selected: str
+    ls: EngramLanguageServer, file: str, selected: str
 ) -> list[types.CodeAction]:
+    """An extension's actions for a selection of ``file`` (absolute). Given the path
+    relative to its folder, the MCP hub's were the first folder's in a multi-root window:
+    its hub suggested the tools, and the tool's result was saved in its store."""
     found: list[types.CodeAction] = []
     for provider in ls.registry.action_providers:
         try:
             specs: list[dict[str, Any]] = await asyncio.wait_for(
-                provider(ServerContext(ls), rel, selected), EXTENSION_ACTION_TIMEOUT_S
+                provider(ServerContext(ls), file, selected), EXTENSION_ACTION_TIMEOUT_S
             )
         except Exception as exc:  # an extension must never break the lightbulb
             log.debug("extension code actions skipped: %r", exc)
