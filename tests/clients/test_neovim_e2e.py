@@ -540,4 +540,10 @@ def test_a_repository_nobody_set_up_starts_nothing_until_engram_setup(
         "the new memory's diagnostic",
         lambda: [d for d in engram_diagnostics(nvim) if "must stay pure" in d["message"]],
     )
+    # a file opened there later joins the same server (no second one for the repository)
+    (repo / "more.py").write_text("x = 1\n")
+    nvim.command(f"edit {repo / 'more.py'}")
+    more_buf = nvim.current.buffer.number
+    wait_for("more.py attached", lambda: nvim.exec_lua(count, more_buf) == 1)
+    assert nvim.exec_lua("return #vim.lsp.get_clients({ name = 'engram' })", []) == 2
     assert not any(n["level"] >= 4 for n in notes(nvim)), notes(nvim)  # no ERROR

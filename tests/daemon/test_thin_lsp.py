@@ -386,3 +386,45 @@ async def test_the_engines_start_up_index_says_whom_it_waits_for(
     finally:
         if held is not None:
             held.__exit__(None, None, None)
+
+
+@pytest.mark.timeout(300)
+async def test_a_folder_set_up_from_the_window_is_served_and_indexed_by_the_engine(
+    engine_env: EngineEnv, tmp_path: Path
+) -> None:
+    """*Set Up This Folder* (``engram.setUp``) in a repository nobody set up: no engine
+    and nothing written before it; then `.engram/`, the workspace engine (the thin server
+    loads no store), its first index there, and the folder's memories in the window."""
+    root = engine_env.root
+    src = root / "billing.py"
+    src.write_text(SOURCE)
+    modules = tmp_path / "modules.json"
+    async with window(engine_env, {"ENGRAM_LSP_MODULES_FILE": str(modules)}) as client:
+        uri = open_doc(client, src)
+        await asyncio.sleep(1.0)
+        assert not (root / ".engram").exists() and not engine_env.engine_pids()
+        done = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="engram.setUp", arguments=[{}])
+        )
+        assert done["setUp"] is True and not done["error"], done
+        assert engine_env.engine_pids()  # the workspace engine serves it
+        graph = root / ".engram" / "graph.sqlite"
+
+        def indexed() -> bool:
+            import sqlite3
+
+            if not graph.exists():
+                return False
+            with contextlib.closing(sqlite3.connect(graph)) as db:
+                try:
+                    return bool(
+                        db.execute("SELECT 1 FROM files WHERE path = 'billing.py'").fetchall()
+                    )
+                except sqlite3.OperationalError:
+                    return False
+
+        await wait_for(indexed, 120)
+        assert engine_env.run("remember", "--file", "billing.py", "--line", "1", "cents!").code == 0
+        await wait_for(lambda: any("cents!" in m for m in messages(client, uri)))
+    loaded = set(json.loads(modules.read_text()))
+    assert not [m for m in loaded if m.split(".")[0] in ("lancedb", "pyarrow", "onnxruntime")]
