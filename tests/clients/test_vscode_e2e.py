@@ -418,6 +418,9 @@ def test_a_multi_root_window_serves_only_the_folders_set_up(
     wait_until("shop served", lambda: re.search(r"Engram: \d+ memor", _status(wb)), 120)
     wb.open_file("notes_main.py")
     wait_until("notes left out", lambda: "not set up (notes)" in _status(wb), 60)
+    wb.page.keyboard.press("Escape")
+    wb.palette("Engram: Review Memories")  # the Memory view of notes: how to set it up
+    wait_until("the view", lambda: "Engram is not set up in notes" in " ".join(wb.tree_rows()))
     time.sleep(3)  # long enough for a server to have written there
     assert not any((p / ".engram").exists() for p in plain)
     assert not any("not set up" in t for _, t in wb.toasts()), wb.toasts()

@@ -44,7 +44,7 @@ import {
 } from "./python";
 import { buildProbeCommand, buildServerCommand, LogLevel } from "./serverCommand";
 import { launchSettingsChanged, toServerSettings, SettingsObject } from "./settings";
-import { buildTree, TreeNode } from "./tree";
+import { buildTree, notSetUpTree, TreeNode } from "./tree";
 import { openReport, WebviewLike } from "./report";
 
 const FLAG_KINDS: { label: string; value: string; detail: string }[] = [
@@ -69,7 +69,11 @@ class MemoryTreeProvider implements vscode.TreeDataProvider<TreeNode> {
     review: MemorySummary[],
     folder: vscode.WorkspaceFolder | undefined,
   ): void {
-    this.roots = buildTree(stats, memories, review);
+    this.show(buildTree(stats, memories, review), folder);
+  }
+
+  show(roots: TreeNode[], folder: vscode.WorkspaceFolder | undefined): void {
+    this.roots = roots;
     this.folder = folder;
     this.changed.fire(undefined);
   }
@@ -88,6 +92,9 @@ class MemoryTreeProvider implements vscode.TreeDataProvider<TreeNode> {
     item.description = node.description;
     item.tooltip = node.tooltip;
     item.contextValue = node.kind;
+    if (node.command) {
+      item.command = { command: node.command, title: node.label };
+    }
     if (node.memory && node.memory.files.length > 0) {
       const folder = this.folder ?? vscode.workspace.workspaceFolders?.[0];
       if (folder) {
@@ -433,7 +440,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         // left out: the server has nothing for it (asking every minute logged a failure)
         status.text = `$(circle-slash) Engram: not set up` + (folders().length > 1 ? ` (${shown.name})` : "");
         statusCommand("engram.ui.start", leftOutText([shown]));
-        tree.update(undefined, [], [], shown);
+        tree.show(notSetUpTree(shown.name), shown);
         return;
       }
       const others = leftOut();

@@ -12,6 +12,24 @@ export interface TreeNode {
   kind: "group" | "memory" | "info";
   memory?: MemorySummary;
   children?: TreeNode[];
+  /** The command a click on the node runs (an `engram.ui.*` id). */
+  command?: string;
+}
+
+/**
+ * The Memory view of a folder nobody set Engram up in: the server leaves it out, so there
+ * is nothing to list; it said "Health: Server not ready", as if Engram were starting.
+ */
+export function notSetUpTree(folderName: string): TreeNode[] {
+  return [
+    {
+      label: `Engram is not set up in ${folderName}`,
+      description: "click to set it up",
+      tooltip: "No .engram/ nor .engram-team/ here: nothing is written and no engine runs for it. Click (or run Engram: Set Up This Folder) to set it up.",
+      kind: "info",
+      command: "engram.ui.start",
+    },
+  ];
 }
 
 function memoryNode(memory: MemorySummary): TreeNode {

@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
 
-import { buildTree } from "../src/tree";
+import { buildTree, notSetUpTree } from "../src/tree";
 import { buildImpactTree } from "../src/impact";
 import { missingServerMessage, pythonExtensionInterpreter, serverCandidates } from "../src/python";
 import { buildProbeCommand, buildServerCommand } from "../src/serverCommand";
@@ -167,4 +167,12 @@ test("teaching says what was kept, not JSON", () => {
   const text = rememberedText({ id: "m-1", merged: false, redactions: ["github_token"], memory: { id: "m-1", content: "use cents" } });
   assert.equal(text, 'Engram remembered m-1: "use cents" (redacted: github_token (rotate it))');
   assert.match(rememberedText({ id: "m-2", merged: true, memory: { id: "m-2", content: "x" } }), /merged it into m-2/);
+});
+
+test("memory tree of a folder left out: one row that sets it up, not 'Server not ready'", () => {
+  const [row, ...rest] = notSetUpTree("notes");
+  assert.deepEqual(rest, []);
+  assert.equal(row.label, "Engram is not set up in notes");
+  assert.equal(row.command, "engram.ui.start");
+  assert.ok(!JSON.stringify(row).includes("not ready"));
 });
