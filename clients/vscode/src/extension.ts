@@ -421,6 +421,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
     return editorFolder() ?? (await vscode.window.showWorkspaceFolderPick({ placeHolder: "Which folder's Engram memory?" }));
   };
+  /**
+   * Refuse, before asking anything, a command for a folder left out (nobody set it up):
+   * the server refused it only after the user had typed the memory or the query.
+   */
+  const mustBeSetUp = (target: vscode.WorkspaceFolder | undefined): void => {
+    if (target && client && !engramApplies(target)) {
+      throw new Error(`Engram is not set up in ${target.name}: run "Engram: Set Up This Folder" there first`);
+    }
+  };
   /** ``args`` routed to ``target`` (only a multi-root window needs it). */
   const inFolder = (args: Record<string, unknown>, target: vscode.WorkspaceFolder | undefined): Record<string, unknown> =>
     target && folders().length > 1 ? { ...args, workspaceFolder: target.uri.fsPath } : args;
@@ -503,6 +512,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
             `a memory is anchored to a saved file of the workspace, and ${path.posix.basename(editor.document.uri.path) || "this editor"} is not one`,
           );
         }
+        mustBeSetUp(vscode.workspace.getWorkspaceFolder(editor.document.uri));
         const type = await vscode.window.showQuickPick(TEACH_TYPES, { placeHolder: "What kind of memory?" });
         if (!type) {
           return;
@@ -534,6 +544,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         if (!target && folders().length > 1) {
           return;
         }
+        mustBeSetUp(target);
         const query = await vscode.window.showInputBox({
           prompt: folders().length > 1 && target ? `Search Engram's memories of ${target.name}` : "Search Engram's memories",
         });

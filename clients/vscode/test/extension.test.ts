@@ -122,7 +122,7 @@ test("Teach refuses a buffer that is not a saved file, before asking anything", 
 
 test("in a multi-root window a file of the second folder reaches the server by its own path", async () => {
   const first = folder(true);
-  const second = folder(false);
+  const second = folder(true);
   const rec = installMocks({ python: repoPython }, first, [second]);
   const ext = loadExtension();
   const subscriptions: { dispose(): void }[] = [];
@@ -200,6 +200,15 @@ test("in a multi-root window a folder nobody set up is left out until Set Up Thi
   rec.requests.length = 0;
   await rec.commands.get("engram.ui.review")?.();
   assert.equal(rec.requests.length, 0, rec.requests.join(", "));
+  // Teach and Search say so before asking anything (the server refused after the typing)
+  rec.answers.push("gotcha", "a note", "a query");
+  await rec.commands.get("engram.ui.teach")?.();
+  await rec.commands.get("engram.ui.search")?.();
+  assert.equal(rec.answers.length, 3, "nothing was asked");
+  assert.equal(rec.errors.length, 2);
+  assert.match(rec.errors[0], new RegExp(`not set up in ${path.basename(second)}: run "Engram: Set Up This Folder"`));
+  rec.errors.length = 0;
+  rec.answers.length = 0;
   assert.match(rec.status?.text ?? "", /not set up/);
   assert.equal(rec.status?.command, "engram.ui.start");
   await rec.commands.get("engram.ui.start")?.();
