@@ -389,6 +389,46 @@ async def test_the_engines_start_up_index_says_whom_it_waits_for(
 
 
 @pytest.mark.timeout(300)
+async def test_cancelling_the_engines_start_up_index_stops_it(
+    engine_env: EngineEnv, billing: Path
+) -> None:
+    """The window's start-up progress is cancellable (VS Code shows the button), and the
+    cancel did nothing to the index the engine ran for it: here it kept waiting for the
+    lock this test holds. It stops now; the folder is served, and the next index resumes."""
+    from engram.app.index_lock import index_lock
+
+    assert engine_env.run("remember", "--file", "billing.py", "--line", "1", "cents!").code == 0
+    assert engine_env.run("index", "--no-embed").code == 0
+    billing.write_text(SOURCE + "\n\ndef fee():\n    return 1\n")
+    with index_lock(Workspace(engine_env.root)):
+        async with window(engine_env) as client:
+            uri = open_doc(client, billing)
+
+            def waiting() -> list[Any]:
+                return [
+                    token
+                    for token, values in client.progress_reports.items()
+                    for v in values
+                    if isinstance(v, types.WorkDoneProgressReport)
+                    and (v.message or "").startswith("waiting for another index")
+                ]
+
+            await wait_for(waiting)
+            client.window_work_done_progress_cancel(
+                types.WorkDoneProgressCancelParams(token=waiting()[0])
+            )
+            await wait_for(
+                lambda: any(
+                    isinstance(v, types.WorkDoneProgressEnd)
+                    for values in client.progress_reports.values()
+                    for v in values
+                ),
+                30,
+            )  # while the lock is still held
+            await wait_for(lambda: any("cents!" in m for m in messages(client, uri)))
+
+
+@pytest.mark.timeout(300)
 async def test_a_folder_set_up_from_the_window_is_served_and_indexed_by_the_engine(
     engine_env: EngineEnv, tmp_path: Path
 ) -> None:

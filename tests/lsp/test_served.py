@@ -90,3 +90,24 @@ def test_an_index_request_tells_whom_it_waits_for_then_how_far_it_got(
         "message": "waiting for another window's index of this folder",
         "percentage": None,
     }
+
+
+def test_a_windows_cancel_stops_its_index_in_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The editor's progress offers a cancel; for the index the engine ran for the window
+    it did nothing. ``cancel_index`` with the run's id stops it; an unknown run is no-op."""
+
+    def run_index(engine: object, options: object, progress: Any, cancel: Any, **kw: Any) -> Any:
+        while not cancel():
+            time.sleep(0.01)
+        return FakeRun({"interrupted": True})
+
+    monkeypatch.setattr(indexing, "run_index", run_index)
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(served.answer, object(), {"what": "index", "run": "r1"})
+        time.sleep(0.1)
+        assert not running.done()
+        stop = served.answer(object(), {"what": "cancel_index", "run": "r1"})  # type: ignore[arg-type]
+        assert stop == {"cancelled": True}
+        assert running.result(5) == {"report": {"interrupted": True}}
+    late = served.answer(object(), {"what": "cancel_index", "run": "r1"})  # type: ignore[arg-type]
+    assert late == {"cancelled": False}  # finished: nothing kept for it

@@ -91,6 +91,31 @@ def _set_indexing(folder: Folder, text: str) -> None:
     folder.indexing = text
 
 
+async def index_in_engine(
+    ls: EngramLanguageServer, folder: Folder, link: EngineLink, history: bool, token: str | None
+) -> dict[str, object]:
+    """The workspace engine's index for this window: its notes in the window's progress
+    (:func:`engine_notes`), and the progress's cancel stops it in the engine (a cancel did
+    nothing there: the button was shown, the index went on, waiting for another one too)."""
+    import uuid
+
+    from engram.daemon.client import EngineError
+    from engram.daemon.wire import WireError
+
+    run = uuid.uuid4().hex
+    job = asyncio.ensure_future(
+        asyncio.to_thread(link.index, history, engine_notes(ls, folder, token), run)
+    )
+    asked = False
+    while not job.done():
+        await asyncio.wait({job}, timeout=progress.PROGRESS_INTERVAL)
+        if not asked and not job.done() and progress.cancelled(ls, token):
+            asked = True
+            with contextlib.suppress(WireError, EngineError):
+                await asyncio.to_thread(link.cancel_index, run)
+    return job.result()
+
+
 def engine_notes(
     ls: EngramLanguageServer, folder: Folder, token: str | None
 ) -> Callable[[str], None]:
@@ -153,9 +178,7 @@ async def reindex_in_engine(
     folder.indexing = "indexing"
     progress.report(ls, token, "indexing")
     try:
-        report = await asyncio.to_thread(
-            link.index, not embed_later, engine_notes(ls, folder, token)
-        )
+        report = await index_in_engine(ls, folder, link, not embed_later, token)
     finally:
         folder.indexing = None
         progress.end(ls, token, "indexed")

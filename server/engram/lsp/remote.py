@@ -165,14 +165,18 @@ class EngineLink:
         return summary if isinstance(summary, str) else None
 
     def index(
-        self, history: bool, on_note: Callable[[str], None] | None = None
+        self, history: bool, on_note: Callable[[str], None] | None = None, run: str = ""
     ) -> dict[str, object]:
         """The engine's keyword-only index; ``on_note`` hears its progress as it runs
-        (``engram.lsp.served.IndexNotes``: whom it waits for, how far it got)."""
-        result = self.connection.call(
-            "lsp", {"what": "index", "history": history, "stream_stderr": True}, on_note
-        )
+        (``engram.lsp.served.IndexNotes``: whom it waits for, how far it got); ``run``
+        names it for :meth:`cancel_index`."""
+        params = {"what": "index", "history": history, "stream_stderr": True, "run": run}
+        result = self.connection.call("lsp", params, on_note)
         return result if isinstance(result, dict) else {}
+
+    def cancel_index(self, run: str) -> bool:
+        """Stop the engine's index ``run`` (it keeps what it stored; the next one resumes)."""
+        return bool(self._lsp("cancel_index", run=run).get("cancelled"))
 
     def anchored(self) -> tuple[dict[str, list[Memory]], Partners]:
         """Files with diagnostic-type memories, and those memories' conflict partners."""

@@ -31,6 +31,10 @@ MAX_IDS = 1000
 #: wrote the same graph rows ("UNIQUE constraint failed: nodes.id", seen in a real VS Code
 #: on the 6k-file gs-ws slice); the second now waits and finds the files unchanged.
 _INDEXING = threading.Lock()
+#: The runs of ``index`` requests going on, by the id their window gave them, and those a
+#: window asked to stop (``cancel_index``): the progress's cancel in the editor.
+_RUNNING: set[str] = set()
+_CANCELLED: set[str] = set()
 
 
 def answer(
@@ -47,7 +51,8 @@ def answer(
     ``anchored``: files with diagnostic-type memories (pull diagnostics, workspace-wide);
     ``memories``: memories by id and the review queue (an editor session's ledger).
 
-    ``note``: where an ``index`` tells its progress as it runs (:func:`index_notes`).
+    ``note``: where an ``index`` tells its progress as it runs (:class:`IndexNotes`);
+    ``cancel_index`` stops the ``index`` of the same ``run`` id (the editor's cancel).
     """
     from engram.lsp import folder as lsp_folder
     from engram.lsp.anchors import memory_key
@@ -86,15 +91,35 @@ def answer(
 
         options = attrs.evolve(LSP_INDEX, history=bool(request.get("history")))
         notes = IndexNotes(note)
-        if not _INDEXING.acquire(blocking=False):
-            notes.say("waiting for another window's index of this folder")
-            _INDEXING.acquire()
+        raw_run = request.get("run")
+        run_id = raw_run if isinstance(raw_run, str) and raw_run else None
+
+        def cancelled() -> bool:
+            return run_id is not None and run_id in _CANCELLED
+
+        if run_id is not None:
+            _RUNNING.add(run_id)
         try:
-            run = run_index(engine, options, notes.progress, on_wait=notes.waiting)
-            data = to_jsonable(run.code)
+            if not _INDEXING.acquire(blocking=False):
+                notes.say("waiting for another window's index of this folder")
+                while not _INDEXING.acquire(timeout=0.25):
+                    if cancelled():
+                        return {"report": {"interrupted": True}}
+            try:
+                run = run_index(engine, options, notes.progress, cancelled, on_wait=notes.waiting)
+                data = to_jsonable(run.code)
+            finally:
+                _INDEXING.release()
         finally:
-            _INDEXING.release()
+            _RUNNING.discard(run_id or "")
+            _CANCELLED.discard(run_id or "")
         return {"report": data if isinstance(data, dict) else {}}
+    if what == "cancel_index":  # the editor's cancel of its progress
+        raw_run = request.get("run")
+        if isinstance(raw_run, str) and raw_run in _RUNNING:
+            _CANCELLED.add(raw_run)
+            return {"cancelled": True}
+        return {"cancelled": False}
     if what == "reindex":
         files = request.get("files")
         done = []

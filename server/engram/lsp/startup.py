@@ -14,7 +14,7 @@ from lsprotocol import types
 from engram.config import merge_settings, workspace_settings_trust
 from engram.errors import EngramError
 from engram.lsp import progress
-from engram.lsp.background import engine_notes, index_folder, maybe_embed_in_child
+from engram.lsp.background import index_folder, index_in_engine, maybe_embed_in_child
 from engram.lsp.client import diagnostic_mode
 from engram.lsp.folder import load_config_blocking, open_engine_blocking, warm_blocking
 from engram.lsp.linking import connect_engine
@@ -200,11 +200,7 @@ async def start_remote(
         progress.report(ls, token, "indexing")
         try:
             with lease as link:
-                await asyncio.to_thread(
-                    link.index,
-                    not config.index.embed_in_background,
-                    engine_notes(ls, folder, token),
-                )
+                await index_in_engine(ls, folder, link, not config.index.embed_in_background, token)
         finally:
             folder.indexing = None
         folder.symbols.clear()
