@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from lsprotocol import types
@@ -25,6 +25,7 @@ SOURCE = (
     "def charge(amount):\n    return round(amount * 100)\n\n\n"
     "def refund(amount):\n    return -amount\n"
 )
+T = TypeVar("T")
 HEAVY = ("lancedb", "pyarrow", "numpy", "onnxruntime", "fastembed", "tree_sitter")
 
 
@@ -334,6 +335,23 @@ async def test_a_code_action_over_a_selection_keeps_the_window_thin(
     assert not [m for m in loaded if m.startswith("engram.store.") and m != "engram.store.digest"]
 
 
+def indexed_then_changed(engine_env: EngineEnv, billing: Path) -> None:
+    """A memory, a code graph, then a changed file: a window's start-up index has work."""
+    assert engine_env.run("remember", "--file", "billing.py", "--line", "1", "cents!").code == 0
+    assert engine_env.run("index", "--no-embed").code == 0
+    billing.write_text(SOURCE + "\n\ndef fee():\n    return 1\n")
+
+
+def progress_of(client: LanguageClient, kind: type[T]) -> list[tuple[Any, T]]:
+    """(token, value) of the ``$/progress`` values of one kind the window got."""
+    return [
+        (token, v)
+        for token, values in client.progress_reports.items()
+        for v in values
+        if isinstance(v, kind)
+    ]
+
+
 @pytest.mark.timeout(300)
 async def test_the_engines_start_up_index_says_whom_it_waits_for(
     engine_env: EngineEnv, billing: Path
@@ -344,25 +362,13 @@ async def test_the_engines_start_up_index_says_whom_it_waits_for(
     process the lock names, the memories show meanwhile, and it indexes once let go."""
     from engram.app.index_lock import index_lock
 
-    assert engine_env.run("remember", "--file", "billing.py", "--line", "1", "cents!").code == 0
-    assert engine_env.run("index", "--no-embed").code == 0  # a graph: start-up indexes
-    billing.write_text(SOURCE + "\n\ndef fee():\n    return 1\n")  # work for it to do
+    indexed_then_changed(engine_env, billing)
 
     def reports(client: LanguageClient) -> list[str]:
-        return [
-            v.message or ""
-            for values in client.progress_reports.values()
-            for v in values
-            if isinstance(v, types.WorkDoneProgressReport)
-        ]
+        return [v.message or "" for _, v in progress_of(client, types.WorkDoneProgressReport)]
 
     def ends(client: LanguageClient) -> list[str]:
-        return [
-            v.message or ""
-            for values in client.progress_reports.values()
-            for v in values
-            if isinstance(v, types.WorkDoneProgressEnd)
-        ]
+        return [v.message or "" for _, v in progress_of(client, types.WorkDoneProgressEnd)]
 
     held: Any = index_lock(Workspace(engine_env.root))
     held.__enter__()
@@ -397,9 +403,7 @@ async def test_cancelling_the_engines_start_up_index_stops_it(
     lock this test holds. It stops now; the folder is served, and the next index resumes."""
     from engram.app.index_lock import index_lock
 
-    assert engine_env.run("remember", "--file", "billing.py", "--line", "1", "cents!").code == 0
-    assert engine_env.run("index", "--no-embed").code == 0
-    billing.write_text(SOURCE + "\n\ndef fee():\n    return 1\n")
+    indexed_then_changed(engine_env, billing)
     with index_lock(Workspace(engine_env.root)):
         async with window(engine_env) as client:
             uri = open_doc(client, billing)
@@ -407,24 +411,16 @@ async def test_cancelling_the_engines_start_up_index_stops_it(
             def waiting() -> list[Any]:
                 return [
                     token
-                    for token, values in client.progress_reports.items()
-                    for v in values
-                    if isinstance(v, types.WorkDoneProgressReport)
-                    and (v.message or "").startswith("waiting for another index")
+                    for token, v in progress_of(client, types.WorkDoneProgressReport)
+                    if (v.message or "").startswith("waiting for another index")
                 ]
 
             await wait_for(waiting)
             client.window_work_done_progress_cancel(
                 types.WorkDoneProgressCancelParams(token=waiting()[0])
             )
-            await wait_for(
-                lambda: any(
-                    isinstance(v, types.WorkDoneProgressEnd)
-                    for values in client.progress_reports.values()
-                    for v in values
-                ),
-                30,
-            )  # while the lock is still held
+            # the progress ends while the lock is still held
+            await wait_for(lambda: progress_of(client, types.WorkDoneProgressEnd), 30)
             await wait_for(lambda: any("cents!" in m for m in messages(client, uri)))
 
 
