@@ -19,6 +19,9 @@ SAMPLES = [
     "lowercase words only here",
     "trailing Upper",
     "Mixed\nlinesWith\r\nCRLF\u2028andSeparators",
+    "lone\ud800SurrogateIn theMiddle \udfff",
+    "non BMP \U0001d49cbcDef xY\U0001f600zW",
+    "tab\tAnd\x0bvertical\x0cFeedsOf\x1cSeparators\x85nextLine\xa0noBreak",
 ]
 
 
@@ -30,7 +33,7 @@ def _every_word(text: str) -> str:
 
 def test_expand_identifiers_equals_a_lookup_of_every_word() -> None:
     rng = random.Random(18)
-    alphabet = "aZ9_ .\n" + "bcXYz012é-"
+    alphabet = "aZ9_ .\n" + "bcXYz012é-" + "\x0b\x85\ud800\U0001d49c"
     texts = [*SAMPLES]
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(2000)]
     for text in texts:

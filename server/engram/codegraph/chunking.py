@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Protocol
 
 import attrs
@@ -50,6 +52,13 @@ def split_identifier(identifier: str) -> list[str]:
     return words
 
 
+@lru_cache(maxsize=4096)
+def _name_words(name: str) -> str:
+    """:func:`split_identifier` of a definition's name, joined (names repeat: ``get``,
+    ``toString``, ``__init__``)."""
+    return " ".join(split_identifier(name))
+
+
 @attrs.define
 class CodeChunk:
     file: str
@@ -68,7 +77,7 @@ class CodeChunk:
         """``File: a/b.py | function: load_config (load config) | Lines: 3-20``."""
         parts = [f"File: {self.file}"]
         if self.name:
-            words = " ".join(split_identifier(self.name.rsplit(".", 1)[-1]))
+            words = _name_words(self.name.rsplit(".", 1)[-1])
             parts.append(f"{self.kind}: {self.name}" + (f" ({words})" if words else ""))
         parts.append(f"Lines: {self.start_line}-{self.end_line}")
         return " | ".join(parts)
@@ -127,12 +136,15 @@ def chunk_rows(
     """The stored chunks of one file as :data:`ChunkRow` (a parse worker makes them from
     the text and definitions it has, so the main process neither reads the file again
     nor asks the graph for its symbols; docs/codegraph.md "The whole cold index")."""
+    unique: dict[str, CodeChunk] = {}  # as unique_chunks, each id made once
+    for chunk in chunk_file(file, text, symbols, language):
+        unique[chunk.chunk_id] = chunk
     rows: list[ChunkRow] = []
-    for chunk in unique_chunks(file, text, symbols, language):
+    for chunk_id, chunk in unique.items():
         prefix = chunk.context_prefix()
         embedded = embedding_text(prefix, chunk.content)
         rows.append(
-            (chunk.chunk_id, chunk.kind, chunk.name or "", chunk.start_line, chunk.end_line,
+            (chunk_id, chunk.kind, chunk.name or "", chunk.start_line, chunk.end_line,
              chunk.content, prefix, expand_identifiers(embedded), text_digest(embedded))
         )  # fmt: skip
     return rows
@@ -147,7 +159,7 @@ def _windows(
     step = max(1, size - overlap)
     while position <= end:
         stop = min(end, position + size - 1)
-        if any(lines[i - 1].strip() for i in range(position, stop + 1)):
+        if any(map(str.strip, lines[position - 1 : stop])):
             spans.append((position, stop))
         if stop == end:
             break
@@ -175,7 +187,10 @@ def chunk_file(
         return []
     total = len(lines)
     chunks: list[CodeChunk] = []
-    covered = [False] * (total + 1)
+    # 1 where a chunk holds the line (index 0 and the sentinel past the end too): lines are
+    # marked a slice at a time and the free runs found by ``find``, not a loop per line
+    covered = bytearray(total + 2)
+    covered[0] = covered[total + 1] = 1
 
     def body(start: int, end: int) -> str:
         return "\n".join(lines[start - 1 : end])
@@ -185,8 +200,7 @@ def chunk_file(
         if end < start:
             return
         chunks.append(CodeChunk(file, kind, name, start, end, body(start, end), language))
-        for line in range(start, end + 1):
-            covered[line] = True
+        covered[start : end + 1] = b"\x01" * (end - start + 1)
 
     def leading_start(start: int) -> int:
         """The first line of the comments/decorators directly above line ``start``."""
@@ -209,15 +223,18 @@ def chunk_file(
             add(symbol.kind, symbol.qualname, w_start, w_end)
 
     ordered = sorted(symbols, key=lambda s: (s.start_line, -s.end_line))
+    starts = [s.start_line for s in ordered]
     top_level: list[Symbol] = []
     for symbol in ordered:
         if not top_level or symbol.start_line > top_level[-1].end_line:
             top_level.append(symbol)
     for symbol in top_level:
         size = symbol.end_line - symbol.start_line + 1
-        members = [
+        members = [  # those starting inside it, in order (the others cannot be members)
             s
-            for s in ordered
+            for s in ordered[
+                bisect_left(starts, symbol.start_line) : bisect_right(starts, symbol.end_line)
+            ]
             if s is not symbol
             and symbol.start_line <= s.start_line
             and s.end_line <= symbol.end_line
@@ -234,21 +251,18 @@ def chunk_file(
             add_definition(symbol)
     # everything else: module-level code, or the whole file when nothing was parsed
     kind = "module" if symbols or language else "text"
-    run_start: int | None = None
-    for line in range(1, total + 2):
-        free = line <= total and not covered[line]
-        if free and run_start is None:
-            run_start = line
-        elif not free and run_start is not None:
-            spans = _windows(lines, run_start, line - 1, WINDOW_LINES, WINDOW_OVERLAP)
-            for w_start, w_end in spans:
-                filled = sum(1 for i in range(w_start - 1, w_end) if lines[i].strip())
-                if filled < MIN_LOOSE_LINES and (chunks or len(spans) > 1):
-                    continue  # a stray import or blank gap between definitions
-                name = _text_name(lines, w_start, w_end) if kind == "text" else None
-                chunks.append(
-                    CodeChunk(file, kind, name, w_start, w_end, body(w_start, w_end), language)
-                )
-            run_start = None
+    run_start = covered.find(0)
+    while run_start != -1:
+        run_end = covered.find(1, run_start)  # the sentinel ends the last run
+        spans = _windows(lines, run_start, run_end - 1, WINDOW_LINES, WINDOW_OVERLAP)
+        for w_start, w_end in spans:
+            filled = len([line for line in map(str.strip, lines[w_start - 1 : w_end]) if line])
+            if filled < MIN_LOOSE_LINES and (chunks or len(spans) > 1):
+                continue  # a stray import or blank gap between definitions
+            name = _text_name(lines, w_start, w_end) if kind == "text" else None
+            chunks.append(
+                CodeChunk(file, kind, name, w_start, w_end, body(w_start, w_end), language)
+            )
+        run_start = covered.find(0, run_end)
     chunks.sort(key=lambda c: (c.start_line, c.end_line))
     return chunks
