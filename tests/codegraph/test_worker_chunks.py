@@ -29,7 +29,10 @@ QUERIES = ["helper", "Thing3 run", "readConfigFile", "parse HTTP response", "Gui
 
 def more_files() -> dict[str, str | bytes]:
     """What the mixed tree lacks: prose, a class too big for one chunk, camelCase words,
-    a file with no chunks, a file whose definitions share a span."""
+    a file with no chunks, a file whose definitions share a span, a chunk whose embedded
+    text is cut (past 2,000 characters, on non-ASCII ones) and prose with no word to split
+    (its search text is its text alone)."""
+    long = "def longOne():\n" + "".join(f"    x{i} = 'ééé ünïcödé 😀 {i}'\n" for i in range(100))
     big = "class Huge:\n" + "".join(
         f"    def method{i}(self, parseHTTPResponse{i}):\n        return readConfigFile({i})\n\n"
         for i in range(70)
@@ -39,6 +42,8 @@ def more_files() -> dict[str, str | bytes]:
         "py/huge.py": big,
         "py/pkg0/__init__.py": "",
         "ts/same.ts": "export const a = () => 1, b = () => 2;\n",
+        "py/long.py": long,
+        "docs/plain.md": "plain words only here\n" * 5,
     }
 
 

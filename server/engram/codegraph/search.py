@@ -26,15 +26,15 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import attrs
 
 from engram.bm25 import BM25Index
 from engram.codegraph.chunking import (
+    MAX_EMBED_CHARS,
     ChunkRow,
     CodeChunk,
-    embedding_text,
     split_identifier,
     text_digest,
     unique_chunks,
@@ -46,9 +46,10 @@ from engram.workspace import Workspace, WorkspaceError
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+    import pyarrow as pa
 
     from engram.jsontypes import JsonObject
-    from engram.store.chunk_store import ChunkStore, CodeChunkRecord
+    from engram.store.chunk_store import ChunkStore
     from engram.store.location import StoreLocation
 
 log = logging.getLogger(__name__)
@@ -599,10 +600,76 @@ class CodeSearch:
 
 
 #: A batch the prefill's writer thread stores as one version: ``(files whose old chunks go,
-#: records, their indexed texts)``; None: the parse phase is over; :data:`_GIVEN_UP`: the
-#: run stopped (cancel, Ctrl-C, an error)
-_Batch = tuple[list[str], list["CodeChunkRecord"], list[str]]
-_GIVEN_UP: _Batch = ([], [], [])
+#: chunks' columns)``; None: the parse phase is over; :data:`_GIVEN_UP`: the run stopped
+#: (cancel, Ctrl-C, an error)
+_Batch = tuple[list[str], "_PrefillColumns"]
+
+
+class _PrefillColumns(NamedTuple):
+    """A batch of the parse workers' chunks as the columns it is written from (one list
+    a column, not one record object a chunk: 500k chunks at 58k files); ``text`` and
+    ``search_text`` are joined in Arrow from ``prefixes``, ``contents`` and ``extras``
+    (:func:`_keyword_table`)."""
+
+    ids: list[str]
+    files: list[str]
+    kinds: list[str]
+    names: list[str]
+    starts: list[int]
+    ends: list[int]
+    contents: list[str]
+    prefixes: list[str]
+    extras: list[str]
+    hashes: list[str]
+
+    @classmethod
+    def empty(cls) -> _PrefillColumns:
+        return cls([], [], [], [], [], [], [], [], [], [])
+
+
+_GIVEN_UP: _Batch = ([], _PrefillColumns.empty())
+
+
+def _keyword_table(columns: _PrefillColumns) -> pa.Table:
+    """The chunk table's rows of a prefill batch: those :meth:`ChunkStore.replace_files`
+    makes of the same chunks as ``CodeChunkRecord``s with their search texts (``text`` is
+    ``chunking.embedding_text``, ``search_text`` ``fts_text.with_identifiers`` of it), but
+    the two long texts are joined by Arrow (outside the GIL), not as Python strings first."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from engram.store.chunk_store import chunk_schema
+
+    string = pa.string()
+    contents = pa.array(columns.contents, string)
+    text = pc.binary_join_element_wise(
+        pa.array(columns.prefixes, string),
+        pc.utf8_slice_codeunits(contents, 0, MAX_EMBED_CHARS),  # code points, as str[:n]
+        "\n\n",
+    )
+    extras = pa.array(columns.extras, string)
+    search_text = pc.if_else(
+        pc.equal(extras, ""), text, pc.binary_join_element_wise(text, extras, "\n")
+    )
+    count = len(columns.ids)
+    return pa.table(
+        {
+            "id": pa.array(columns.ids, string),
+            "file": pa.array(columns.files, string),
+            "kind": pa.array(columns.kinds, string),
+            "name": pa.array(columns.names, string),
+            "start_line": pa.array(columns.starts, pa.int32()),
+            "end_line": pa.array(columns.ends, pa.int32()),
+            "content": contents,
+            "text": text,
+            "search_text": search_text,
+            "content_hash": pa.array(columns.hashes, string),
+            "vector": pa.nulls(count, pa.binary()),
+            "dim": pa.array([0] * count, pa.int32()),
+            "model_id": pa.nulls(count, string),
+        },
+        schema=chunk_schema(),
+    )
 
 
 class ChunkPrefill:
@@ -631,8 +698,7 @@ class ChunkPrefill:
         self._open = store
         self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=2)
         self._files: list[str] = []
-        self._records: list[CodeChunkRecord] = []
-        self._texts: list[str] = []
+        self._columns = _PrefillColumns.empty()
         self._thread: threading.Thread | None = None
         self._ended = False
         self.error: BaseException | None = None
@@ -642,24 +708,27 @@ class ChunkPrefill:
 
     def add(self, path: str, file_hash: str, chunks: list[ChunkRow]) -> None:
         """Queue one file's chunks (a batch goes to the writer once it is full)."""
-        from engram.store.chunk_store import CodeChunkRecord
-        from engram.store.fts_text import with_identifiers
-
         if self._ended:
             return
         self._files.append(path)
-        self.files += bool(chunks)
-        for chunk_id, kind, name, start, end, content, prefix, extra, digest in chunks:
-            text = embedding_text(prefix, content)
-            self._records.append(
-                CodeChunkRecord(
-                    id=chunk_id, file=path, kind=kind, name=name, start_line=start,
-                    end_line=end, content=content, text=text,
-                    content_hash=stored_hash(file_hash, None, digest),
-                )
-            )  # fmt: skip
-            self._texts.append(with_identifiers(text, extra))
-        if len(self._records) >= PREFILL_BATCH_CHUNKS:
+        if not chunks:
+            return
+        self.files += 1
+        columns = self._columns
+        ids, kinds, names, starts, ends, contents, prefixes, extras, digests = zip(
+            *chunks, strict=True
+        )
+        columns.ids.extend(ids)
+        columns.files.extend([path] * len(chunks))
+        columns.kinds.extend(kinds)
+        columns.names.extend(names)
+        columns.starts.extend(starts)
+        columns.ends.extend(ends)
+        columns.contents.extend(contents)
+        columns.prefixes.extend(prefixes)
+        columns.extras.extend(extras)
+        columns.hashes.extend([stored_hash(file_hash, None, digest) for digest in digests])
+        if len(columns.ids) >= PREFILL_BATCH_CHUNKS:
             self._flush()
 
     def _flush(self) -> None:
@@ -668,9 +737,9 @@ class ChunkPrefill:
         if self._thread is None:  # started by the first batch: a run with none pays nothing
             self._thread = threading.Thread(target=self._write, name="engram-chunk-writer")
             self._thread.start()
-        self.chunks += len(self._records)
-        self._queue.put((self._files, self._records, self._texts))
-        self._files, self._records, self._texts = [], [], []
+        self.chunks += len(self._columns.ids)
+        self._queue.put((self._files, self._columns))
+        self._files, self._columns = [], _PrefillColumns.empty()
 
     def parsed(self) -> None:
         """The last batch to the writer, which then builds the FTS index (in its thread)."""
@@ -692,7 +761,7 @@ class ChunkPrefill:
         brings the index up to date; unindexed rows are searched flat meanwhile."""
         if not self._ended:
             self._ended = True
-            self._files, self._records, self._texts = [], [], []
+            self._files, self._columns = [], _PrefillColumns.empty()
             if self._thread is not None:
                 self._queue.put(_GIVEN_UP)
         if self._thread is not None:
@@ -713,9 +782,9 @@ class ChunkPrefill:
                     if batch is _GIVEN_UP:
                         run.upkeep = False
                         break
-                    files, records, texts = batch
+                    files, columns = batch
                     replaced = [f for f in files if f in stored]
-                    store.replace_files(replaced, records, search_texts=texts)
+                    store.replace_files_rows(replaced, _keyword_table(columns))
                 ended = True
         except Exception as exc:  # the pass after the graph writes those files instead
             self.error = exc

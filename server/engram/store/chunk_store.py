@@ -251,7 +251,13 @@ class ChunkStore:
         """
         if not files and not records:
             return
-        rows = self._arrow(records, vectors, model_id, search_texts)
+        self.replace_files_rows(files, self._arrow(records, vectors, model_id, search_texts))
+
+    def replace_files_rows(self, files: Sequence[str], rows: pa.Table) -> None:
+        """:meth:`replace_files` with the rows already in Arrow (:func:`chunk_schema`): a
+        cold run's parse workers' chunks (``engram.codegraph.search.ChunkPrefill``)."""
+        if not files and not rows.num_rows:
+            return
         where = "file IN (" + ", ".join(sql_quote(f) for f in files) + ")" if files else None
 
         def write(table: Any) -> None:
