@@ -21,7 +21,7 @@ from engram.model import (
     to_jsonable,
     utcnow,
 )
-from engram.quoting import replace_controls
+from engram.quoting import code_span, replace_controls
 
 if TYPE_CHECKING:
     from engram.codegraph import CodeHit, ImpactReport
@@ -332,13 +332,14 @@ def impact_summary(report: ImpactReport | None) -> str | None:
     cochange = sorted(report.cochange, key=lambda p: -float(p.confidence))
     if cochange:
         shown = ", ".join(
-            f"`{path_text(p.file)}` ({round(float(p.confidence) * 100)}%)" for p in cochange[:2]
+            f"{code_span(path_text(p.file))} ({round(float(p.confidence) * 100)}%)"
+            for p in cochange[:2]
         )
         parts.append(f"usually changes with {shown}")
     tests = list(report.tests)
     if tests:
         more = f" (+{len(tests) - 2})" if len(tests) > 2 else ""
-        parts.append("tests: " + ", ".join(f"`{path_text(t)}`" for t in tests[:2]) + more)
+        parts.append("tests: " + ", ".join(code_span(path_text(t)) for t in tests[:2]) + more)
     return "; ".join(parts)
 
 

@@ -30,7 +30,14 @@ from lsprotocol import types
 
 from engram.anchors import LineSpan
 from engram.marks import conflict_marker
-from engram.model import ANCHORED_DIAGNOSTIC_TYPES, Memory, MemoryType, shared_by_text
+from engram.model import (
+    ANCHORED_DIAGNOSTIC_TYPES,
+    Memory,
+    MemoryType,
+    shared_by_text,
+    team_origin,
+)
+from engram.quoting import quote_shared
 
 log = logging.getLogger(__name__)
 
@@ -190,10 +197,28 @@ def age_text(then: datetime, now: datetime) -> str:
     return f"{days // 365} years ago"
 
 
-def provenance_text(memory: Memory, now: datetime) -> str:
+def shown_text(memory: Memory) -> str:
+    """A memory's text as diagnostics and hover show it: a teammate's is quoted data from
+    that teammate and file (:func:`engram.quoting.quote_shared`, as hooks, MCP and context
+    packs show it), never bare text an agent could take for an instruction or whose lines
+    could forge Engram's own (``m-… · user_taught · pinned · verified``)."""
+    origin = team_origin(memory)
+    if origin is None:
+        return memory.content
+    file = origin.get("file")
+    return quote_shared(
+        memory.content,
+        origin.get("by") or "the team",
+        file if isinstance(file, str) else None,
+        reviewed=memory.user_verified,
+    )
+
+
+def provenance_text(memory: Memory, now: datetime, *, origin: bool = True) -> str:
     """``user_taught · 3 days ago · confidence 0.82 · session s-12 · commit 1a2b3c4``.
 
-    A memory from the team folder says who shared it (``shared by Ana``)."""
+    A memory from the team folder says who shared it (``shared by Ana``), unless
+    ``origin`` is False because its text, quoted by :func:`shown_text`, says it already."""
     parts = [
         memory.source.value,
         age_text(memory.created_at, now),
@@ -203,7 +228,7 @@ def provenance_text(memory: Memory, now: datetime) -> str:
         parts.append(f"session {memory.provenance.session_id}")
     if memory.provenance.commit_sha:
         parts.append(f"commit {memory.provenance.commit_sha[:7]}")
-    shared = shared_by_text(memory)
+    shared = shared_by_text(memory) if origin else None
     if shared is not None:
         parts.append(shared)
     if memory.pinned:
@@ -222,7 +247,8 @@ def diagnostic_message(
     (agents read messages, not relatedInformation; docs/trust.md "Conflicts")."""
     label = TYPE_LABELS.get(memory.type, memory.type.value)
     marks = "".join(f"\n{conflict_marker(oid, text)}" for oid, text in partners)
-    return f"{label}: {memory.content}{marks}\n{memory.id} · {provenance_text(memory, now)}"
+    provenance = provenance_text(memory, now, origin=False)
+    return f"{label}: {shown_text(memory)}{marks}\n{memory.id} · {provenance}"
 
 
 def to_diagnostic(

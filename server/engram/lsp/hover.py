@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from engram.anchors import LineSpan
-from engram.lsp.diagnostics import TYPE_LABELS, provenance_text
+from engram.lsp.diagnostics import TYPE_LABELS, provenance_text, shown_text
 from engram.marks import conflict_marker
 from engram.model import Memory
+from engram.quoting import code_span, markdown_text
 
 #: At most this many memories in one hover; the rest are counted.
 MAX_HOVER_MEMORIES = 5
@@ -45,14 +46,22 @@ def memories_at(
 
 def memory_block(memory: Memory, now: datetime, partners: Sequence[tuple[str, str]] = ()) -> str:
     """One memory; ``partners``: the shown memories it conflicts with, quoted and marked
-    (docs/trust.md "Conflicts", ``engram.marks``)."""
+    (docs/trust.md "Conflicts", ``engram.marks``).
+
+    Every text a memory carries is shown as text (:func:`engram.quoting.markdown_text`), a
+    teammate's in the quoted form agents get (:func:`shown_text`): hover is markdown, and
+    a teammate's ``![x](https://host/pixel)`` made VS Code fetch that URL on every hover,
+    while ``---`` and a bold header in it drew a second, "pinned · verified" memory."""
     label = TYPE_LABELS.get(memory.type, memory.type.value.replace("_", " "))
     stale = " · **stale**" if memory.is_stale else ""
-    warning = "".join(f"\n\n**{conflict_marker(oid, text)}**" for oid, text in partners)
+    warning = "".join(
+        f"\n\n**{markdown_text(conflict_marker(oid, text))}**" for oid, text in partners
+    )
+    provenance = markdown_text(provenance_text(memory, now, origin=False))
     return (
-        f"**{label}** · {provenance_text(memory, now)}{stale}\n\n"
-        f"{memory.content}{warning}\n\n"
-        f"`{memory.citation()}`"
+        f"**{label}** · {provenance}{stale}\n\n"
+        f"{markdown_text(shown_text(memory))}{warning}\n\n"
+        f"{code_span(memory.citation())}"
     )
 
 
@@ -68,7 +77,7 @@ def hover_markdown(
         return None
     sections: list[str] = []
     if impact:
-        title = f"`{symbol}`: " if symbol else ""
+        title = f"{code_span(symbol)}: " if symbol else ""
         sections.append(f"**Engram impact** · {title}{impact}")
     for memory in memories[:MAX_HOVER_MEMORIES]:
         sections.append(memory_block(memory, now, (partners or {}).get(memory.id, ())))
