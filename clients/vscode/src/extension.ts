@@ -222,6 +222,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(output);
   const folder = vscode.workspace.workspaceFolders?.[0];
   const config = () => vscode.workspace.getConfiguration("engram");
+  /** What the server gets for `scope`: the user's settings and the workspace's tuning only. */
+  const serverSettings = (scope?: vscode.Uri): SettingsObject => {
+    const levels = vscode.workspace.getConfiguration(undefined, scope).inspect?.("engram");
+    return toServerSettings(vscode.workspace.getConfiguration("engram", scope) as unknown as SettingsObject, levels);
+  };
   let starting: Promise<boolean> | undefined;
 
   /** Find a working server, start the language client; false (with one message) if none. */
@@ -270,14 +275,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: "file" }],
       outputChannel: output,
-      initializationOptions: toServerSettings(settings as unknown as SettingsObject),
+      initializationOptions: serverSettings(),
       synchronize: { configurationSection: "engram" },
       middleware: {
         workspace: {
           configuration: async (params, token, next) => {
             const result = await next(params, token);
             return Array.isArray(result)
-              ? result.map((r, i) => (params.items[i]?.section === "engram" ? toServerSettings(r as SettingsObject) : r))
+              ? result.map((r, i) => {
+                  const item = params.items[i];
+                  return item?.section === "engram" ? serverSettings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined) : r;
+                })
               : result;
           },
         },
