@@ -299,7 +299,10 @@ def one_line_error(message: str) -> str:
     """
     import re
 
-    text = " ".join(str(message).split())
+    from engram.quoting import replace_controls
+
+    # an error may quote what a repository wrote (an MCP server's arguments, a file name)
+    text = replace_controls(" ".join(str(message).split()), "?")
     text = re.sub(r",?\s*(?:at\s+)?(?:[A-Za-z]:)?[\\/][^\s,;()]*\.rs:\d+(?::\d+)?", "", text)
     noise = r"(?:Generic N/A error|Wrapped error|LanceError\(\w+\)|lance error):\s*"
     text = re.sub(noise, "", text)

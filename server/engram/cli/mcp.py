@@ -135,17 +135,24 @@ def _parse_arguments(text: str) -> JsonObject:
 
 
 def _emit(args: argparse.Namespace, data: dict[str, Any], render: Any) -> int:
+    """``data`` as JSON or as lines, whose every control character is ``?``: a clone's
+    ``.mcp.json`` writes the arguments and URLs shown, and ``engram mcp trust`` printed
+    ``ESC]52;c;…`` (a clipboard write) and ``ESC[2K`` + CR (the approval line erased, "ok"
+    left on it) to the terminal of the person approving it."""
+    from engram.cli.output import terminal_text
+
     if getattr(args, "json", False):
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
         for line in render(data):
-            sys.stdout.write(line + "\n")
+            sys.stdout.write(terminal_text(line) + "\n")
         for note in data.get("notes", []) or []:
-            sys.stderr.write(f"engram: note: {note}\n")
+            sys.stderr.write(terminal_text(f"engram: note: {note}") + "\n")
     return 0
 
 
 def _emit_call(args: argparse.Namespace, result: dict[str, Any]) -> int:
+    from engram.cli.output import terminal_text
     from engram.mcphub.results import result_text
 
     failed = bool(result.get("isError"))
@@ -156,10 +163,11 @@ def _emit_call(args: argparse.Namespace, result: dict[str, Any]) -> int:
         if not text and result.get("structuredContent") is not None:
             text = json.dumps(result["structuredContent"], indent=2, ensure_ascii=False)
         if text:
-            sys.stdout.write(text.rstrip("\n") + "\n")
+            sys.stdout.write(terminal_text(text.rstrip("\n")) + "\n")
     if failed:
         first = " ".join(result_text(result).split())[:200] or "no message"
-        sys.stderr.write(f"engram: error: tool {result.get('tool')} returned an error: {first}\n")
+        line = f"engram: error: tool {result.get('tool')} returned an error: {first}"
+        sys.stderr.write(terminal_text(line) + "\n")
         return 1
     return 0
 
@@ -202,6 +210,8 @@ def _render_status(data: dict[str, Any]) -> Sequence[str]:
             f"{server['name']}\t{state}\t{server['transport']}\t{server['tools']} tools\t"
             f"{server['scope']}: {server['trust']}\t{server['origin']}"
         )
+        if not server["trusted"]:  # what `engram mcp trust` would approve, before it does
+            lines.append(f"  would start: {server['launch']}")
     if not data["servers"]:
         lines.append(
             "no MCP servers configured (.mcp.json, .vscode/mcp.json, ~/.config/engram/mcp.json …)"

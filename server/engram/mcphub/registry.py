@@ -205,6 +205,7 @@ class ServerEntry:
             "origin": self.spec.origin,
             "trusted": self.trust.trusted,
             "trust": self.trust.reason,
+            "launch": self.spec.describe(),
             "config_hash": self.spec.config_hash,
             "tools": len(self.cached.tools) if self.cached else 0,
             "persistent": self.spec.persistent,

@@ -77,10 +77,16 @@ class ServerSpec:
         return config_hash(self)
 
     def describe(self) -> str:
-        """One line naming what will run, for approval prompts and status."""
-        if self.transport == "stdio":
-            return " ".join([self.command or "?", *self.args])
-        return f"{self.transport} {self.url}"
+        """One line naming what will run, and which of the user's environment variables it
+        is given, for approval prompts and status (names only: it is stored with the
+        approval)."""
+        launch = (
+            " ".join([self.command or "?", *self.args])
+            if self.transport == "stdio"
+            else f"{self.transport} {self.url}"
+        )
+        reads = environment_reads(self)
+        return f"{launch}; sends {', '.join(reads)} from your environment" if reads else launch
 
 
 @attrs.frozen
@@ -96,6 +102,34 @@ class SourceScan:
     #: (name, origin) of definitions hidden by an earlier file defining the same name
     shadowed: list[tuple[str, str]]
     files: list[str]
+
+
+#: the ``${…}`` forms (:func:`expand`) that read no environment variable
+_NOT_ENVIRONMENT = frozenset({"workspaceFolder", "workspaceRoot", "userHome"})
+
+
+def environment_reads(spec: ServerSpec) -> list[str]:
+    """``$NAME (where)`` for each environment variable the configuration fills in.
+
+    A repository's ``.mcp.json`` chooses these: an HTTP server with ``"headers":
+    {"Authorization": "Bearer ${env:GITHUB_TOKEN}"}`` was approved as ``http https://…``
+    and then sent the user's GitHub token to that URL, which the approval never named."""
+    fields = [
+        ("command", spec.command or ""),
+        *(("args", arg) for arg in spec.args),
+        ("cwd", spec.cwd or ""),
+        ("url", spec.url or ""),
+        *((f"env {name}", value) for name, value in spec.env.items()),
+        *((f"header {name}", value) for name, value in spec.headers.items()),
+    ]
+    reads: list[str] = []
+    for where, text in fields:
+        for ref in _VAR.findall(text):
+            if ref in _NOT_ENVIRONMENT or ref.startswith("input:"):
+                continue
+            name = ref[4:] if ref.startswith("env:") else ref.partition(":-")[0]
+            reads.append(f"${name} ({where})")
+    return list(dict.fromkeys(reads))
 
 
 def _canonical(spec: ServerSpec) -> JsonObject:
