@@ -25,6 +25,27 @@ if TYPE_CHECKING:
 SAFE_GIT_CONFIG: tuple[str, ...] = ("-c", "core.fsmonitor=false")
 
 
+def filters_off(config_names: str) -> tuple[str, ...]:
+    """``-c`` options that turn off every filter driver named in ``config_names`` (the
+    output of ``git config --name-only --get-regexp ^filter\\.``).
+
+    ``status`` compares a file whose timestamps changed through its clean filter
+    (``.gitattributes``: ``*.json filter=x``), a command the repository's ``.git/config``
+    names (``filter.x.clean``): the team folder's facts ran it on ``engram sync``, ``engram
+    index`` and an editor's start, in a workspace unpacked with its ``.git`` (stop 29).
+    There is no switch for all filters, so each one named is emptied (git runs nothing for
+    an empty command) and made optional (a required filter with no command fails)."""
+    names = sorted(
+        {line.rsplit(".", 1)[0][len("filter.") :] for line in config_names.splitlines()
+         if line.startswith("filter.") and line.count(".") >= 2}
+    )  # fmt: skip
+    options: list[str] = []
+    for name in names:
+        for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+            options += ["-c", f"filter.{name}.{key}={value}"]
+    return tuple(options)
+
+
 def find_workspace_root(start: Path) -> Path:
     """The enclosing git root of ``start``, or ``start`` itself outside git."""
     from pathlib import Path

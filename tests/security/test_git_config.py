@@ -10,6 +10,7 @@ lead's hostile-workspace walk, stop 27. Every git command Engram runs starts wit
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -57,3 +58,42 @@ def test_index_remember_share_and_sync_never_run_the_repositorys_fsmonitor(
     # and the work was done: the share is a commit of the team folder
     log = git(ws.root, "log", "-1", "--format=%s")
     assert log.startswith("engram: share")
+
+
+def test_sync_and_index_never_run_the_repositorys_clean_filter(
+    tmp_workspace: Workspace, tmp_path: Path
+) -> None:
+    """``status`` (the team folder's facts) runs a file's clean filter when its timestamps
+    changed, as they do in any unpacked archive: ``engram sync`` and ``engram index`` ran
+    ``filter.x.clean`` from the repository's ``.git/config`` (stop 29)."""
+    root = tmp_workspace.root
+    team = root / ".engram-team"
+    team.mkdir()
+    shared = team / "m-00000000aa.json"
+    shared.write_text(
+        '{"id": "m-00000000aa", "type": "gotcha", "scope": "global", "source": "user_taught",'
+        ' "content": "charge() takes cents, never euros", "anchors": []}'
+    )
+    (root / ".gitattributes").write_text("*.json filter=x\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "a teammate's memory")
+    marker = tmp_path / "FILTER-RAN"
+    git(root, "config", "filter.x.clean", f"touch {shlex.quote(str(marker))}; cat")
+    git(root, "config", "filter.x.required", "true")
+
+    def unpacked() -> None:  # new timestamps: git must look at the content again
+        stamp = shared.stat().st_mtime + 5
+        os.utime(shared, (stamp, stamp))
+
+    unpacked()
+    subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True)
+    assert marker.exists(), "git did not run the clean filter: the test would prove nothing"
+    marker.unlink()
+    for args in [("sync", "--json"), ("index", "--no-embed")]:
+        unpacked()
+        run = engram(tmp_workspace, *args)
+        assert run.returncode == 0, (args, run.stderr)
+        assert not marker.exists(), f"`engram {' '.join(args)}` ran the repository's filter"
+    # and the facts were read: the committed share is the teammate's, in review
+    listed = engram(tmp_workspace, "list", "--json")
+    assert "charge() takes cents" in listed.stdout

@@ -39,7 +39,7 @@ import attrs
 import numpy as np
 
 from engram.config import HistoryConfig
-from engram.gitroot import SAFE_GIT_CONFIG
+from engram.gitroot import SAFE_GIT_CONFIG, filters_off
 from engram.history.cochange_model import (
     CochangeModel,
     CommitIndex,
@@ -1219,8 +1219,12 @@ class GitHistory:
         inside = self._prefix + folder.strip("/")
         tree = self._git("ls-tree", "-r", "--name-only", "-z", self.rev, "--", inside,
                          timeout=self.config.git_timeout_s)  # fmt: skip
-        status = self._git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
-                           inside, timeout=self.config.git_timeout_s)  # fmt: skip
+        # the repository's filter drivers off (engram.gitroot.filters_off), submodules not
+        # entered (their own config would apply there)
+        names = self._git("config", "--name-only", "--get-regexp", r"^filter\.") or ""
+        status = self._git(*filters_off(names), "status", "--porcelain=v1", "-z",
+                           "--untracked-files=all", "--ignore-submodules=all", "--", inside,
+                           timeout=self.config.git_timeout_s)  # fmt: skip
         history = self._git(
             "log", "--format=%x01%H%x1f%an", "--name-status", "--no-renames", self.rev, "--",
             inside, timeout=self.config.git_timeout_s,
