@@ -18,6 +18,8 @@ from engram.report import CHART_IDS
 ENGRAM = Path(sys.executable).with_name("engram")
 CHROMIUM = Path(os.environ.get("ENGRAM_CHROMIUM", "/usr/bin/chromium"))
 ROOT = Path(__file__).resolve().parents[2]
+#: a clone names its files: plotly draws ``<a href>`` in labels as a link (stop 29)
+LINKED = 'app/<a href="https:a.io">b.py'
 
 
 def engram(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -45,11 +47,15 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (ws / rel).write_text(text)
     git(ws, "add", "-A")
     git(ws, "commit", "-q", "-m", "start")
-    for n in range(3):  # core and api change together
+    (ws / LINKED).write_text("x = 0\n")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "a file a stranger named")
+    for n in range(3):  # core and api change together (and the stranger's file)
         (ws / "app/core.py").write_text(f"def charge(x):\n    return x + {n}\n")
         (ws / "app/api.py").write_text(
             f"from app.core import charge\n\ndef pay(x):\n    return charge(x) * {n}\n"
         )
+        (ws / LINKED).write_text(f"x = {n}\n")
         git(ws, "commit", "-q", "-am", f"change {n}")
     engram(ws, "index", "--no-embed")
     engram(ws, "remember", "--file", "app/core.py", "--symbol", "charge",
@@ -116,6 +122,9 @@ def test_chromium_draws_every_chart_offline_without_console_errors(workspace: Pa
             # memory text is text, never markup: the page has exactly its own two scripts
             # besides the figures' JSON, whatever a memory says
             assert tab.locator("script").count() == 3
+            # and a file name is a label, never a link, in every chart
+            assert tab.locator("svg a").count() == 0
+            assert '<a href="https:a.io">b.py' in tab.locator("#chart-impact").inner_text()
         finally:
             browser.close()
     assert errors == []

@@ -6,8 +6,9 @@ package's full bundle, ``plotly.offline.get_plotlyjs``, three times slower to pa
 figures as one JSON document, and a few lines that draw them; a
 Content-Security-Policy forbids every load from outside the file, so it works offline, in
 VS Code's webview and from an e-mail attachment alike, and injected text in a memory can
-never fetch anything. Memory text goes into HTML tables escaped and into figures only as
-plotly text (which plotly escapes). When every chart is drawn the loader sets
+never fetch anything. Memory text goes into HTML tables escaped, and every string of the
+figures reaches plotly with ``&``, ``<`` and ``>`` as entities (plotly draws a subset of
+HTML in labels, ``<a href>`` among them). When every chart is drawn the loader sets
 ``data-rendered`` on ``<body>``: the browser test and the render benchmark wait for it;
 ``performance`` marks (``engram-bundle``, ``-loader``, ``-data``, ``-plot-calls``, ``-drawn``)
 split the time between parsing the page, running plotly.js, reading the figures and drawing.
@@ -309,8 +310,36 @@ def _impact(data: ReportData) -> JsonObject:
     }
 
 
+#: figure keys whose strings are Engram's own plotly markup (``<br>``, ``<extra>``)
+_OWN_MARKUP = frozenset({"hovertemplate", "tickformat"})
+
+
+def _as_text(value: object) -> object:
+    """Every string of a figure shown as the characters it holds: plotly draws a subset of
+    HTML in labels, names and hover text (``<a href>``, ``<b>``, ``<span style>``), so a
+    clone's file named ``<a href="https:a.io">b.py`` was a link in the co-change and impact
+    charts (stop 29). ``&``, ``<`` and ``>`` become the entities plotly shows as themselves;
+    the keys in :data:`_OWN_MARKUP` keep Engram's own markup."""
+    if isinstance(value, str):
+        return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if isinstance(value, list):
+        return [_as_text(item) for item in value]
+    if isinstance(value, dict):
+        return _text_only(value)
+    return value
+
+
+def _text_only(fig: dict[str, object]) -> JsonObject:
+    return {k: v if k in _OWN_MARKUP else _as_text(v) for k, v in fig.items()}
+
+
 def figures(data: ReportData) -> dict[str, JsonObject]:
-    """Every chart as a plotly figure (``data`` + ``layout``), keyed by its ``<div>`` id."""
+    """Every chart as a plotly figure (``data`` + ``layout``), keyed by its ``<div>`` id;
+    every string from the data is plain text (:func:`_as_text`)."""
+    return {key: _text_only(fig) for key, fig in _figures(data).items()}
+
+
+def _figures(data: ReportData) -> dict[str, JsonObject]:
     return {
         "chart-by-type": _stacked(data.by_type, "Memories by type over time", "no memories yet"),
         "chart-by-module": _stacked(
