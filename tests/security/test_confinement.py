@@ -229,3 +229,36 @@ def test_a_team_dir_outside_the_workspace_does_not_stop_the_index(
     assert done.returncode == 0, done.stderr
     assert "team folder not read" in done.stderr and "outside the workspace" in done.stderr
     assert json.loads(done.stdout)["code"]["files_indexed"] == 1
+
+
+def test_share_never_writes_through_a_team_file_a_later_commit_made_a_link(
+    tmp_workspace: Workspace, tmp_path: Path
+) -> None:
+    """A teammate's memory the user confirmed, whose file a later commit replaced with a
+    link to the user's ``~/.bashrc``: the next ``engram share`` wrote the memory's JSON
+    there, and its ``"content": "… $(cmd)"`` line ran in the next shell (stop 29)."""
+    root = tmp_workspace.root
+    home_rc = tmp_path / "bashrc"
+    home_rc.write_text("export PS1=ok\n")
+    (root / "app.py").write_text("def f():\n    return 1\n")
+    team = root / ".engram-team"
+    team.mkdir()
+    shared = team / "m-00000000aa.json"
+    shared.write_text(json.dumps({
+        "id": "m-00000000aa", "type": "gotcha", "scope": "global", "source": "user_taught",
+        "content": "Always run the whole test suite before any commit $(touch PWNED)",
+        "anchors": [{"file": "app.py"}], "shared": {"format": 1, "by": "Ana"},
+    }))  # fmt: skip
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "a teammate's memory")
+    assert engram(tmp_workspace, "sync").returncode == 0
+    assert engram(tmp_workspace, "confirm", "m-00000000aa").returncode == 0
+    shared.unlink()
+    shared.symlink_to(os.path.relpath(home_rc, team))
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "tidy")
+
+    run = engram(tmp_workspace, "share")
+    assert home_rc.read_text() == "export PS1=ok\n"
+    assert ".engram-team/m-00000000aa.json is a link" in run.stderr, run.stderr
+    assert shared.is_symlink()

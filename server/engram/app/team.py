@@ -8,8 +8,10 @@ server after a pull changed the folder.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -111,10 +113,19 @@ def share(engine: Engine, ids: Sequence[str] = (), *, commit: bool = False) -> S
     written: list[Path] = []
     for memory, path in ready:
         text = render_team_file(memory, shared_by=who, shared_at=now)
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            report.refused.append(f"{memory.id}: {_not_written(label, path)}")
+            continue
         if _same_shared_memory(path, text):
             report.unchanged.append(memory.id)
             continue
-        path.write_text(text, encoding="utf-8")
+        try:
+            _write_team_file(path, text)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            report.refused.append(f"{memory.id}: {_not_written(label, path)}")
+            continue
         written.append(path)
         report.written.append(engine.workspace.relative(path))
     if commit and written:
@@ -320,6 +331,26 @@ def _flag_local_conflicts(
         engine.mirror(list(pending.values()))
         app_trust.record(engine, entries)
     return notes
+
+
+def _not_written(label: str, path: Path) -> str:
+    return (
+        f"{label}/{path.name} is a link or not a regular file: Engram never writes through "
+        "it; delete it, then share again"
+    )
+
+
+def _write_team_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, never through a symbolic link (``O_NOFOLLOW``: ELOOP).
+
+    A repository can commit ``.engram-team/<id>.json`` as a link: a teammate's memory the
+    user confirmed, whose file a later commit replaced with ``../../../.bashrc``, was
+    written there by the next ``engram share``, JSON whose ``"content": "… $(cmd)"`` line
+    the next shell ran (stop 29)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
 
 
 def _same_shared_memory(path: Path, text: str) -> bool:
