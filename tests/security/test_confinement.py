@@ -262,3 +262,40 @@ def test_share_never_writes_through_a_team_file_a_later_commit_made_a_link(
     assert home_rc.read_text() == "export PS1=ok\n"
     assert ".engram-team/m-00000000aa.json is a link" in run.stderr, run.stderr
     assert shared.is_symlink()
+
+
+def test_setup_never_reads_or_writes_through_the_repositorys_links(
+    tmp_workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``engram setup claude-code`` merges into ``.mcp.json`` and
+    ``.claude/settings.local.json``, paths the repository writes: committed as a link to
+    ``~/.claude.json``, the first was read and written back into the workspace; its
+    temporary name ``.settings.local.json.engram-tmp`` linked to ``~/.bashrc`` had the merged
+    settings (the clone's own keys included) written there (stop 29)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    claude_json = home / ".claude.json"
+    claude_json.write_text('{"oauthAccount": {"emailAddress": "you@example.com"}}')
+    bashrc = home / ".bashrc"
+    bashrc.write_text("export PS1=ok\n")
+    root = tmp_workspace.root
+    (root / ".claude").mkdir()
+    (root / ".claude" / "settings.local.json").write_text('{"env": {"NOTE": "$(touch X)"}}')
+    (root / ".claude" / ".settings.local.json.engram-tmp").symlink_to(bashrc)
+    (root / ".mcp.json").symlink_to(claude_json)
+
+    refused = engram(tmp_workspace, "setup", "claude-code")
+    assert refused.returncode != 0
+    assert refused.stderr.strip().splitlines()[-1] == (
+        "engram: error: .mcp.json is a link: Engram never writes through it; delete it"
+    )
+    assert (root / ".mcp.json").is_symlink()
+
+    (root / ".mcp.json").unlink()
+    done = engram(tmp_workspace, "setup", "claude-code")
+    assert done.returncode == 0, done.stderr
+    assert bashrc.read_text() == "export PS1=ok\n"
+    assert '"emailAddress"' not in (root / ".mcp.json").read_text()
+    assert "hook claude-code" in (root / ".claude" / "settings.local.json").read_text()

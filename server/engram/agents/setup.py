@@ -365,17 +365,63 @@ def plan_setup(
         if agent != "claude-code":
             raise InvalidInput("--plugin is for claude-code only (the other agents have none)")
         planner = _claude_plugin
-    return planner(root, home or Path.home(), command or engram_command())
+    changes = planner(root, home or Path.home(), command or engram_command())
+    for change in changes:
+        _check_not_linked(root, change.path)
+    return changes
+
+
+def _check_not_linked(root: Path, path: Path) -> None:
+    """Refuse a file of the workspace that is a link, or whose folder leads outside it.
+
+    The repository writes these paths: a clone committing ``.mcp.json`` as a link to
+    ``~/.claude.json`` had ``engram setup`` read that file and write it back into the
+    workspace, and ``.claude/.settings.local.json.engram-tmp`` (the temporary name it used)
+    linked to ``~/.bashrc`` had the merged settings, the clone's own keys included, written
+    there (stop 29)."""
+    from engram.workspace import WorkspaceError, confine
+
+    real_root = root.resolve()
+    absolute = path if path.is_absolute() else root / path
+    if real_root not in absolute.resolve().parents and root not in absolute.parents:
+        return  # the user's own files (~/.config/engram/command)
+    shown = _shown(root, absolute)
+    if absolute.is_symlink():
+        raise InvalidInput(f"{shown} is a link: Engram never writes through it; delete it")
+    try:
+        confine(real_root, absolute.parent)
+    except WorkspaceError as exc:
+        raise InvalidInput(
+            f"{shown} is in a folder outside the workspace ({exc}): Engram never writes "
+            "there; delete the link"
+        ) from exc
+
+
+def _shown(root: Path, path: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def apply_setup(changes: Sequence[FileChange]) -> None:
-    """Write the changed files (atomically, each through a temporary file beside it)."""
+    """Write the changed files (atomically, each through a temporary file beside it whose
+    name nobody can know beforehand, created anew: never an existing file or link)."""
+    import tempfile
+
     for change in changes:
         if not change.changed:
             continue
         change.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = change.path.with_name(f".{change.path.name}.engram-tmp")
-        tmp.write_text(change.content, encoding="utf-8")
-        if change.path.exists():
-            os.chmod(tmp, change.path.stat().st_mode & 0o7777)
-        os.replace(tmp, change.path)
+        fd, name = tempfile.mkstemp(
+            dir=change.path.parent, prefix=f".{change.path.name}.", suffix=".engram-tmp"
+        )
+        tmp = Path(name)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(change.content)
+            os.chmod(tmp, change.path.stat().st_mode & 0o7777 if change.path.exists() else 0o644)
+            os.replace(tmp, change.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
