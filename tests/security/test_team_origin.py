@@ -295,3 +295,19 @@ def test_cli_search_text_says_whose_and_how_trusted(
     mine = engram(ws, "search", "curl output cached")
     hit = next(line for line in mine.stdout.splitlines() if "curl output is cached" in line)
     assert hit.endswith("[review]"), mine.stdout
+
+
+def test_a_fifo_in_the_team_folder_blocks_nothing(tmp_workspace: Workspace) -> None:
+    """An archive can carry a FIFO named like a team file: ``engram sync`` (and so ``engram
+    index`` and an editor's start) blocked on its first read, for good (stop 29)."""
+    import os
+
+    root = tmp_workspace.root
+    (root / "app.py").write_text("def main():\n    return 0\n")
+    team_file(root, "m-00000000aa", "Use the retry helper.", type="gotcha")
+    os.mkfifo(root / ".engram-team" / "m-00000000ab.json")
+    synced = engram(tmp_workspace, "sync", "--json", timeout=60)
+    assert synced.returncode == 0, synced.stderr
+    report = json.loads(synced.stdout)
+    assert report["added"] == 1
+    assert any("m-00000000ab.json: not a regular file" in s for s in report["skipped"])

@@ -26,9 +26,12 @@ local review state stay local (docs/lifecycle.md: personal data never leaves the
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 import re
+import stat
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -210,10 +213,14 @@ def read_team_folder(folder: Path, *, label: str) -> TeamFolder:
             out.skipped.append(f"{name}: a symbolic link; team files must be regular files")
             continue
         try:
-            if path.stat().st_size > MAX_TEAM_FILE_BYTES:
+            data = _read_regular(path)
+            if data is None:
+                out.skipped.append(f"{name}: not a regular file")
+                continue
+            if len(data) > MAX_TEAM_FILE_BYTES:
                 out.skipped.append(f"{name}: larger than {MAX_TEAM_FILE_BYTES} bytes")
                 continue
-            text = path.read_text(encoding="utf-8")
+            text = data.decode("utf-8")
             raw = json.loads(text)
         except (OSError, UnicodeDecodeError) as exc:
             out.skipped.append(f"{name}: cannot read it ({exc})")
@@ -227,6 +234,24 @@ def read_team_folder(folder: Path, *, label: str) -> TeamFolder:
         else:
             out.entries.append(entry)
     return out
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of ``path`` (at most one byte over the limit), or None when it is not a
+    regular file. A FIFO named ``m-….json`` (an archive can carry one) blocked ``engram
+    sync``, ``engram index`` and an editor's start on its first read (stop 29): it is
+    opened without blocking and refused before any read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read(MAX_TEAM_FILE_BYTES + 1)
 
 
 def _anchor_problem(memory: Memory) -> str | None:
