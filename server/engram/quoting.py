@@ -125,6 +125,22 @@ def code_span(text: str) -> str:
     return f"{fence}{pad}{flat}{pad}{fence}"
 
 
+#: ``[label](target)``, which VS Code draws as a link in a notification (``window/showMessage``
+#: or an extension's message) and follows on a click, ``command:`` targets included
+_LINK_FORM = re.compile(r"\]\s*\(")
+
+
+def notice_text(text: str) -> str:
+    """``text`` for an editor's notification: one line, controls as ``?``, and no
+    ``[label](target)`` link form (``](`` becomes ``] (``).
+
+    Engram's notices quote what a repository wrote (its settings' values, its file names):
+    a clone's ``.engram/config.toml`` with ``base_url = "[the setup guide](command:…)"`` put
+    a link in Engram's own trust warning in VS Code, and one click ran that VS Code command
+    with the clone's arguments (stop 29)."""
+    return _LINK_FORM.sub("] (", replace_controls(" ".join(text.split()), "?"))
+
+
 __all__ = [
     "CONTROL_CATEGORIES",
     "clean_name",
@@ -132,6 +148,7 @@ __all__ = [
     "has_control",
     "is_control",
     "markdown_text",
+    "notice_text",
     "quote_shared",
     "quoted",
     "replace_controls",

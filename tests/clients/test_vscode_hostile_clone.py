@@ -1,6 +1,6 @@
 """A hostile clone opened in a real VS Code (code-server + the packaged ``.vsix`` + Chromium).
 
-Two ways a repository reached past Engram only through VS Code itself (docs/security.md):
+Three ways a repository reached past Engram only through VS Code itself (docs/security.md):
 
 * **Its ``.vscode/settings.json``.** VS Code hands the extension every ``engram.*`` key of the
   workspace's settings, undeclared ones included, and the server takes the editor's settings
@@ -8,6 +8,9 @@ Two ways a repository reached past Engram only through VS Code itself (docs/secu
   ``tools/x.py`` in the language server the moment a file was opened (its marker file
   appeared in the Explorer), past ``engram trust``; ``engram.llm`` could name an endpoint and
   ``api_key_env: "GITHUB_TOKEN"``.
+* **Its settings quoted in a notification.** VS Code draws ``[label](command:…)`` in a
+  notification as a link and runs the command on a click; Engram's trust warning quoted
+  the clone's ``llm.base_url`` as it was.
 * **A teammate's memory in hover.** Hover is markdown: a shared memory holding
   ``![s](https://host/pixel.png)`` made Chromium open a connection to that host whenever
   the line was hovered (a TLS ClientHello reached a loopback listener).
@@ -43,6 +46,9 @@ pytest.importorskip("playwright", reason="pip install -e '.[dev]' installs playw
 pytestmark = pytest.mark.timeout(600)
 
 SHARED = "Use the retry helper for every call"
+#: a value of the clone's settings, quoted by Engram's trust warning: VS Code drew it as a
+#: link in the notification and ran the command on a click (a terminal opened)
+LINK = "[the setup guide](command:workbench.action.terminal.new)"
 
 
 class Listener:
@@ -101,6 +107,8 @@ def clone(tmp_path_factory: pytest.TempPathFactory, listener: Listener) -> Path:
             indent=2,
         )
     )
+    (root / ".engram").mkdir()
+    (root / ".engram" / "config.toml").write_text(f'[llm]\nbase_url = "{LINK}"\nmodel = "m"\n')
     (root / ".engram-team").mkdir()
     (root / ".engram-team" / "m-00000000aa.json").write_text(
         json.dumps(
@@ -167,6 +175,12 @@ def test_the_repositorys_vscode_settings_run_nothing(
     wb: Workbench, clone: Path, listener: Listener
 ) -> None:
     wb.open_file("app.py")
+    # Engram's warning about the clone's LLM endpoint quotes it, as text
+    warned = wait_until(
+        "the trust warning", lambda: [t for t in wb.toasts() if "asks to" in t[1]], timeout=120
+    )
+    assert "the setup guide] (command:" in warned[0][1], warned
+    assert wb.page.locator(".notification-list-item-message a").count() == 0
     # the server is up and serving the file: the teammate's memory is a squiggle
     wait_until("the shared memory's squiggle", wb.squiggle_count, timeout=180)
     time.sleep(3)  # the editor events reach the observer, which loads its plugins

@@ -75,3 +75,28 @@ async def test_a_teammates_memory_is_quoted_text_in_hover_and_diagnostics(
     assert html.count("<strong>") == 1, html  # the real type label only
     assert "quoted data, not an instruction" in html
     assert PIXEL in html  # shown as text, so a person sees what the teammate wrote
+
+
+@pytest.mark.asyncio
+async def test_a_notice_quoting_the_repository_carries_no_link(
+    tmp_workspace: Workspace, user_config: object
+) -> None:
+    """VS Code draws ``[label](command:…)`` in a notification as a link and runs the
+    command on a click: Engram's own trust warning quoted the clone's ``llm.base_url`` as it
+    was, and a click opened a terminal in the real window (stop 29)."""
+    root = tmp_workspace.root
+    (root / "app.py").write_text("def main():\n    return 0\n")
+    (root / ".engram").mkdir()
+    link = "[the setup guide](command:workbench.action.terminal.new)"
+    (root / ".engram" / "config.toml").write_text(f'[llm]\nbase_url = "{link}"\nmodel = "m"\n')
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "a stranger's settings")
+
+    async with lsp_session([root]) as client:
+        await wait_ready(client)
+        warnings = await wait_for(
+            lambda: [m.message for m in client.messages if "asks to" in m.message],
+            what="the trust warning",
+        )
+    assert "the setup guide] (command:" in warnings[0], warnings
+    assert "](" not in " ".join(m.message for m in client.messages)

@@ -24,6 +24,7 @@ import {
   consolidateText,
   parseMemoryList,
   parseStats,
+  plainText,
   rememberedText,
   shareText,
   Stats,
@@ -217,6 +218,15 @@ function leftOut(): vscode.WorkspaceFolder[] {
 
 let client: LanguageClient | undefined;
 
+/** Notifications, whose text may quote what a repository wrote: never a link ({@link plainText}). */
+function info(text: string, ...items: string[]): Thenable<string | undefined> {
+  return vscode.window.showInformationMessage(plainText(text), ...items);
+}
+
+function failure(text: string, ...items: string[]): Thenable<string | undefined> {
+  return vscode.window.showErrorMessage(plainText(text), ...items);
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel("Engram", { log: true });
   context.subscriptions.push(output);
@@ -250,7 +260,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (!chosen) {
       const message = missingServerMessage(failures);
       output.error(message);
-      void vscode.window.showErrorMessage(message, "Open Settings", "Show Log").then(async (pick) => {
+      void failure(message, "Open Settings", "Show Log").then(async (pick) => {
         if (pick === "Open Settings") {
           await vscode.commands.executeCommand("workbench.action.openSettings", "engram.serverPath");
         } else if (pick === "Show Log") {
@@ -301,7 +311,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           try {
             return await client?.sendRequest("workspace/executeCommand", { command, arguments: args });
           } catch (err) {
-            void vscode.window.showErrorMessage(`Engram: ${commandFailure(err)}`);
+            void failure(`Engram: ${commandFailure(err)}`);
             return undefined;
           }
         },
@@ -474,7 +484,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         // the session summary, as soon as the session has learned something new
         learnedSeen = stats.sessionLearned;
         const summary = summaryText(await run("engram.sessionSummary", inFolder({}, shown)));
-        void vscode.window.showInformationMessage(summary, "Review").then((pick) => {
+        void info(summary, "Review").then((pick) => {
           if (pick === "Review") {
             void vscode.commands.executeCommand("engram.ui.review");
           }
@@ -491,7 +501,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       try {
         await fn(...args);
       } catch (err) {
-        void vscode.window.showErrorMessage(`Engram: ${err instanceof Error ? err.message : String(err)}`);
+        void failure(`Engram: ${err instanceof Error ? err.message : String(err)}`);
       }
     };
 
@@ -541,7 +551,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           start_line: editor.selection.start.line,
           end_line: editor.selection.end.line,
         });
-        void vscode.window.showInformationMessage(rememberedText(result));
+        void info(rememberedText(result));
         await refresh();
       }),
     ),
@@ -626,7 +636,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         if (!target && folders().length > 1) {
           return;
         }
-        void vscode.window.showInformationMessage(summaryText(await run("engram.sessionSummary", inFolder({}, target))));
+        void info(summaryText(await run("engram.sessionSummary", inFolder({}, target))));
       }),
     ),
     vscode.commands.registerCommand(
@@ -647,7 +657,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         if (!target && folders().length > 1) {
           return;
         }
-        void vscode.window.showInformationMessage(shareText(await run("engram.share", inFolder({}, target))));
+        void info(shareText(await run("engram.share", inFolder({}, target))));
         await refresh();
       }),
     ),
@@ -658,7 +668,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         if (!target && folders().length > 1) {
           return;
         }
-        void vscode.window.showInformationMessage(syncText(await run("engram.syncTeam", inFolder({}, target))));
+        void info(syncText(await run("engram.syncTeam", inFolder({}, target))));
         await refresh();
       }),
     ),
@@ -669,7 +679,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         if (!target && folders().length > 1) {
           return;
         }
-        void vscode.window.showInformationMessage(consolidateText(await run("engram.consolidate", inFolder({}, target))));
+        void info(consolidateText(await run("engram.consolidate", inFolder({}, target))));
         await refresh();
       }),
     ),
@@ -763,14 +773,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         }
         const where = all.length > 1 ? ` in ${target.name}` : " in this workspace";
         if (engramApplies(target) && client) {
-          void vscode.window.showInformationMessage(`Engram is already running${where}.`);
+          void info(`Engram is already running${where}.`);
           return;
         }
         if (!(await ensureStarted())) {
           return;
         }
         if (engramApplies(target)) {
-          void vscode.window.showInformationMessage(`Engram started${where}.`);
+          void info(`Engram started${where}.`);
           return;
         }
         // The server makes the folder's .engram/ (with its .gitignore), serves it and runs
@@ -779,7 +789,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         if (answer?.error) {
           throw new Error(answer.error);
         }
-        void vscode.window.showInformationMessage(
+        void info(
           `Engram set up${where}: its memory for this folder is in ${path.join(target.name, ".engram")}/.`,
         );
         await refresh();

@@ -180,3 +180,13 @@ export function rememberedText(raw: unknown): string {
   ].filter(Boolean);
   return `${head}${text ? `: "${text}"` : ""}${notes.length ? ` (${notes.join("; ")})` : ""}`;
 }
+
+/**
+ * Text for a notification. VS Code draws `[label](target)` in one as a link and follows it on
+ * a click, `command:` targets included (a command with arguments of the link's choosing);
+ * a repository's file names and settings reach Engram's messages, so the link form is
+ * broken: `](` becomes `] (` (docs/security.md, "Origin is always visible").
+ */
+export function plainText(text: string): string {
+  return text.replace(/\]\s*\(/g, "] (");
+}

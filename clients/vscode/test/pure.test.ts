@@ -13,6 +13,7 @@ import {
   moduleOf,
   parseMemoryList,
   parseStats,
+  plainText,
   shareText,
   statusText,
   rememberedText,
@@ -106,6 +107,15 @@ test("a repository's .vscode/settings.json sets only the declared tuning setting
   assert.deepEqual(folder, { observer: { enabled: true }, diagnostics: { trustLevel: 3 } });
   // the user's own settings are all the user's
   assert.deepEqual(toServerSettings({ ...hostile }, { globalValue: hostile }), hostile);
+});
+
+test("a notification quoting a repository carries no link VS Code would follow", () => {
+  const synced = "skipped .engram-team/[the fix](command:workbench.action.terminal.new).json: not valid JSON";
+  // VS Code's notification link form (vs/base/common/linkedText.ts)
+  const link = /\[([^\]]+)\]\(((?:https?:\/\/|command:|file:)[^)\s]+)(?: (["'])(.+?)(\3))?\)/gi;
+  assert.match(synced, link);
+  assert.doesNotMatch(plainText(synced), link);
+  assert.equal(plainText("[Memory m-1: a (b)]"), "[Memory m-1: a (b)]");
 });
 
 test("the settings a workspace may set are the manifest's declared, not machine-scoped ones", () => {

@@ -23,6 +23,7 @@ from engram.lsp.background import reindex, reindex_in_engine
 from engram.lsp.linking import open_local_engine
 from engram.lsp.publishing import publish, request_pull_refresh
 from engram.lsp.tracking import refresh_document
+from engram.quoting import notice_text
 
 if TYPE_CHECKING:
     from engram.app import Engine
@@ -230,7 +231,7 @@ class ServerContext:
 
     async def show_message(self, text: str) -> None:
         self.ls.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Info, message=text)
+            types.ShowMessageParams(type=types.MessageType.Info, message=notice_text(text))
         )
 
     async def show_document(self, path: str, line: int, file: str | None = None) -> bool:

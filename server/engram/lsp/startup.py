@@ -20,6 +20,7 @@ from engram.lsp.folder import load_config_blocking, open_engine_blocking, warm_b
 from engram.lsp.linking import connect_engine
 from engram.lsp.publishing import request_pull_refresh
 from engram.lsp.tracking import refresh_folder
+from engram.quoting import notice_text
 
 if TYPE_CHECKING:
     from engram.config import EngramConfig
@@ -88,7 +89,7 @@ def warn_untrusted_settings(ls: EngramLanguageServer, folder: Folder, trust: Set
     """
     if not trust.needs_approval:
         return
-    message = f"Engram ({folder.name}): {trust.summary()}, then reload the window."
+    message = notice_text(f"Engram ({folder.name}): {trust.summary()}, then reload the window.")
     log.warning("%s", message)
     ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
 
@@ -108,7 +109,7 @@ async def refuse_committed_store(ls: EngramLanguageServer, folder: Folder) -> bo
     try:
         await asyncio.to_thread(folder.workspace.check_engram_data_is_own)
     except WorkspaceError as exc:
-        folder.error = f"Engram is off in {folder.name}: {first_line(exc)}"
+        folder.error = notice_text(f"Engram is off in {folder.name}: {first_line(exc)}")
         log.warning("%s", folder.error)
         ls.window_show_message(
             types.ShowMessageParams(type=types.MessageType.Warning, message=folder.error)
