@@ -30,7 +30,7 @@ from tests.clients.vscode_driver import (
     ROOT,
     CodeServer,
     Workbench,
-    chromium_page,
+    open_workbench,
     packaged_vsix,
     wait_until,
 )
@@ -124,19 +124,8 @@ def code_server(
 @pytest.fixture(scope="module")
 def wb(code_server: tuple[CodeServer, str]) -> Iterator[Workbench]:
     _, url = code_server
-    with chromium_page() as page:
-        page.set_default_timeout(60_000)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                page.goto(url)
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-        page.wait_for_selector(".monaco-workbench", timeout=120_000)
-        yield Workbench(page)
+    with open_workbench(url) as workbench:
+        yield workbench
 
 
 @pytest.fixture(autouse=True)

@@ -35,7 +35,7 @@ import pytest
 from tests.clients.vscode_driver import (
     CodeServer,
     Workbench,
-    chromium_page,
+    open_workbench,
     packaged_vsix,
     wait_until,
 )
@@ -154,19 +154,8 @@ def wb(tmp_path_factory: pytest.TempPathFactory, clone: Path) -> Iterator[Workbe
     server.install(packaged_vsix())
     url = server.start(clone)
     try:
-        with chromium_page() as page:
-            page.set_default_timeout(60_000)
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    page.goto(url)
-                    break
-                except Exception:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.5)
-            page.wait_for_selector(".monaco-workbench", timeout=120_000)
-            yield Workbench(page)
+        with open_workbench(url) as workbench:
+            yield workbench
     finally:
         server.stop()
 

@@ -481,3 +481,21 @@ def chromium_page(width: int = 1400, height: int = 900) -> Iterator[Any]:
             yield page
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def open_workbench(url: str) -> Iterator[Workbench]:
+    """The workbench at ``url`` in a fresh Chromium page, once code-server answers there."""
+    with chromium_page() as page:
+        page.set_default_timeout(60_000)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page.goto(url)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        page.wait_for_selector(".monaco-workbench", timeout=120_000)
+        yield Workbench(page)
