@@ -91,6 +91,9 @@ def quote_shared(text: str, by: object, file: str | None, *, reviewed: bool) -> 
 #: underscore inside a word does not), a link or an image (``[``, ``]``, ``!``), an autolink
 #: or HTML (``<``, ``>``), an entity (``&``), strikethrough and tables (``~``, ``|``)
 _MARKDOWN_INLINE = re.compile(r"([\\`*_\[\]<>!&~|])")
+#: a code span :func:`markdown_text` keeps: one or two backticks (three could open a fenced
+#: block), text on one line with no backtick and not only spaces, the same backticks again
+_CODE_SPAN = re.compile(r"(?<!`)(`{1,2})(?=[^`\n]*[^`\n ])[^`\n]+\1(?!`)")
 #: what starts a block when it opens a line: a heading, a rule or setext underline, a list,
 #: a quote, a table (after up to three spaces)
 _MARKDOWN_LINE_START = re.compile(r"^( {0,3}\d*)([#=+.)-])", re.MULTILINE)
@@ -104,14 +107,27 @@ def markdown_text(text: str) -> str:
     notes): ``![x](https://host/pixel?…)`` in it made VS Code fetch that URL each time the
     line was hovered, and ``---`` with a bold header faked a second, verified memory."""
 
-    def escape(match: re.Match[str]) -> str:
-        char, at, end = match.group(), match.start(), match.end()
-        # an underscore inside a word (``user_taught``) starts no emphasis: left as it is
-        in_word = at > 0 and end < len(text) and text[at - 1].isalnum() and text[end].isalnum()
-        return char if char == "_" and in_word else "\\" + char
+    def escaped(piece: str) -> str:
+        def escape(match: re.Match[str]) -> str:
+            char, at, end = match.group(), match.start(), match.end()
+            # an underscore inside a word (``user_taught``) starts no emphasis: left as it is
+            inside = (
+                at > 0 and end < len(piece) and piece[at - 1].isalnum() and piece[end].isalnum()
+            )
+            return char if char == "_" and inside else "\\" + char
 
-    escaped = _MARKDOWN_INLINE.sub(escape, text)
-    return _MARKDOWN_LINE_START.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", escaped)
+        return _MARKDOWN_INLINE.sub(escape, piece)
+
+    # A code span on one line is kept as it is: nothing inside one is read as markdown, and
+    # memories name code in backticks (`catch_exceptions=True`), which should read as code,
+    # not as escaped backticks. Everything between the spans is escaped.
+    pieces: list[str] = []
+    done = 0
+    for span in _CODE_SPAN.finditer(text):
+        pieces += [escaped(text[done : span.start()]), span.group()]
+        done = span.end()
+    pieces.append(escaped(text[done:]))
+    return _MARKDOWN_LINE_START.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", "".join(pieces))
 
 
 def code_span(text: str) -> str:
