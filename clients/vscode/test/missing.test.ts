@@ -17,7 +17,33 @@ function loadExtension(): typeof import("../src/extension") {
   return require("../src/extension") as typeof import("../src/extension");
 }
 
-test("an interpreter without Engram gives one message with the fix and starts nothing", async () => {
+/**
+ * Run `body` with an environment in which /usr/bin/python3 cannot import engram, whatever
+ * the shell that ran the tests had: the extension's probe and server inherit the extension
+ * host's environment, so `PYTHONPATH=…/server npm run unit` (how a developer runs the
+ * Python side) gave /usr/bin/python3 the engram package and both tests below a server.
+ */
+async function withoutEngramInEnv(body: () => Promise<void>): Promise<void> {
+  const names = ["PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE"];
+  const saved = new Map(names.map((name) => [name, process.env[name]]));
+  for (const name of names) {
+    delete process.env[name];
+  }
+  process.env.PYTHONNOUSERSITE = "1"; // nor a `pip install --user` engram
+  try {
+    await body();
+  } finally {
+    for (const [name, value] of saved) {
+      if (value === undefined) {
+        delete process.env[name];
+      } else {
+        process.env[name] = value;
+      }
+    }
+  }
+}
+
+test("an interpreter without Engram gives one message with the fix and starts nothing", () => withoutEngramInEnv(async () => {
   const ws = mkdtempSync(path.join(tmpdir(), "engram-ext-"));
   mkdirSync(path.join(ws, ".engram"));
   // a real interpreter that lacks the engram package (the project's own venv, say)
@@ -31,7 +57,7 @@ test("an interpreter without Engram gives one message with the fix and starts no
   assert.match(rec.errors[0], /pipx install/);
   assert.doesNotMatch(rec.errors[0], /pip install engram/);
   subscriptions.forEach((d) => d.dispose());
-});
+}));
 
 /** Wait (bounded) until `done` holds: the extension relaunches from a settings listener. */
 async function until(done: () => boolean): Promise<void> {
@@ -40,7 +66,7 @@ async function until(done: () => boolean): Promise<void> {
   }
 }
 
-test("fixing the setting the message names starts the server without a window reload", async () => {
+test("fixing the setting the message names starts the server without a window reload", () => withoutEngramInEnv(async () => {
   const ws = mkdtempSync(path.join(tmpdir(), "engram-ext-"));
   mkdirSync(path.join(ws, ".engram"));
   // a stand-in `engram` that answers the probe (`engram --version`) as the real one does
@@ -74,4 +100,4 @@ test("fixing the setting the message names starts the server without a window re
   assert.equal(rec.clients.length, 2);
   assert.equal(rec.clients[1].stopped, false);
   subscriptions.forEach((d) => d.dispose());
-});
+}));
