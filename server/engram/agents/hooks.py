@@ -345,7 +345,12 @@ def run_claude_code_hook(
     event = str(payload.get("hook_event_name") or "")
     session_id = str(payload.get("session_id") or "default")
     if not workspace.engram_dir.exists():
-        return None  # Engram was never used here: stay silent and cheap
+        # Engram was never used here: every hook stays cheap and writes nothing; a session
+        # starting in a repository says once why it will hear nothing
+        starting = event == "SessionStart" and _session_begins(payload)
+        if starting and os.path.exists(os.path.join(workspace.root, ".git")):
+            return _not_indexed(workspace)
+        return None
     digest = Digest(workspace)
     try:
         # SessionStart briefs the whole session, so it waits for a rebuild (bounded); other
@@ -371,6 +376,8 @@ def run_claude_code_hook(
                 set(ledger.handed),
                 digest_partners(digest),
             )
+            if not text and _session_begins(payload) and _never_indexed(workspace, digest):
+                return _not_indexed(workspace)
         elif event == "UserPromptSubmit":
             text, ids = _prompt_context(
                 workspace, digest, str(payload.get("prompt") or ""), budget, set(ledger.handed)
@@ -395,6 +402,32 @@ def run_claude_code_hook(
         digest.close()
         if deferred is None:
             _run_all(later)
+
+
+def _session_begins(payload: JsonObject) -> bool:
+    """A new session, not one resumed, cleared or compacted (``source``, which Claude Code
+    and Codex send with SessionStart): the not-indexed line is said once per session."""
+    return str(payload.get("source") or "startup") == "startup"
+
+
+def _never_indexed(workspace: Workspace, digest: Digest) -> bool:
+    """Nothing to brief with and no index ever ran (no code graph): ``.engram/`` made by an
+    editor or ``engram setup``, not by Engram at work. Two cheap looks, no store opened."""
+    graph = workspace.engram_dir / "graph.sqlite"
+    return digest.count() == 0 and not graph.exists()
+
+
+def _not_indexed(workspace: Workspace) -> JsonObject:
+    """What SessionStart says in a repository Engram never indexed (a new user got silence
+    there and took it for Engram at work): one line for the person, shown by the agent
+    (``systemMessage``), nothing for the model; the index itself is theirs to run (a hook
+    never does heavy work). docs/agents.md, "What the plugin does"."""
+    return {
+        "systemMessage": (
+            "Engram has no memories for this repository yet: run `engram index` in "
+            f"{workspace.root} once, and later sessions start with what it learns."
+        )
+    }
 
 
 def _spawn_none(workspace: Workspace, args: list[str], stdin_text: str) -> None:
