@@ -84,6 +84,47 @@ def test_import_of_an_endless_file_is_refused_at_once(
     assert time.monotonic() - started < 60
 
 
+def _listed(ws: Workspace) -> list[str]:
+    done = engram(ws, "list", "--json")
+    assert done.returncode == 0, done.stderr
+    return [m["content"] for m in json.loads(done.stdout)["memories"]]
+
+
+def test_import_refuses_what_is_not_an_export_or_rules_in_one_line(
+    tmp_workspace: Workspace, user_config: Path, tmp_path: Path
+) -> None:
+    """``engram import`` read any text file as rules: ``app.py`` became three rules, a 13 MB
+    text file 300,000 memories, and a repository's ``CLAUDE.md`` linking out of it imported
+    the file it pointed at (``engram index``'s seed too). Each is one line now, and nothing
+    is stored; a rules file the user names outside the workspace is still read."""
+    ws = tmp_workspace
+    root = ws.root
+    (root / "app.py").write_text('import os\n\ndef main():\n    """Run it."""\n    return 1\n')
+    (root / "notes.txt").write_text("a line of text\n\n" * 100_000)  # 1.6 MB
+    (root / "many.md").write_text("".join(f"- rule number {n}\n" for n in range(600)))
+    secret = tmp_path / "secret.txt"
+    secret.write_text("- my own private note\n")
+    (root / "CLAUDE.md").symlink_to(secret)
+    for name, said in [
+        ("app.py", "neither an Engram export"),
+        ("notes.txt", "too large for a rules file"),
+        ("many.md", "reads as 600 rules"),
+        ("CLAUDE.md", "a link to a file outside the workspace: not read"),
+    ]:
+        done = engram(ws, "import", name)
+        assert done.returncode == 1, (name, done.stdout, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and said in lines[0], (name, lines)
+        assert _listed(ws) == [], name
+    indexed = engram(ws, "index", "--no-embed")  # its seed reads CLAUDE.md: not the link
+    assert indexed.returncode == 0, indexed.stderr
+    assert not any("private note" in m for m in _listed(ws))
+    # the user's own file, named where it is: read
+    done = engram(ws, "import", str(secret))
+    assert done.returncode == 0, done.stderr
+    assert "my own private note" in _listed(ws)
+
+
 def test_argv_that_is_not_utf8_gets_one_usage_line(tmp_workspace: Workspace) -> None:
     done = subprocess.run(
         [sys.executable.encode(), b"-m", b"engram", b"search", b"caf\xe9\xff",

@@ -7,6 +7,7 @@ records in place and sends new ones through the remember pipeline (docs/lifecycl
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,17 +19,23 @@ from engram.app.trust import person, record
 from engram.errors import InvalidInput
 from engram.lifecycle import ParsedImport, export_memories, parse_import
 from engram.lifecycle import trust as rules
+from engram.lifecycle.portability import import_kind, is_rules_file
 from engram.model import AuditEntry, Memory
 from engram.model.memory import TEAM_KEY
 from engram.progress import Progress
-from engram.workspace import WorkspaceError
+from engram.workspace import WorkspaceError, confine
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
     from engram.jsontypes import JsonObject
 
-#: Largest import file we read (a rules file or an export), in bytes.
+#: Largest import file we read (an export), in bytes.
 MAX_IMPORT_BYTES = 50_000_000
+#: Largest rules file (CLAUDE.md, AGENTS.md …) and most rules read from one: a real one
+#: holds tens of rules in kilobytes; a 13 MB text file read as rules made 300,000
+#: memories (the engine at 1.1 GB, still storing them ten minutes later).
+MAX_RULES_BYTES = 1_000_000
+MAX_RULES = 500
 
 
 @attrs.define
@@ -54,6 +61,41 @@ class ImportReport:
         return attrs.asdict(self)
 
 
+def _refuse_link_out(engine: Engine, source: Path) -> None:
+    """A workspace file that is a link to a file outside it is not read (docs/security.md,
+    "Confinement"): a cloned repository's ``CLAUDE.md -> ~/.aws/credentials`` was imported
+    as rules, by ``engram import CLAUDE.md`` and by every ``engram index``'s seed. A file
+    outside the workspace that the user names (an export they saved) is read as it is."""
+    root = engine.workspace.root.resolve()
+    named = Path(os.path.abspath(source))
+    if not (named.is_relative_to(root) or named.is_relative_to(engine.workspace.root)):
+        return
+    try:
+        confine(root, named)
+    except WorkspaceError as exc:
+        raise InvalidInput(
+            f"{source} is a link to a file outside the workspace: not read (a repository's "
+            "link must not import your files; name the file itself to import it)"
+        ) from exc
+
+
+def _check_rules_file(source: Path, size: int) -> None:
+    """Refuse, before parsing, a file that is neither an export nor a rules file by its
+    name (``app.py``), or one too large to be rules (:data:`MAX_RULES_BYTES`)."""
+    if not is_rules_file(source):
+        raise InvalidInput(
+            f"{source.name} is neither an Engram export (JSON, or Markdown from `engram "
+            "export`) nor a rules file (Markdown or text: CLAUDE.md, AGENTS.md, .cursorrules): "
+            "nothing imported"
+        )
+    if size > MAX_RULES_BYTES:
+        raise InvalidInput(
+            f"{source.name} is {size / 1e6:.1f} MB, too large for a rules file (at most "
+            f"{MAX_RULES_BYTES / 1e6:g} MB; an export may be {MAX_IMPORT_BYTES / 1e6:g} MB): "
+            "nothing imported"
+        )
+
+
 def export(engine: Engine, fmt: str = "json") -> str:
     """Every memory (deprecated ones too) as JSON or Markdown, each with its audit trail
     (docs/trust.md "The audit trail"); importable again."""
@@ -65,6 +107,7 @@ def export(engine: Engine, fmt: str = "json") -> str:
 def import_file(engine: Engine, path: Path | str, progress: Progress | None = None) -> ImportReport:
     """Import an Engram export (JSON/Markdown) or a rules file (CLAUDE.md, AGENTS.md …)."""
     source = Path(path).expanduser()
+    _refuse_link_out(engine, source)
     try:
         if source.is_dir():
             raise InvalidInput(f"{source} is a directory, not a file")
@@ -89,7 +132,15 @@ def import_file(engine: Engine, path: Path | str, progress: Progress | None = No
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{source} is not UTF-8 text") from exc
+    if import_kind(source, text) == "rules":
+        _check_rules_file(source, len(raw))
     parsed: ParsedImport = parse_import(source, text)
+    if parsed.kind == "rules" and len(parsed.memories) > MAX_RULES:
+        raise InvalidInput(
+            f"{source.name} reads as {len(parsed.memories):,} rules, and a rules file holds "
+            f"tens (at most {MAX_RULES}): nothing imported; split it, or `engram remember` "
+            "what matters"
+        )
     report = ImportReport(path=str(source), kind=parsed.kind, skipped=list(parsed.skipped))
     accepted: list[Memory] = []
     for memory in parsed.memories:

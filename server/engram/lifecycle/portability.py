@@ -148,12 +148,35 @@ def _export_markdown(
     return "\n".join(lines)
 
 
+def import_kind(path: Path, text: str) -> str:
+    """What ``text`` (read from ``path``) claims to be: ``json`` (an export, or JSON that is
+    not one), ``markdown`` (an export) or ``rules``."""
+    if path.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
+        return "json"
+    return "markdown" if _MD_RECORD.search(text) else "rules"
+
+
+def is_rules_file(path: Path) -> bool:
+    """Whether ``path``'s name is one a rules file has: Markdown or text (CLAUDE.md,
+    AGENTS.md, copilot-instructions.md, a ``.mdc`` rule) or a dotfile ending in ``rules``
+    (``.cursorrules``, ``.windsurfrules``). Any text file was read as rules: ``engram import
+    app.py`` stored three lines of Python as the user's rules."""
+    name = path.name.lower()
+    return path.suffix.lower() in RULES_SUFFIXES or (
+        name.startswith(".") and name.endswith("rules")
+    )
+
+
+#: The suffixes of a rules file (:func:`is_rules_file`).
+RULES_SUFFIXES = frozenset({".md", ".markdown", ".mdc", ".txt"})
+
+
 def parse_import(path: Path, text: str) -> ParsedImport:
     """Decide what ``text`` (read from ``path``) is and read its memories."""
-    stripped = text.lstrip()
-    if path.suffix.lower() == ".json" or stripped.startswith(("{", "[")):
+    kind = import_kind(path, text)
+    if kind == "json":
         return _parse_json(text, path)
-    if _MD_RECORD.search(text):
+    if kind == "markdown":
         return _parse_markdown_export(text)
     return ParsedImport("rules", parse_rules(text, source_name=path.name))
 
