@@ -47,9 +47,13 @@ def count_closure_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     rebuilds: list[int] = []
     rebuild = graph_module.CodeGraph._rebuild_closure
 
-    def counted(self: CodeGraph, adjacency: graph_module._Adjacency) -> None:
+    def counted(
+        self: CodeGraph,
+        adjacency: graph_module._Adjacency,
+        checkpoint: graph_module._Checkpoint | None = None,
+    ) -> None:
         rebuilds.append(1)
-        rebuild(self, adjacency)
+        rebuild(self, adjacency, checkpoint)
 
     monkeypatch.setattr(graph_module.CodeGraph, "_rebuild_closure", counted)
     return rebuilds

@@ -198,3 +198,22 @@ def test_a_stopped_run_resumes_to_the_same_chunks(
     assert not resumed.code.interrupted and has_fts(root)
     assert chunk_table(root) == straight[0]
     assert hits(root) == straight[1]
+
+
+def test_a_run_stopped_in_resolution_leaves_the_chunks_to_the_next_run(
+    tmp_path: Path, straight: tuple[list[tuple[object, ...]], list[object]]
+) -> None:
+    """A stop during resolution returns without waiting for the chunk writer's last
+    batches or its FTS build (``ChunkPrefill.close(abandon=True)``); the next run writes
+    what was dropped: the same chunks and hits as one run (docs/engine.md "Faults")."""
+    from .test_cancel_phases import inside
+
+    root = workspace(tmp_path / "pooled")
+    with open_engine(root, 2) as engine:
+        stopped = run_index(engine, KEYWORD, cancel=inside("_resolve_files"))
+    assert stopped.code.interrupted and stopped.chunks is None
+    with open_engine(root, 2) as engine:
+        again = run_index(engine, KEYWORD)
+    assert not again.code.interrupted
+    assert chunk_table(root) == straight[0]
+    assert hits(root) == straight[1]

@@ -268,3 +268,23 @@ def test_mining_that_fails_in_its_thread_is_reported(
         and run.history.skipped == "mining failed: RuntimeError: git log died"
     )
     assert mining_threads() == []
+
+
+def test_a_cancel_after_mining_leaves_the_steps_to_the_next_run(engine: Engine, repo: Path) -> None:
+    """Each step after mining (renames, staleness, co-access, co-change) may take seconds:
+    a stop between them is heard there, and the next run does what was left."""
+    import sys
+
+    memory_id = anchored(engine)
+    sync_history(engine)
+    git(repo, "mv", "app.py", "core.py")
+    commit_all(repo, "rename")
+
+    def between_steps() -> bool:  # not while mining: only where sync_history itself asks
+        return sys._getframe(1).f_code.co_name == "sync_history"
+
+    cut = sync_history(engine, cancel=between_steps)
+    assert cut.interrupted and cut.renamed == 0
+    assert [a.file for a in get(engine, memory_id).anchors] == ["app.py"]
+    assert sync_history(engine).renamed == 1
+    assert [a.file for a in get(engine, memory_id).anchors] == ["core.py"]

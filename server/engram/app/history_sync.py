@@ -64,6 +64,8 @@ class HistorySyncReport:
     unstaled: int = 0
     coaccess_seeded: int = 0
     skipped: str | None = None
+    #: a cancel (a stop) came before every step after mining ran: the next run does them
+    interrupted: bool = False
 
     def to_dict(self) -> JsonObject:
         data = attrs.asdict(self, recurse=False)
@@ -173,6 +175,9 @@ def sync_history(
         ("co-change ranking", lambda: _learn_cochange(engine, history)),
     ]
     for what, step in steps:
+        if cancel is not None and cancel():  # each step may take seconds (co-change fit)
+            report.interrupted = True
+            break
         try:
             step()
         except EngramError as exc:

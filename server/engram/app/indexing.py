@@ -150,8 +150,8 @@ def was_interrupted(run: IndexRun) -> bool:
     return (
         run.code.interrupted
         or (run.chunks is not None and run.chunks.interrupted)
-        or (history is not None and history.mined is not None
-            and history.mined.reason == "cancelled")
+        or (history is not None and (history.interrupted or (
+            history.mined is not None and history.mined.reason == "cancelled")))
     )  # fmt: skip
 
 
@@ -182,13 +182,20 @@ def _run_index(
     mined = mining_ahead(engine, cancel) if options.history else None
     try:
         prefill = keyword.prefill() if keyword is not None and not engine.read_only else None
+        graphed: IndexReport | None = None
         try:
-            run = IndexRun(
-                engine.codegraph.index(progress=stage(CODE), cancel=cancel, chunks=prefill)
-            )
+            graphed = engine.codegraph.index(progress=stage(CODE), cancel=cancel, chunks=prefill)
         finally:
-            if prefill is not None:
-                prefill.close()
+            if prefill is not None and keyword is not None:
+                if graphed is not None and graphed.interrupted:
+                    # a stop during resolution: the chunk writer's last batches and its FTS
+                    # build (seconds at 58k files) are not waited for; the store closes
+                    # when the writer is done (docs/engine.md "Faults")
+                    prefill.close(abandon=True, after=keyword.close)
+                    keyword = None
+                else:
+                    prefill.close()
+        run = IndexRun(graphed)
         _log_peak_rss(CODE)
         if run.code.interrupted:
             return run

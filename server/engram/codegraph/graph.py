@@ -29,7 +29,8 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -200,6 +201,8 @@ _PRELOAD_IDS_OVER = 200
 
 #: A closure update touching more files than this (and over half the graph) starts over.
 _FULL_CLOSURE_OVER = 200
+#: Closure walks (one a file) between two looks at a run's cancel.
+_CLOSURE_WALKS = 256
 
 
 #: Files whose definition names one resolution pass keeps (a few MB at most).
@@ -525,6 +528,59 @@ def _children_cpu() -> float:
 
 class IndexInterrupted(Exception):
     """Raised inside a run when the cancel callback says stop; the run is resumable."""
+
+
+def _stop_here(cancel: CancelCallback | None) -> None:
+    """Raise :class:`IndexInterrupted` when ``cancel`` says stop."""
+    if cancel is not None and cancel():
+        raise IndexInterrupted
+
+
+@attrs.frozen
+class _Checkpoint:
+    """Where a long phase after the parse (resolution, the closure) says how far it is and
+    stops on a cancel: every :data:`_RESOLVE_CHUNK` files or :data:`_CLOSURE_WALKS` walks.
+    It looked at the cancel only when it began, so a stop landing in its ~11 s at 58k
+    files waited for its end (docs/engine.md "Faults"); and it said nothing meanwhile."""
+
+    cancel: CancelCallback | None = None
+    progress: Progress | None = None
+
+    def __call__(self, done: int, total: int, what: str) -> None:
+        if self.progress is not None:
+            self.progress(done, total, what)
+        _stop_here(self.cancel)
+
+
+#: What :meth:`CodeGraph.index` says while it resolves and walks the closure.
+RESOLVING = "resolving references"
+CLOSURE = "dependency closure"
+
+
+#: SQLite virtual-machine steps between two looks at the cancel while one statement runs
+#: (a closure index over millions of rows, the deferred indexes): ~a millisecond of work.
+_CANCEL_STEPS = 100_000
+
+
+@contextmanager
+def _statements_cancelled_by(
+    conn: sqlite3.Connection, cancel: CancelCallback | None
+) -> Iterator[None]:
+    """Let ``cancel`` interrupt the statements run inside (their SQLite error becomes
+    :class:`IndexInterrupted`): a single ``CREATE INDEX`` at 58k files runs for seconds,
+    long past the ~1 s a stop may take (docs/engine.md "Faults")."""
+    if cancel is None:
+        yield
+        return
+    conn.set_progress_handler(lambda: bool(cancel()), _CANCEL_STEPS)
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc) and cancel():
+            raise IndexInterrupted from exc
+        raise
+    finally:
+        conn.set_progress_handler(None, 0)
 
 
 #: What one file's facts store, split in two: everything but line numbers (the rows'
@@ -916,7 +972,7 @@ class CodeGraph:
                             if known:  # a cold run's files are all stale already
                                 self._mark_reresolvable(added, removed)
                             self._sync_modules()
-                        self._phase_resolve(cancel)
+                        self._phase_resolve(_Checkpoint(cancel, progress))
                     finally:
                         self._kept = None
             except IndexInterrupted:
@@ -925,7 +981,11 @@ class CodeGraph:
                 if conn.in_transaction:
                     conn.rollback()
                 raise
-            self._ensure_indexes()
+            if not report.interrupted:
+                # a stopped run leaves them to the next write, which builds them first
+                # (an edit's reindex_file, the next index): at 58k files they took
+                # seconds of a stop (docs/engine.md "Faults")
+                self._ensure_indexes()
             if progress is not None:
                 progress(report.files_seen, report.files_seen, "")
             report.project_facts = detect_project(self.workspace.root)
@@ -1508,33 +1568,43 @@ class CodeGraph:
             if posixpath.basename(rel) in _RESOLVER_MANIFESTS
         ]
 
-    def _phase_resolve(self, cancel: CancelCallback | None) -> None:
+    def _phase_resolve(self, checkpoint: _Checkpoint | None = None) -> None:
+        """Resolve the stale files and update the closure in one transaction. The cancel is
+        looked at by every :class:`_Checkpoint` and inside long statements: a cancel rolls
+        it all back (the files stay stale, the next run resolves them), so a stop landing
+        here ends in ~a second, not after the ~11 s the phase takes at 58k files."""
         conn = self._db()
         any_stale = conn.execute("SELECT 1 FROM files WHERE stale_at IS NOT NULL LIMIT 1")
         if any_stale.fetchone() is None:
             return
-        if cancel is not None and cancel():
-            raise IndexInterrupted
+        cancel = checkpoint.cancel if checkpoint is not None else None
+        _stop_here(cancel)
         conn.execute("BEGIN")
         try:
-            self._resolve_stale()
+            with _statements_cancelled_by(conn, cancel):
+                self._resolve_stale(checkpoint)
             conn.commit()
         except BaseException:
             conn.rollback()
             raise
 
-    def _resolve_stale(self) -> None:
+    def _resolve_stale(self, checkpoint: _Checkpoint | None = None) -> None:
         """Resolve every stale file and update the closure, inside the caller's transaction."""
         conn = self._db()
         stale = [int(r[0]) for r in conn.execute("SELECT id FROM files WHERE stale_at IS NOT NULL")]
         if not stale:
             return
-        changed = self._resolve_files(stale, self._get_resolver())
-        self._update_closure(changed)
+        changed = self._resolve_files(stale, self._get_resolver(), checkpoint)
+        self._update_closure(changed, checkpoint)
         # the files read above, as nothing in between marks one (one statement, not one a file)
         conn.execute("UPDATE files SET stale_at=NULL WHERE stale_at IS NOT NULL")
 
-    def _resolve_files(self, file_ids: Sequence[int], resolver: ImportResolver) -> set[int]:
+    def _resolve_files(
+        self,
+        file_ids: Sequence[int],
+        resolver: ImportResolver,
+        checkpoint: _Checkpoint | None = None,
+    ) -> set[int]:
         """Resolve references of ``file_ids``; returns the files whose dependencies changed.
 
         The files go :data:`_RESOLVE_CHUNK` at a time: each chunk's rows are read with one
@@ -1551,6 +1621,8 @@ class CodeGraph:
         )
         changed: set[int] = set()
         for start in range(0, len(file_ids), _RESOLVE_CHUNK):
+            if checkpoint is not None:
+                checkpoint(start, len(file_ids), RESOLVING)
             chunk = file_ids[start : start + _RESOLVE_CHUNK]
             changed |= self._resolve_chunk(chunk, resolver, ids)
         return changed
@@ -1829,7 +1901,7 @@ class CodeGraph:
             frontier = [(n, w, t) for n, (_, w, t) in next_frontier.items()]
         return [(a, start, depth, weight, f"[{text}") for a, (depth, weight, text) in best.items()]
 
-    def _update_closure(self, changed: set[int]) -> None:
+    def _update_closure(self, changed: set[int], checkpoint: _Checkpoint | None = None) -> None:
         """Recompute closure rows whose descendant can reach a changed file."""
         if not changed:
             return
@@ -1845,7 +1917,7 @@ class CodeGraph:
             # changed, so the rebuild stores the rows the update would: at 58k files only
             # 24,606 of 67,227 have any, and the update's row-by-row inserts in random key
             # order cost twice the rebuild's (docs/codegraph.md, "At 50,000 files")
-            self._rebuild_closure(adjacency)
+            self._rebuild_closure(adjacency, checkpoint)
             return
         affected: set[int] = set(changed)
         marks = ",".join("?" * len(changed))
@@ -1871,7 +1943,7 @@ class CodeGraph:
         # counting the files costs a pass over an index: only worth it when a rebuild from
         # scratch might be cheaper than recomputing each affected row (an edit: never)
         if len(affected) > _FULL_CLOSURE_OVER and len(affected) > self._count_files() // 2:
-            self._rebuild_closure(adjacency)
+            self._rebuild_closure(adjacency, checkpoint)
             return
         ids = sorted(affected)
         for start in range(0, len(ids), 500):
@@ -1879,7 +1951,9 @@ class CodeGraph:
             marks = ",".join("?" * len(chunk))
             conn.execute(f"DELETE FROM closure WHERE descendant IN ({marks})", chunk)
         rows: list[tuple[int, int, int, float, str]] = []
-        for descendant in ids:
+        for done, descendant in enumerate(ids):
+            if checkpoint is not None and done % _CLOSURE_WALKS == 0:
+                checkpoint(done, len(ids), CLOSURE)
             rows.extend(self._forward_bfs(descendant, adjacency))
             if len(rows) > 5000:
                 conn.executemany("INSERT OR REPLACE INTO closure VALUES (?, ?, ?, ?, ?)", rows)
@@ -1889,7 +1963,9 @@ class CodeGraph:
     def _count_files(self) -> int:
         return int(self._db().execute("SELECT count(*) FROM files").fetchone()[0])
 
-    def _rebuild_closure(self, adjacency: _Adjacency) -> None:
+    def _rebuild_closure(
+        self, adjacency: _Adjacency, checkpoint: _Checkpoint | None = None
+    ) -> None:
         """The whole closure from scratch, inside the caller's transaction.
 
         The walk yields rows by descendant; the table is a rowid table, so they are
@@ -1907,7 +1983,10 @@ class CodeGraph:
         adjacency.load_all()  # one scan instead of a query per file
         rows: list[tuple[int, int, int, float, str]] = []
         insert = "INSERT INTO closure VALUES (?, ?, ?, ?, ?)"
-        for descendant in sorted(adjacency.sources()):
+        sources = sorted(adjacency.sources())
+        for done, descendant in enumerate(sources):
+            if checkpoint is not None and done % _CLOSURE_WALKS == 0:
+                checkpoint(done, len(sources), CLOSURE)
             rows.extend(self._forward_bfs(descendant, adjacency))
             if len(rows) > 5000:
                 conn.executemany(insert, rows)

@@ -701,6 +701,12 @@ class ChunkPrefill:
         self._columns = _PrefillColumns.empty()
         self._thread: threading.Thread | None = None
         self._ended = False
+        #: the run gave up (a stop): the writer writes no further batch and builds no index
+        self._abandoned = threading.Event()
+        #: what runs once the writer is done (:meth:`close` with ``after``) and whether it is
+        self._after: Callable[[], None] | None = None
+        self._done = False
+        self._done_lock = threading.Lock()
         self.error: BaseException | None = None
         #: files with chunks and chunks handed to the writer
         self.files = 0
@@ -735,7 +741,11 @@ class ChunkPrefill:
         if not self._files:
             return
         if self._thread is None:  # started by the first batch: a run with none pays nothing
-            self._thread = threading.Thread(target=self._write, name="engram-chunk-writer")
+            # a daemon: a stopping engine exits without waiting for an FTS build it gave
+            # up (:meth:`close`; LanceDB commits an index atomically, as after a crash)
+            self._thread = threading.Thread(
+                target=self._write, name="engram-chunk-writer", daemon=True
+            )
             self._thread.start()
         self.chunks += len(self._columns.ids)
         self._queue.put((self._files, self._columns))
@@ -752,20 +762,50 @@ class ChunkPrefill:
             if self._thread is not None:
                 self._queue.put(None)
 
-    def close(self) -> None:
+    def close(self, *, abandon: bool = False, after: Callable[[], None] | None = None) -> None:
         """Wait for the writer (its last batch and the index build): none outlives this.
 
         A run that stopped before :meth:`parsed` (cancel, Ctrl-C, an error) drops its last
         partial batch and skips the FTS build: over part of a 58k-file table that could
         keep a Ctrl-C waiting many seconds, and the next write (the run that resumes)
-        brings the index up to date; unindexed rows are searched flat meanwhile."""
+        brings the index up to date; unindexed rows are searched flat meanwhile.
+
+        ``abandon`` (a run cancelled after its parse phase: a stop during resolution)
+        waits for nothing: the writer drops the batches it has not begun and skips an FTS
+        build it has not begun; one it has begun (seconds at 58k files, LanceDB cannot
+        cancel it) ends in the background or with the process. ``after`` runs once the
+        writer is done, here or in its thread (the caller's store must not close under
+        it); the next run's chunk pass writes what was dropped (docs/engine.md "Faults").
+        """
+        import queue
+
+        if abandon:
+            self._abandoned.set()
         if not self._ended:
             self._ended = True
             self._files, self._columns = [], _PrefillColumns.empty()
             if self._thread is not None:
-                self._queue.put(_GIVEN_UP)
-        if self._thread is not None:
+                if abandon:  # a full queue: the writer sees the event after its write
+                    with contextlib.suppress(queue.Full):
+                        self._queue.put_nowait(_GIVEN_UP)
+                else:
+                    self._queue.put(_GIVEN_UP)
+        if self._thread is not None and not abandon:
             self._thread.join()
+        with self._done_lock:
+            if self._thread is not None and not self._done:
+                self._after = after
+                return
+        if after is not None:
+            after()
+
+    def _finished(self) -> None:
+        """The writer's last act: what :meth:`close` left it to run."""
+        with self._done_lock:
+            self._done = True
+            after, self._after = self._after, None
+        if after is not None:
+            after()
 
     def _write(self) -> None:
         """The writer thread: opens the store (LanceDB's import takes seconds: not in the
@@ -779,19 +819,23 @@ class ChunkPrefill:
             stored = {file for _id, file, _hash in store.stored_hashes()}
             with store.bulk() as run:
                 while (batch := self._queue.get()) is not None:
-                    if batch is _GIVEN_UP:
+                    if batch is _GIVEN_UP or self._abandoned.is_set():
                         run.upkeep = False
                         break
                     files, columns = batch
                     replaced = [f for f in files if f in stored]
                     store.replace_files_rows(replaced, _keyword_table(columns))
                 ended = True
+                if self._abandoned.is_set():
+                    run.upkeep = False
         except Exception as exc:  # the pass after the graph writes those files instead
             self.error = exc
             log.warning("writing the parse workers' code chunks failed: %s", exc)
-            while not ended:
+            while not ended and not self._abandoned.is_set():
                 batch = self._queue.get()
                 ended = batch is None or batch is _GIVEN_UP
+        finally:
+            self._finished()
 
 
 def fuse_scores(
