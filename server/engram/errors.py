@@ -42,6 +42,32 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip(": ")
 
 
+#: What the OS, SQLite and LanceDB say when the disk is full or the file system read-only.
+_DISK_FULL = ("no space left on device", "os error 28", "database or disk is full")
+_READ_ONLY = ("read-only file system", "os error 30", "attempt to write a readonly database")
+
+
+def disk_trouble(exc: BaseException) -> str | None:
+    """What to do when ``exc`` (or its cause) is a full disk or a read-only file system,
+    else None: neither means the data is damaged, and a store error advising to delete
+    the store over a full disk (the walk of stop 29) could lose everything."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        text = str(seen).lower()
+        if any(mark in text for mark in _DISK_FULL):
+            return (
+                "the disk holding Engram's data is full: free some space and run it again "
+                "(what was stored before is kept)"
+            )
+        if any(mark in text for mark in _READ_ONLY):
+            return (
+                "Engram's data is on a read-only file system: make .engram/ writable and run "
+                "it again (what was stored before is kept)"
+            )
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 #: The exceptions that mean "the user asked for something that cannot be done".
 USER_ERRORS: tuple[type[Exception], ...] = (EngramError, WorkspaceError, ConfigError)
 
@@ -53,5 +79,6 @@ __all__ = [
     "NotFound",
     "StoreLocked",
     "WorkspaceError",
+    "disk_trouble",
     "one_line",
 ]

@@ -358,6 +358,51 @@ def test_stats_and_doctor(engine: Engine):
     assert checks["python"].ok and checks["tree-sitter"].detail.startswith("grammars:")
 
 
+def test_doctor_on_a_full_disk_says_so_and_finishes(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a full disk doctor said ".engram is writable", then stopped with "internal error:
+    OperationalError: database or disk is full" (its digest check): the walk of stop 29."""
+    import shutil
+    import sqlite3
+    from collections import namedtuple
+
+    from engram.store.digest import Digest
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage(3 << 20, 3 << 20, 0))
+
+    def full(_self: Digest) -> tuple[int, int]:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Digest, "lag", full)
+    checks = {c.name: c for c in doctor(engine)}
+    disk = checks["disk space"]
+    assert not disk.ok and disk.level == "error" and "0 KB free" in disk.detail
+    digest = checks["agent digest"]
+    assert not digest.ok and "disk holding Engram's data is full" in digest.detail
+    assert checks["confinement"].ok  # the checks after it still ran
+
+
+def test_a_full_disk_is_no_damaged_store() -> None:
+    """LanceDB's "No space left on device" said: move the store aside and re-import, or
+    delete it to start empty. Advice that loses everything over a full disk."""
+    from types import SimpleNamespace
+
+    from engram.errors import disk_trouble
+    from engram.store.hybrid import HybridTable
+
+    error = OSError(28, "No space left on device")
+    table = SimpleNamespace(path="/ws/.engram/memories.lance")
+    said = str(HybridTable.error(table, "write", RuntimeError(str(error))))  # type: ignore[arg-type]
+    assert "disk holding Engram's data is full" in said and "delete" not in said
+    wrapped = RuntimeError("lance write failed")
+    wrapped.__cause__ = error
+    assert disk_trouble(wrapped) is not None
+    assert "read-only" in (disk_trouble(OSError(30, "Read-only file system")) or "")
+    assert disk_trouble(RuntimeError("corrupt manifest")) is None
+
+
 def test_doctor_warns_of_a_model_that_did_not_load(
     tmp_workspace: Workspace, fake_store, clock
 ) -> None:

@@ -17,7 +17,7 @@ import attrs
 
 from engram.app.team import team_folder
 from engram.config import KEYWORD_ONLY_REASON
-from engram.errors import EngramError, InvalidInput, one_line
+from engram.errors import EngramError, InvalidInput, disk_trouble, one_line
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
@@ -98,6 +98,7 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
             "info" if writable else "error",
         )
     )
+    checks.append(_disk_check(engine))
     try:
         count = int(engine.store.count())
         checks.append(DoctorCheck("store", True, f"{count} memories in {engram_dir}"))
@@ -137,11 +138,41 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
             "info",
         )
     )
-    checks.append(_team_check(engine))
-    checks.append(_digest_check(engine))
-    checks.append(_settings_trust_check(engine))
-    checks.append(_confinement_check(engine))
+    for name, check in (("team", _team_check), ("agent digest", _digest_check),
+                        ("workspace trust", _settings_trust_check),
+                        ("confinement", _confinement_check)):  # fmt: skip
+        try:
+            checks.append(check(engine))
+        except Exception as exc:  # one check failing is a finding, not doctor failing
+            checks.append(DoctorCheck(name, False, disk_trouble(exc) or one_line(exc), "warning"))
     return checks
+
+
+#: Below this much free space on the disk holding ``.engram/``, writes fail: a remember
+#: stored its memory and lost its audit entry, an index stopped ("database or disk is full").
+LOW_DISK_BYTES = 64 * 2**20
+
+
+def _disk_check(engine: Engine) -> DoctorCheck:
+    """Free space where ``.engram/`` lives: doctor said "writable" on a full disk, then
+    itself failed with an internal error (the walk of stop 29)."""
+    engram_dir = engine.workspace.engram_dir
+    where = engram_dir if engram_dir.exists() else engine.workspace.root
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError as exc:
+        return DoctorCheck("disk space", False, one_line(exc), "warning")
+    shown = f"{free / 2**20:,.0f} MB free" if free >= 2**20 else f"{free / 1024:,.0f} KB free"
+    if free < LOW_DISK_BYTES:
+        return DoctorCheck(
+            "disk space",
+            False,
+            f"{shown} on the disk holding {engram_dir}: Engram's writes (memories, their "
+            "audit trail, the index) fail; free some space",
+            "error",
+            facts={"free_bytes": free},
+        )
+    return DoctorCheck("disk space", True, shown, "info", facts={"free_bytes": free})
 
 
 def _embedding_check(engine: Engine) -> DoctorCheck:

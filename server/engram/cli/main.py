@@ -396,7 +396,7 @@ def main(argv: Sequence[str] | None = None, *, try_engine: bool = True) -> int:
 
 def report_failure(exc: Exception) -> int:
     """One line on stderr for a failure, and the exit status it means."""
-    from engram.errors import USER_ERRORS
+    from engram.errors import USER_ERRORS, disk_trouble
 
     if _debug():
         import traceback
@@ -404,6 +404,9 @@ def report_failure(exc: Exception) -> int:
         traceback.print_exc()
     if isinstance(exc, USER_ERRORS):
         return _fail(str(exc))
+    trouble = disk_trouble(exc)
+    if trouble is not None:  # SQLite's "database or disk is full" was an internal error
+        return _fail(f"{trouble} ({' '.join(str(exc).split())[:200]})")
     if isinstance(exc, PermissionError):
         where = f" {exc.filename}" if exc.filename else ""
         return _fail(f"permission denied:{where}")

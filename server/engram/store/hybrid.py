@@ -185,9 +185,14 @@ class HybridTable:
     # ------------------------------------------------------------------ errors
 
     def error(self, action: str, exc: BaseException) -> StoreError:
+        from engram.errors import disk_trouble
+
+        # a full disk or a read-only file system is no damage: never advise deleting it
+        advice = disk_trouble(exc) or (
+            "move it aside and re-import an export (`engram import`), or delete it to start empty"
+        )
         return StoreError(
-            f"cannot {action} the Engram store at {self.path} ({_one_line(exc)}); "
-            f"move it aside and re-import an export (`engram import`), or delete it to start empty"
+            f"cannot {action} the Engram store at {self.path} ({_one_line(exc)}); {advice}"
         )
 
     def guard(self, action: str, fn: Callable[[], T]) -> T:
