@@ -156,3 +156,28 @@ async def test_kill_9_during_writes_from_every_kind_of_front_end(engine_env: Eng
         assert not missing, f"{kind}: acknowledged but lost: {missing}"
     assert acked["hook"], "no hook drain finished"
     assert first_pid not in engine_env.engine_pids()
+
+
+def test_an_engine_whose_workspace_moved_exits(engine_env: EngineEnv, tmp_path: Any) -> None:
+    """``mv ws elsewhere`` while its engine runs: a command in the moved folder starts an
+    engine there, and the old one kept the store open (and its memory) until its idle
+    exit, minutes later; nothing can name its root to stop it. It now stops itself."""
+    from engram.daemon.client import pid_alive
+
+    (engine_env.root / "app.py").write_text("def main():\n    return 1\n")
+    assert engine_env.run("remember", "main returns 1 on purpose").code == 0
+    [old] = engine_env.engine_pids()
+    moved = tmp_path / "moved"
+    engine_env.root.rename(moved)
+    deadline = time.monotonic() + 20
+    while pid_alive(old) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pid_alive(old), "the engine of a moved workspace stayed"
+    log = (moved / ".engram" / "logs" / "engine.log").read_text()
+    assert "is gone (moved or deleted)" in log
+    # the moved workspace works, with its memories
+    again = EngineEnv(moved, engine_env.runtime, engine_env.env)
+    listed = again.run("list")
+    assert listed.code == 0 and "main returns 1 on purpose" in listed.out, listed
+    assert again.run("stop").code == 0
+    moved.rename(engine_env.root)  # where the fixture's teardown looks

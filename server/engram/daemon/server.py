@@ -665,6 +665,12 @@ class EngineServer:
             for client in list(self.clients.values()):
                 if client.in_flight and not client.writer.is_closing():
                     client.writer.write(encode({"beat": sorted(client.in_flight)}))
+            if not self.in_flight and not self.root.is_dir():
+                # moved or deleted under it: no front end can name this root any more (a
+                # command in the moved folder starts an engine there), and this one kept
+                # the old store open until its idle exit, ten minutes later (the walk)
+                self.request_stop(f"the workspace {self.root} is gone (moved or deleted)")
+                return
             if not self.clients and not self.in_flight:
                 if now - self.last_activity >= self.idle_seconds:
                     self.request_stop(f"idle for {self.idle_seconds:g}s")
