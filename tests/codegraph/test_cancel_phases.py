@@ -125,8 +125,8 @@ class _SlowUpkeepStore:
             self.upkeep_ran = True
             time.sleep(self.upkeep_seconds)
 
-    def replace_files(self, files: object, records: list[object], **_: object) -> None:
-        self.written.append([getattr(r, "file", "") for r in records])
+    def replace_files_rows(self, files: list[str], rows: object) -> None:
+        self.written.append(files)
 
 
 def _chunk_row(n: int) -> tuple[str, str, str, int, int, str, str, str, str]:
