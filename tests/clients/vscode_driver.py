@@ -92,6 +92,17 @@ def machine_scoped_settings() -> frozenset[str]:
     return frozenset(key for key, spec in properties.items() if spec.get("scope") == "machine")
 
 
+def read_settings(path: Path) -> dict[str, Any]:
+    """A settings file as VS Code left it; empty while VS Code rewrites it (it truncates,
+    then writes: a poll that read in between failed with JSONDecodeError in the CI loop's
+    run of ced9820, in the server-path test's wait for the setting it set)."""
+    text = path.read_text()
+    if not text.strip():
+        return {}
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {}
+
+
 class CodeServer:
     """One code-server process group with its own HOME, user data and extensions folders."""
 
@@ -124,7 +135,7 @@ class CodeServer:
         return self.user_data / scope / "settings.json"
 
     def setting(self, key: str) -> Any:
-        return json.loads(self.settings_file(key).read_text()).get(key)
+        return read_settings(self.settings_file(key)).get(key)
 
     def update_settings(self, changes: dict[str, Any]) -> None:
         """Merge ``changes`` into the settings files, each key where VS Code reads it.
