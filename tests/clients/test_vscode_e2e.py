@@ -399,10 +399,20 @@ def test_a_multi_root_window_serves_only_the_folders_set_up(
     window.write_text(json.dumps({"folders": [{"path": str(p)} for p in (workspace, *plain)]}))
     _, url = code_server
     wb.clear_toasts()
-    wb.page.goto(url.split("?")[0] + f"?workspace={window}")
-    wb.page.wait_for_selector(".monaco-workbench", timeout=120_000)
-    # the workbench shows before the workspace's folders: quick open found no billing.py
-    wb.page.wait_for_selector(".explorer-folders-view .monaco-list-row:has-text('tools')")
+    # The workbench shows before the workspace's folders (quick open found no billing.py),
+    # and code-server once opened this workspace with none (the explorer said "You have not
+    # yet added a folder to the workspace", and Engram's log "no .engram/ here": the CI run
+    # of e8f7f8e, one local run of three): the last folder's file found by quick open
+    # says all three are loaded, and a window without it is loaded again, as a person would.
+    for attempt in range(3):
+        wb.page.goto(url.split("?")[0] + f"?workspace={window}")
+        wb.page.wait_for_selector(".monaco-workbench", timeout=120_000)
+        try:
+            wb.open_file("tools_main.py", timeout=60)
+            break
+        except Exception:
+            if attempt == 2:
+                raise
     wb.open_file("billing.py")
     wait_until("shop served", lambda: re.search(r"Engram: \d+ memor", _status(wb)), 120)
     wb.open_file("notes_main.py")

@@ -252,11 +252,24 @@ class Workbench:
         self.seen_toasts: list[str] = []
 
     # --- editors -----------------------------------------------------------------
-    def open_file(self, name: str) -> None:
-        self.page.keyboard.press("Escape")
-        self.page.keyboard.press("Control+p")
-        self.page.fill(QUICK_INPUT, name)
-        self.page.wait_for_selector(f"{QUICK_ROW}:has-text('{name}')")
+    def open_file(self, name: str, timeout: float = 60.0) -> None:
+        """Open ``name`` with quick open, asking again until ``timeout``.
+
+        Quick open answers from the file search of the folders known when it is typed: a
+        window just loaded knows some of its folders, or none yet, and the list of an
+        early ask is not redone when the rest arrive (a multi-root window in CI).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            self.page.keyboard.press("Escape")
+            self.page.keyboard.press("Control+p")
+            self.page.fill(QUICK_INPUT, name)
+            try:
+                self.page.wait_for_selector(f"{QUICK_ROW}:has-text('{name}')", timeout=10_000)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
         # recently opened editors match too ("Engram context - billing.py.md"): pick the
         # row whose name is exactly ``name``
         focused = f"{QUICK_ROW}.focused .label-name"
