@@ -140,12 +140,19 @@ def chunk_rows(
     for chunk in chunk_file(file, text, symbols, language):
         unique[chunk.chunk_id] = chunk
     rows: list[ChunkRow] = []
+    # every prefix begins with ``File: <file>`` and a space: that part's split words are
+    # the same for each chunk of the file, so they are found once (words never cross the
+    # space, which no word holds: expand_identifiers of the whole is the two parts joined)
+    head = len(f"File: {file}")
+    path_words = expand_identifiers(f"File: {file}")
     for chunk_id, chunk in unique.items():
         prefix = chunk.context_prefix()
         embedded = embedding_text(prefix, chunk.content)
+        rest = expand_identifiers(embedded[head:])
+        extra = f"{path_words} {rest}" if path_words and rest else path_words or rest
         rows.append(
             (chunk_id, chunk.kind, chunk.name or "", chunk.start_line, chunk.end_line,
-             chunk.content, prefix, expand_identifiers(embedded), text_digest(embedded))
+             chunk.content, prefix, extra, text_digest(embedded))
         )  # fmt: skip
     return rows
 
