@@ -250,9 +250,9 @@ def _follow_renames(
                 if m.id in before
             ]
             with engine.write_lock:
-                engine.store.update(stamped)
+                with app_trust.recorded(engine, entries):
+                    engine.store.update(stamped)
                 engine.mirror(stamped)
-                app_trust.record(engine, entries)
             log.info("%d memories followed renamed files", len(stamped))
         report.renamed = len(stamped)
     if head:
@@ -336,10 +336,10 @@ def _check_code_changes(
             # a memory forgotten meanwhile (another thread) must not come back
             fresh = {m.id: m for m in engine.store.get_many([m.id for m in updated])}
             kept = [m for m in updated if m.id in fresh and not fresh[m.id].deprecated]
-            engine.store.update(kept)
-            engine.mirror(kept)
             ids = {m.id for m in kept}
-            app_trust.record(engine, [e for e in entries if e.memory_id in ids])
+            with app_trust.recorded(engine, [e for e in entries if e.memory_id in ids]):
+                engine.store.update(kept)
+            engine.mirror(kept)
 
 
 def _seed_coaccess(

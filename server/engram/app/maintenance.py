@@ -53,12 +53,15 @@ def prune(engine: Engine, *, dry_run: bool = False) -> PruneReport:
         report = plan_prune(memories, now, exists)
         if not dry_run:
             engine.check_writable()
+            steps: list[app_trust.WriteStep] = []
             if report.updated:
-                engine.store.update(report.updated)
+                updated = report.updated
+                steps.append(({m.id for m in updated}, lambda: engine.store.update(updated)))
             if report.deleted:
-                engine.store.delete(report.deleted)
+                deleted = report.deleted
+                steps.append((set(deleted), lambda: engine.store.delete(deleted)))
+            app_trust.write(engine, report.entries, *steps)
             engine.mirror(report.updated, report.deleted)
-            app_trust.record(engine, report.entries)
     return report
 
 
@@ -153,12 +156,13 @@ def consolidate(
             progress(len(memories), len(memories), "consolidating")
         if not dry_run and (changed or removed):
             updates = [m for mid, m in changed.items() if mid not in removed]
+            steps: list[app_trust.WriteStep] = []
             if updates:
-                engine.store.update(updates)
+                steps.append(({m.id for m in updates}, lambda: engine.store.update(updates)))
             if removed:
-                engine.store.delete(sorted(removed))
+                steps.append((removed, lambda: engine.store.delete(sorted(removed))))
+            app_trust.write(engine, entries, *steps)
             engine.mirror(updates, sorted(removed))
-            app_trust.record(engine, entries)
     return report
 
 

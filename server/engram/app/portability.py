@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from engram.app.remember import RememberResult, prepare, remember_many
-from engram.app.trust import person, record
+from engram.app.trust import person, record, recorded
 from engram.errors import InvalidInput
 from engram.lifecycle import ParsedImport, export_memories, parse_import
 from engram.lifecycle import trust as rules
@@ -173,9 +173,9 @@ def import_file(engine: Engine, path: Path | str, progress: Progress | None = No
                 updated.append(kept)
                 entries.append(entry)
             if updated:
-                engine.store.update(updated)
+                with recorded(engine, entries):
+                    engine.store.update(updated)
                 engine.mirror(updated)
-        record(engine, entries)
         stored_as.update({m.id: m.id for m, _ in prepared})
         report.merged += len(updated)
         report.ids += [m.id for m, _ in prepared]

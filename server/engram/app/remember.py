@@ -237,8 +237,7 @@ def remember_many(
             # a back link to a memory of this same batch: fold it into the new record
             linked = to_update.pop(mid)
             to_add = [linked if m.id == mid else m for m in to_add]
-        _write(engine, store, to_add, add_vectors, list(to_update.values()))
-        app_trust.record(engine, entries)
+        _write(engine, store, to_add, add_vectors, list(to_update.values()), entries)
         checks = [PendingCheck(mid, tuple(pairs), cause) for mid, pairs in deferred]
         if checks:  # owed until judged, even if this engine stops first (resume_checks)
             engine.pending_checks.add(checks)
@@ -406,9 +405,9 @@ def judge_remembered(
         entries: list[AuditEntry] = []
         updated, notes = link_contradictions(engine, new, found, pending, entries, cause=cause)
         writes = [updated, *pending.values()]
-        store.update(writes)
+        with app_trust.recorded(engine, entries):
+            store.update(writes)
         engine.mirror(writes)
-        app_trust.record(engine, entries)
     log.info("%s contradicts %s (judged after the write)", memory_id, "; ".join(notes))
     return notes
 
@@ -600,17 +599,23 @@ def _write(
     to_add: Sequence[Memory],
     add_vectors: Sequence[Vectors | None],
     to_update: Sequence[Memory],
+    entries: Sequence[AuditEntry],
 ) -> None:
-    model_id = engine.loaded_model_id
-    if to_add:
-        vectors = None
-        if model_id is not None and all(v is not None for v in add_vectors):
-            import numpy as np
+    """The new and the changed memories, each write with its audit entries (trail first)."""
+    from engram.app import trust as app_trust
 
-            vectors = np.vstack(list(add_vectors)).astype("float32")  # type: ignore[arg-type]
-        store.add(list(to_add), vectors, model_id)
+    model_id = engine.loaded_model_id
+    vectors = None
+    if to_add and model_id is not None and all(v is not None for v in add_vectors):
+        import numpy as np
+
+        vectors = np.vstack(list(add_vectors)).astype("float32")  # type: ignore[arg-type]
+    steps: list[app_trust.WriteStep] = []
+    if to_add:
+        steps.append(({m.id for m in to_add}, lambda: store.add(list(to_add), vectors, model_id)))
     if to_update:
-        store.update(list(to_update))
+        steps.append(({m.id for m in to_update}, lambda: store.update(list(to_update))))
+    app_trust.write(engine, entries, *steps)
     engine.mirror([*to_add, *to_update])
 
 

@@ -240,16 +240,20 @@ def sync_team(engine: Engine) -> TeamSyncReport:
                 entries.append(step.entry)
         vectors = embed_memories(engine, [*added, *reembed], None)
         model_id = engine.loaded_model_id
+        steps: list[app_trust.WriteStep] = []
         if added:
-            engine.store.add(added, None if vectors is None else vectors[: len(added)], model_id)
+            fresh = None if vectors is None else vectors[: len(added)]
+            steps.append(({m.id for m in added}, lambda: engine.store.add(added, fresh, model_id)))
         if reembed:
-            engine.store.update(
-                reembed, None if vectors is None else vectors[len(added) :], model_id
+            again = None if vectors is None else vectors[len(added) :]
+            steps.append(
+                ({m.id for m in reembed}, lambda: engine.store.update(reembed, again, model_id))
             )
         if updated or retired:
-            engine.store.update([*updated, *retired])
+            moved = [*updated, *retired]
+            steps.append(({m.id for m in moved}, lambda: engine.store.update(moved)))
+        app_trust.write(engine, entries, *steps)
         engine.mirror([*added, *reembed, *updated, *retired])
-        app_trust.record(engine, entries)
         team_ids = {mid for mid, m in local.items() if team_origin(m) is not None}
         team_ids |= {m.id for m in added}
         incoming = [m for m in [*added, *reembed] if team_origin(m) is not None]
@@ -327,9 +331,9 @@ def _flag_local_conflicts(
         pending[linked.id] = linked
         notes.append(f"{linked.id} vs {found.memory.id}: {found.kind}, {found.reason}")
     if pending:
-        engine.store.update(list(pending.values()))
+        with app_trust.recorded(engine, entries):
+            engine.store.update(list(pending.values()))
         engine.mirror(list(pending.values()))
-        app_trust.record(engine, entries)
     return notes
 
 

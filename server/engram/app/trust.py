@@ -12,15 +12,18 @@ from __future__ import annotations
 import getpass
 import logging
 import os
+import shutil
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engram.errors import InvalidInput, NotFound
+from engram.errors import InvalidInput, NotFound, disk_trouble, one_line
 from engram.lifecycle import redact_secrets
 from engram.lifecycle import trust as rules
 from engram.model import AuditEntry, CodeAnchor, CorrectionKind, Memory, MemorySource
+from engram.store.errors import AfterCommitError, StoreError
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
@@ -29,6 +32,8 @@ log = logging.getLogger(__name__)
 
 #: Most audit entries one ``engram log`` returns.
 MAX_LOG = 1000
+#: Free space below which a change is refused before anything is written (:func:`recorded`).
+ROOM = 4 << 20
 
 _AGENT_SOURCES = frozenset(
     {MemorySource.AGENT_EXPLICIT, MemorySource.MCP_AUTO, MemorySource.QA_AUTO}
@@ -87,13 +92,87 @@ def actor_for_source(engine: Engine, source: MemorySource) -> rules.Actor:
 
 
 def record(engine: Engine, entries: Sequence[AuditEntry]) -> None:
-    """Append to the audit trail; a failure is logged loudly, never hidden in a read."""
-    if not entries:
-        return
+    """Append audit entries that go with no store write (an agent's endorsement, a refused
+    move, imported history); one that cannot be written raises, in one line."""
+    with recorded(engine, entries):
+        pass
+
+
+@contextmanager
+def recorded(engine: Engine, entries: Sequence[AuditEntry]) -> Iterator[None]:
+    """Trail first (docs/trust.md, "The audit trail"): ``entries`` are written before the
+    store write the block makes, so a change never lands without its entry. A trail that
+    cannot be written (a full disk) raises before anything changed; a block that fails
+    takes its entries back, unless its write was committed (:class:`AfterCommitError`)."""
+    seqs = _add(engine, entries)
     try:
-        engine.audit.append(entries)
-    except Exception as exc:  # the write already happened; say so, do not undo it
-        log.warning("could not write %d audit entries: %s", len(entries), exc)
+        yield
+    except AfterCommitError:
+        raise
+    except BaseException:
+        _withdraw(engine, seqs)
+        raise
+
+
+#: One store write of :func:`write`: the ids of the memories it writes, and the write.
+WriteStep = tuple[Collection[str], Callable[[], object]]
+
+
+def write(engine: Engine, entries: Sequence[AuditEntry], *steps: WriteStep) -> None:
+    """Store writes with their audit entries, trail first: each step ``(ids, write)`` runs
+    in :func:`recorded` with the entries of the memories it writes (the last step takes
+    any left), so when a later step fails the earlier ones keep their stored entries."""
+    left = list(entries)
+    for n, (ids, run) in enumerate(steps):
+        mine = left if n == len(steps) - 1 else [e for e in left if e.memory_id in ids]
+        left = [e for e in left if e.memory_id not in ids]
+        with recorded(engine, mine):
+            run()
+    if not steps:
+        record(engine, left)
+
+
+def _add(engine: Engine, entries: Sequence[AuditEntry]) -> range:
+    if not entries:
+        return range(0)
+    _check_room(engine)
+    try:
+        return engine.audit.add(entries)
+    except Exception as exc:
+        trouble = disk_trouble(exc) or (
+            f"the audit trail {engine.audit.path} cannot be written ({one_line(exc)})"
+        )
+        raise StoreError(f"nothing was changed: {trouble}") from exc
+
+
+def _check_room(engine: Engine) -> None:
+    """Refuse a change on a disk with less than :data:`ROOM` free: the entry, the store
+    write and, should that write fail, taking the entry back each need a little room, and
+    on the last kilobytes the entry took it all (a nearly full tmpfs, stop 30's walk)."""
+    where = engine.audit.path.parent
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return
+    if free < ROOM:
+        raise StoreError(
+            f"nothing was changed: the disk holding Engram's data is full ({free >> 10} KB "
+            f"free, a change needs {ROOM >> 20} MB): free some space and run it again "
+            "(what was stored before is kept)"
+        )
+
+
+def _withdraw(engine: Engine, seqs: range) -> None:
+    try:
+        engine.audit.withdraw(seqs)
+    except Exception as exc:  # the trail then says more than happened, never less
+        log.error(
+            "the audit trail keeps %d entries of a change that was not stored: %s",
+            len(seqs),
+            exc,
+        )
 
 
 def apply(engine: Engine, memory_id: str, event: rules.Event) -> rules.Transition:
@@ -108,10 +187,12 @@ def apply(engine: Engine, memory_id: str, event: rules.Event) -> rules.Transitio
         except rules.TrustRefused as exc:
             record(engine, [refusal(engine, memory, event, str(exc))])
             raise
-        if not step.unchanged:
-            engine.store.update([step.memory])
+        if step.unchanged:  # an agent's endorsement: the entry is all there is
+            record(engine, [step.entry])
+        else:
+            with recorded(engine, [step.entry]):
+                engine.store.update([step.memory])
             engine.mirror([step.memory])
-        record(engine, [step.entry])
     return step
 
 

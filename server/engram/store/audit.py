@@ -45,6 +45,11 @@ class AuditLog(SqliteSideFile):
 
     def append(self, entries: Iterable[AuditEntry]) -> int:
         """Add ``entries`` in order; returns how many were written."""
+        return len(self.add(entries))
+
+    def add(self, entries: Iterable[AuditEntry]) -> range:
+        """Add ``entries`` in order, durably; returns their sequence numbers, which
+        :meth:`withdraw` takes to remove them again (the change they describe failed)."""
         rows = [
             (
                 e.memory_id,
@@ -59,7 +64,7 @@ class AuditLog(SqliteSideFile):
             for e in entries
         ]
         if not rows:
-            return 0
+            return range(0)
         with self._lock:
             conn = self._connect(create=True)
             assert conn is not None
@@ -69,7 +74,22 @@ class AuditLog(SqliteSideFile):
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
-        return len(rows)
+                # one write transaction holds the file's only write lock: the rows are
+                # numbered one after another, ending at the largest number
+                last = int(conn.execute("SELECT MAX(seq) FROM entries").fetchone()[0])
+        return range(last - len(rows) + 1, last + 1)
+
+    def withdraw(self, seqs: range) -> None:
+        """Remove the entries :meth:`add` numbered ``seqs``: the change they describe was
+        never stored, and the trail says only what happened (docs/trust.md)."""
+        if not seqs:
+            return
+        with self._lock:
+            conn = self._connect(create=False)
+            if conn is None:
+                return
+            with conn:
+                conn.execute("DELETE FROM entries WHERE seq BETWEEN ? AND ?", (seqs[0], seqs[-1]))
 
     def _read(self, sql: str, params: Sequence[object]) -> list[AuditEntry]:
         with self._lock:

@@ -13,4 +13,9 @@ class StoreError(EngramError):
     """The store cannot be opened, read or written; ``str(exc)`` says where and what to do."""
 
 
-__all__ = ["StoreError", "StoreLocked"]
+class AfterCommitError(StoreError):
+    """A write was committed, and a step after it (index upkeep, the change log) failed:
+    the data is stored, so what describes it (the audit trail) must stay."""
+
+
+__all__ = ["AfterCommitError", "StoreError", "StoreLocked"]

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
-from engram.store.errors import StoreError
+from engram.store.errors import AfterCommitError, StoreError
 from engram.store.fts_text import query_terms
 from engram.store.location import StoreLocation
 from engram.store.lock import WriteLock
@@ -470,22 +470,39 @@ class HybridTable:
                     log.info("commit conflict on %s, retry %d: %s", self.path, attempt,
                              _one_line(exc))  # fmt: skip
                     time.sleep(min(1.0, 0.05 * 2**attempt))
-            commit = int(self.guard("read", lambda: table.version))
             try:
-                self._after_write(table)
-            except StoreError as exc:
-                # index upkeep racing another machine's: the data is committed, and the
-                # next write (or `engram index`) brings the index up to date
-                if not self.remote or not is_commit_conflict(exc.__cause__ or exc):
-                    raise
-                log.info("index upkeep on %s deferred: %s", self.path, exc)
-            end = int(self.guard("read", lambda: table.version))
-            self._version = end
-            self._note_own_write()
-            result = WriteResult(prev, commit, end)
-            if after is not None:
-                after(result)
-            return result
+                return self._committed(table, prev, after)
+            except AfterCommitError:
+                raise
+            except Exception as exc:  # the data is stored: say so, so its trail stays
+                from engram.errors import disk_trouble
+
+                advice = disk_trouble(exc)
+                raise AfterCommitError(
+                    f"the change was stored in {self.path}, but a step after it failed "
+                    f"({_one_line(exc)})" + (f"; {advice}" if advice else "")
+                ) from exc
+
+    def _committed(
+        self, table: Table, prev: int, after: Callable[[WriteResult], None] | None
+    ) -> WriteResult:
+        """What :meth:`write` does once ``fn`` committed: index upkeep, ``after``."""
+        commit = int(self.guard("read", lambda: table.version))
+        try:
+            self._after_write(table)
+        except StoreError as exc:
+            # index upkeep racing another machine's: the data is committed, and the
+            # next write (or `engram index`) brings the index up to date
+            if not self.remote or not is_commit_conflict(exc.__cause__ or exc):
+                raise
+            log.info("index upkeep on %s deferred: %s", self.path, exc)
+        end = int(self.guard("read", lambda: table.version))
+        self._version = end
+        self._note_own_write()
+        result = WriteResult(prev, commit, end)
+        if after is not None:
+            after(result)
+        return result
 
     def _latest(self) -> Table | None:
         """The table re-read at its latest version (after losing a commit race)."""
