@@ -392,6 +392,38 @@ async def test_startup_index_progress_can_be_cancelled(app_workspace: Workspace)
         assert stats["ready"] is True
 
 
+async def test_startup_index_progress_names_each_phase_and_never_goes_back(
+    app_workspace: Workspace,
+) -> None:
+    """Resolution counted its files from 0 again after the parse, and the window said
+    "indexing 18076/18076", then "indexing 256/18078" (stop 29): each report now names its
+    phase, a new phase is reported at once, and the percentage never goes back."""
+    from engram.app.indexing import CODE, index_phases
+    from engram.codegraph.graph import RESOLVING
+
+    root = app_workspace.root
+    indexed_then_changed(root)
+    async with lsp_session([root]) as client:
+        await wait_for(lambda: progress_ends(client), what="progress end")
+        reports = [
+            v
+            for values in client.progress_reports.values()
+            for v in values
+            if isinstance(v, types.WorkDoneProgressReport)
+        ]
+    said = [r.message or "" for r in reports]
+    phases = [name for name, _ in index_phases()]
+    order = [
+        max((i for i, n in enumerate(phases) if m.startswith(f"{n} ")), default=-1)
+        for m in said
+        if m.startswith(tuple(phases))
+    ]
+    assert phases.index(f"{CODE}: {RESOLVING}") in order, said
+    assert order == sorted(order), said
+    shares = [r.percentage for r in reports if r.percentage is not None]
+    assert shares == sorted(shares), said
+
+
 async def test_startup_index_says_it_waits_for_another_index(app_workspace: Workspace) -> None:
     """Another index of the folder runs (here this test holds its lock, as an ``engram
     index`` would): the start-up index says whom it waits for in its progress, then runs

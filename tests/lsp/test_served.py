@@ -84,7 +84,7 @@ def test_an_index_request_tells_whom_it_waits_for_then_how_far_it_got(
     assert heard[0] == [
         {"message": "waiting for another index (pid 4242, engram index, "
                     "started 2026-11-28 21:00:00 UTC)", "percentage": None},
-        {"message": "indexing 3/3", "percentage": 100},
+        {"message": "indexing code 3/3", "percentage": 55},
     ]  # fmt: skip
     assert heard[1][0] == {
         "message": "waiting for another window's index of this folder",
@@ -111,3 +111,35 @@ def test_a_windows_cancel_stops_its_index_in_the_engine(monkeypatch: pytest.Monk
         assert running.result(5) == {"report": {"interrupted": True}}
     late = served.answer(object(), {"what": "cancel_index", "run": "r1"})  # type: ignore[arg-type]
     assert late == {"cancelled": False}  # finished: nothing kept for it
+
+
+def test_an_index_progress_names_its_phase_and_never_goes_back() -> None:
+    """Resolution counts its files from 0 again after the parse: the editor said "indexing
+    18076/18076", then "indexing 256/18078" (stop 29). Each note now names the phase, a new
+    phase is said at once, and the percentage only moves forward."""
+    import json
+
+    from engram.codegraph.graph import CLOSURE, RESOLVING
+
+    heard: list[dict[str, Any]] = []
+    notes = served.IndexNotes(lambda text: heard.append(json.loads(text)))
+    code = indexing.CODE
+    notes.progress(0, 18076, f"{code}: lib/a.js")
+    notes.progress(1, 18076, f"{code}: lib/b.js")  # within the interval: not news
+    notes.progress(18076, 18076, f"{code}: lib/z.js")
+    notes.progress(0, 18078, f"{code}: {RESOLVING}")
+    notes.progress(256, 18078, f"{code}: {RESOLVING}")
+    time.sleep(0.25)
+    notes.progress(512, 18078, f"{code}: {RESOLVING}")
+    notes.progress(0, 900, f"{code}: {CLOSURE}")
+    notes.progress(5, 9, f"{indexing.HISTORY}: commits")
+    assert [h["message"] for h in heard] == [
+        "indexing code 0/18076",
+        "indexing code 18076/18076",
+        "indexing code: resolving references 0/18078",
+        "indexing code: resolving references 512/18078",
+        "indexing code: dependency closure 0/900",
+        "mining git history 5/9",
+    ]
+    shares = [h["percentage"] for h in heard]
+    assert shares == sorted(shares) and shares[0] == 0 and shares[-1] < 100, shares

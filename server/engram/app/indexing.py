@@ -102,6 +102,23 @@ EMBEDDING = "embedding memories"
 STAGES = (CODE, CHUNKS, HISTORY, EMBEDDING)
 
 
+def index_phases() -> list[tuple[str, int]]:
+    """The phases of one index as a single bar goes through them (``engram.progress.PhaseBar``:
+    the editor's ``$/progress``), each with where its band of the percentage starts: the
+    parse, resolution and closure of the graph, then the rest (rough shares, not measured
+    per repository; the bar only has to move forward and say which phase it is in)."""
+    from engram.codegraph.graph import CLOSURE, RESOLVING  # the graph, only when it runs
+
+    return [
+        (CODE, 0),
+        (f"{CODE}: {RESOLVING}", 55),
+        (f"{CODE}: {CLOSURE}", 75),
+        (CHUNKS, 80),
+        (HISTORY, 88),
+        (EMBEDDING, 96),
+    ]
+
+
 def run_index(
     engine: Engine,
     options: IndexOptions = IndexOptions(),

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -49,24 +48,23 @@ async def index_folder(
     own = token is None
     if own:
         token = await progress.begin(ls, title or "Engram: indexing")
-    last = [0.0]
+    # keyword-only chunks here; embeddings (and, when that child runs, git history
+    # mining) happen in a child process, see maybe_embed_in_child
+    from engram.app.indexing import LSP_INDEX, index_phases, run_index
+    from engram.progress import PhaseBar
+
+    bar = PhaseBar(index_phases(), "indexing", interval=progress.PROGRESS_INTERVAL)
 
     def report(done: int, total: int | None, message: str = "") -> None:
-        now = time.monotonic()
-        if now - last[0] < progress.PROGRESS_INTERVAL and done != total:
+        shown = bar(done, total, message)
+        if shown is None:
             return
-        last[0] = now
-        text = f"indexing {done}/{total}" if total else f"indexing {done}"
-        pct = int(done * 100 / total) if total else None
+        text, pct = shown
         ls.threadsafe(_set_indexing, folder, text)
         ls.threadsafe(progress.report, ls, token, text, pct)
 
     def cancelled() -> bool:
         return progress.cancelled(ls, token)
-
-    # keyword-only chunks here; embeddings (and, when that child runs, git history
-    # mining) happen in a child process, see maybe_embed_in_child
-    from engram.app.indexing import LSP_INDEX, run_index
 
     options = attrs.evolve(LSP_INDEX, history=not child_will_index(engine.config))
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -167,8 +166,11 @@ class IndexNotes:
     """
 
     def __init__(self, note: Callable[[str], None] | None) -> None:
+        from engram.app.indexing import index_phases
+        from engram.progress import PhaseBar
+
         self.note = note
-        self.last = 0.0
+        self.bar = PhaseBar(index_phases(), "indexing", interval=PROGRESS_INTERVAL)
 
     def say(self, message: str, percentage: int | None = None) -> None:
         if self.note is not None:
@@ -178,12 +180,9 @@ class IndexNotes:
         self.say(f"waiting for another index ({holder.describe()})")
 
     def progress(self, done: int, total: int | None, message: str = "") -> None:
-        now = time.monotonic()
-        if now - self.last < PROGRESS_INTERVAL and done != total:
-            return
-        self.last = now
-        text = f"indexing {done}/{total}" if total else f"indexing {done}"
-        self.say(text, int(done * 100 / total) if total else None)
+        shown = self.bar(done, total, message)
+        if shown is not None:
+            self.say(*shown)
 
 
 #: Seconds between two progress notes of one index (the last one always goes out).
