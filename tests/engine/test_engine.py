@@ -384,6 +384,44 @@ def test_doctor_on_a_full_disk_says_so_and_finishes(
     assert checks["confinement"].ok  # the checks after it still ran
 
 
+def test_doctor_on_a_read_only_engram_says_so_once(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a read-only bind mount of .engram doctor said "FAIL writable … is not writable",
+    then "warn code graph OperationalError: unable to open database file" and the same for
+    the agent digest: SQLite in WAL mode opens no file there, not even to read. The FAIL
+    line now says why and what it stops; the two checks are marked not read."""
+    import os
+    import sqlite3
+
+    from engram.api.workspace import _doctor_text
+    from engram.codegraph import CodeGraph
+    from engram.store.digest import Digest
+
+    engram_dir = engine.workspace.engram_dir
+    engram_dir.mkdir(exist_ok=True)
+    real_access = os.access
+    monkeypatch.setattr(
+        os,
+        "access",
+        lambda path, mode: False if Path(path) == engram_dir else real_access(path, mode),
+    )
+
+    def unopenable(*_args: object, **_kwargs: object) -> object:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(CodeGraph, "stats", unopenable)
+    monkeypatch.setattr(Digest, "lag", unopenable)
+    checks = doctor(engine)
+    text = _doctor_text(checks)
+    assert "unable to open database file" not in text, text
+    named = {c.name: c for c in checks}
+    assert named["writable"].level == "error" and "make it writable" in named["writable"].detail
+    for name in ("code graph", "agent digest"):
+        assert named[name].level == "skipped", named[name]
+        assert f"skip  {name:<16} not read: .engram/ is not writable" in text, text
+
+
 def test_a_full_disk_is_no_damaged_store() -> None:
     """LanceDB's "No space left on device" said: move the store aside and re-import, or
     delete it to start empty. Advice that loses everything over a full disk."""

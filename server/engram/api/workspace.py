@@ -255,10 +255,14 @@ def _doctor_ok(checks: list[DoctorCheck]) -> bool:
     return all(c.ok or c.level != "error" for c in checks)
 
 
+#: How a failing check is marked by its level ("skipped": not run, see the line naming why).
+_MARKS = {"error": "FAIL", "skipped": "skip"}
+
+
 def _doctor_text(checks: list[DoctorCheck]) -> str:
     lines = []
     for check in checks:
-        mark = "ok  " if check.ok else ("FAIL" if check.level == "error" else "warn")
+        mark = "ok  " if check.ok else _MARKS.get(check.level, "warn")
         lines.append(f"{mark}  {check.name:<16} {check.detail}")
     return "\n".join(lines)
 

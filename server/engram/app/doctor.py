@@ -31,7 +31,8 @@ class DoctorCheck:
     name: str
     ok: bool
     detail: str
-    #: "error" blocks a capability; "warning" degrades it; "info" is just a fact.
+    #: "error" blocks a capability; "warning" degrades it; "info" is just a fact; "skipped":
+    #: not run, because of a check above it (a .engram/ that is not writable)
     level: str = "info"
     #: the same facts as numbers for ``--json`` (``detail`` is the sentence a person reads)
     facts: dict[str, int | str | None] = attrs.field(factory=dict)
@@ -89,12 +90,13 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
         DoctorCheck("workspace", True, str(engine.workspace.root)),
     ]
     engram_dir = engine.workspace.engram_dir
-    writable = os.access(engram_dir if engram_dir.exists() else engine.workspace.root, os.W_OK)
+    where = engram_dir if engram_dir.exists() else engine.workspace.root
+    writable = os.access(where, os.W_OK)
     checks.append(
         DoctorCheck(
             "writable",
             writable,
-            f"{engram_dir} is writable" if writable else f"{engram_dir} is not writable",
+            f"{engram_dir} is writable" if writable else _not_writable(where, engram_dir),
             "info" if writable else "error",
         )
     )
@@ -145,7 +147,33 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
             checks.append(check(engine))
         except Exception as exc:  # one check failing is a finding, not doctor failing
             checks.append(DoctorCheck(name, False, disk_trouble(exc) or one_line(exc), "warning"))
+    if not writable:  # SQLite opens no file there, not even to read: said once, above
+        checks = [
+            DoctorCheck(c.name, False, f"not read: {engram_dir.name}/ is not writable", SKIPPED)
+            if c.name in _SQLITE_CHECKS and not c.ok
+            else c
+            for c in checks
+        ]
     return checks
+
+
+#: The level of a check that could not run because of one named above it (shown ``skip``).
+SKIPPED = "skipped"
+#: Checks that read a SQLite file in ``.engram/`` (WAL: even a reader creates files there).
+_SQLITE_CHECKS = frozenset({"code graph", "agent digest"})
+
+
+def _not_writable(where: Path, engram_dir: Path) -> str:
+    """The one line a ``.engram/`` Engram cannot write gets: why, and what it stops."""
+    try:
+        read_only = bool(os.statvfs(where).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    why = "on a read-only file system" if read_only else "not writable by you"
+    return (
+        f"{engram_dir} is {why}: Engram can neither store nor index there, nor read its "
+        "code graph and agent digest (SQLite files); make it writable"
+    )
 
 
 #: Below this much free space on the disk holding ``.engram/``, writes fail: a remember
