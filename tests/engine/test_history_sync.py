@@ -288,3 +288,58 @@ def test_a_cancel_after_mining_leaves_the_steps_to_the_next_run(engine: Engine, 
     assert [a.file for a in get(engine, memory_id).anchors] == ["app.py"]
     assert sync_history(engine).renamed == 1
     assert [a.file for a in get(engine, memory_id).anchors] == ["core.py"]
+
+
+def _within(*names: str) -> bool:
+    """Whether the cancel is asked from inside one of the functions ``names``."""
+    import sys
+
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name in names:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_a_stop_inside_rename_following_is_heard_there(engine: Engine, repo: Path) -> None:
+    """Rename following ran to its end once begun (~2 s on babel at load 12, more at 58k
+    files: git's rename detection over the new commits, chaining 40k renames): the cancel
+    is now asked inside it, and nothing is written until every rename is known."""
+    memory_id = anchored(engine)
+    sync_history(engine)
+    git(repo, "mv", "app.py", "core.py")
+    commit_all(repo, "rename")
+
+    cut = sync_history(engine, cancel=lambda: _within("renames_since", "_follow_renames"))
+    assert cut.interrupted and cut.renamed == 0
+    assert [a.file for a in get(engine, memory_id).anchors] == ["app.py"]
+    assert sync_history(engine).renamed == 1
+    assert [a.file for a in get(engine, memory_id).anchors] == ["core.py"]
+
+
+def test_a_stop_inside_the_cochange_fit_is_heard_there(
+    engine: Engine, tmp_workspace: Workspace
+) -> None:
+    """The co-change fit ran to its end once begun (~2 s on babel at load 12): the cancel
+    is now asked at every query and Newton step, and a stopped fit stores nothing."""
+    import subprocess
+
+    root = tmp_workspace.root
+    lines: list[str] = []
+    for n in range(400):  # files that change in pairs: enough history to learn from
+        lines += ["commit refs/heads/main",
+                  f"committer Test <t@example.com> {1_600_000_000 + n * 60} +0000",
+                  "data 6", "change"]  # fmt: skip
+        for name in (f"pkg/a{n % 23}.py", f"pkg/b{n % 23}.py", f"pkg/c{n % 7}.py"):
+            text = f"x = {n}"
+            lines += [f"M 100644 inline {name}", f"data {len(text)}", text]
+    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"],
+                   input=("\n".join(lines) + "\n").encode(), check=True)  # fmt: skip
+    git(root, "checkout", "-q", "main")
+
+    cut = sync_history(engine, cancel=lambda: _within("cochange_model"))
+    assert cut.interrupted
+    assert engine.history._meta("cochange_model") is None  # nothing half-fitted stored
+    assert not sync_history(engine).interrupted
+    assert engine.history.cochange_model() is not None

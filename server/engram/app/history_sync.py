@@ -149,6 +149,8 @@ def sync_history(
 ) -> HistorySyncReport:
     """Mine new commits (or take ``mined``'s), then bring the memories up to date with them
     (see the module)."""
+    from engram.history import StepCancelled
+
     report = HistorySyncReport()
     history = engine.history
     if not history.available:
@@ -169,17 +171,20 @@ def sync_history(
     report.head = head
     state = EngineState.of(engine.workspace)
     steps: list[tuple[str, Callable[[], None]]] = [
-        ("rename following", lambda: _follow_renames(engine, history, head, state, report)),
+        ("rename following", lambda: _follow_renames(engine, history, head, state, report, cancel)),
         ("staleness check", lambda: _check_code_changes(engine, history, head, report)),
         ("co-access seed", lambda: _seed_coaccess(engine, history, head, state, report)),
-        ("co-change ranking", lambda: _learn_cochange(engine, history)),
+        ("co-change ranking", lambda: _learn_cochange(engine, history, cancel)),
     ]
     for what, step in steps:
-        if cancel is not None and cancel():  # each step may take seconds (co-change fit)
+        if cancel is not None and cancel():
             report.interrupted = True
             break
         try:
             step()
+        except StepCancelled:  # heard inside the step (the co-change fit, rename following)
+            report.interrupted = True
+            break
         except EngramError as exc:
             log.info("%s skipped: %s", what, exc)
         except Exception as exc:
@@ -187,11 +192,13 @@ def sync_history(
     return report
 
 
-def _learn_cochange(engine: Engine, history: GitHistory) -> None:
+def _learn_cochange(
+    engine: Engine, history: GitHistory, cancel: Callable[[], bool] | None = None
+) -> None:
     from engram.codegraph import structure_prior
 
     graph = engine.codegraph
-    history.cochange_model(lambda file: structure_prior(file, graph))
+    history.cochange_model(lambda file: structure_prior(file, graph), cancel)
 
 
 def _follow_renames(
@@ -200,22 +207,38 @@ def _follow_renames(
     head: str | None,
     state: EngineState,
     report: HistorySyncReport,
+    cancel: Callable[[], bool] | None = None,
 ) -> None:
     """Apply renames made since the last run (all known ones the first time).
 
     When the old path exists again (a new file took the name), the rename is applied
     only to memories made before it, told by their commit (``provenance.commit_sha``);
     a memory without a commit stays where it is rather than move to the wrong file.
+    ``cancel`` is heard while the renames are found and before the store is read (its
+    first open takes seconds); nothing is written until they are all known.
     """
-    from engram.history import apply_renames
+    from engram.history import StepCancelled, apply_renames
 
     last = state.get("renames_applied_commit")
-    renames = dict(history.renames_since(last if isinstance(last, str) else None))
+    renames = dict(history.renames_since(last if isinstance(last, str) else None, cancel))
+    if cancel is not None and cancel():
+        raise StepCancelled
     if renames:
         root = engine.workspace.root
-        clear = {old: new for old, new in renames.items() if not (root / old).exists()}
-        ambiguous = {old: new for old, new in renames.items() if old not in clear}
         memories = engine.store.list(engine.filter(include_deprecated=True))
+        # only the names a memory mentions are looked up on disk: babel's 39,513 renames
+        # took ~2 s of stat calls (at load 12) for its 4 memories
+        named = {path for m in memories for path in _paths(m)}
+        clear = {
+            old: new for old, new in renames.items() if old in named and not (root / old).exists()
+        }
+        # what a memory mentions once the clear renames moved it
+        named |= set(clear.values())
+        ambiguous = {
+            old: new
+            for old, new in renames.items()
+            if old in named and old not in clear and (root / old).exists()
+        }
         changed = {m.id: m for m in apply_renames(memories, clear)}
         since_commit: dict[str, dict[str, str]] = {}
         for memory in memories if ambiguous else []:
@@ -224,7 +247,7 @@ def _follow_renames(
             if not sha or not _mentions(memory, ambiguous):
                 continue
             if sha not in since_commit:
-                since_commit[sha] = dict(history.renames_since(sha))
+                since_commit[sha] = dict(history.renames_since(sha, cancel))
             own = {o: n for o, n in ambiguous.items() if since_commit[sha].get(o) == n}
             for renamed in apply_renames([memory], own):
                 changed[renamed.id] = renamed
@@ -368,6 +391,15 @@ def _seed_coaccess(
     edges = history.coaccess_seed()
     report.coaccess_seeded = int(observer.seed_coaccess(edges)) if edges else 0
     state.set("coaccess_seeded_commit", head)
+
+
+def _paths(memory: Memory) -> list[str]:
+    """Every path ``memory`` names: its anchors, related files and relation targets."""
+    return [
+        *(a.file for a in memory.anchors),
+        *memory.related_files,
+        *(r.target_file for r in memory.relations if r.target_file),
+    ]
 
 
 def _mentions(memory: Memory, paths: Mapping[str, str]) -> bool:

@@ -7,6 +7,7 @@ the repository.
 from __future__ import annotations
 
 from engram.config import HistoryConfig
+from engram.history.cochange_model import StepCancelled
 from engram.history.git_history import (
     STATUS_EMPTY,
     STATUS_ERROR,
@@ -39,6 +40,7 @@ __all__ = [
     "GitHistory",
     "HistoryConfig",
     "MineReport",
+    "StepCancelled",
     "TeamFileChange",
     "TeamFolderFacts",
     "apply_renames",

@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -490,10 +490,21 @@ class CochangeModel:
             return None
 
 
+class StepCancelled(Exception):
+    """A cancel (a stop) came while a step after mining ran (the co-change fit, rename
+    following): it stops there, nothing half-done is stored, and the next run does it."""
+
+
+def _stop_here(cancel: Callable[[], bool] | None) -> None:
+    if cancel is not None and cancel():
+        raise StepCancelled
+
+
 def fit_listwise(
     groups: Sequence[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]],
     l2: float = L2,
     iterations: int = 30,
+    cancel: Callable[[], bool] | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Conditional-logit (softmax) ranking weights, one group per query, by Newton's method.
 
@@ -502,6 +513,8 @@ def fit_listwise(
     separates busy queries from quiet ones. Features are standardised over all rows; the
     L2 penalty keeps weights of rare or collinear features small. Returns ``(mean, scale,
     weights)``; the first weight is a bias kept at 0 (it cancels within a query).
+    ``cancel`` is looked at before each Newton step and each backtracking trial
+    (:class:`StepCancelled`).
     """
     x_all = np.vstack([x for x, _ in groups])
     mean = x_all.mean(axis=0)
@@ -524,6 +537,7 @@ def fit_listwise(
     w = np.zeros(dim)
     current = loss(w)
     for _ in range(iterations):
+        _stop_here(cancel)
         gradient = ridge * w
         hessian = np.eye(dim) * (ridge + 1e-9)
         for z, y in standard:
@@ -536,6 +550,7 @@ def fit_listwise(
         step = np.linalg.solve(hessian, gradient)
         size = 1.0
         while size > 1e-4:  # backtracking: a full Newton step can overshoot
+            _stop_here(cancel)
             trial = w - size * step
             value = loss(trial)
             if value <= current:
@@ -591,11 +606,14 @@ def learn(
     train_commits: int = TRAIN_COMMITS,
     features: Sequence[str] = FEATURES,
     windows: int = WINDOWS,
+    cancel: Callable[[], bool] | None = None,
 ) -> CochangeModel | None:
     """A model fitted on the repository's own earlier history, or None with too little.
 
     ``windows`` time splits (:func:`training_queries`) give the labelled queries; the
-    newest one must hold at least ``MIN_TRAIN_COMMITS`` commits.
+    newest one must hold at least ``MIN_TRAIN_COMMITS`` commits. ``cancel`` is looked at
+    every query and every step of the fit: a stop raises :class:`StepCancelled` within
+    moments instead of after the whole fit (~2 s on babel at load 12, more at 58k files).
     """
     held = min(train_commits, index.size // 5)
     if held < MIN_TRAIN_COMMITS:
@@ -608,6 +626,7 @@ def learn(
         stats = history_stats(index, cutoff)
         popular = popular_files(stats.rates, set(stats.rates))
         for file, truth in queries:
+            _stop_here(cancel)
             found = candidate_features(
                 index,
                 file,
@@ -624,5 +643,5 @@ def learn(
     positives = int(sum(float(y.sum()) for _, y in groups))
     if positives < MIN_POSITIVES:
         return None
-    mean, scale, weights = fit_listwise(groups, l2)
+    mean, scale, weights = fit_listwise(groups, l2, cancel=cancel)
     return CochangeModel(mean, scale, weights, len(groups), positives, tuple(features))

@@ -47,6 +47,7 @@ from engram.history.cochange_model import (
     CochangeModel,
     CommitIndex,
     HistoryStats,
+    StepCancelled,
     candidate_features,
     history_stats,
     learn,
@@ -137,6 +138,41 @@ _LOG_CHUNK = 1 << 16
 
 class _LogCancelled(Exception):
     """The cancel said stop while ``git log`` was read (:meth:`GitHistory._stream_log`)."""
+
+
+#: SQLite virtual-machine steps between two looks at the cancel in :func:`_heeded`.
+_STEPS_PER_LOOK = 20_000
+
+
+@contextlib.contextmanager
+def _heeded(conn: sqlite3.Connection, cancel: Callable[[], bool] | None) -> Iterator[None]:
+    """Statements on ``conn`` that a cancel interrupts (``StepCancelled``)."""
+    if cancel is None:
+        yield
+        return
+    conn.set_progress_handler(lambda: 1 if cancel() else 0, _STEPS_PER_LOOK)
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc) and cancel():
+            raise StepCancelled from None
+        raise
+    finally:
+        conn.set_progress_handler(None, 0)
+
+
+#: Renames chained between two looks at the cancel (babel's 39,787 took ~0.3 s at load 10).
+_RENAMES_PER_LOOK = 2048
+
+
+def _heeding(
+    pairs: Iterable[tuple[str, str]], cancel: Callable[[], bool] | None
+) -> Iterator[tuple[str, str]]:
+    """``pairs``, looking at ``cancel`` every :data:`_RENAMES_PER_LOOK` (``StepCancelled``)."""
+    for n, pair in enumerate(pairs):
+        if cancel is not None and n % _RENAMES_PER_LOOK == 0 and cancel():
+            raise StepCancelled
+        yield pair
 
 
 def _utc(ts: int) -> datetime:
@@ -383,14 +419,17 @@ class GitHistory:
         max_count: int | None,
         since: int | None = None,
         cancel: Callable[[], bool] | None = None,
+        only: Sequence[str] = (),
     ) -> Iterator[CommitRecord]:
         """The commits of ``git log`` as it writes them. ``cancel`` is looked at while git
         writes nothing (its rename detection on a commit of thousands of files runs for
         seconds: a stop waited 3 s between two commits on babel's history) and raises
-        :class:`_LogCancelled` out of the loop that reads them."""
+        :class:`_LogCancelled` out of the loop that reads them. ``only``: more ``git log``
+        options (``--diff-filter=R``)."""
         repo = self._open_repo()
         assert repo is not None
-        cmd = ["git", *SAFE_GIT_CONFIG, *GIT_MEMORY_ARGS, *LOG_ARGS, f"--format={LOG_FORMAT}"]
+        cmd = ["git", *SAFE_GIT_CONFIG, *GIT_MEMORY_ARGS, *LOG_ARGS, *only]
+        cmd.append(f"--format={LOG_FORMAT}")
         if max_count is not None:
             cmd.append(f"--max-count={max_count}")
         if since is not None:
@@ -905,15 +944,18 @@ class GitHistory:
         return scored[: max(0, k)]
 
     def cochange_model(
-        self, structure_of: Callable[[str], Mapping[str, float]] | None = None
+        self,
+        structure_of: Callable[[str], Mapping[str, float]] | None = None,
+        cancel: Callable[[], bool] | None = None,
     ) -> CochangeModel | None:
         """The ranking model of this repository, fitted when missing or out of date.
 
         Stored in ``history.sqlite`` (meta ``cochange_model``) with the commit count it was
         fitted at; refitted once the history has grown by ``REFIT_SHARE`` (a few new commits
         do not change what the history teaches). None when the history is too short.
+        ``cancel``: a stop during a fit raises ``StepCancelled`` and stores nothing.
         """
-        index = self.commit_index()
+        index = self.commit_index(cancel)
         if index is None or not self.config.learn_ranking:
             return None
         with self._lock:
@@ -937,8 +979,8 @@ class GitHistory:
             started = time.monotonic()
             structure_for = None
             if structure_of is not None:
-                structure_for = self._structures(index, structure_of)
-            model = learn(index, structure_for=structure_for)
+                structure_for = self._structures(index, structure_of, cancel)
+            model = learn(index, structure_for=structure_for, cancel=cancel)
             payload = {
                 "fitted_at": index.size,
                 "model": None if model is None else model.to_dict(),
@@ -956,12 +998,16 @@ class GitHistory:
 
     @staticmethod
     def _structures(
-        index: CommitIndex, structure_of: Callable[[str], Mapping[str, float]]
+        index: CommitIndex,
+        structure_of: Callable[[str], Mapping[str, float]],
+        cancel: Callable[[], bool] | None = None,
     ) -> dict[int, dict[int, float]]:
         """Structural evidence of each self-training query, keyed by canonical ids."""
         ids = {name: canon for canon, name in index.names.items()}
         out: dict[int, dict[int, float]] = {}
         for file in training_files(index):
+            if cancel is not None and cancel():
+                raise StepCancelled
             name = index.names.get(file)
             if name is None:
                 continue
@@ -1036,8 +1082,11 @@ class GitHistory:
             self._index_rate_cache = (index, history_stats(index))
         return self._index_rate_cache[1]
 
-    def commit_index(self) -> CommitIndex | None:
-        """The eligible commits in memory (:class:`CommitIndex`), cached until new mining."""
+    def commit_index(self, cancel: Callable[[], bool] | None = None) -> CommitIndex | None:
+        """The eligible commits in memory (:class:`CommitIndex`), cached until new mining.
+
+        ``cancel`` is looked at while SQLite reads them (0.7 s on babel at load 10): a stop
+        raises ``StepCancelled`` and nothing is cached."""
         if not self._ensure_mined():
             return None
         with self._lock:
@@ -1045,14 +1094,19 @@ class GitHistory:
             newest = self._newest_commit_id(conn)
             if self._index is not None and self._index[0] == newest:
                 return self._index[1]
-            rows = conn.execute(
-                "SELECT DISTINCT cf.commit_id, cf.canon_id FROM commit_files cf "
-                "JOIN commits c ON c.id = cf.commit_id AND c.skipped=0 "
-                "ORDER BY cf.commit_id, cf.rowid"
-            ).fetchall()
-            names = dict(conn.execute("SELECT id, path FROM paths WHERE canon=id").fetchall())
-            alive = [r[0] for r in conn.execute("SELECT id FROM paths WHERE canon=id AND alive=1")]
-            times = dict(conn.execute("SELECT id, time FROM commits WHERE skipped=0").fetchall())
+            with _heeded(conn, cancel):
+                rows = conn.execute(
+                    "SELECT DISTINCT cf.commit_id, cf.canon_id FROM commit_files cf "
+                    "JOIN commits c ON c.id = cf.commit_id AND c.skipped=0 "
+                    "ORDER BY cf.commit_id, cf.rowid"
+                ).fetchall()
+                names = dict(conn.execute("SELECT id, path FROM paths WHERE canon=id").fetchall())
+                alive = [
+                    r[0] for r in conn.execute("SELECT id FROM paths WHERE canon=id AND alive=1")
+                ]
+                times = dict(
+                    conn.execute("SELECT id, time FROM commits WHERE skipped=0").fetchall()
+                )
             index = CommitIndex.build(rows, names, alive, times)
             self._index = (newest, index)
             self._model = None
@@ -1142,7 +1196,7 @@ class GitHistory:
                 out.append((names[a], names[b], int(support), round(support / union, 6)))
         return out
 
-    def renames(self) -> dict[str, str]:
+    def renames(self, cancel: Callable[[], bool] | None = None) -> dict[str, str]:
         """Every rename mined so far, chained: ``old name -> current name``."""
         if not self._ensure_mined():
             return {}
@@ -1152,31 +1206,34 @@ class GitHistory:
                 .execute("SELECT old_path, new_path FROM renames ORDER BY commit_id, rowid")
                 .fetchall()
             )
-        return fold_renames((str(a), str(b)) for a, b in rows)
+        return fold_renames(_heeding(((str(a), str(b)) for a, b in rows), cancel))
 
-    def renames_since(self, commit: str | None) -> dict[str, str]:
+    def renames_since(
+        self, commit: str | None, cancel: Callable[[], bool] | None = None
+    ) -> dict[str, str]:
         """Renames made after ``commit`` up to the mined revision: ``old -> current`` name.
 
         ``None`` means all known renames. The engine applies the map to memories with
         :func:`engram.history.apply_renames`. Unknown commits give ``{}`` (logged).
+        ``cancel`` is looked at while git looks for renames (seconds over a long range)
+        and while they are chained: a stop raises ``StepCancelled``.
         """
         if commit is None:
-            return self.renames()
-        if not self.available:
-            return {}
-        out = self._git(
-            "log", "--no-merges", "--diff-filter=R", "--name-status", "-M", "-z",
-            "--date-order", "--reverse", f"--format={LOG_FORMAT}",
-            f"{commit}..{self.rev}", timeout=self.config.git_timeout_s,
-        )  # fmt: skip
-        if out is None:
+            return self.renames(cancel)
+        if not self.available or self._open_repo() is None:
             return {}
         pairs: list[tuple[str, str]] = []
-        for record in parse_log([out.encode("utf-8", errors="surrogateescape")]):
-            for change in record.changes:
-                if change.status == "R" and change.old_path:
-                    pairs.append((self._strip(change.old_path), self._strip(change.path)))
-        return fold_renames(pairs)
+        records = self._stream_log(
+            f"{commit}..{self.rev}", None, cancel=cancel, only=("--diff-filter=R",)
+        )
+        try:
+            for record in records:
+                for change in record.changes:
+                    if change.status == "R" and change.old_path:
+                        pairs.append((self._strip(change.old_path), self._strip(change.path)))
+        except _LogCancelled:
+            raise StepCancelled from None
+        return fold_renames(_heeding(pairs, cancel))
 
     def _strip(self, path: str) -> str:
         """Repository-relative path as workspace-relative (for a workspace in a subfolder)."""
