@@ -19,8 +19,10 @@ from engram.workspace import Workspace
 
 @asynccontextmanager
 async def session_for(ws: Workspace, home: Path | None = None) -> AsyncIterator[ClientSession]:
-    # PYTHONPATH too: the server must be the code under test (a worktree's, not the
-    # virtualenv's editable install)
+    # set up, as the person does once (docs/agents.md: a repository nobody set up is not
+    # served); PYTHONPATH too: the server must be the code under test (a worktree's, not
+    # the virtualenv's editable install)
+    ws.ensure_engram_dir()
     keep = ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH")
     env = {k: v for k, v in os.environ.items() if k in keep}
     env["ENGRAM_EMBED__MODEL"] = "none"

@@ -95,3 +95,64 @@ def test_no_line_where_engram_has_memories_or_there_is_no_repository(tmp_path: P
     plain = tmp_path / "notes"  # no .git, no .engram: Claude Code started in any folder
     plain.mkdir()
     assert _hook(home, plain, "SessionStart", source="startup") is None
+
+
+def test_an_agent_session_in_a_repository_nobody_set_up_writes_nothing_there(
+    tmp_path: Path,
+) -> None:
+    """The plugin runs in every repository an agent works in: its hooks wrote nothing there,
+    but the first MCP tool call (a search) made ``.engram/`` and an agent's remember stored
+    a memory. One rule for every front end (docs/agents.md): nothing is read or written in
+    a repository nobody set up; every tool says so in one line, until the person runs
+    ``engram index`` there. Hooks as Claude Code runs them, the MCP server as the plugin
+    starts it (``bin/engram-launch mcp-serve``), both with ``PATH=/usr/bin:/bin`` and a
+    fresh HOME."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    home, root = _home(tmp_path), _repository(tmp_path / "repo")
+    read = {"tool_name": "Read", "tool_input": {"file_path": str(root / "app.py")}}
+    for event, fields in (
+        ("SessionStart", {"source": "startup"}),
+        ("UserPromptSubmit", {"prompt": "fix main in app.py"}),
+        ("PreToolUse", {"tool_name": "Edit", "tool_input": {"file_path": str(root / "app.py")}}),
+        ("PostToolUse", read),
+        ("Stop", {}),
+        ("SessionEnd", {"reason": "exit"}),
+    ):
+        _hook(home, root, event, **fields)  # type: ignore[arg-type]
+        assert not (root / ".engram").exists(), f"{event} wrote to a repository nobody set up"
+
+    async def tools(calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, str]]:
+        env = _minimal_env(home, CLAUDE_PLUGIN_ROOT=str(PLUGIN), ENGRAM_EMBED__MODEL="none")
+        params = StdioServerParameters(
+            command=str(PLUGIN / "bin" / "engram-launch"), args=["mcp-serve"], env=env,
+            cwd=str(root),
+        )  # fmt: skip
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
+            await session.initialize()
+            out = []
+            for name, args in calls:
+                result = await session.call_tool(name, args)
+                out.append((bool(result.is_error), result.content[0].text))  # type: ignore[union-attr]
+            return out
+
+    note = {"text": "main() returns 1 on purpose", "file": "app.py"}
+    calls = [("engram_search", {"query": "main"}), ("engram_remember", note)]
+    for error, text in anyio.run(tools, calls):
+        assert error and text.startswith(f"Engram is not set up in {root}: "), text
+        assert "`engram index`" in text and "\n" not in text
+    assert not (root / ".engram").exists(), "an MCP tool wrote to a repository nobody set up"
+
+    # the person sets it up: the same tools work
+    engram = shlex.split((home / ".config" / "engram" / "command").read_text())
+    env = _minimal_env(home, ENGRAM_EMBED__MODEL="none")
+    subprocess.run([*engram, "index"], cwd=root, env=env, check=True, capture_output=True,
+                   timeout=300)  # fmt: skip
+    try:
+        searched, remembered = anyio.run(tools, calls)
+    finally:
+        subprocess.run([*engram, "stop"], cwd=root, env=env, capture_output=True, timeout=60)
+    assert not searched[0] and not remembered[0], (searched, remembered)
+    assert json.loads(remembered[1])["memory"]["content"] == "main() returns 1 on purpose"

@@ -225,6 +225,7 @@ async def _through_mcp(
 
     from engram.mcp_server.server import build_server
 
+    Workspace.open(root).ensure_engram_dir()  # set up: a folder nobody set up is not served
     server = build_server(str(root))
     required = _required(usecase, Surface.MCP)
     problems: list[str] = []

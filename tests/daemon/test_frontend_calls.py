@@ -30,6 +30,7 @@ HEAVY_MODULES = ("lancedb", "pyarrow", "numpy", "onnxruntime", "fastembed")
 
 @contextlib.asynccontextmanager
 async def mcp_session(engine_env: EngineEnv, env: dict[str, str]) -> AsyncIterator[ClientSession]:
+    Workspace.open(engine_env.root).ensure_engram_dir()  # set up, as the person does once
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "engram", "mcp-serve", "--workspace", str(engine_env.root)],

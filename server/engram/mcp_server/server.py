@@ -34,7 +34,7 @@ from engram.api import Surface, UseCase, on
 from engram.api.declare import JsonObject, JsonValue, Kind, Param, Spelling, check_text, excerpt
 from engram.errors import USER_ERRORS, EngramError, InvalidInput
 from engram.model import to_jsonable
-from engram.workspace import Workspace
+from engram.workspace import Workspace, WorkspaceError
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -375,6 +375,34 @@ def _filled(raw: Mapping[str, object], usecase: str, parsed: object) -> dict[str
 MAX_ERROR_CHARS = 300
 
 
+class SetUpCheck:
+    """Whether the workspace is set up (``Workspace.is_set_up``: ``.engram/`` or
+    ``.engram-team/``), asked at every tool call until it is (docs/agents.md, "Which
+    repositories an agent's session writes to"): an agent works in any repository, and
+    neither the plugin nor a repository's own config is the person asking for memory in
+    this one. The first tool call made ``.engram/`` wherever an agent worked."""
+
+    def __init__(self, workspace: str | None) -> None:
+        self._workspace = workspace
+        self._set_up = False
+
+    def refusal(self) -> EngramError | None:
+        """The one line every tool answers in a repository nobody set up, else None."""
+        if self._set_up:
+            return None
+        try:
+            ws = Workspace.open(self._workspace)
+        except (EngramError, WorkspaceError, OSError):
+            return None  # the tool itself says what is wrong with the workspace
+        if ws.is_set_up:
+            self._set_up = True
+            return None
+        return EngramError(
+            f"Engram is not set up in {ws.root}: nothing is read or written there until the "
+            "person runs `engram index` in it once (an agent's session sets nothing up)"
+        )
+
+
 def build_server(
     workspace: str | None = None, overrides: dict[str, object] | None = None
 ) -> Server[Lifespan]:
@@ -406,6 +434,7 @@ def build_server(
         return remember.execute(holder.get(), remember.parse(raw, MCP), MCP)
 
     hubs = HubHolder(workspace, overrides, save_observation)
+    set_up = SetUpCheck(workspace)
     tools = [
         types.Tool(name=u.mcp, description=description(u), input_schema=input_schema(u))
         for u in usecases.values()
@@ -451,6 +480,9 @@ def build_server(
     ) -> types.CallToolResult:
         raw = params.arguments or {}
         try:
+            refused = set_up.refusal()
+            if refused is not None:
+                return failure(refused)
             if params.name in HUB_TOOLS:
                 args = _hub_args(params.name, raw)
                 return answer(await _run_hub_tool(await hubs.get(), params.name, args))
