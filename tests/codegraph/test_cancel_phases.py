@@ -85,14 +85,16 @@ def test_a_cancel_inside_a_phase_after_the_parse_stops_it_and_the_next_run_resum
 
 def test_a_long_statement_is_interrupted_by_the_cancel(tmp_path: Path) -> None:
     """One SQLite statement (the closure's index at 58k files) runs for seconds: the cancel
-    interrupts it (``_statements_cancelled_by``) instead of waiting for it."""
-    from engram.codegraph.graph import _statements_cancelled_by
+    interrupts it (``engram.progress.statements_cancelled_by``) instead of waiting for it."""
+    from engram.codegraph.graph import _CANCEL_STEPS
+    from engram.progress import statements_cancelled_by
 
     conn = sqlite3.connect(tmp_path / "x.sqlite")
     told = threading.Event()
     threading.Timer(0.3, told.set).start()
     started = time.monotonic()
-    with pytest.raises(IndexInterrupted), _statements_cancelled_by(conn, told.is_set):
+    stopping = statements_cancelled_by(conn, told.is_set, IndexInterrupted, _CANCEL_STEPS)
+    with pytest.raises(IndexInterrupted), stopping:
         conn.execute(  # ~a minute of counting when nothing interrupts it
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
             "WHERE i < 2000000000) SELECT count(*) FROM n"

@@ -29,8 +29,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,7 +57,7 @@ from engram.codegraph.resolve import ImportResolver, read_go_modules, read_js_pa
 from engram.codegraph.symbols import Symbol
 from engram.codegraph.walk import iter_workspace_files
 from engram.config import EngramConfig, IndexConfig
-from engram.progress import Progress
+from engram.progress import Progress, statements_cancelled_by
 from engram.workspace import Workspace, WorkspaceError
 
 if TYPE_CHECKING:
@@ -560,27 +559,6 @@ CLOSURE = "dependency closure"
 #: SQLite virtual-machine steps between two looks at the cancel while one statement runs
 #: (a closure index over millions of rows, the deferred indexes): ~a millisecond of work.
 _CANCEL_STEPS = 100_000
-
-
-@contextmanager
-def _statements_cancelled_by(
-    conn: sqlite3.Connection, cancel: CancelCallback | None
-) -> Iterator[None]:
-    """Let ``cancel`` interrupt the statements run inside (their SQLite error becomes
-    :class:`IndexInterrupted`): a single ``CREATE INDEX`` at 58k files runs for seconds,
-    long past the ~1 s a stop may take (docs/engine.md "Faults")."""
-    if cancel is None:
-        yield
-        return
-    conn.set_progress_handler(lambda: bool(cancel()), _CANCEL_STEPS)
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        if "interrupted" in str(exc) and cancel():
-            raise IndexInterrupted from exc
-        raise
-    finally:
-        conn.set_progress_handler(None, 0)
 
 
 #: What one file's facts store, split in two: everything but line numbers (the rows'
@@ -1581,7 +1559,7 @@ class CodeGraph:
         _stop_here(cancel)
         conn.execute("BEGIN")
         try:
-            with _statements_cancelled_by(conn, cancel):
+            with statements_cancelled_by(conn, cancel, IndexInterrupted, _CANCEL_STEPS):
                 self._resolve_stale(checkpoint)
             conn.commit()
         except BaseException:

@@ -57,7 +57,7 @@ from engram.history.cochange_model import (
 from engram.history.gitlog import GIT_MEMORY_ARGS, LOG_ARGS, LOG_FORMAT, CommitRecord, parse_log
 from engram.history.renames import fold_renames
 from engram.jsontypes import JsonObject
-from engram.progress import Progress
+from engram.progress import Progress, statements_cancelled_by
 from engram.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -140,25 +140,8 @@ class _LogCancelled(Exception):
     """The cancel said stop while ``git log`` was read (:meth:`GitHistory._stream_log`)."""
 
 
-#: SQLite virtual-machine steps between two looks at the cancel in :func:`_heeded`.
+#: SQLite virtual-machine steps between two looks at the cancel while the commit index is read.
 _STEPS_PER_LOOK = 20_000
-
-
-@contextlib.contextmanager
-def _heeded(conn: sqlite3.Connection, cancel: Callable[[], bool] | None) -> Iterator[None]:
-    """Statements on ``conn`` that a cancel interrupts (``StepCancelled``)."""
-    if cancel is None:
-        yield
-        return
-    conn.set_progress_handler(lambda: 1 if cancel() else 0, _STEPS_PER_LOOK)
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        if "interrupted" in str(exc) and cancel():
-            raise StepCancelled from None
-        raise
-    finally:
-        conn.set_progress_handler(None, 0)
 
 
 #: Renames chained between two looks at the cancel (babel's 39,787 took ~0.3 s at load 10).
@@ -1094,7 +1077,7 @@ class GitHistory:
             newest = self._newest_commit_id(conn)
             if self._index is not None and self._index[0] == newest:
                 return self._index[1]
-            with _heeded(conn, cancel):
+            with statements_cancelled_by(conn, cancel, StepCancelled, _STEPS_PER_LOOK):
                 rows = conn.execute(
                     "SELECT DISTINCT cf.commit_id, cf.canon_id FROM commit_files cf "
                     "JOIN commits c ON c.id = cf.commit_id AND c.skipped=0 "

@@ -82,14 +82,8 @@ class AuditLog(SqliteSideFile):
     def withdraw(self, seqs: range) -> None:
         """Remove the entries :meth:`add` numbered ``seqs``: the change they describe was
         never stored, and the trail says only what happened (docs/trust.md)."""
-        if not seqs:
-            return
-        with self._lock:
-            conn = self._connect(create=False)
-            if conn is None:
-                return
-            with conn:
-                conn.execute("DELETE FROM entries WHERE seq BETWEEN ? AND ?", (seqs[0], seqs[-1]))
+        if seqs:
+            self._remove("DELETE FROM entries WHERE seq BETWEEN ? AND ?", (seqs[0], seqs[-1]))
 
     def _read(self, sql: str, params: Sequence[object]) -> list[AuditEntry]:
         with self._lock:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -65,6 +66,15 @@ class SqliteSideFile:
         conn.executescript(self.SCHEMA)
         self._conn = conn
         return conn
+
+    def _remove(self, sql: str, params: Sequence[object]) -> None:
+        """Run one removal on the file, when it exists (a removal never creates it)."""
+        with self._lock:
+            conn = self._connect(create=False)
+            if conn is None:
+                return
+            with conn:
+                conn.execute(sql, params)
 
     def close(self) -> None:
         with self._lock:
