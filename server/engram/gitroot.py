@@ -14,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-#: ``-c`` options every git command Engram runs in a workspace starts with. A repository's
+#: The options every git command Engram runs in a workspace starts with. A repository's
 #: own ``.git/config`` is untrusted input (docs/security.md, "Git"): its ``core.fsmonitor``
 #: names a command git runs whenever it refreshes the index, which ``ls-files --others``
 #: (listing the workspace), ``status`` (the team folder's facts) and ``commit`` all do. A
@@ -22,7 +22,22 @@ if TYPE_CHECKING:
 #: its ``.git``, or an embedded bare repository opened as a folder, can: ``engram index``
 #: (and so opening such a folder in an editor) ran it. Command-line ``-c`` wins over every
 #: config file.
-SAFE_GIT_CONFIG: tuple[str, ...] = ("-c", "core.fsmonitor=false")
+#:
+#: The same archive's config and hooks reach two more (stop 30): ``log.showSignature``
+#: makes every ``git log`` (history mining, the team folder's facts) run ``gpg.program`` on
+#: each commit carrying a signature header, which anyone can write into a commit; and
+#: ``status`` writes git's index when timestamps changed (every file of an unpacked
+#: archive), which runs the ``post-index-change`` hook of ``.git/hooks`` or
+#: ``core.hooksPath``. ``--no-optional-locks`` keeps ``status`` from writing the index (the
+#: switch editors use for their background ``status``); commands that must write it
+#: (``share --commit``'s ``add``) still do.
+SAFE_GIT_CONFIG: tuple[str, ...] = (
+    "--no-optional-locks",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "log.showSignature=false",
+)
 
 
 def filters_off(config_names: str) -> tuple[str, ...]:

@@ -97,3 +97,77 @@ def test_sync_and_index_never_run_the_repositorys_clean_filter(
     # and the facts were read: the committed share is the teammate's, in review
     listed = engram(tmp_workspace, "list", "--json")
     assert "charge() takes cents" in listed.stdout
+
+
+def _signed_commit(root: Path, message: str) -> None:
+    """A commit carrying a ``gpgsig`` header: anyone can write one (no key is needed for a
+    header git will try to verify), so an archive's history can hold as many as it likes."""
+    tree = git(root, "rev-parse", "HEAD^{tree}").strip()
+    parent = git(root, "rev-parse", "HEAD").strip()
+    body = (
+        f"tree {tree}\nparent {parent}\n"
+        "author Ana <ana@example.invalid> 1700000000 +0000\n"
+        "committer Ana <ana@example.invalid> 1700000000 +0000\n"
+        "gpgsig -----BEGIN PGP SIGNATURE-----\n \n AAAA\n -----END PGP SIGNATURE-----\n"
+        f"\n{message}\n"
+    )
+    sha = subprocess.run(
+        ["git", "-C", str(root), "hash-object", "-t", "commit", "-w", "--stdin"],
+        input=body, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    git(root, "update-ref", "HEAD", sha)
+
+
+def test_index_and_sync_never_run_the_repositorys_gpg_program_or_hooks(
+    tmp_workspace: Workspace, tmp_path: Path
+) -> None:
+    """Two more commands an archive's ``.git`` names (stop 30), both checked live with git
+    first: ``log.showSignature`` + ``gpg.program`` ran on every ``git log`` of history
+    mining (``engram index``), and ``status`` over an unpacked team folder rewrote git's
+    index, which ran ``.git/hooks/post-index-change`` (``engram sync``, ``engram index``,
+    an editor's start)."""
+    root = tmp_workspace.root
+    team = root / ".engram-team"
+    team.mkdir()
+    shared = team / "m-00000000ab.json"
+    shared.write_text(
+        '{"id": "m-00000000ab", "type": "gotcha", "scope": "global", "source": "user_taught",'
+        ' "content": "charge() takes cents, never euros", "anchors": []}'
+    )
+    (root / "billing.py").write_text("def charge(amount):\n    return amount\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "a teammate's memory")
+    _signed_commit(root, "signed, it says")
+    gpg_marker, hook_marker = tmp_path / "GPG-RAN", tmp_path / "HOOK-RAN"
+    program = tmp_path / "gpg"
+    program.write_text(f"#!/bin/sh\ntouch {shlex.quote(str(gpg_marker))}\nexit 1\n")
+    program.chmod(0o755)
+    git(root, "config", "log.showSignature", "true")
+    git(root, "config", "gpg.program", str(program))
+    hook = root / ".git" / "hooks" / "post-index-change"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f"#!/bin/sh\ntouch {shlex.quote(str(hook_marker))}\n")
+    hook.chmod(0o755)
+
+    def unpacked() -> None:  # new timestamps, as every file of an unpacked archive has
+        for path in (shared, root / "billing.py"):
+            stamp = path.stat().st_mtime + 5
+            os.utime(path, (stamp, stamp))
+
+    unpacked()
+    subprocess.run(["git", "-C", str(root), "log", "--format=%H"], capture_output=True)
+    subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True)
+    assert gpg_marker.exists(), "git log did not run gpg.program: the test would prove nothing"
+    assert hook_marker.exists(), "git status ran no hook: the test would prove nothing"
+    gpg_marker.unlink()
+    hook_marker.unlink()
+    for args in [("index", "--no-embed"), ("sync", "--json")]:
+        unpacked()
+        run = engram(tmp_workspace, *args)
+        assert run.returncode == 0, (args, run.stderr)
+        assert not gpg_marker.exists(), f"`engram {' '.join(args)}` ran gpg.program"
+        assert not hook_marker.exists(), f"`engram {' '.join(args)}` ran post-index-change"
+    # and the work was done: both commits mined, the teammate's memory arrived
+    listed = engram(tmp_workspace, "list", "--json")
+    assert "charge() takes cents" in listed.stdout
+    assert git(root, "log", "-1", "--format=%s").strip() == "signed, it says"
