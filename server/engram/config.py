@@ -38,6 +38,7 @@ import cattrs
 from engram.approvals import ApprovalStore, user_config_dir
 from engram.errors import ConfigError as ConfigError  # re-exported: callers name it here
 from engram.errors import EngramError
+from engram.jsontypes import parse_toml
 from engram.workspace import Workspace, WorkspaceError
 from engram.workspace_trust import SettingsTrust, assess, split_workspace_settings
 
@@ -405,9 +406,13 @@ def _warn(notes: list[str] | None, line: str) -> None:
 
 def _read_toml(path: Path, notes: list[str] | None = None) -> Settings:
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        # a repository's file: bytes that are not UTF-8, or nesting too deep for the parser,
+        # stopped every command in the workspace with an internal error (stop 30)
+        return parse_toml(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
+        return {}
+    except UnicodeDecodeError as exc:
+        _warn(notes, f"ignoring {path}: not UTF-8 text (byte {exc.start})")
         return {}
     except (tomllib.TOMLDecodeError, OSError) as exc:
         _warn(notes, f"ignoring {path}: {exc}")

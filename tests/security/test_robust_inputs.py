@@ -48,6 +48,58 @@ def test_team_file_anchored_outside_never_blocks_sync_or_index(
     assert [m["id"] for m in listed] == ["m-00000000c2"]  # the rest still arrived
 
 
+def test_files_nested_too_deeply_or_not_utf8_stop_nothing(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """A clone's files, each a few hundred KB: nesting too deep for Python's parsers raised
+    ``RecursionError`` and one byte that is not UTF-8 in ``.engram/config.toml`` a
+    ``UnicodeDecodeError``, which no caller expected (stop 30). A deep team file stopped
+    ``engram sync`` and ``engram index`` (exit 70, so no teammate's memory, graph or history
+    either); a deep ``pyproject.toml`` or the config byte stopped every command in the
+    workspace, the editor's included; ``dependencies = 5`` in ``pyproject.toml`` stopped the
+    index. Each is now one malformed file, named where files are."""
+    ws = tmp_workspace
+    deep = "[" * 50_000 + "]" * 50_000
+    (ws.root / "app.py").write_text("def main():\n    return 0\n")
+    team_file(ws.root, "m-00000000c3", "retries go through the shared backoff helper")
+    (ws.root / ".engram-team" / "m-00000000c4.json").write_text(
+        '{"id": "m-00000000c4", "type": "gotcha", "content": "x", "tags": ' + deep + "}"
+    )
+    (ws.root / "package.json").write_text('{"name": "app", "x": ' + deep + "}")
+    (ws.root / ".mcp.json").write_text('{"mcpServers": ' + deep + "}")
+    git(ws.root, "add", ".")
+    git(ws.root, "commit", "-qm", "a clone's files")
+
+    indexed = engram(ws, "index", "--no-embed")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "m-00000000c4.json: not valid JSON" in indexed.stderr
+    synced = engram(ws, "sync", "--json")
+    assert synced.returncode == 0, synced.stderr
+    ids = {m["id"] for m in json.loads(engram(ws, "list", "--json").stdout)["memories"]}
+    assert "m-00000000c3" in ids and "m-00000000c4" not in ids  # the rest still arrived
+    status = engram(ws, "mcp", "status")
+    assert status.returncode == 0, status.stderr
+    assert ".mcp.json" in status.stdout + status.stderr
+    assert "not valid JSON" in status.stdout + status.stderr
+
+    # a manifest of a shape the project facts did not expect stopped the index too
+    (ws.root / "pyproject.toml").write_text('[project]\nname = "app"\ndependencies = 5\n')
+    indexed = engram(ws, "index", "--no-embed")
+    assert indexed.returncode == 0, indexed.stderr
+
+    for settings, name in [
+        (b"[tool.engram]\nx = " + deep.encode() + b"\n", "pyproject.toml"),
+        (b'[retrieval]\nx = "\xff"\n', ".engram/config.toml"),
+    ]:
+        for old in ("pyproject.toml", ".engram/config.toml"):
+            (ws.root / old).unlink(missing_ok=True)
+        (ws.root / name).write_bytes(settings)
+        run = engram(ws, "list", "--json")
+        assert run.returncode == 0, (name, run.stderr)
+        assert "internal error" not in run.stderr
+        assert f"ignoring {ws.root / name}" in run.stderr, (name, run.stderr)
+
+
 def test_import_refuses_path_like_ids_and_share_still_works(
     tmp_workspace: Workspace, user_config: Path, tmp_path: Path
 ) -> None:

@@ -25,7 +25,7 @@ import attrs
 
 from engram.errors import InvalidInput
 from engram.interpreter import SAFE_PATH_FLAG
-from engram.jsontypes import JsonObject
+from engram.jsontypes import JsonObject, parse_json
 
 AGENTS: tuple[str, ...] = ("claude-code", "codex", "opencode", "crush", "copilot")
 
@@ -124,7 +124,7 @@ def _load_json(path: Path, text: str | None) -> JsonObject:
     if text is None or not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except ValueError as exc:
         raise InvalidInput(
             f"cannot merge into {path}: not valid JSON ({exc}); fix or move it, then run again"

@@ -9,7 +9,6 @@ server after a pull changed the folder.
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from engram.app.remember import (
 )
 from engram.app.state import EngineState
 from engram.errors import EngramError, InvalidInput
+from engram.jsontypes import parse_json
 from engram.lifecycle.contradictions import Contradiction, find_contradictions
 from engram.model import AuditEntry, Memory, team_origin
 from engram.workspace import WorkspaceError
@@ -360,11 +360,11 @@ def _write_team_file(path: Path, text: str) -> None:
 def _same_shared_memory(path: Path, text: str) -> bool:
     """Whether ``path`` already holds this memory (ignoring who shared it and when)."""
     try:
-        old = json.loads(path.read_text(encoding="utf-8"))
-        new = json.loads(text)
+        old = parse_json(path.read_text(encoding="utf-8"))
+        new = parse_json(text)
     except (OSError, ValueError):
         return False
-    if not isinstance(old, dict):
+    if not isinstance(old, dict) or not isinstance(new, dict):
         return False
     old.pop("shared", None)
     new.pop("shared", None)

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from engram.jsontypes import JsonObject
 
-import json
 import logging
 import re
 import tomllib
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import attrs
 
+from engram.jsontypes import parse_json
 from engram.workspace import WorkspaceError, confine
 
 log = logging.getLogger(__name__)
@@ -137,7 +137,7 @@ def _node(root: Path) -> list[ProjectFact]:
     if not path.is_file():
         return []
     try:
-        data = json.loads(_read(root, path))
+        data = parse_json(_read(root, path))
     except (OSError, ValueError) as exc:
         log.debug("package.json unreadable: %s", exc)
         data = {}
@@ -235,6 +235,9 @@ def detect_project(root: Path) -> list[ProjectFact]:
     for detector in (_python, _node, _go, _rust, _java):
         try:
             facts.extend(detector(root))
-        except OSError as exc:  # an unreadable manifest is not worth failing the index for
+        # an unreadable manifest is not worth failing the index for, nor one of a shape the
+        # detector did not expect: a clone's `dependencies = 5` (TypeError) or `a = [[[[…`
+        # (RecursionError) stopped `engram index` with an internal error (stop 30)
+        except (OSError, ValueError, TypeError, AttributeError, RecursionError) as exc:
             log.debug("project detection %s failed: %s", detector.__name__, exc)
     return facts

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from engram.codegraph.extract import ImportRef
+from engram.jsontypes import parse_json
 
 _JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
 #: most memoised answers one resolver keeps (a cold index of a huge tree must stay bounded)
@@ -365,12 +366,10 @@ def read_go_modules(root_files: dict[str, bytes]) -> dict[str, str]:
 
 def read_js_packages(manifests: dict[str, bytes]) -> dict[str, tuple[str, str | None]]:
     """``{name: (directory, entry file)}`` from ``package.json`` contents keyed by path."""
-    import json
-
     packages: dict[str, tuple[str, str | None]] = {}
     for path, content in manifests.items():
         try:
-            data = json.loads(content.decode("utf-8", errors="replace"))
+            data = parse_json(content.decode("utf-8", errors="replace"))
         except ValueError:
             continue
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):

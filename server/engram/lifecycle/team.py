@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 import attrs
 
+from engram.jsontypes import parse_json
 from engram.lifecycle.trust import HIDDEN_STATES, state_of
 from engram.model import (
     MEMORY_ID,
@@ -221,7 +222,7 @@ def read_team_folder(folder: Path, *, label: str) -> TeamFolder:
                 out.skipped.append(f"{name}: larger than {MAX_TEAM_FILE_BYTES} bytes")
                 continue
             text = data.decode("utf-8")
-            raw = json.loads(text)
+            raw = parse_json(text)  # nesting too deep is malformed too (stop 30)
         except (OSError, UnicodeDecodeError) as exc:
             out.skipped.append(f"{name}: cannot read it ({exc})")
             continue

@@ -32,7 +32,7 @@ from typing import Literal
 import attrs
 
 from engram.approvals import user_config_dir
-from engram.jsontypes import JsonObject
+from engram.jsontypes import JsonObject, parse_json
 
 log = logging.getLogger(__name__)
 
@@ -322,7 +322,7 @@ def scan_sources(
             continue
         found.append(str(cfg.path))
         try:
-            data = json.loads(text) if text.strip() else {}
+            data = parse_json(text) if text.strip() else {}
         except json.JSONDecodeError as exc:
             problems.append(ConfigProblem(str(cfg.path), f"not valid JSON (line {exc.lineno})"))
             continue
