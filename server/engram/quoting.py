@@ -76,9 +76,16 @@ def shared_label(by: object, file: str | None, *, reviewed: bool) -> str:
     return f"shared by {json.dumps(clean_name(by), ensure_ascii=False)}{where}, {state}"
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: line breaks, runs of white space and control characters as one
+    space. Where an agent reads Engram's lines (a diagnostic, a hook's context), a memory's
+    own line break would start a line Engram did not write (stop 30)."""
+    return " ".join(replace_controls(text, " ").split())
+
+
 def quoted(text: str) -> str:
     """``text`` as one JSON string literal on one line: nothing in it can end the quote."""
-    return json.dumps(" ".join(replace_controls(text, " ").split()), ensure_ascii=False)
+    return json.dumps(one_line(text), ensure_ascii=False)
 
 
 def quote_shared(text: str, by: object, file: str | None, *, reviewed: bool) -> str:

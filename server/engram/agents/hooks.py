@@ -31,7 +31,7 @@ from pathlib import Path
 
 from engram.agents.deferred import run_all, run_detached
 from engram.marks import conflict_markers, together
-from engram.quoting import quote_shared
+from engram.quoting import one_line, quote_shared
 from engram.store.digest import Digest, prompt_terms
 from engram.tokens import estimate_tokens
 from engram.workspace import Workspace, WorkspaceError
@@ -185,7 +185,10 @@ def render_memory(memory: Brief, others: Sequence[Brief] = ()) -> str:
         )
         return f"- {memory.type.upper()}{where}{mark}: {text} [{memory.id}]"
     review = " [unverified]" if memory.needs_review else ""
-    return f"- {memory.type.upper()}{where}{review}{mark}: {memory.content.strip()} [{memory.id}]"
+    # one line, as said: an agent's own memory with a line break wrote a second "- CRITICAL"
+    # line, without the [unverified] mark, into an agent's context (stop 30)
+    text = one_line(memory.content)
+    return f"- {memory.type.upper()}{where}{review}{mark}: {text} [{memory.id}]"
 
 
 def digest_partners(digest: Digest) -> Partners:

@@ -37,7 +37,7 @@ from engram.model import (
     shared_by_text,
     team_origin,
 )
-from engram.quoting import quote_shared
+from engram.quoting import one_line, quote_shared
 
 log = logging.getLogger(__name__)
 
@@ -197,14 +197,19 @@ def age_text(then: datetime, now: datetime) -> str:
     return f"{days // 365} years ago"
 
 
-def shown_text(memory: Memory) -> str:
+def shown_text(memory: Memory, *, lines: bool = True) -> str:
     """A memory's text as diagnostics and hover show it: a teammate's is quoted data from
     that teammate and file (:func:`engram.quoting.quote_shared`, as hooks, MCP and context
     packs show it), never bare text an agent could take for an instruction or whose lines
-    could forge Engram's own (``m-… · user_taught · pinned · verified``)."""
+    could forge Engram's own (``m-… · user_taught · pinned · verified``).
+
+    ``lines=False`` (diagnostics): any memory's text on one line. A memory an agent wrote
+    (or the observer, from a session that read a web page) is not the user's words either,
+    and its line breaks put a forged provenance line or a second memory into an agent's
+    diagnostics until stop 30; hover, markdown escaped, keeps the lines a person wrote."""
     origin = team_origin(memory)
     if origin is None:
-        return memory.content
+        return memory.content if lines else one_line(memory.content)
     file = origin.get("file")
     return quote_shared(
         memory.content,
@@ -248,7 +253,7 @@ def diagnostic_message(
     label = TYPE_LABELS.get(memory.type, memory.type.value)
     marks = "".join(f"\n{conflict_marker(oid, text)}" for oid, text in partners)
     provenance = provenance_text(memory, now, origin=False)
-    return f"{label}: {shown_text(memory)}{marks}\n{memory.id} · {provenance}"
+    return f"{label}: {shown_text(memory, lines=False)}{marks}\n{memory.id} · {provenance}"
 
 
 def to_diagnostic(
