@@ -44,6 +44,7 @@ from engram.model import (
     make_citation_text,
     team_origin,
 )
+from engram.model.memory import TEAM_KEY
 
 if TYPE_CHECKING:
     from engram.store.digest import MirrorRules
@@ -871,10 +872,18 @@ def _team_share(memory: Memory, event: Event, now: datetime) -> Memory | tuple[M
     changes["relations"] = _merge_relations(memory.relations, shared.relations)
     changes["updated_at"] = now
     claim_changed = not same_claim or state_of(memory) is TrustState.RETIRED
+    # a teammate's commit changed a memory of yours that you shared: the text is theirs now.
+    # Kept as yours (no origin), their words reached hooks, diagnostics and MCP unquoted, as
+    # your `user_taught` memory and still pinned if you had pinned it (stop 30)
+    taken_over = local and not same_claim and not yours
     life_changes: dict[str, Any] = {"retired": None}
     extra = dict(memory.extra)
-    if not local:
+    if not local or taken_over:
         extra.update(shared.extra)  # the team origin: file, by, at
+    if taken_over and author and isinstance(extra.get(TEAM_KEY), dict):
+        # the file's "shared by" still names you, who shared it first: the edit is the
+        # author's of the commit that made it
+        extra[TEAM_KEY] = {**extra[TEAM_KEY], "by": author}
     if claim_changed and not yours:
         if event.trusted:
             changes.update(needs_review=False, user_verified=True)
@@ -896,7 +905,7 @@ def _team_share(memory: Memory, event: Event, now: datetime) -> Memory | tuple[M
         changes["deprecated"] = any(
             f.get("kind") == CorrectionKind.INCORRECT.value for f in flags_of(memory)
         )
-    changes["pinned"] = memory.pinned if local else False
+    changes["pinned"] = memory.pinned if local and not taken_over else False
     life = _lifecycle(attrs.evolve(memory, extra=extra))
     for key, value in life_changes.items():
         if value is None:
