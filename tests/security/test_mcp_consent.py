@@ -57,3 +57,39 @@ def test_the_approval_shows_every_argument_as_text_and_names_the_secrets_sent(
     assert "\x1b" not in trust.stdout and "\r" not in trust.stdout
     assert "approved docs" in trust.stdout
     assert "$GITHUB_TOKEN (header Authorization)" in trust.stdout
+
+
+def test_an_approved_server_whose_script_a_pull_changed_is_not_started(
+    tmp_workspace: Workspace,
+    user_config: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The approval's hash covers the command line, not what it runs: until stop 30 a server
+    approved as ``python3 srv.py`` ran whatever a later pull put in ``srv.py``. The approval
+    now also covers the workspace files the command line names."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = tmp_workspace.root
+    script = root / "tools" / "srv.py"
+    script.parent.mkdir()
+
+    def version(marker: str) -> None:
+        script.write_text(f"import pathlib\npathlib.Path({str(tmp_path / marker)!r}).touch()\n")
+
+    version("V1-RAN")
+    (root / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"helper": {"command": "python3", "args": ["tools/srv.py"]}}})
+    )
+    assert engram(tmp_workspace, "mcp", "trust", "helper").returncode == 0
+    engram(tmp_workspace, "mcp", "refresh")  # the script is no MCP server: it runs, then fails
+    assert (tmp_path / "V1-RAN").exists(), "the approved server never ran: proves nothing"
+
+    version("V2-RAN")  # what a pull brings
+    status = engram(tmp_workspace, "mcp", "status")
+    assert "a workspace file it runs changed since approval" in status.stdout, status.stdout
+    engram(tmp_workspace, "mcp", "refresh")
+    assert not (tmp_path / "V2-RAN").exists(), "the changed script ran under the old approval"
+
+    assert engram(tmp_workspace, "mcp", "trust", "helper").returncode == 0  # looked again
+    engram(tmp_workspace, "mcp", "refresh")
+    assert (tmp_path / "V2-RAN").exists()

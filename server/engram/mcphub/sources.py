@@ -165,6 +165,70 @@ def values_digest(spec: ServerSpec, key: bytes) -> str:
     return hmac.new(key, blob.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
+#: how much of one file :func:`files_digest` reads (a server's script, not a data set)
+_MAX_RUN_FILE_BYTES = 16 * 1024 * 1024
+
+
+def files_run(spec: ServerSpec, workspace_root: Path) -> list[Path]:
+    """The workspace's files a stdio server's command line names: the command itself, each
+    argument (or the value of ``--opt=value``) and the module of ``-m pkg.mod``, resolved
+    from the server's working directory, kept when a regular file inside the workspace.
+
+    The configuration's hash covers the command line, not what it runs: a server approved as
+    ``python3 srv.py`` ran whatever a later pull put in ``srv.py`` (stop 30). Files those
+    import are not followed, as for ``observer.plugins`` (docs/security.md)."""
+    if spec.transport != "stdio" or spec.scope != "workspace":
+        return []
+    root = workspace_root.resolve()
+
+    def ex(text: str) -> str:
+        return expand(text, environ=os.environ, workspace_root=root, home=Path.home())
+
+    try:
+        cwd = Path(ex(spec.cwd)) if spec.cwd else root
+        words = [ex(w) for w in [spec.command or "", *spec.args]]
+    except UnresolvedVariable:
+        return []
+    if not cwd.is_absolute():
+        cwd = root / cwd
+    names: list[str] = []
+    for before, word in zip(["", *words], words, strict=False):
+        if before == "-m" and re.fullmatch(r"[\w.]+", word):
+            module = word.replace(".", "/")
+            names += [f"{module}.py", f"{module}/__main__.py", f"{module}/__init__.py"]
+        names.append(word.partition("=")[2] if word.startswith("-") else word)
+    found: list[Path] = []
+    for name in names:
+        if not name or "\0" in name or len(name) > 4096:
+            continue
+        try:
+            real = (cwd / name).resolve()
+            if real.is_relative_to(root) and real.is_file() and real not in found:
+                found.append(real)
+        except (OSError, ValueError, RuntimeError):
+            continue
+    return found
+
+
+def files_digest(spec: ServerSpec, workspace_root: Path) -> str:
+    """SHA-256 over the path and bytes of each file of :func:`files_run`; ``""`` when the
+    command line names none (an approval made before stop 30 still holds for those)."""
+    files = files_run(spec, workspace_root)
+    if not files:
+        return ""
+    root = workspace_root.resolve()
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(str(path.relative_to(root)).encode("utf-8", "surrogateescape") + b"\0")
+        try:
+            with path.open("rb") as handle:
+                data = handle.read(_MAX_RUN_FILE_BYTES + 1)
+        except OSError:
+            data = b"unreadable"
+        digest.update(hashlib.sha256(data).digest())
+    return digest.hexdigest()
+
+
 # --------------------------------------------------------------------------- locations
 
 

@@ -4,8 +4,9 @@ A cloned repository can ship a ``.mcp.json`` that starts any program. Engram the
 starts a server defined inside the workspace (not even to list its tools) until the user has
 approved that exact configuration once with ``engram mcp trust NAME``. The approval lives in
 ``~/.config/engram/approvals.json``, keyed by workspace root, server name and config hash,
-plus a keyed digest of the env/header values (:func:`engram.mcphub.sources.values_digest`), so
-a repository can neither pre-approve itself nor change an approved server behind the user's
+plus a keyed digest of the env/header values (:func:`engram.mcphub.sources.values_digest`) and
+a digest of the workspace files its command line names (:func:`~.sources.files_digest`),
+so a repository can neither pre-approve itself nor change an approved server behind the user's
 back. The digest key is a random secret created next to the approvals (mode 0600).
 """
 
@@ -17,7 +18,7 @@ import attrs
 
 from engram.approvals import MCP_SERVERS, atomic_write_text
 from engram.approvals import ApprovalStore as _Approvals
-from engram.mcphub.sources import ServerSpec, values_digest
+from engram.mcphub.sources import ServerSpec, files_digest, values_digest
 
 
 @attrs.frozen
@@ -39,6 +40,8 @@ class ApprovalStore(_Approvals):
             return TrustDecision(False, "workspace server never approved")
         if entry.get("config_hash") != spec.config_hash:
             return TrustDecision(False, "config changed since approval")
+        if entry.get("files_digest", "") != files_digest(spec, workspace_root):
+            return TrustDecision(False, "a workspace file it runs changed since approval")
         key = self.key(create=False)
         if key is None or entry.get("values_digest") != values_digest(spec, key):
             return TrustDecision(False, "env or header values changed since approval")
@@ -51,6 +54,7 @@ class ApprovalStore(_Approvals):
         entry = {
             "config_hash": spec.config_hash,
             "values_digest": values_digest(spec, key),
+            "files_digest": files_digest(spec, workspace_root),
             "origin": spec.origin,
             "launch": spec.describe(),
         }
