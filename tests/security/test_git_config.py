@@ -40,6 +40,25 @@ def armed_repo(tmp_workspace: Workspace, tmp_path: Path) -> tuple[Workspace, Pat
     return tmp_workspace, marker
 
 
+def _teammates_memory(root: Path, memory_id: str) -> Path:
+    """A teammate's shared memory in the team folder (not committed yet)."""
+    team = root / ".engram-team"
+    team.mkdir(exist_ok=True)
+    shared = team / f"{memory_id}.json"
+    shared.write_text(
+        f'{{"id": "{memory_id}", "type": "gotcha", "scope": "global", "source": "user_taught",'
+        ' "content": "charge() takes cents, never euros", "anchors": []}'
+    )
+    return shared
+
+
+def _new_timestamps(*paths: Path) -> None:
+    """As every file of an unpacked archive has: git must look at the content again."""
+    for path in paths:
+        stamp = path.stat().st_mtime + 5
+        os.utime(path, (stamp, stamp))
+
+
 def test_index_remember_share_and_sync_never_run_the_repositorys_fsmonitor(
     armed_repo: tuple[Workspace, Path],
 ) -> None:
@@ -67,13 +86,7 @@ def test_sync_and_index_never_run_the_repositorys_clean_filter(
     changed, as they do in any unpacked archive: ``engram sync`` and ``engram index`` ran
     ``filter.x.clean`` from the repository's ``.git/config`` (stop 29)."""
     root = tmp_workspace.root
-    team = root / ".engram-team"
-    team.mkdir()
-    shared = team / "m-00000000aa.json"
-    shared.write_text(
-        '{"id": "m-00000000aa", "type": "gotcha", "scope": "global", "source": "user_taught",'
-        ' "content": "charge() takes cents, never euros", "anchors": []}'
-    )
+    shared = _teammates_memory(root, "m-00000000aa")
     (root / ".gitattributes").write_text("*.json filter=x\n")
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "a teammate's memory")
@@ -81,9 +94,8 @@ def test_sync_and_index_never_run_the_repositorys_clean_filter(
     git(root, "config", "filter.x.clean", f"touch {shlex.quote(str(marker))}; cat")
     git(root, "config", "filter.x.required", "true")
 
-    def unpacked() -> None:  # new timestamps: git must look at the content again
-        stamp = shared.stat().st_mtime + 5
-        os.utime(shared, (stamp, stamp))
+    def unpacked() -> None:
+        _new_timestamps(shared)
 
     unpacked()
     subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True)
@@ -127,13 +139,7 @@ def test_index_and_sync_never_run_the_repositorys_gpg_program_or_hooks(
     index, which ran ``.git/hooks/post-index-change`` (``engram sync``, ``engram index``,
     an editor's start)."""
     root = tmp_workspace.root
-    team = root / ".engram-team"
-    team.mkdir()
-    shared = team / "m-00000000ab.json"
-    shared.write_text(
-        '{"id": "m-00000000ab", "type": "gotcha", "scope": "global", "source": "user_taught",'
-        ' "content": "charge() takes cents, never euros", "anchors": []}'
-    )
+    shared = _teammates_memory(root, "m-00000000ab")
     (root / "billing.py").write_text("def charge(amount):\n    return amount\n")
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "a teammate's memory")
@@ -149,10 +155,8 @@ def test_index_and_sync_never_run_the_repositorys_gpg_program_or_hooks(
     hook.write_text(f"#!/bin/sh\ntouch {shlex.quote(str(hook_marker))}\n")
     hook.chmod(0o755)
 
-    def unpacked() -> None:  # new timestamps, as every file of an unpacked archive has
-        for path in (shared, root / "billing.py"):
-            stamp = path.stat().st_mtime + 5
-            os.utime(path, (stamp, stamp))
+    def unpacked() -> None:
+        _new_timestamps(shared, root / "billing.py")
 
     unpacked()
     subprocess.run(["git", "-C", str(root), "log", "--format=%H"], capture_output=True)
