@@ -92,24 +92,24 @@ def test_a_long_statement_is_interrupted_by_the_cancel(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "x.sqlite")
     told = threading.Event()
     threading.Timer(0.3, told.set).start()
-    started = time.monotonic()
     stopping = statements_cancelled_by(conn, told.is_set, IndexInterrupted, _CANCEL_STEPS)
     with pytest.raises(IndexInterrupted), stopping:
-        conn.execute(  # ~a minute of counting when nothing interrupts it
+        # counting that would outlast the test: only an interruption ends it (the test
+        # timed a minute's count, < 3 s allowed, which a loaded machine can exceed)
+        conn.execute(
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
-            "WHERE i < 2000000000) SELECT count(*) FROM n"
+            "WHERE i < 9000000000000000000) SELECT count(*) FROM n"
         ).fetchone()
-    assert time.monotonic() - started < 3.0
     # the handler is gone afterwards: the connection's next statements run to their end
     assert conn.execute("SELECT 1").fetchone() == (1,)
     conn.close()
 
 
 class _SlowUpkeepStore:
-    """A chunk store whose bulk end (the FTS build) takes ``upkeep_seconds``."""
+    """A chunk store whose bulk end (the FTS build) lasts until ``built`` is set."""
 
-    def __init__(self, upkeep_seconds: float) -> None:
-        self.upkeep_seconds = upkeep_seconds
+    def __init__(self) -> None:
+        self.built = threading.Event()
         self.written: list[list[str]] = []
         self.upkeep_ran = False
 
@@ -125,7 +125,7 @@ class _SlowUpkeepStore:
         yield run
         if run.upkeep:
             self.upkeep_ran = True
-            time.sleep(self.upkeep_seconds)
+            self.built.wait(60)
 
     def replace_files_rows(self, files: list[str], rows: object) -> None:
         self.written.append(files)
@@ -141,26 +141,32 @@ def test_an_abandoned_prefill_waits_for_no_index_build() -> None:
     done, and the writer skips a build it had not begun."""
     from engram.codegraph.search import ChunkPrefill
 
-    store = _SlowUpkeepStore(upkeep_seconds=5.0)
+    store = _SlowUpkeepStore()
     prefill = ChunkPrefill(lambda: store)  # type: ignore[arg-type, return-value]
     prefill.add("a.py", "h", [_chunk_row(1)])
     prefill.parsed()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while not store.upkeep_ran and time.monotonic() < deadline:  # the build has begun
         time.sleep(0.01)
+    # the build lasts until the test ends it: a close that waited for it would not return
+    # (it was timed against a 5 s build, < 1 s allowed: a loaded machine can pause longer)
     closed = threading.Event()
-    started = time.monotonic()
-    prefill.close(abandon=True, after=closed.set)
-    assert time.monotonic() - started < 1.0, "close waited for the FTS build"
+    closing = threading.Thread(target=prefill.close, kwargs={"abandon": True, "after": closed.set})
+    closing.start()
+    closing.join(30)
+    assert not closing.is_alive(), "close waited for the FTS build"
     assert not closed.is_set(), "the store was closed under its writer"
-    assert closed.wait(10), "the cleanup never ran once the writer was done"
+    store.built.set()
+    assert closed.wait(60), "the cleanup never ran once the writer was done"
 
     # abandoned before the writer reached its end: no build at all
-    store = _SlowUpkeepStore(upkeep_seconds=5.0)
+    store = _SlowUpkeepStore()
+    store.built.set()
     prefill = ChunkPrefill(lambda: store)  # type: ignore[arg-type, return-value]
     prefill.add("b.py", "h", [_chunk_row(2)])
     prefill._flush()
     prefill.close(abandon=True)
     assert prefill._thread is not None
-    prefill._thread.join(10)
+    prefill._thread.join(60)
+    assert not prefill._thread.is_alive()
     assert not store.upkeep_ran

@@ -78,6 +78,9 @@ def _starve_holders(record: Path, pids: set[int], done: threading.Event) -> None
 
 
 @pytest.mark.skipif(os.name != "posix", reason="starves the holder with SIGSTOP/SIGCONT")
+# the writers' own limit (900 s each), not the suite's 300 s: 200 writes by 8 processes
+# had not ended after 300 s at load 16-20 on 2 cores (the first writer still writing)
+@pytest.mark.timeout(900)
 def test_eight_by_twenty_five_writers_all_succeed_while_the_holder_is_starved(
     tmp_workspace: Workspace,
 ) -> None:
@@ -196,10 +199,10 @@ def test_waiters_are_served_in_order_of_arrival(tmp_path: Path) -> None:
         waited = time.monotonic() - started
     assert waited >= 0.4
     stale = queue / f"{time.time_ns() - 10**9:020d}-999999999-000002"
-    stale.touch()  # the ticket of a process that no longer exists is skipped
-    started = time.monotonic()
-    with WriteLock(path, timeout_s=5).hold():
-        assert time.monotonic() - started < 0.4
+    stale.touch()  # the ticket of a process that no longer exists is skipped at once
+    waits: list[float] = []  # counted, not timed: a loaded machine paused 0.4 s at times
+    with WriteLock(path, timeout_s=5, sleep=waits.append).hold():
+        assert waits == []
     assert not stale.exists()
 
 
@@ -216,10 +219,11 @@ def test_one_heartbeat_thread_serves_every_hold_and_never_beats_after_release(
         with lock.hold():
             threads.add(lock._heartbeat._thread)
             first = _settled(record)
-            deadline = time.monotonic() + 0.4
-            while time.monotonic() < deadline:  # CPU: the beat counts it as progress
+            # busy (CPU: the beat counts it as progress) until a beat comes; 0.4 s of it
+            # saw none at times on a loaded machine, where a beat every 0.05 s can wait
+            deadline = time.monotonic() + 60
+            while (beaten := _settled(record)) == first and time.monotonic() < deadline:
                 sum(range(1000))
-            beaten = _settled(record)
         assert beaten != first and beaten.split(b" ")[2] == first.split(b" ")[2]
     assert len(threads) == 1 and None not in threads
     record.write_bytes(b"4242 1 0000abcd someone else\n")  # the next holder's record
