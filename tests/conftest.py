@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,6 +71,36 @@ def _no_engine_left_behind() -> Iterator[None]:
     import shutil
 
     shutil.rmtree(_RUNTIME, ignore_errors=True)
+
+
+async def close_language_client(client: Any, limit: float = 60.0) -> bool:
+    """End a pytest-lsp client's server as an editor does (``shutdown``, then ``exit``) and
+    stop the client; True when the server outlived ``limit`` after that and was killed.
+
+    pytest-lsp's ``stop`` waits for the server with no limit and tells it nothing. The
+    language server tests gave the shutdown 10 s and let it go at that: on a loaded machine
+    the shutdown (ending a background child, closing the stores) took longer, ``exit`` was
+    never sent, and the run hung on a server waiting for it (tests/lsp, load 15).
+    """
+    import asyncio
+
+    server = getattr(client, "_server", None)  # pygls' asyncio process of the server
+    if client.error is None and client.capabilities is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(client.shutdown_async(None), limit)
+        with contextlib.suppress(Exception):
+            client.exit(None)
+    killed = False
+    if server is not None and server.returncode is None:
+        try:
+            await asyncio.wait_for(server.wait(), limit)
+        except TimeoutError:
+            killed = True
+            with contextlib.suppress(ProcessLookupError):
+                server.kill()
+            await server.wait()
+    await client.stop()
+    return killed
 
 
 def git(cwd: Path, *args: str) -> str:

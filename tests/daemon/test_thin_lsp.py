@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from tests.conftest import git
+from tests.conftest import close_language_client, git
 
 from engram.workspace import Workspace
 
@@ -54,10 +54,11 @@ async def window(
     )
     try:
         yield client
-    finally:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(client.shutdown_session(), 15)
-        await client.stop()
+    except BaseException:
+        await close_language_client(client)
+        raise
+    killed = await close_language_client(client)
+    assert not killed, "the server did not exit when told to (shutdown, then exit)"
 
 
 def open_doc(client: LanguageClient, path: Path) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from tests.conftest import git
+from tests.conftest import close_language_client, git
 
 from engram.workspace import Workspace
 
@@ -116,10 +116,11 @@ async def lsp_session(
         )
         client.init_result = result  # type: ignore[attr-defined]
         yield client
-    finally:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(client.shutdown_session(), 10)
-        await client.stop()
+    except BaseException:
+        await close_language_client(client)
+        raise
+    killed = await close_language_client(client)
+    assert not killed, "the server did not exit when told to (shutdown, then exit)"
 
 
 def progress_ends(client: LanguageClient) -> list[types.WorkDoneProgressEnd]:
