@@ -510,6 +510,9 @@ def test_tcp_mode_answers_initialize(tmp_workspace: Workspace) -> None:
         proc.wait(10)
 
 
+# the model's load and the child's run: 151 s and 158 s at load 13-15 (2 cores), against
+# limits of 150 s (the wait) and 180 s (the file's): it failed in 1 of 5 runs at load 13-15
+@pytest.mark.timeout(600)
 async def test_embeddings_run_in_a_child_process_not_the_server(app_workspace: Workspace) -> None:
     """With a model configured, start-up indexes keyword-only and a child embeds.
 
@@ -532,7 +535,7 @@ async def test_embeddings_run_in_a_child_process_not_the_server(app_workspace: W
         await wait_ready(client)
         await wait_for(
             lambda: log.exists() and "code search:" in log.read_text(),
-            timeout=150,
+            timeout=500,
             what="the child's index run",
         )
         import re
