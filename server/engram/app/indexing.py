@@ -361,6 +361,8 @@ def seed_workspace(engine: Engine, report: IndexReport | None = None) -> dict[st
     Project facts found by the code graph's manifest scan (language, frameworks, test
     runner) and the rules in CLAUDE.md / AGENTS.md / .cursorrules become memories, each
     with a stable id so re-indexing never duplicates them or undoes a user's correction.
+    The rules wait in review: a clone's rules file is the repository's word, not the
+    person's (docs/security.md, "A repository's rules files").
     """
     if engine.read_only:
         return {"facts": 0, "rules": 0}
@@ -393,7 +395,7 @@ def seed_workspace(engine: Engine, report: IndexReport | None = None) -> dict[st
         path = engine.workspace.root / rel
         if path.is_file():
             try:
-                rules += import_file(engine, path).added
+                rules += import_file(engine, path, seeded=True).added
             except EngramError as exc:
                 log.info("skipped %s: %s", rel, exc)
     return {"facts": len(new_facts), "rules": rules}

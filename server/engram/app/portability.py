@@ -104,8 +104,17 @@ def export(engine: Engine, fmt: str = "json") -> str:
     return export_memories(memories, fmt, now=engine.clock(), audit=trails)
 
 
-def import_file(engine: Engine, path: Path | str, progress: Progress | None = None) -> ImportReport:
-    """Import an Engram export (JSON/Markdown) or a rules file (CLAUDE.md, AGENTS.md …)."""
+def import_file(
+    engine: Engine, path: Path | str, progress: Progress | None = None, *, seeded: bool = False
+) -> ImportReport:
+    """Import an Engram export (JSON/Markdown) or a rules file (CLAUDE.md, AGENTS.md …).
+
+    ``seeded``: the index read a repository's rules file on its own (``seed_workspace``),
+    nobody asked. What a clone's CLAUDE.md says is the repository's claim, not the person's:
+    its new rules wait in review, created by the system and naming the file, until the
+    person confirms them (docs/security.md, "A repository's rules files"). A person's
+    ``engram import`` of the same file is the person's act: their rules start active.
+    """
     source = Path(path).expanduser()
     _refuse_link_out(engine, source)
     try:
@@ -181,15 +190,19 @@ def import_file(engine: Engine, path: Path | str, progress: Progress | None = No
         report.ids += [m.id for m, _ in prepared]
         for _, kinds in prepared:
             _count_redacted(report, kinds)
+    actor, cause = None, ""
+    if seeded and parsed.kind == "rules":
+        fresh = [attrs.evolve(m, needs_review=True) for m in fresh]
+        actor, cause = rules.Actor.system(), f"engram index read {source.name}"
     if fresh:
         try:
-            results = remember_many(engine, fresh, progress)
+            results = remember_many(engine, fresh, progress, actor=actor, cause=cause)
             stored_as.update({m.id: r.memory.id for m, r in zip(fresh, results, strict=True)})
         except InvalidInput:
             results = []
             for memory in fresh:  # fall back one by one so one bad record is skipped
                 try:
-                    one = remember_many(engine, [memory])
+                    one = remember_many(engine, [memory], actor=actor, cause=cause)
                 except InvalidInput as exc:
                     report.skipped.append(f"{memory.id}: {exc}")
                     continue
