@@ -361,3 +361,36 @@ def test_deciding_what_to_rechunk_reads_three_columns_not_the_chunks(  # type: i
     monkeypatch.undo()
     assert again.search("fn_new", k=1)[0].name == "fn_new"
     again.close()
+
+
+def test_a_keyword_only_run_keeps_the_vectors_of_unchanged_files(make_graph) -> None:  # type: ignore[no-untyped-def]
+    """A new user's walk (stop 31): ``engram index``, then an editor opened a file, and
+    ``engram doctor`` said "161 of 161 code chunks have no embedding". The language
+    server's start-up index (and ``engram index --no-embed``) is keyword-only; it re-chunked
+    every file a model had embedded and wrote the chunks back without vectors."""
+    files = {f"src/m{i}.py": f"def fn_{i}(x):\n    return x + {i}\n" for i in range(3)}
+    graph = make_graph(files)
+    embedded = CodeSearch(graph.workspace, graph, HashingEmbedder())
+    assert embedded.index_chunks().embedded == 3
+    embedded.close()
+
+    keyword = CodeSearch(graph.workspace, graph, None)
+    assert keyword.index_chunks().files_chunked == 0
+    keyword.close()
+    again = CodeSearch(graph.workspace, graph, HashingEmbedder())
+    assert again.coverage().embedded == 3
+    again.close()
+
+    # a changed file is still re-chunked (keyword-only); the others keep their vectors
+    (graph.workspace.root / "src/m1.py").write_text("def fn_new(x):\n    return x\n")
+    graph.index()
+    keyword = CodeSearch(graph.workspace, graph, None)
+    assert keyword.index_chunks().files_chunked == 1
+    assert keyword.search("fn_new", k=1)[0].name == "fn_new"
+    keyword.close()
+    again = CodeSearch(graph.workspace, graph, HashingEmbedder())
+    coverage = again.coverage()
+    assert (coverage.chunks, coverage.embedded) == (3, 2)
+    assert again.index_chunks().embedded == 1  # the next run with the model embeds it
+    assert again.coverage().embedded == 3
+    again.close()

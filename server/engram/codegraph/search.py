@@ -286,6 +286,22 @@ def parse_stored_hash(value: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2]
 
 
+def _chunks_current(
+    stored: tuple[str, str] | None, file_hash: str | None, model_id: str | None
+) -> bool:
+    """Whether a file's stored chunks (``(file hash, model id)`` of them) need no new run.
+
+    A run with a model wants that model's vectors. A keyword-only run (``model_id`` None:
+    the language server's start-up index, ``engram index --no-embed``) wants only current
+    text: it used to re-chunk every file some model had embedded, writing its chunks back
+    without vectors, so each editor start dropped all of code search's embeddings (a
+    short session ended before the background child re-embedded them).
+    """
+    if stored is None or stored[0] != (file_hash or ""):
+        return False
+    return model_id is None or stored[1] == model_id
+
+
 @attrs.define
 class _Snapshot:
     version: int
@@ -353,7 +369,8 @@ class CodeSearch:
         progress: Progress | None = None,
         cancel: Callable[[], bool] | None = None,
     ) -> ChunkIndexReport:
-        """(Re)chunk and embed files whose content or embedding model changed.
+        """(Re)chunk and embed files whose content or embedding model changed (keyword-only:
+        whose content changed; another model's vectors stay).
 
         ``files`` limits the work (e.g. the ``changed_files`` of an index run); by default
         every file of the graph is checked and chunks of files that left it are dropped.
@@ -388,7 +405,7 @@ class CodeSearch:
             todo = [
                 f
                 for f in wanted
-                if stored_state.get(f) != (graph_files[f][1] or "", model_id or "")
+                if not _chunks_current(stored_state.get(f), graph_files[f][1], model_id)
             ]
             pending: list[_PendingFile] = []
             pending_chunks = 0
