@@ -159,6 +159,35 @@ def test_share_commit_outside_git_keeps_the_files_and_says_why(
     assert (plain / ".engram-team" / f"{mine.out.strip()}.json").exists()
 
 
+def test_share_commit_again_commits_what_a_failed_commit_left(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """A new user's walk (stop 31): the first ``share --commit`` failed (no git identity
+    yet), the person fixed it and ran ``engram share --commit`` again, which said "nothing
+    new to share" and committed nothing: the files stayed staged, the push carried none."""
+    ana = tmp_path / "ana"
+    first_repo(ana, "Ana", "billing.py", "def charge(amount):\n    return amount\n")
+    mine = _run(["remember", "--file", "billing.py", "charge() takes cents"], ana, cli_env, None)
+    assert mine.code == 0, mine.err
+    lock = ana / ".git" / "index.lock"  # another git process: `git add` fails
+    lock.write_text("")
+    failed = _run(["share", "--commit"], ana, cli_env, None)
+    assert failed.code == 1 and "engram share --commit` again" in failed.err, failed.err
+    assert (ana / ".engram-team" / f"{mine.out.strip()}.json").exists()
+    lock.unlink()
+
+    again = _run(["share", "--commit", "--json"], ana, cli_env, None)
+    assert again.code == 0, again.err
+    report = json.loads(again.out)
+    assert report["written"] == [] and report["unchanged"] == [mine.out.strip()]
+    assert isinstance(report["committed"], str)
+    assert git(ana, "log", "-1", "--format=%s") == "engram: share 1 memory"
+    assert git(ana, "status", "--porcelain") == ""
+    text = _run(["share", "--commit"], ana, cli_env, None)  # all committed: nothing to do
+    assert text.code == 0 and "nothing new to share" in text.out + text.err
+    assert "committed" not in text.out + text.err
+
+
 @pytest.mark.parametrize("others", [0, 3])  # searched from the team side, then the local side
 def test_a_teammates_memory_that_contradicts_mine_sends_mine_to_review(
     tmp_path: Path, cli_env: dict[str, str], others: int

@@ -393,9 +393,12 @@ def _share_text(report: ShareReport) -> str:
     if report.written:
         return f"shared {_memories(len(report.written))} in {report.folder}/"
     if report.unchanged:
-        return (
+        text = (
             f"nothing new to share: {_memories(len(report.unchanged))} already in {report.folder}/"
         )
+        if report.committed:  # an earlier share's files, written but never committed
+            text += f"; committed those git did not have yet as {report.committed[:10]}"
+        return text
     if report.refused:  # ids were given: the hint below ("share it by id") would be wrong
         return f"nothing shared: {_memories(len(report.refused))} refused (the reasons are above)"
     return "nothing to share: confirm a memory first (engram confirm ID), or share it by id"
@@ -403,12 +406,10 @@ def _share_text(report: ShareReport) -> str:
 
 def _share_notes(report: ShareReport) -> list[str]:
     notes = [f"wrote {path}" for path in report.written[:10]]
-    if report.written:
-        notes.append(
-            f"committed as {report.committed[:10]}; push it with your code"
-            if report.committed
-            else f"commit {report.folder}/ and push it (or use --commit)"
-        )
+    if report.committed:
+        notes.append(f"committed as {report.committed[:10]}; push it with your code")
+    elif report.written:
+        notes.append(f"commit {report.folder}/ and push it (or use --commit)")
     notes += [f"not shared {reason}" for reason in report.refused]
     return notes
 

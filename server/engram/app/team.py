@@ -128,8 +128,13 @@ def share(engine: Engine, ids: Sequence[str] = (), *, commit: bool = False) -> S
             continue
         written.append(path)
         report.written.append(engine.workspace.relative(path))
-    if commit and written:
-        report.committed = _commit_team_files(engine, written, len(written))
+    if commit:
+        # files an earlier share wrote but git never committed (its commit failed: no
+        # identity yet, a hook refused it): "share --commit" again commits them too, instead
+        # of "nothing new to share" with the files still uncommitted
+        pending = [*written, *_uncommitted(engine, label, ready, report.unchanged)]
+        if pending:
+            report.committed = _commit_team_files(engine, pending, len(pending))
     if written:
         sync_team(engine)  # our own copies now know they are shared
     return report
@@ -371,6 +376,23 @@ def _same_shared_memory(path: Path, text: str) -> bool:
     return bool(old == new)
 
 
+def _uncommitted(
+    engine: Engine, label: str, ready: Sequence[tuple[Memory, Path]], unchanged: Sequence[str]
+) -> list[Path]:
+    """The team files of ``unchanged`` memories that git has not committed as they are."""
+    if not unchanged:
+        return []
+    facts = _team_facts(engine, label)
+    if facts is None:
+        return []
+    same = set(unchanged)
+    return [
+        path
+        for memory, path in ready
+        if memory.id in same and facts.committed(engine.workspace.relative(path)) is None
+    ]
+
+
 def _commit_team_files(engine: Engine, paths: Sequence[Path], count: int) -> str:
     message = f"engram: share {count} memor{'y' if count == 1 else 'ies'}"
     try:
@@ -378,7 +400,10 @@ def _commit_team_files(engine: Engine, paths: Sequence[Path], count: int) -> str
             engine.history.commit_paths([engine.workspace.relative(p) for p in paths], message)
         )
     except Exception as exc:  # GitCommandFailed: git's own reason, files kept
-        raise EngramError(f"{exc}; the files are written, commit them yourself") from exc
+        raise EngramError(
+            f"{exc}; the files are written: commit them yourself, or fix that and run "
+            "`engram share --commit` again"
+        ) from exc
 
 
 __all__ = ["ShareReport", "TeamSyncReport", "share", "sync_team", "team_folder"]
