@@ -465,3 +465,18 @@ async def test_a_folder_set_up_from_the_window_is_served_and_indexed_by_the_engi
         await wait_for(lambda: any("cents!" in m for m in messages(client, uri)))
     loaded = set(json.loads(modules.read_text()))
     assert not [m for m in loaded if m.split(".")[0] in ("lancedb", "pyarrow", "onnxruntime")]
+
+
+@pytest.mark.timeout(300)
+async def test_a_clone_shows_the_teams_memories_through_the_engine(engine_env: EngineEnv) -> None:
+    """A teammate's clone (code and ``.engram-team/``, no ``.engram/``) opened in a window
+    served by the workspace engine: the team folder is read at start, as in-process
+    (tests/lsp/test_team_start.py; the window showed nothing until a manual sync)."""
+    from tests.lsp.test_team_start import SHARED, teammates_clone
+
+    shared = teammates_clone(engine_env.root)
+    async with window(engine_env) as client:
+        uri = open_doc(client, engine_env.root / "src" / "app.py")
+        await wait_for(lambda: any(SHARED in m for m in messages(client, uri)))
+        (diag,) = [d for d in client.diagnostics[uri] if d.source == "engram"]
+        assert diag.data["id"] == shared and 'shared by "Ana"' in diag.message

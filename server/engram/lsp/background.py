@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from engram.config import TeamConfig
 from engram.lsp import progress
 from engram.lsp.tracking import refresh_folder
 
@@ -257,4 +258,41 @@ async def embed_in_child(ls: EngramLanguageServer, folder: Folder) -> None:
     if code != 0:
         log.warning("background embedding exited with %s (see .engram/logs/)", code)
         return
+    await refresh_folder(ls, folder)
+
+
+def team_dir(folder: Folder) -> str:
+    """The folder's team directory (``team.dir``), workspace-relative, no slashes around."""
+    return (folder.config.team if folder.config is not None else TeamConfig()).folder
+
+
+async def sync_team(ls: EngramLanguageServer, folder: Folder) -> None:
+    """Read the team folder into the store (after a pull or checkout), then refresh."""
+    config = folder.config  # this run's settings snapshot
+    link_lease = folder.links.acquire("team sync") if folder.engine is None else None
+    if link_lease is not None:
+        with link_lease as link:
+            if not (folder.ready and config is not None and config.team.auto_sync):
+                return
+            try:
+                await asyncio.to_thread(link.run_cli, "sync")
+            except Exception as exc:
+                log.warning("team sync in %s failed: %s", folder.root, exc)
+        await refresh_folder(ls, folder)
+        return
+    lease = folder.engines.acquire("team sync")
+    if lease is None:
+        return
+    with lease as engine:
+        if not folder.ready or not engine.config.team.auto_sync:
+            return
+        try:
+            from engram.app.team import sync_team
+
+            report = await asyncio.to_thread(sync_team, engine)
+        except Exception as exc:  # a bad team file must never take the server down
+            log.warning("team sync in %s failed: %s", folder.root, exc)
+            return
+    if report.added or report.updated or report.retired:
+        log.info("team sync in %s: %s", folder.root, report.to_dict())
     await refresh_folder(ls, folder)

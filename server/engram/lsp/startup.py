@@ -14,7 +14,13 @@ from lsprotocol import types
 from engram.config import merge_settings, workspace_settings_trust
 from engram.errors import EngramError
 from engram.lsp import progress
-from engram.lsp.background import index_folder, index_in_engine, maybe_embed_in_child
+from engram.lsp.background import (
+    index_folder,
+    index_in_engine,
+    maybe_embed_in_child,
+    sync_team,
+    team_dir,
+)
 from engram.lsp.client import diagnostic_mode
 from engram.lsp.folder import load_config_blocking, open_engine_blocking, warm_blocking
 from engram.lsp.linking import connect_engine
@@ -166,6 +172,7 @@ async def start_folder(ls: EngramLanguageServer, folder: Folder, first_index: bo
         log.info("Engram ready for %s", folder.root)
         await refresh_folder(ls, folder)
         request_pull_refresh(ls)
+        await read_team_folder(ls, folder, token)
         if first_index or (folder.has_graph and engine.config.index.index_on_start):
             lease = folder.engines.acquire("index on start")
             if lease is not None:  # None: the folder was removed meanwhile
@@ -181,6 +188,20 @@ async def start_folder(ls: EngramLanguageServer, folder: Folder, first_index: bo
         progress.end(ls, token, folder.error or "ready")
 
 
+async def read_team_folder(ls: EngramLanguageServer, folder: Folder, token: str | None) -> None:
+    """Read the team folder at start (``team.auto_sync``), as a pull seen meanwhile would.
+
+    A teammate who cloned the repository and opened it saw "Engram: 0 memories" and no
+    diagnostic until *Sync Team Memories*: the server read the folder only when the editor
+    reported a change under it, and a clone or a pull made while no editor ran is none
+    (the start-up index leaves the team out; an unchanged folder reads in ~0.1 s).
+    """
+    if not (folder.root / team_dir(folder)).is_dir():
+        return
+    progress.report(ls, token, "reading the team's memories")
+    await sync_team(ls, folder)
+
+
 async def start_remote(
     ls: EngramLanguageServer,
     folder: Folder,
@@ -193,6 +214,7 @@ async def start_remote(
     progress.report(ls, token, "loading memories")
     await refresh_folder(ls, folder)
     request_pull_refresh(ls)
+    await read_team_folder(ls, folder, token)
     if first_index or (folder.has_graph and config.index.index_on_start):
         lease = folder.links.acquire("index on start")
         if lease is None:
