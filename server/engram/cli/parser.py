@@ -27,10 +27,27 @@ EXIT_BUSY = 75
 EXIT_INTERRUPTED = 130
 
 
+#: Commands a new user types to set a repository up; ``engram index`` is the one.
+SET_UP_GUESSES = ("init", "start", "create", "new", "install")
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line that points at ``--help``."""
 
     def error(self, message: str) -> NoReturn:
+        top = " " not in self.prog  # not ``engram mcp``'s own COMMAND
+        guess = next(
+            (w for w in SET_UP_GUESSES if f"argument COMMAND: invalid choice: '{w}'" in message),
+            None,
+        )
+        if not top:
+            guess = None
+        if guess is not None:
+            # a new user's first command: the answer was a list of forty names
+            message = (
+                f"there is no '{self.prog} {guess}': '{self.prog} index' sets Engram up in "
+                "a repository (its .engram/, the code graph, the first memories)"
+            )
         sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
         raise SystemExit(EXIT_USAGE)
 
