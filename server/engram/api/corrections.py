@@ -115,7 +115,7 @@ class FlagArgs:
     kind: CorrectionKind = attrs.field(
         metadata=spec(
             "what is wrong: incorrect (never shown again), outdated (was true once), "
-            "wrong_scope (true elsewhere), not_useful",
+            "wrong_scope (true elsewhere), not_useful (true, but no help here)",
             cli=("--kind", "-k"),
             metavar="K",
         )
@@ -197,7 +197,8 @@ class PinArgs:
         )
     )
     pinned: bool = attrs.field(
-        default=True, metadata=spec("pin (true) or unpin (false)", cli=(), cli_negate="--unpin")
+        default=True,
+        metadata=spec("pin it (true) or unpin it (false)", cli=(), cli_negate="--unpin"),
     )
     cause: str = attrs.field(default="", metadata=CAUSE)
     actor: str = attrs.field(default="", metadata=ACTOR)
@@ -290,7 +291,7 @@ class EditArgs:
     )
     text: str | None = attrs.field(
         default=None,
-        metadata=spec("the new text; '-' reads it from stdin", metavar="TEXT", stdin=True),
+        metadata=spec("the new text", metavar="TEXT", stdin=True),
     )
     type: MemoryType | None = attrs.field(
         default=None, metadata=spec("the new kind", cli=("--type", "-t"), default_text="unchanged")

@@ -147,7 +147,7 @@ MAX_TOOL_ARGUMENTS = 100
 class RememberArgs:
     text: str = attrs.field(
         metadata=spec(
-            "what to remember; '-' reads it from stdin (CLI)",
+            "what to remember",
             aliases=("content",),
             positional=True,
             metavar="TEXT",

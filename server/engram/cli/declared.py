@@ -36,9 +36,30 @@ def flags_of(param: Param) -> list[str]:
     return ["--" + param.name.replace("_", "-")]
 
 
+def bool_sides(text: str) -> tuple[str, str | None]:
+    """A boolean's help, ``"pin it (true) or unpin it (false)"`` (what JSON callers read),
+    as its flag's help and its negation's: ``--review``'s said "only those that need review
+    (true) or not (false)", which no flag on the command line can give."""
+    head, sep, rest = text.partition(" (true) or ")
+    if not sep or not rest.endswith(" (false)"):
+        return text, None
+    return head, rest.removesuffix(" (false)")
+
+
+def _names_every(text: str, choices: list[str]) -> bool:
+    """Whether the help already names each choice (``flag --kind`` explains each one)."""
+    import re
+
+    return all(re.search(rf"\b{re.escape(c)}\b", text) for c in choices)
+
+
 def help_of(param: Param) -> str:
     text = param.spec.help
-    if param.choices:
+    if param.kind is Kind.BOOL:
+        text = bool_sides(text)[0]
+    if param.spec.stdin:
+        text += "; '-' reads it from stdin"
+    if param.choices and not _names_every(text, list(param.choices)):
         text += f" ({', '.join(param.choices)})"
     limit = param.limit_label()
     if limit:
@@ -85,7 +106,7 @@ def _add_param(p: argparse.ArgumentParser, param: Param) -> None:
                 dest=param.name,
                 action="store_false",
                 default=None,
-                help=f"the opposite of: {s.help}",
+                help=bool_sides(s.help)[1] or f"the opposite of: {s.help}",
             )
         flags = flags_of(param)
         if flags:
