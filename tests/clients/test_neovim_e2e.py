@@ -547,3 +547,47 @@ def test_a_repository_nobody_set_up_starts_nothing_until_engram_setup(
     wait_for("more.py attached", lambda: nvim.exec_lua(count, more_buf) == 1)
     assert nvim.exec_lua("return #vim.lsp.get_clients({ name = 'engram' })", []) == 2
     assert not any(n["level"] >= 4 for n in notes(nvim)), notes(nvim)  # no ERROR
+
+
+def test_confirm_and_flag_on_a_line_of_two_memories_ask_which(
+    nvim: Any, workspace: Workspace
+) -> None:
+    """A new user's walk (stop 31): on a line of two memories, `:EngramConfirm` and
+    `:EngramFlag` took the first diagnostic's memory without a word; the user confirmed
+    one memory and then flagged as incorrect the very one just confirmed."""
+    root = workspace.root
+    second = cli(root, "remember", "--type", "gotcha", "--file", "billing.py", "--line", "4",
+                 "charge() rounds half-up, the bank rounds half-even")  # fmt: skip
+    nvim.command(f"edit {root / 'billing.py'}")
+
+    def on_line_4() -> list[str] | None:
+        ids = [d["id"] for d in engram_diagnostics(nvim) if d["lnum"] == 3]
+        return ids if len(ids) >= 2 else None
+
+    found = wait_for("two diagnostics on line 4", on_line_4)
+    assert second in found and len(set(found)) == 2
+    # the user picks the second memory offered
+    nvim.exec_lua(
+        "_G.offered = nil "
+        "vim.ui.select = function(items, opts, on_choice) "
+        "  _G.offered = { prompt = opts.prompt, "
+        "    labels = vim.tbl_map(function(i) return opts.format_item(i) end, items) } "
+        "  on_choice(items[2]) "
+        "end",
+        [],
+    )
+    nvim.command("call cursor(4, 5)")
+    nvim.command("EngramConfirm")
+    offered = wait_for("the choice", lambda: nvim.exec_lua("return _G.offered", []))
+    assert "confirm" in offered["prompt"] and len(offered["labels"]) == 2
+    picked = offered["labels"][1].split()[0]
+    assert picked in found
+    wait_note(nvim, rf"confirmed {picked}")
+
+    nvim.exec_lua("_G.offered = nil", [])
+    nvim.command("EngramFlag outdated")  # a kind, no id: the memory under the cursor
+    offered = wait_for("the second choice", lambda: nvim.exec_lua("return _G.offered", []))
+    assert "outdated" in offered["prompt"]
+    picked = offered["labels"][1].split()[0]
+    wait_note(nvim, rf"flagged {picked} as outdated")
+    assert not any(n["level"] >= 3 for n in notes(nvim)), notes(nvim)

@@ -349,40 +349,69 @@ function M.remember(line1, line2, mtype, text)
 end
 
 --- The Engram diagnostic under the cursor (its data carries the memory id).
-function M.memory_at_cursor()
+--- The Engram memories of the diagnostics on the cursor's line: { { id, message }, … }.
+function M.memories_at_cursor()
   local lnum = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local found, seen = {}, {}
   for _, d in ipairs(vim.diagnostic.get(0, { lnum = lnum })) do
     if d.source == 'engram' then
       local data = d.user_data and d.user_data.lsp and d.user_data.lsp.data
-      if type(data) == 'table' and data.id then
-        return data.id
+      if type(data) == 'table' and data.id and not seen[data.id] then
+        seen[data.id] = true
+        table.insert(found, { id = data.id, message = d.message })
       end
     end
   end
-  return nil
+  return found
+end
+
+function M.memory_at_cursor()
+  local found = M.memories_at_cursor()
+  return found[1] and found[1].id or nil
+end
+
+--- ``id``, else the memory under the cursor; several on the line: the user picks one (it
+--- took the first: `:EngramFlag` on a line of two memories flagged one the user had not read).
+local FLAG_KINDS = { incorrect = true, outdated = true, wrong_scope = true, not_useful = true }
+
+local function with_memory(id, what, run)
+  if id and id ~= '' then
+    return run(id)
+  end
+  local found = M.memories_at_cursor()
+  if #found == 0 then
+    notify('no memory id given and no Engram diagnostic under the cursor', vim.log.levels.WARN)
+  elseif #found == 1 then
+    run(found[1].id)
+  else
+    vim.ui.select(found, {
+      prompt = 'Engram: ' .. what .. ' which memory?',
+      format_item = function(m)
+        return m.id .. '  ' .. (vim.split(m.message, '\n')[1] or '')
+      end,
+    }, function(choice)
+      if choice then
+        run(choice.id)
+      end
+    end)
+  end
 end
 
 function M.flag(id, kind, note)
-  id = (id and id ~= '') and id or M.memory_at_cursor()
-  if not id then
-    notify('no memory id given and no Engram diagnostic under the cursor', vim.log.levels.WARN)
-    return
-  end
   kind = (kind and kind ~= '') and kind or 'incorrect'
   note = (note and note ~= '') and note or nil
-  M.execute('engram.flag', { id = id, kind = kind, note = note }, function()
-    notify('flagged ' .. id .. ' as ' .. kind)
+  with_memory(id, 'flag as ' .. kind, function(chosen)
+    M.execute('engram.flag', { id = chosen, kind = kind, note = note }, function()
+      notify('flagged ' .. chosen .. ' as ' .. kind)
+    end)
   end)
 end
 
 function M.confirm(id)
-  id = (id and id ~= '') and id or M.memory_at_cursor()
-  if not id then
-    notify('no memory id given and no Engram diagnostic under the cursor', vim.log.levels.WARN)
-    return
-  end
-  M.execute('engram.confirm', { id = id }, function()
-    notify('confirmed ' .. id)
+  with_memory(id, 'confirm', function(chosen)
+    M.execute('engram.confirm', { id = chosen }, function()
+      notify('confirmed ' .. chosen)
+    end)
   end)
 end
 
@@ -456,7 +485,11 @@ local function create_commands()
     M.context(o.args)
   end, { nargs = '*', desc = 'Token-budgeted context for this file or a query' })
   cmd('EngramFlag', function(o)
-    M.flag(o.fargs[1], o.fargs[2], table.concat(vim.list_slice(o.fargs, 3), ' '))
+    local args = o.fargs
+    if FLAG_KINDS[args[1]] then -- `:EngramFlag outdated`: the memory under the cursor
+      args = { '', (unpack or table.unpack)(args) }
+    end
+    M.flag(args[1], args[2], table.concat(vim.list_slice(args, 3), ' '))
   end, {
     nargs = '*',
     desc = 'Flag a memory: [id] [incorrect|outdated|wrong_scope|not_useful] [note]',
