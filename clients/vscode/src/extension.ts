@@ -155,12 +155,22 @@ class ContextDocuments implements vscode.TextDocumentContentProvider {
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.changed.event;
   private readonly texts = new Map<string, string>();
+  private readonly files = new Map<string, vscode.Uri>();
 
-  show(name: string, text: string): vscode.Uri {
+  /** Show ``text`` as ``name``; ``about``: the file it is the context of. */
+  show(name: string, text: string, about?: vscode.Uri): vscode.Uri {
     const uri = vscode.Uri.from({ scheme: ContextDocuments.scheme, path: `/${name}.md` });
     this.texts.set(uri.toString(), text);
+    if (about) {
+      this.files.set(uri.toString(), about);
+    }
     this.changed.fire(uri);
     return uri;
+  }
+
+  /** The file a context document is about, if it is one of these. */
+  about(uri: vscode.Uri): vscode.Uri | undefined {
+    return uri.scheme === ContextDocuments.scheme ? this.files.get(uri.toString()) : undefined;
   }
 
   provideTextDocumentContent(uri: vscode.Uri): string {
@@ -507,6 +517,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   const relPath = (uri: vscode.Uri): string => vscode.workspace.asRelativePath(uri, false);
   /**
+   * The file the active editor shows, or the file of the Show Context document it shows:
+   * *Show Impact* right after *Show Context* said "open a file first" with the file open
+   * one tab away (the context document had become the active editor).
+   */
+  const activeFile = (): vscode.Uri | undefined => {
+    const uri = vscode.window.activeTextEditor?.document.uri;
+    return uri && uri.scheme === "file" ? uri : uri && contextDocs.about(uri);
+  };
+  /**
    * A file as the server is told it: its absolute path, which the server maps to the
    * workspace folder holding it. The path relative to its own folder went to the first
    * folder of a multi-root window: a file of the second was "not found" there, or one with
@@ -583,12 +602,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(
       "engram.ui.context",
       withErrors(async () => {
-        const editor = vscode.window.activeTextEditor;
-        const file = editor && editor.document.uri.scheme === "file" ? relPath(editor.document.uri) : undefined;
-        const args = file && editor ? { file: serverFile(editor.document.uri) } : { query: "project overview" };
+        const about = activeFile();
+        const file = about ? relPath(about) : undefined;
+        const args = about ? { file: serverFile(about) } : { query: "project overview" };
         const pack = (await run("engram.context", args)) as { text?: string };
         const name = file ? `Engram context - ${file.replace(/\//g, "_")}` : "Engram context";
-        const uri = contextDocs.show(name, pack.text ?? JSON.stringify(pack, null, 2));
+        const uri = contextDocs.show(name, pack.text ?? JSON.stringify(pack, null, 2), about);
         const doc = await vscode.workspace.openTextDocument(uri);
         await vscode.window.showTextDocument(doc, { preview: true });
       }),
@@ -606,11 +625,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
             holder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(given.file)) ?? holder;
           }
         } else {
-          const editor = vscode.window.activeTextEditor;
-          if (!editor || editor.document.uri.scheme !== "file") {
+          const file = activeFile();
+          if (!file) {
             throw new Error("open a file first");
           }
-          args = { file: serverFile(editor.document.uri) };
+          args = { file: serverFile(file) };
         }
         const report = await run("engram.impact", args);
         impactTree.update(buildImpactTree(report), holder);

@@ -273,3 +273,31 @@ test("engram.serverPath runs that executable's serve", async () => {
   await ext.deactivate();
   subscriptions.forEach((d) => d.dispose());
 });
+
+test("Show Impact from a Show Context document acts on the file it is the context of", async () => {
+  // a new user's walk (stop 31): Show Context, then Show Impact said "open a file first"
+  // with the file open one tab away (the context document was the active editor)
+  const ws = folder(true);
+  const rec = installMocks({ python: repoPython }, ws);
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  const file = path.join(ws, "src", "signer.py");
+  rec.window.activeTextEditor = {
+    document: { uri: { scheme: "file", path: file, fsPath: file }, getText: () => "" },
+    selection: { start: { line: 0 }, end: { line: 0 } },
+  };
+  await rec.commands.get("engram.ui.context")?.();
+  const shown = { scheme: "engram-context", path: "/Engram context - src_signer.py.md" };
+  rec.window.activeTextEditor = {
+    document: { uri: { ...shown, toString: () => `${shown.scheme}:${shown.path}` }, getText: () => "" },
+    selection: { start: { line: 0 }, end: { line: 0 } },
+  };
+  rec.errors.length = 0;
+  await rec.commands.get("engram.ui.impact")?.();
+  assert.deepEqual(rec.errors, []);
+  const sent = rec.requestArgs[rec.requests.lastIndexOf("engram.impact")] as { file?: string };
+  assert.equal(sent?.file, file);
+  await ext.deactivate();
+  subscriptions.forEach((d) => d.dispose());
+});
