@@ -300,3 +300,17 @@ async def test_mcp_errors_like_the_cli_and_answers_for_its_caller(
         await session.call_tool("engram_observe", {"event": event})
         mine = _payload(await session.call_tool("engram_session_summary", {}))
         assert mine["session_id"] == "agent-7", mine
+
+
+async def test_a_teammates_clone_answers_with_the_teams_memories(tmp_workspace: Workspace) -> None:
+    """A new user's walk (stop 31): in a teammate's fresh clone (code and ``.engram-team/``)
+    ``engram_context`` answered "no memories yet" beside the shared ones, and
+    ``engram_search`` found nothing, until the person ran ``engram sync``."""
+    from tests.lsp.test_team_start import SHARED, teammates_clone
+
+    shared = teammates_clone(tmp_workspace.root)
+    async with session_for(tmp_workspace) as session:
+        context = _text(await session.call_tool("engram_context", {"file": "src/app.py"}))
+        found = _payload(await session.call_tool("engram_search", {"query": "parse_config"}))
+    assert SHARED in context and 'shared by "Ana"' in context, context
+    assert [h["id"] for h in found["hits"]] == [shared]

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
-from engram.api import Surface, UseCase, on
+from engram.api import Surface, UseCase, by_name, on
 from engram.api.declare import JsonObject, JsonValue, Kind, Param, Spelling, check_text, excerpt
 from engram.errors import USER_ERRORS, EngramError, InvalidInput
 from engram.model import to_jsonable
@@ -435,6 +435,30 @@ def build_server(
 
     hubs = HubHolder(workspace, overrides, save_observation)
     set_up = SetUpCheck(workspace)
+    team_read = threading.Event()
+
+    def read_team_folder() -> None:
+        """The team folder read into the store before the first tool's answer, as the
+        language server does at start (``team.auto_sync``): in a teammate's fresh clone
+        ``engram_context`` said "no memories yet" beside three shared ones, which only a
+        manual ``engram sync`` brought in."""
+        if team_read.is_set():
+            return
+        team_read.set()
+        from engram.config import load_config
+
+        sync = by_name("sync")
+        try:
+            ws = Workspace.open(workspace)
+            team = load_config(ws, dict(overrides or {})).team
+            if not team.auto_sync or not (ws.root / team.folder).is_dir():
+                return
+            if remote is not None and remote.call(sync.name, Surface.CLI.value, {}) is not None:
+                return
+            sync.execute(holder.get(), sync.parse({}, Surface.CLI), Surface.CLI)
+        except Exception as exc:  # a bad team file is sync's to name, never a tool's failure
+            log.warning("team sync at the first tool call failed: %s", exc)
+
     tools = [
         types.Tool(name=u.mcp, description=description(u), input_schema=input_schema(u))
         for u in usecases.values()
@@ -489,6 +513,7 @@ def build_server(
             usecase = usecases.get(params.name)
             if usecase is None:
                 raise InvalidInput(f"unknown tool {excerpt(params.name)}")
+            await anyio.to_thread.run_sync(read_team_folder)
             parsed = caller.fill(usecase.name, usecase.parse(raw, MCP))
             if usecase.name == "session_summary" and getattr(parsed, "session_id", None) is None:
                 return answer(NO_SESSION)
