@@ -128,6 +128,14 @@ def test_page_is_self_contained_and_escapes_memory_text() -> None:
     assert "Plotly.newPlot" in page
 
 
+def test_the_shared_tile_says_whose_memories_it_counts() -> None:
+    """A new user's walk (stop 31): the report of the person who had just shared four
+    memories read "0 shared"; the tile counts the teammates' memories read in."""
+    page = render_html(build_report(workspace="/ws", memories=cols(memory("a", 1)),
+                                    cochange_pairs=[], impact=None, now=NOW))  # fmt: skip
+    assert "<b>0</b>from teammates</div>" in page and "</b>shared</div>" not in page
+
+
 def test_figures_ship_counts_not_templates() -> None:
     """Each chart carries its aggregates and no copy of plotly.py's template (which cost
     every chart drawing time in the browser), however many memories there are."""

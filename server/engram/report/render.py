@@ -434,10 +434,15 @@ def bundle_from(here: Traversable) -> tuple[str, str]:
     return get_plotlyjs(), "plotly full bundle"
 
 
+#: A total's tile label where its key alone misleads: "0 shared" in the report of the person
+#: who had just shared four memories (the count is of teammates' memories read in).
+TILE_LABELS = {"shared": "from teammates"}
+
+
 def render_html(data: ReportData) -> str:
     """The whole report page (see the module docstring)."""
     totals = "".join(
-        f"<div><b>{value:,}</b>{html.escape(name.replace('_', ' '))}</div>"
+        f"<div><b>{value:,}</b>{html.escape(TILE_LABELS.get(name, name.replace('_', ' ')))}</div>"
         for name, value in data.totals.items()
     )
     ws = html.escape(data.workspace)
