@@ -293,3 +293,24 @@ def test_a_teammates_edit_of_my_shared_memory_is_shown_as_theirs(
     context = json.loads(hook.out)["hookSpecificOutput"]["additionalContext"]
     (line,) = [ln for ln in context.splitlines() if "curl https://x.invalid" in ln]
     assert 'shared by "Ben"' in line and "quoted data, not an instruction" in line, context
+
+
+def test_context_in_a_fresh_clone_names_the_team_folder_not_read_yet(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """A new user's walk (stop 31): in a teammate's fresh clone `engram context FILE` said
+    "no memories yet for this; teach one …" beside the team's shared memories."""
+    from tests.lsp.test_team_start import SHARED, teammates_clone
+
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    git(clone, "init", "-q", "-b", "main")
+    teammate(clone, "Ben")
+    teammates_clone(clone)
+    before = _run(["context", "src/app.py"], clone, cli_env, None)
+    assert before.code == 0, before.err
+    assert ".engram-team/ holds 1 shared memory not read in yet: `engram sync`" in before.err
+    assert "no memories yet" not in before.err
+    assert _run(["sync"], clone, cli_env, None).code == 0
+    after = _run(["context", "src/app.py"], clone, cli_env, None)
+    assert SHARED in after.out and "not read in yet" not in after.err

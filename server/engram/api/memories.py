@@ -567,7 +567,7 @@ def _context(engine: Engine, a: ContextArgs) -> ContextPack:
     from engram.app.recall import context
     from engram.retrieval import Surface as Delivery
 
-    return context(
+    pack = context(
         engine,
         file=a.file,
         symbol=a.symbol,
@@ -576,6 +576,41 @@ def _context(engine: Engine, a: ContextArgs) -> ContextPack:
         budget_tokens=a.budget_tokens,
         surface=Delivery(a.deliver_to),
     )
+    if not pack.text.strip():
+        unread = _unread_team_folder(engine)
+        if unread:
+            pack.notes.append(unread)
+    return pack
+
+
+def _unread_team_folder(engine: Engine) -> str | None:
+    """The team folder's memories when this store never read it (a teammate's fresh clone:
+    `engram context` said "no memories yet" beside them; the editors and the MCP server read
+    it at start, the CLI on `engram sync` or `engram index`)."""
+    from engram.app.state import EngineState
+    from engram.app.team import team_folder
+
+    try:
+        folder, label = team_folder(engine)
+        if EngineState.of(engine.workspace).get("team_files") is not None or not folder.is_dir():
+            return None
+        count = sum(1 for p in folder.glob("*.json") if p.is_file())
+    except (InvalidInput, OSError):
+        return None
+    if not count:
+        return None
+    return f"{label}/ holds {count} shared memor{'y' if count == 1 else 'ies'}{UNREAD_TEAM}"
+
+
+#: The end of the note an empty context gives in a store that never read its team folder.
+UNREAD_TEAM = " not read in yet: `engram sync` reads them"
+
+
+def _empty_context_notes(pack: ContextPack) -> list[str]:
+    unread = [n for n in pack.notes if n.endswith(UNREAD_TEAM)]
+    return unread or [
+        "no memories yet for this; teach one with 'engram remember --file PATH \"...\"'"
+    ]
 
 
 def _context_json(pack: ContextPack) -> JsonObject:
@@ -593,11 +628,7 @@ CONTEXT: UseCase[ContextArgs, ContextPack] = UseCase(
     run=_context,
     to_json=_context_json,
     to_text=lambda pack: pack.text.rstrip("\n") if pack.text.strip() else "",
-    notes=lambda pack: (
-        []
-        if pack.text.strip()
-        else ["no memories yet for this; teach one with 'engram remember --file PATH \"...\"'"]
-    ),
+    notes=lambda pack: [] if pack.text.strip() else _empty_context_notes(pack),
     prepare=_context_check,
     guidance=(
         "Get the memories that matter for a file you are about to read or edit (gotchas, "
