@@ -4,7 +4,8 @@ Hypothesis drives ``engram.app`` in-process (LanceDB store, ``embed.model = "non
 real git repository and a teammate's clone: remember (a person, an agent), search,
 context, hooks, hover/diagnostic inputs, confirm (a person, an agent), flag, pin, share,
 sync, the team folder moved away and back, the teammate committing a share, an edit or a
-deletion, consolidate, prune, and index after a rename. After every step the invariants
+deletion, consolidate, prune, index after a rename, and a pull bringing a rules file and a
+manifest that the index reads. After every step the invariants
 are checked; reads are also checked for changing nothing.
 
 Profiles (tests/trust/conftest.py): ``ci`` by default; ``HYPOTHESIS_PROFILE=thorough``
@@ -30,7 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from engram.agents.hooks import run_claude_code_hook
 from engram.app import Engine, maintenance, memories, recall, team, trust
-from engram.app.indexing import index
+from engram.app.indexing import IndexOptions, index, run_index
 from engram.app.remember import remember
 from engram.config import EmbedConfig, EngramConfig
 from engram.errors import EngramError
@@ -51,6 +52,9 @@ TEXTS = [
     "Cache warming is enabled for jobs.",
     "Cache warming is disabled for jobs.",
 ]
+#: What only an agent or the repository's own files say (a near-duplicate of a person's
+#: text with this added merges with it): it must never stand unreviewed.
+MARK = "; run x.sh"
 KINDS = ["incorrect", "outdated", "wrong_scope", "not_useful"]
 FILES = ["jobs.py", "tasks/jobs.py"]
 STATS: dict[str, float] = {"examples": 0, "steps": 0}
@@ -144,7 +148,7 @@ class TrustOnTheEngine(RuleBasedStateMachine):
     def remember(self, text: str, agent: bool, anchored: bool) -> None:
         made = remember(
             self.engine,
-            text,
+            text[:-1] + MARK + "." if agent else text,
             source="agent_explicit" if agent else "user_taught",
             file=self.file if anchored else None,
             scope="global",
@@ -241,6 +245,16 @@ class TrustOnTheEngine(RuleBasedStateMachine):
     def prune(self) -> None:
         maintenance.prune(self.engine)
 
+    @rule(text=st.sampled_from(TEXTS), rules_file=st.sampled_from(["CLAUDE.md", "AGENTS.md"]))
+    def repository_speaks_and_index(self, text: str, rules_file: str) -> None:
+        """A pull brings a rules file and a manifest; ``engram index`` reads them."""
+        (self.ana / rules_file).write_text(f"# Rules\n\n- {text[:-1]}{MARK}\n")
+        package = {"name": "jobs", "scripts": {"test": f"pytest{MARK}"}}
+        (self.ana / "package.json").write_text(json.dumps(package))
+        git(self.ana, "add", rules_file, "package.json")
+        git(self.ana, "commit", "-qm", "rules and manifest", "--allow-empty")
+        run_index(self.engine, IndexOptions(embed_chunks=False, team=False, embed_memories=False))
+
     @rule()
     def rename_and_index(self) -> None:
         target = FILES[1] if self.file == FILES[0] else FILES[0]
@@ -326,6 +340,32 @@ class TrustOnTheEngine(RuleBasedStateMachine):
                 or (e.actor.startswith("teammate:") and e.actor != f"teammate:{ME}")
                 for e in vouched
             ), (memory.id, [(e.event, e.actor) for e in trail])
+
+    @invariant()
+    def nothing_no_person_stands_behind_starts_active(self) -> None:
+        """7. An agent's memory and what the system read from the repository's files
+        (rules files, project facts) start in review; and what only they said never
+        stands unreviewed: not by a restatement merged into a person's memory either, until
+        a person confirms it (or a teammate's committed share vouches for it)."""
+        for memory in self.all():
+            trail = trust.audit_log(self.engine, memory.id, limit=1000)
+            first = trail[0]
+            if first.event == "create" and not first.actor.startswith(("person:", "observer")):
+                assert first.after.get("state") == "review", (memory.id, first)
+            if MARK not in memory.content or not rules.is_shown(memory):
+                continue
+            said = max(i for i, e in enumerate(trail) if MARK in str(e.after.get("content", "")))
+            vouched = any(
+                (e.event == "confirm" and e.actor.startswith("person:"))
+                or (e.event == "team_share" and e.actor.startswith("teammate:"))
+                for e in trail[said:]
+            )
+            if not vouched:
+                state = rules.state_of(memory)
+                assert state in (rules.TrustState.REVIEW, rules.TrustState.STALE), (
+                    memory.id, state.value, memory.content,
+                    [(e.event, e.actor, sorted(e.after)) for e in trail],
+                )  # fmt: skip
 
     @invariant()
     def a_local_memory_is_never_retired(self) -> None:

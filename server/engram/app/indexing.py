@@ -21,6 +21,7 @@ from engram.app.remember import remember_many
 from engram.app.state import EngineState
 from engram.errors import EngramError, InvalidInput
 from engram.lifecycle import stable_memory_id
+from engram.lifecycle.trust import Actor
 from engram.model import Memory, MemoryScope, MemorySource, to_jsonable
 from engram.progress import Progress
 
@@ -361,8 +362,11 @@ def seed_workspace(engine: Engine, report: IndexReport | None = None) -> dict[st
     Project facts found by the code graph's manifest scan (language, frameworks, test
     runner) and the rules in CLAUDE.md / AGENTS.md / .cursorrules become memories, each
     with a stable id so re-indexing never duplicates them or undoes a user's correction.
-    The rules wait in review: a clone's rules file is the repository's word, not the
-    person's (docs/security.md, "A repository's rules files").
+    Both are created by the system naming the file they were read from, and so wait in
+    review (``lifecycle.trust.admit``): a clone's rules file and its manifests are the
+    repository's word, not the person's (a package.json's ``"test": "curl … | sh"`` was
+    the fact "Tests run with `curl … | sh`.", active; docs/trust.md "Who stands behind a
+    new memory", docs/security.md "A repository's rules files").
     """
     if engine.read_only:
         return {"facts": 0, "rules": 0}
@@ -388,8 +392,14 @@ def seed_workspace(engine: Engine, report: IndexReport | None = None) -> dict[st
         )
     existing = {m.id for m in engine.store.get_many([m.id for m in seeded])}
     new_facts = [m for m in seeded if m.id not in existing]
-    if new_facts:
-        remember_many(engine, new_facts)
+    by_file: dict[str, list[Memory]] = {}
+    for memory in new_facts:
+        by_file.setdefault(memory.related_files[0] if memory.related_files else "", []).append(
+            memory
+        )
+    for manifest, read in by_file.items():
+        cause = f"engram index read {manifest}" if manifest else "engram index"
+        remember_many(engine, read, actor=Actor.system(), cause=cause)
     rules = 0
     for rel in RULE_FILES:
         path = engine.workspace.root / rel

@@ -130,7 +130,7 @@ def consolidate(
                 cause = f"engram consolidate: merged {current.id}"
                 step = rules.transition(
                     match.memory,
-                    rules.Restate(actor=system, cause=cause, merged=combined),
+                    rules.Restate(actor=system, cause=cause, merged=combined, standing=state),
                     now=now,
                 )
                 kept = step.memory

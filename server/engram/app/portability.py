@@ -111,9 +111,9 @@ def import_file(
 
     ``seeded``: the index read a repository's rules file on its own (``seed_workspace``),
     nobody asked. What a clone's CLAUDE.md says is the repository's claim, not the person's:
-    its new rules wait in review, created by the system and naming the file, until the
-    person confirms them (docs/security.md, "A repository's rules files"). A person's
-    ``engram import`` of the same file is the person's act: their rules start active.
+    its new rules are created by the system, naming the file, and so wait in review until
+    the person confirms them (``lifecycle.trust.admit``; docs/security.md, "A repository's
+    rules files"). A person's ``engram import`` of the same file is the person's act.
     """
     source = Path(path).expanduser()
     _refuse_link_out(engine, source)
@@ -192,7 +192,6 @@ def import_file(
             _count_redacted(report, kinds)
     actor, cause = None, ""
     if seeded and parsed.kind == "rules":
-        fresh = [attrs.evolve(m, needs_review=True) for m in fresh]
         actor, cause = rules.Actor.system(), f"engram index read {source.name}"
     if fresh:
         try:

@@ -208,9 +208,10 @@ def remember_many(
             match, conflicts, later = _duplicate(engine, memory, candidates, conflicts, later)
             if match is not None:
                 combined = merge_memories(match.memory, memory, now=now)
-                step = rules.transition(
-                    match.memory, rules.Restate(actor=who, cause=cause, merged=combined), now=now
-                )
+                # where this restatement would stand on its own decides what it may change
+                standing = rules.state_of(rules.admit(memory, who, now=now).memory)
+                restate = rules.Restate(actor=who, cause=cause, merged=combined, standing=standing)
+                step = rules.transition(match.memory, restate, now=now)
                 merged = step.memory
                 entries.append(step.entry)
                 if any(m.id == merged.id for m in to_add):

@@ -114,12 +114,11 @@ def index_notes(run: IndexRun, embedder_status: str) -> list[str]:
     if run.chunks is not None:
         notes.append(f"code search: {one_line_summary(run.chunks)}")
     if run.seeded and any(run.seeded.values()):
-        rules = run.seeded["rules"]
-        # a repository's rules are its word: they wait in review (docs/security.md)
-        waiting = ", the rules in review until you confirm them (engram list --review)"
+        # a repository's rules and manifests are its word: they wait in review (docs/trust.md)
         notes.append(
-            f"learned {run.seeded['facts']} project facts and {rules} "
-            "rules from manifests and agent rule files" + (waiting if rules else "")
+            f"learned {run.seeded['facts']} project facts and {run.seeded['rules']} "
+            "rules from manifests and agent rule files, in review until you confirm them "
+            "(engram list --review)"
         )
     history = run.history
     if history is not None and history.skipped:

@@ -54,6 +54,7 @@ __all__ = [
     "CREATION_CAP",
     "HIDDEN_STATES",
     "RETENTION",
+    "STANDING_ACTORS",
     "Actor",
     "ActorKind",
     "AuditEntry",
@@ -117,7 +118,8 @@ CREATION_CAP: dict[MemorySource, float] = {
 REVIEW_SOURCES: frozenset[MemorySource] = frozenset(
     {MemorySource.AGENT_EXPLICIT, MemorySource.QA_AUTO, MemorySource.MCP_AUTO}
 )
-#: A teammate's memory arriving unreviewed never starts above this.
+#: A teammate's memory arriving unreviewed, or one the system made from a repository's
+#: files, never starts above this.
 TEAM_REVIEW_CAP = 0.8
 
 
@@ -146,7 +148,13 @@ class ActorKind(enum.StrEnum):
     AGENT = "agent"  # a coding agent: MCP tools, hooks, `--source agent_explicit`
     OBSERVER = "observer"  # a validated promotion of what the observer saw
     TEAMMATE = "teammate"  # the author of a commit in the team folder
-    SYSTEM = "system"  # time: decay, staleness, code changes, renames, retention
+    SYSTEM = "system"  # time, renames, code changes, retention; the index reading files
+
+
+#: Who may stand behind a new memory that starts active (:func:`admit`): a person, and the
+#: observer's validated promotion. An agent, a tool, a teammate's unreviewed file and the
+#: system (the index reading a repository's own files) start in review.
+STANDING_ACTORS: frozenset[ActorKind] = frozenset({ActorKind.PERSON, ActorKind.OBSERVER})
 
 
 @attrs.frozen
@@ -249,9 +257,15 @@ class Restore(Event):
 
 @attrs.frozen(kw_only=True)
 class Restate(Event):
-    """Someone remembered a near-duplicate: ``merged`` is the combined record."""
+    """Someone remembered a near-duplicate: ``merged`` is the combined record.
+
+    ``standing``: where the restated claim stands on its own (the state :func:`admit`
+    gives it; consolidate: the state of the stored memory merged in). ``None``: as the
+    actor's own new memory would start (a person's active, anyone else's in review).
+    """
 
     merged: Memory
+    standing: TrustState | None = None
 
     name = "restate"
 
@@ -494,16 +508,25 @@ def count_use(memory: Memory) -> Memory:
 def admit(memory: Memory, actor: Actor, *, now: datetime, cause: str = "") -> Transition:
     """A new memory enters the store: its first state and the audit entry that says so.
 
-    A person's memory starts active; an agent's or a tool's starts in review; the
-    observer's as its promotion decided (review or active). Nothing starts verified,
-    pinned by anyone but a person, or above :data:`CREATION_CAP` for its source. Flags
-    and deprecation an imported record carries are kept: they only ever hide.
+    Who stands behind it decides where it starts, here and nowhere else (docs/trust.md
+    "Who stands behind a new memory"): a person's memory starts active; the observer's as
+    its validated promotion decided (review or active); everything else in review: an
+    agent's or a tool's, and what the system made on its own from a repository's files
+    (the index's seeded rules files and project facts: the repository speaking, nobody
+    here standing behind it). A source of :data:`REVIEW_SOURCES` or a memory that asks
+    for review starts in review whoever brings it. Nothing starts verified, pinned by
+    anyone but a person, or above :data:`CREATION_CAP` for its source (an agent's cap for
+    an agent, :data:`TEAM_REVIEW_CAP` for the system). Flags and deprecation an imported
+    record carries are kept: they only ever hide.
     """
     cap = CREATION_CAP.get(memory.source, 0.7)
-    review = memory.needs_review or memory.source in REVIEW_SOURCES
+    review = (
+        memory.needs_review or memory.source in REVIEW_SOURCES or actor.kind not in STANDING_ACTORS
+    )
     if actor.kind is ActorKind.AGENT:
-        review = True
         cap = min(cap, CREATION_CAP[MemorySource.AGENT_EXPLICIT])
+    elif actor.kind not in STANDING_ACTORS:
+        cap = min(cap, TEAM_REVIEW_CAP)
     life = _lifecycle(memory)
     for key in ("verified_by", "retired", "forgotten", "shared"):
         life.pop(key, None)
@@ -794,13 +817,32 @@ def _restore(memory: Memory, event: Event, now: datetime) -> Memory:
     )
 
 
-def _restate(memory: Memory, event: Event, now: datetime) -> Memory:
+def _restate(memory: Memory, event: Event, now: datetime) -> Memory | tuple[Memory, str]:
     assert isinstance(event, Restate)
     merged = event.merged
+    state = state_of(memory)
     # what the merge may change: text, tags, files, anchors, sessions; trust only by a person
     confidence = memory.confidence
-    if event.actor.kind is ActorKind.PERSON and state_of(memory) not in HIDDEN_STATES:
+    if event.actor.kind is ActorKind.PERSON and state not in HIDDEN_STATES:
         confidence = max(confidence, min(CONFIDENCE_CAP, confidence + RESTATE_BUMP))
+    standing = event.standing
+    if standing is None:
+        standing = TrustState.ACTIVE if event.actor.kind is ActorKind.PERSON else TrustState.REVIEW
+    extra = (
+        {**merged.extra, LIFECYCLE_KEY: _lifecycle(memory)}
+        if _lifecycle(memory)
+        else {k: v for k, v in merged.extra.items() if k != LIFECYCLE_KEY}
+    )
+    if standing is TrustState.REVIEW and state not in HIDDEN_STATES | {TrustState.REVIEW}:
+        # a claim that would wait in review (an agent's, a clone's rules file) never puts
+        # its words, tags or anchors into a memory someone stands behind: merged, an
+        # agent's longer text replaced a person's verified one and stayed verified (stop 31)
+        counted = {**memory.extra, "merge_count": merged.extra.get("merge_count", 1)}
+        kept = attrs.evolve(memory, provenance=merged.provenance, updated_at=now, extra=counted)
+        return kept, (
+            f"restated by {event.actor.label}, whose word waits in review: "
+            f"this {state.value} memory keeps its own text"
+        )
     return attrs.evolve(
         memory,
         content=merged.content,
@@ -812,9 +854,7 @@ def _restate(memory: Memory, event: Event, now: datetime) -> Memory:
         provenance=merged.provenance,
         confidence=confidence,
         updated_at=now,
-        extra={**merged.extra, LIFECYCLE_KEY: _lifecycle(memory)}
-        if _lifecycle(memory)
-        else {k: v for k, v in merged.extra.items() if k != LIFECYCLE_KEY},
+        extra=extra,
     )
 
 
