@@ -140,3 +140,107 @@ def test_a_disk_without_room_for_the_change_and_its_entry_changes_nothing(
     monkeypatch.undo()
     assert [m.id for m in engine.store.list()] == [mid]
     assert [e.event for e in engine.audit.recent(10)] == ["create"]
+
+
+def test_an_entry_whose_takeback_failed_is_pending_until_the_next_change_settles_it(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race the room check leaves (stop 30): the disk fills between the check and the
+    writes, the store write fails and taking the entry back fails too. The entry stays,
+    marked pending (``engram log`` says so), and the next change settles it against the
+    store: a change that never landed is withdrawn, so the trail and the store agree."""
+    from engram.api.render import log_text
+
+    mid = remember(engine, "run() retries the job twice.", file="jobs.py").memory.id
+
+    def broken(_self: HybridTable, *_args: object, **_kwargs: object) -> object:
+        raise OSError(28, "No space left on device")
+
+    def full(_self: AuditLog, *_statements: object) -> None:
+        raise sqlite3.OperationalError(FULL)
+
+    monkeypatch.setattr(HybridTable, "write", broken)
+    monkeypatch.setattr(AuditLog, "_remove", full)  # the takeback finds no room
+    with pytest.raises(OSError):
+        confirm(engine, mid)
+    with pytest.raises(OSError):
+        remember(engine, "jobs.py's TIMEOUT is thirty seconds.", file="jobs.py")
+    monkeypatch.undo()
+
+    trail = audit_log(engine, mid)
+    assert [(e.event, e.pending) for e in trail] == [("create", False), ("confirm", True)]
+    assert "PENDING: not known to have been stored" in log_text(trail, with_id=False)
+    stored = engine.store.get(mid)
+    assert stored is not None and not stored.user_verified
+    assert len(engine.audit.recent(10)) == 3  # the lost remember's create, pending too
+
+    pin(engine, mid)  # the next change settles both: neither landed
+    assert [(e.event, e.pending) for e in audit_log(engine, mid)] == [
+        ("create", False),
+        ("pin", False),
+    ]
+    assert [e.event for e in engine.audit.recent(10)] == ["pin", "create"]
+
+
+def test_a_stored_change_whose_entry_could_not_be_marked_landed_is_kept(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store write landed and marking its entry landed failed: the entry is pending
+    (never lost), and the next change finds the change in the store and keeps it."""
+    mid = remember(engine, "run() retries the job twice.", file="jobs.py").memory.id
+
+    def full(_self: AuditLog, *_statements: object) -> None:
+        raise sqlite3.OperationalError(FULL)
+
+    monkeypatch.setattr(AuditLog, "_remove", full)  # marking it landed finds no room
+    confirm(engine, mid)  # stored: the failure to mark it is only logged
+    made = remember(engine, "jobs.py's TIMEOUT is thirty seconds.", file="jobs.py").memory
+    monkeypatch.undo()
+    assert [(e.event, e.pending) for e in audit_log(engine, mid)] == [
+        ("create", False),
+        ("confirm", True),
+    ]
+    flag(engine, made.id, CorrectionKind.NOT_USEFUL)
+    assert [(e.event, e.pending) for e in audit_log(engine, mid)] == [
+        ("create", False),
+        ("confirm", False),
+    ]
+    assert [(e.event, e.pending) for e in audit_log(engine, made.id)] == [
+        ("create", False),
+        ("flag", False),
+    ]
+
+
+def test_an_entry_of_a_process_that_ended_mid_write_is_settled_by_the_next(
+    engine: Engine, tmp_workspace: Workspace
+) -> None:
+    """A process that wrote the entry and ended before its store write (killed): its
+    entry is pending under a process that no longer runs, and the next change of any
+    process withdraws it, while another live process's pending entry is left alone."""
+    from engram.model import AuditEntry
+
+    mid = remember(engine, "run() retries the job twice.", file="jobs.py").memory.id
+    ghost, other = (
+        AuditEntry(
+            memory_id=mid_,
+            at=engine.clock(),
+            event="create",
+            actor="person:Ana",
+            after={"state": "active", "content": text},
+        )
+        for mid_, text in (("m-0000000001", "lost"), ("m-0000000002", "busy"))
+    )
+    dead = AuditLog(tmp_workspace)
+    dead._token = "gone"
+    dead.add([ghost])
+    live = AuditLog(tmp_workspace)
+    live.add([other])
+    conn = sqlite3.connect(engine.audit.path)
+    with conn:  # the first writer's process ended: a pid no process has
+        conn.execute("UPDATE pending SET owner = '999999999:gone' WHERE owner LIKE '%:gone'")
+    conn.close()
+    dead.close()
+    confirm(engine, mid)
+    assert audit_log(engine, "m-0000000002")[0].pending
+    assert [e.memory_id for e in engine.audit.recent(10)] == [mid, "m-0000000002", mid]
+    live.close()

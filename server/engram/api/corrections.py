@@ -407,7 +407,7 @@ LOG: UseCase[LogArgs, AuditTrail] = UseCase(
     notes=lambda t: [] if t.entries else ["no changes recorded"],
     returns=(
         '`{"id", "entries": [{"memory_id", "at", "event", "actor", "cause", "before", '
-        '"after", "note"}]}`'
+        '"after", "note", "pending"?}]}` (`pending`: not known to have been stored yet)'
     ),
     guidance="Use it to answer 'who added this?' (oldest first).",
     read_only=True,

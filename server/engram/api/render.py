@@ -121,6 +121,8 @@ def log_text(entries: Sequence[AuditEntry], *, with_id: bool) -> str:
             line += f"  ({entry.note})"
         if entry.cause:
             line += f"  [{entry.cause}]"
+        if entry.pending:
+            line += "  PENDING: not known to have been stored (settled at the next change)"
         lines.append(line)
     return "\n".join(lines)
 

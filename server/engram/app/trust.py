@@ -101,17 +101,21 @@ def record(engine: Engine, entries: Sequence[AuditEntry]) -> None:
 @contextmanager
 def recorded(engine: Engine, entries: Sequence[AuditEntry]) -> Iterator[None]:
     """Trail first (docs/trust.md, "The audit trail"): ``entries`` are written before the
-    store write the block makes, so a change never lands without its entry. A trail that
-    cannot be written (a full disk) raises before anything changed; a block that fails
-    takes its entries back, unless its write was committed (:class:`AfterCommitError`)."""
+    store write the block makes, pending, so a change never lands without its entry. A
+    trail that cannot be written (a full disk) raises before anything changed; a block
+    that returns lands its entries, one that fails takes them back, unless its write was
+    committed (:class:`AfterCommitError`). When neither can be written the entries stay
+    pending, and the next change settles them against the store (:func:`_settle`)."""
     seqs = _add(engine, entries)
     try:
         yield
     except AfterCommitError:
+        _landed(engine, seqs)
         raise
     except BaseException:
         _withdraw(engine, seqs)
         raise
+    _landed(engine, seqs)
 
 
 #: One store write of :func:`write`: the ids of the memories it writes, and the write.
@@ -136,6 +140,7 @@ def _add(engine: Engine, entries: Sequence[AuditEntry]) -> range:
     if not entries:
         return range(0)
     _check_room(engine)
+    _settle(engine)
     try:
         return engine.audit.add(entries)
     except Exception as exc:
@@ -167,12 +172,53 @@ def _check_room(engine: Engine) -> None:
 def _withdraw(engine: Engine, seqs: range) -> None:
     try:
         engine.audit.withdraw(seqs)
-    except Exception as exc:  # the trail then says more than happened, never less
+    except Exception as exc:  # pending until the next change settles them
         log.error(
-            "the audit trail keeps %d entries of a change that was not stored: %s",
+            "%d audit entries of a change that was not stored stay pending until the next "
+            "change (%s)",
             len(seqs),
-            exc,
+            one_line(exc),
         )
+
+
+def _landed(engine: Engine, seqs: range) -> None:
+    try:
+        engine.audit.landed(seqs)
+    except Exception as exc:  # the change is stored: its entries stay, pending a while
+        log.warning(
+            "%d audit entries of a stored change stay pending until the next change (%s)",
+            len(seqs),
+            one_line(exc),
+        )
+
+
+def _settle(engine: Engine) -> None:
+    """Settle the entries a full disk left pending (their landing or withdrawal could not
+    be written) or a process that ended mid-write: each batch is kept when the store shows
+    its change, withdrawn when it shows none (``rules.landed``). Before every change, so
+    the trail and the store agree again as soon as there is room to say so."""
+    audit = engine.audit
+    try:
+        waiting = audit.unsettled()
+        if not waiting:
+            return
+        batches: dict[int, list[AuditEntry]] = {}
+        last: dict[int, int] = {}
+        for row in waiting:  # oldest first
+            batches.setdefault(row.batch, []).append(row.entry)
+            last[row.batch] = row.seq
+        ids = list(dict.fromkeys(row.entry.memory_id for row in waiting))
+        stored = {m.id: m for m in engine.store.get_many(ids)}
+        for batch, entries in batches.items():
+            span = range(batch, last[batch] + 1)
+            verdicts = [rules.landed(e, stored.get(e.memory_id)) for e in entries]
+            if False in verdicts and True not in verdicts:
+                audit.withdraw(span)
+                log.info("withdrew %d audit entries of a change never stored", len(entries))
+            else:
+                audit.landed(span)
+    except Exception as exc:  # still no room: the change that follows says so itself
+        log.warning("could not settle the pending audit entries: %s", one_line(exc))
 
 
 def apply(engine: Engine, memory_id: str, event: rules.Event) -> rules.Transition:

@@ -84,6 +84,7 @@ __all__ = [
     "count_use",
     "flags_of",
     "is_shown",
+    "landed",
     "mirror_rules",
     "snapshot",
     "state_of",
@@ -491,6 +492,23 @@ def _diff(old: Memory, new: Memory) -> tuple[dict[str, Any], dict[str, Any]]:
     before, after = snapshot(old), snapshot(new)
     changed = [k for k in before if before[k] != after[k]]
     return {k: before[k] for k in changed}, {k: after[k] for k in changed}
+
+
+def landed(entry: AuditEntry, memory: Memory | None) -> bool | None:
+    """Whether the change a pending audit entry records is in the store's record of its
+    memory (``None``: the store has none): ``None`` when the entry says nothing a record
+    shows (an endorsement, a refused move, imported history). ``app.trust`` settles a
+    pending entry by this: kept when its change landed, withdrawn when it did not."""
+    if not entry.after or entry.event.startswith("imported ") or entry.event.endswith("refused"):
+        return None
+    if entry.after.get("state") == "deleted":
+        return memory is None
+    if memory is None:
+        return False
+    if not entry.before:  # a creation: the record is there
+        return True
+    now = snapshot(memory)
+    return all(now.get(key) == value for key, value in entry.after.items())
 
 
 # --------------------------------------------------------------------------- usage

@@ -33,9 +33,12 @@ class AuditEntry:
     before: Mapping[str, object] = attrs.field(factory=dict)
     after: Mapping[str, object] = attrs.field(factory=dict)
     note: str | None = None
+    #: written before its change and not yet known to have landed (``store.audit``: the
+    #: store write is under way, or a full disk kept the trail from saying how it ended)
+    pending: bool = False
 
     def to_dict(self) -> JsonObject:
-        return {
+        out: JsonObject = {
             "memory_id": self.memory_id,
             "at": self.at.isoformat(),
             "event": self.event,
@@ -45,6 +48,9 @@ class AuditEntry:
             "after": dict(self.after),
             "note": self.note,
         }
+        if self.pending:
+            out["pending"] = True
+        return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, object]) -> AuditEntry:

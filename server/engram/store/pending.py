@@ -69,7 +69,7 @@ class PendingChecks(SqliteSideFile):
     def done(self, memory_id: str) -> None:
         """The judges have read ``memory_id``'s pairs (or it is gone): forget the check."""
         if not self.read_only:
-            self._remove("DELETE FROM checks WHERE memory_id = ?", (memory_id,))
+            self._remove(("DELETE FROM checks WHERE memory_id = ?", (memory_id,)))
 
     def all(self) -> list[PendingCheck]:
         """The checks still owed, oldest first. A row that does not parse is dropped with a

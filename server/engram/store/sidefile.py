@@ -67,14 +67,16 @@ class SqliteSideFile:
         self._conn = conn
         return conn
 
-    def _remove(self, sql: str, params: Sequence[object]) -> None:
-        """Run one removal on the file, when it exists (a removal never creates it)."""
+    def _remove(self, *statements: tuple[str, Sequence[object]]) -> None:
+        """Run removals on the file in one transaction, when it exists (a removal never
+        creates it)."""
         with self._lock:
             conn = self._connect(create=False)
             if conn is None:
                 return
             with conn:
-                conn.execute(sql, params)
+                for sql, params in statements:
+                    conn.execute(sql, params)
 
     def close(self) -> None:
         with self._lock:
