@@ -16,6 +16,28 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from engram.workspace import Workspace
 
+#: what the server keeps of this process's environment: the suite's engine settings too
+#: (tests/conftest.py), or each test left a workspace engine running for its 10-minute idle
+KEEP = ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH")
+ENGINE_SETTINGS = ("ENGRAM_ENGINE", "ENGRAM_RUNTIME_DIR", "ENGRAM_ENGINE_IDLE_SECONDS")
+
+
+def server_env(home: Path | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in KEEP + ENGINE_SETTINGS}
+    env["ENGRAM_EMBED__MODEL"] = "none"
+    if home is not None:
+        env["HOME"] = str(home)
+    return env
+
+
+def test_the_server_runs_with_the_suites_engine_settings() -> None:
+    """walk31 found seven engines left by one run of this file: the helper dropped the
+    suite's ENGRAM_ENGINE=off and its runtime directory and idle seconds."""
+    env = server_env()
+    for name in ENGINE_SETTINGS:
+        assert env[name] == os.environ[name], name
+    assert env["ENGRAM_ENGINE"] == "off"
+
 
 @asynccontextmanager
 async def session_for(ws: Workspace, home: Path | None = None) -> AsyncIterator[ClientSession]:
@@ -23,11 +45,7 @@ async def session_for(ws: Workspace, home: Path | None = None) -> AsyncIterator[
     # served); PYTHONPATH too: the server must be the code under test (a worktree's, not
     # the virtualenv's editable install)
     ws.ensure_engram_dir()
-    keep = ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH")
-    env = {k: v for k, v in os.environ.items() if k in keep}
-    env["ENGRAM_EMBED__MODEL"] = "none"
-    if home is not None:
-        env["HOME"] = str(home)
+    env = server_env(home)
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "engram", "mcp-serve", "--workspace", str(ws.root)],
