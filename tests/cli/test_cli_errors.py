@@ -50,6 +50,9 @@ def test_help_lists_every_command(cli_env) -> None:  # type: ignore[no-untyped-d
         "import",
     ]:
         assert command in proc.stdout
+    # a pipx user has no docs/ beside the command: the help says where the guides are
+    assert "Docs: docs/cli.md" not in proc.stdout
+    assert "in the Engram repository it was installed from" in proc.stdout
 
 
 def test_help_imports_nothing_heavy() -> None:
@@ -71,7 +74,7 @@ def test_help_imports_nothing_heavy() -> None:
     [
         (["remember"], ["required", "TEXT"]),
         (["remember", "x", "--type"], ["expected one argument"]),
-        (["frobnicate"], ["invalid choice"]),
+        (["frobnicate"], ["invalid choice", "'status', 'stop', 'completion')"]),
         # a new user's first guess (stop 31) got a list of forty command names
         (["init"], ["there is no 'engram init'", "'engram index' sets Engram up"]),
         (["flag", "m-1"], ["--kind"]),

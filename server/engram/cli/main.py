@@ -245,7 +245,11 @@ def build_parser(*, lazy: bool = False) -> OneLineParser:
             "Engram: code memory for editors and agents. Remember what was learned about a "
             "codebase and get it back where it matters."
         ),
-        epilog="Run 'engram COMMAND --help' for a command's options. Docs: docs/cli.md",
+        # not a path: a pipx user has no docs/ beside the command (walk31)
+        epilog=(
+            "Run 'engram COMMAND --help' for a command's options. The guides (docs/cli.md, "
+            "docs/install.md …) are in the Engram repository it was installed from."
+        ),
     )
     parser.add_argument("--workspace", "-w", metavar="DIR", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--verbose", "-V", action="store_true", help=argparse.SUPPRESS)

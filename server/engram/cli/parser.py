@@ -9,6 +9,7 @@ forwarded ones in the warm engine included, more than the work itself.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 #: ``typing`` is not otherwise imported on the way to ``engram --help``; mypy reads it anyway
@@ -29,6 +30,16 @@ EXIT_INTERRUPTED = 130
 
 #: Commands a new user types to set a repository up; ``engram index`` is the one.
 SET_UP_GUESSES = ("init", "start", "create", "new", "install")
+#: Commands that ``--help`` does not list (the engine a front end starts: docs/engine.md),
+#: left out of an invalid command's list of choices too
+HIDDEN_COMMANDS = ("engine",)
+
+
+def _without_hidden(message: str) -> str:
+    """argparse's "(choose from 'a', 'b', …)" without the hidden commands."""
+    for name in HIDDEN_COMMANDS:
+        message = re.sub(rf", '?{re.escape(name)}'?(?=[,)])", "", message)
+    return message
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -42,6 +53,8 @@ class OneLineParser(argparse.ArgumentParser):
         )
         if not top:
             guess = None
+        elif "argument COMMAND: invalid choice" in message:
+            message = _without_hidden(message)
         if guess is not None:
             # a new user's first command: the answer was a list of forty names
             message = (
