@@ -57,3 +57,15 @@ def test_a_wheel_built_from_the_checkout_records_its_commit(tmp_path: Path) -> N
     assert {"engram/report/plotly_bundle.json", "engram/report/vendor/plotly-cartesian.min.js",
             "engram/report/vendor/LICENSE"} <= set(names)  # fmt: skip
     assert not (ROOT / "server" / "engram" / "_build_info.py").exists(), "source tree untouched"
+
+
+def test_a_new_user_finds_pipx_and_the_neovim_page() -> None:
+    """walk31: pipx is not on Debian by default and install.md said `pipx install .` with no
+    word on getting it; clients/neovim had no README pointing to docs/neovim.md."""
+    install = (ROOT / "docs" / "install.md").read_text()
+    assert "apt install pipx" in install and "python3 -m venv" in install
+    readme = ROOT / "clients" / "neovim" / "README.md"
+    links = [line for line in readme.read_text().splitlines() if "(../../docs/" in line]
+    assert any("docs/neovim.md" in line for line in links)
+    for target in ("docs/neovim.md", "docs/install.md"):
+        assert (ROOT / target).is_file()
