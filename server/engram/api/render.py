@@ -275,21 +275,24 @@ def impact_text(report: ImpactReport) -> str:
     """Ranked files a change may break, with why (its notes are the caller's)."""
     out: list[str] = []
     data = to_json_object(report)
-    target = path_text(data.get("target", "?")) + (
-        f"::{path_text(data['symbol'])}" if data.get("symbol") else ""
-    )
+    target = path_text(data.get("target", "?"))
+    symbol = path_text(data["symbol"]) if data.get("symbol") else None
     score = data.get("score")
-    score_text = f" (impact score {float(score):.2f})" if isinstance(score, int | float) else ""
+    score_text = f"impact score {float(score):.2f}" if isinstance(score, int | float) else ""
     refs = data.get("symbol_references")
-    if data.get("symbol") and isinstance(refs, list):
-        # the symbol's own users lead (issue 12): where it is referenced, file:line
-        out.append(f"references to {data['symbol']} ({len(refs)}):")
+    if symbol and isinstance(refs, list):
+        # the symbol's own users lead (issue 12): where it is referenced, file:line; none
+        # is one line, and the list below is the file's, said so (walk31: "0 references"
+        # then a file-level list headed FILE::SYMBOL read as the symbol's own impact)
         if not refs:
-            out.append("  none resolved from other files")
+            out.append(f"references to {symbol}: none resolved from other files")
+        else:
+            out.append(f"references to {symbol} ({len(refs)}):")
         for ref in refs:
             if isinstance(ref, dict):
                 out.append(f"  {path_text(ref.get('file'))}:{ref.get('line')}  {ref.get('kind')}")
-    out.append(f"impact of {target}{score_text}")
+    said = [t for t in (symbol and f"the file that holds {symbol}", score_text) if t]
+    out.append(f"impact of {target}" + (f" ({'; '.join(said)})" if said else ""))
     items = next(
         (
             found
