@@ -39,17 +39,51 @@ def test_find_duplicate_by_ratio_or_cosine() -> None:
     same = mem("always run migrations before tests!", type=MemoryType.PATTERN)
     other_type = mem("Always run migrations before tests", type=MemoryType.GOTCHA)
     far = mem("completely different words here", type=MemoryType.PATTERN)
+    reworded = mem(
+        "Before running tests, always run the database migrations", type=MemoryType.PATTERN
+    )
     match = find_duplicate(
         new, [(other_type, None), (same, None)], ratio_threshold=90, cosine_threshold=0.92
     )
     assert match is not None and match.memory is same
     assert find_duplicate(new, [(far, 0.5)], ratio_threshold=90, cosine_threshold=0.92) is None
-    by_vector = find_duplicate(new, [(far, 0.97)], ratio_threshold=90, cosine_threshold=0.92)
+    by_vector = find_duplicate(new, [(reworded, 0.97)], ratio_threshold=90, cosine_threshold=0.92)
     assert by_vector is not None and by_vector.cosine == 0.97
     deprecated = mem("Always run migrations before tests", type=MemoryType.PATTERN, deprecated=True)
     assert (
         find_duplicate(new, [(deprecated, 1.0)], ratio_threshold=90, cosine_threshold=0.9) is None
     )
+
+
+def test_a_merge_by_meaning_never_drops_words_of_its_own() -> None:
+    """A new user's walk (stop 31, pallets/itsdangerous): "derive key rotates via salt"
+    merged into "… rotating salt does nothing then" at cosine 0.968 and was kept nowhere:
+    a merge keeps one text, so the one it drops must say nothing the other lacks."""
+    old = mem(
+        "derive_key with key_derivation='none' uses the secret key as-is: "
+        "rotating salt does nothing then"
+    )
+    new = mem("derive key rotates via salt")
+    assert find_duplicate(new, [(old, 0.968)], ratio_threshold=90, cosine_threshold=0.92) is None
+    kept_longer = mem("The cache lives in ~/.cache/app and is cleared on every upgrade")
+    other_claim = mem("The cache is kept across upgrades")
+    assert (
+        find_duplicate(other_claim, [(kept_longer, 0.95)], ratio_threshold=90, cosine_threshold=0.9)
+        is None
+    )
+    # the far texts of a merge by meaning: the new one adds nothing the stored one lacks
+    restated = mem("the cache is cleared on upgrade")
+    match = find_duplicate(
+        restated, [(kept_longer, 0.95)], ratio_threshold=90, cosine_threshold=0.9
+    )
+    assert match is not None and match.memory is kept_longer
+    # and the other way round: a longer new text replaces a stored one it covers
+    longer_new = mem("The cache lives in ~/.cache/app and is cleared on every upgrade of the app")
+    short_old = mem("cache cleared on upgrade")
+    match = find_duplicate(
+        longer_new, [(short_old, 0.95)], ratio_threshold=90, cosine_threshold=0.9
+    )
+    assert match is not None and match.memory is short_old
 
 
 def test_negation_is_never_a_duplicate() -> None:

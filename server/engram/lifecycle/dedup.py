@@ -3,9 +3,12 @@
 Agents and people say the same thing many times. Instead of storing copies (which crowd
 out other memories in a token budget), a new memory that is nearly the same as an existing
 one of the same type is merged into it and the existing one gains confidence: being
-re-learned is evidence. Three guards keep the merge honest: the types must match, a
-sentence that differs by a negation ("do X" / "never do X") is never a duplicate, and
-neither is one that states other numbers ("album 3" / "album 4", "30s" / "90s").
+re-learned is evidence. Four guards keep the merge honest: the types must match, a
+sentence that differs by a negation ("do X" / "never do X", "… does nothing") is never a
+duplicate, neither is one that states other numbers ("album 3" / "album 4", "30s" /
+"90s"), and a merge by meaning alone (the embedding's cosine, with the words far apart)
+needs the text it drops to say nothing the kept text lacks: a merge keeps one text, so a
+new claim with words of its own would be lost (docs/lifecycle.md, "Near-duplicates").
 """
 
 from __future__ import annotations
@@ -23,8 +26,37 @@ MERGE_CONFIDENCE_BUMP = 0.05
 CONFIDENCE_CAP = 0.95
 
 _NEGATIONS = frozenset(
-    {"not", "never", "no", "don't", "dont", "doesn't", "isn't", "avoid", "without", "cannot"}
+    {
+        "not",
+        "never",
+        "no",
+        "none",
+        "nothing",
+        "nobody",
+        "nowhere",
+        "neither",
+        "nor",
+        "don't",
+        "dont",
+        "doesn't",
+        "isn't",
+        "avoid",
+        "without",
+        "cannot",
+    }
 )
+#: Words that carry no claim of their own: a dropped text made only of these and of the
+#: kept text's words adds nothing (:func:`_says_nothing_new`).
+_FILLER_WORDS = (
+    "a an the of to in on at by for from with via and or but so then than as is are was "
+    "were be been being it its this that these those there here do does did done will "
+    "would should shall can could may might must has have had always also just very really "
+    "please note we you they i our your their"
+)
+_FILLER = frozenset(_FILLER_WORDS.split())
+#: The share of the dropped text's own words the kept text must hold for a merge by
+#: meaning alone: all of up to four words, then one word in five may differ.
+COVERAGE_FLOOR = 0.8
 _WORD = re.compile(r"[a-z0-9_']+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)*")
 
@@ -42,6 +74,30 @@ def _numbers(text: str) -> frozenset[str]:
     """The numbers a note states ("album 3", "30s", "4.9"): notes that differ in them say
     different things however alike the rest of the text is."""
     return frozenset(_NUMBER.findall(text.lower()))
+
+
+def _stem(word: str) -> str:
+    """A crude English stem ("rotating", "rotates", "rotated" → "rotat"): enough to see
+    that two texts share a word, not a linguistic claim."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _claim_words(text: str) -> set[str]:
+    """The stemmed words of ``text`` that carry its claim (identifiers split at ``_``)."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return {_stem(w) for w in words if w not in _FILLER}
+
+
+def _says_nothing_new(dropped: str, kept: str) -> bool:
+    """Whether ``dropped`` (the text a merge would lose) says nothing ``kept`` lacks: at
+    least :data:`COVERAGE_FLOOR` of its own words are in ``kept``."""
+    own = _claim_words(dropped)
+    if not own:
+        return True
+    return len(own & _claim_words(kept)) / len(own) >= COVERAGE_FLOOR
 
 
 def text_ratio(a: str, b: str) -> float:
@@ -85,7 +141,13 @@ def find_duplicate(
         if _negations(existing.content) != new_neg or _numbers(existing.content) != new_numbers:
             continue
         ratio = text_ratio(new.content, existing.content)
-        if ratio >= ratio_threshold or (cosine is not None and cosine >= cosine_threshold):
+        alike = cosine is not None and cosine >= cosine_threshold
+        if alike and ratio < ratio_threshold:
+            # merge_memories keeps the longer text: the other one must add nothing
+            longer = len(new.content) > len(existing.content)
+            kept, dropped = (new, existing) if longer else (existing, new)
+            alike = _says_nothing_new(dropped.content, kept.content)
+        if ratio >= ratio_threshold or alike:
             score = max(ratio / 100.0, cosine or 0.0)
             best_score = -1.0 if best is None else max(best.ratio / 100.0, best.cosine or 0.0)
             if score > best_score:
