@@ -217,3 +217,115 @@ def test_a_run_stopped_in_resolution_leaves_the_chunks_to_the_next_run(
     assert not again.code.interrupted
     assert chunk_table(root) == straight[0]
     assert hits(root) == straight[1]
+
+
+HISTORY = IndexOptions(embed_chunks=False, seed=False, history=True, team=False,
+                       embed_memories=False)  # fmt: skip
+
+
+def committed(root: Path) -> Path:
+    """``root`` as a git repository with one commit (something to mine)."""
+    from tests.conftest import git
+
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "init")
+    return root
+
+
+def sync_threads() -> list[str]:
+    import threading
+
+    return [
+        t.name
+        for t in threading.enumerate()
+        if t.name in ("engram-history-sync", "engram-history-mining")
+    ]
+
+
+def test_the_history_steps_run_beside_the_chunk_writers_index_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The steps after mining need the graph, not the chunks: they begin once the graph is
+    built, while the chunk writer still builds its FTS index (they waited for that build
+    and the chunk pass, each on one core: docs/codegraph.md "A fifth look"). The build
+    here waits until a step has begun (60 s at most: the old order never got there)."""
+    import threading
+
+    from engram.app import history_sync
+    from engram.store.hybrid import HybridTable
+
+    root = committed(workspace(tmp_path / "ws"))
+    stepped = threading.Event()
+    build_saw_a_step: list[bool] = []
+    after_write = HybridTable._after_write
+
+    def slow_build(self: HybridTable, *args: object, **kwargs: object) -> None:
+        # the bulk's end (its FTS build), not the writes before it
+        if threading.current_thread().name == "engram-chunk-writer" and kwargs.get("counted"):
+            build_saw_a_step.append(stepped.wait(60))
+        after_write(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    follow = history_sync._follow_renames
+
+    def first_step(*args: object, **kwargs: object) -> None:
+        stepped.set()
+        follow(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(HybridTable, "_after_write", slow_build)
+    monkeypatch.setattr(history_sync, "_follow_renames", first_step)
+    heard: list[str] = []
+    with open_engine(root, 2) as engine:
+        run = run_index(engine, HISTORY, lambda d, t, m="": heard.append(m))
+    assert run.code.workers >= 1 and run.chunks is not None and run.chunks.chunks > 300
+    assert build_saw_a_step == [True], "the history steps waited for the chunks' FTS build"
+    assert run.history is not None and run.history.mined is not None
+    assert run.history.mined.commits == 1 and not run.history.interrupted
+    assert run.history.head is not None
+    # the stages are still told in their order, mining's progress in its own
+    stages = [m.split(":")[0] for m in heard]
+    order = [s for i, s in enumerate(stages) if i == 0 or stages[i - 1] != s]
+    assert order == ["indexing code", "chunking and embedding code", "mining git history"]
+    assert sync_threads() == []
+    assert has_fts(root)
+
+
+def test_a_stop_in_the_chunk_pass_stops_the_history_steps_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop heard in the chunk pass is heard by the history steps running beside it:
+    the run returns with no thread left, its report says the steps were left, and the
+    next run does them."""
+    import threading
+
+    from engram.app import history_sync
+    from engram.app.indexing import was_interrupted
+    from engram.app.state import EngineState
+
+    root = committed(workspace(tmp_path / "ws"))
+    stopped = threading.Event()
+    chunk_pass = CodeSearch.index_chunks
+
+    def stopping_pass(self: CodeSearch, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        stopped.set()
+        return chunk_pass(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    follow = history_sync._follow_renames
+
+    def after_the_stop(*args: object, **kwargs: object) -> None:
+        assert stopped.wait(60)
+        follow(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(CodeSearch, "index_chunks", stopping_pass)
+    monkeypatch.setattr(history_sync, "_follow_renames", after_the_stop)
+    with open_engine(root, 2) as engine:
+        run = run_index(engine, HISTORY, cancel=stopped.is_set)
+        assert run.history is not None and run.history.interrupted
+        assert was_interrupted(run) and sync_threads() == []
+        assert EngineState.of(engine.workspace).get("renames_applied_commit") is None
+    monkeypatch.setattr(history_sync, "_follow_renames", follow)
+    with open_engine(root, 2) as engine:
+        again = run_index(engine, HISTORY)
+        assert again.history is not None and not again.history.interrupted
+        assert EngineState.of(engine.workspace).get("renames_applied_commit") is not None
+    assert sync_threads() == []

@@ -17,6 +17,7 @@ Each step is best-effort: history is evidence, so a failure is logged, never rai
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -130,6 +131,63 @@ class MiningAhead:
         self._thread.join()
 
 
+class SyncAhead:
+    """:func:`sync_history`'s steps after mining in a thread from the end of the graph.
+
+    Why: they need the graph and the mined history, not the code-search chunks; after
+    the graph a cold ``engram index --no-embed`` waited for the chunk writer's FTS build
+    (LanceDB's, on one core) and ran the chunk pass, and only then ran these steps on
+    the main thread (~2 s idle at 58k files, ~7 s at load 15), each on one of the two
+    cores (docs/codegraph.md "A fifth look"). Run beside them they use the idle one.
+    The stages stay in their order for whoever reads the progress: the history stage
+    begins after the chunks' and :meth:`result` passes mining's progress on then, as
+    :func:`sync_history` did; the steps themselves tell none. ``cancel`` (the run's) is
+    heard between and inside the steps as before, and :meth:`stop` (a run that stops or
+    fails) asks them to stop too and joins: no thread outlives the run.
+    """
+
+    def __init__(
+        self, engine: Engine, mined: MiningAhead, cancel: Callable[[], bool] | None = None
+    ) -> None:
+        self._engine = engine
+        self._mined = mined
+        self._cancel = cancel
+        self._stop = threading.Event()
+        self._report: HistorySyncReport | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._sync, name="engram-history-sync")
+        self._thread.start()
+
+    def _sync(self) -> None:
+        try:
+            self._report = sync_history(self._engine, None, self._cancelled, self._mined)
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+
+    def _cancelled(self) -> bool:
+        return self._stop.is_set() or (self._cancel is not None and self._cancel())
+
+    def result(self, progress: Progress | None = None) -> HistorySyncReport:
+        """Pass mining's progress on, wait for the steps, then their report (or error)."""
+        if progress is not None:
+            # what sync_history told the stage: mining's (its failure is the report's)
+            with contextlib.suppress(Exception):
+                self._mined.result(progress)
+        while self._thread.is_alive():
+            self._thread.join(0.25)
+        if self._error is not None:
+            raise self._error
+        assert self._report is not None
+        return self._report
+
+    def stop(self) -> HistorySyncReport | None:
+        """Ask the steps to stop (at their next look at the cancel) and join; their report
+        (``interrupted`` when a step was left), or None after an error."""
+        self._stop.set()
+        self._thread.join()
+        return self._report
+
+
 def mining_ahead(engine: Engine, cancel: Callable[[], bool] | None = None) -> MiningAhead | None:
     """:class:`MiningAhead` for ``engine``, or None when there is nothing to mine (no git
     history: :func:`sync_history` says why) or the engine is read-only."""
@@ -172,8 +230,8 @@ def sync_history(
     state = EngineState.of(engine.workspace)
     steps: list[tuple[str, Callable[[], None]]] = [
         ("rename following", lambda: _follow_renames(engine, history, head, state, report, cancel)),
-        ("staleness check", lambda: _check_code_changes(engine, history, head, report)),
-        ("co-access seed", lambda: _seed_coaccess(engine, history, head, state, report)),
+        ("staleness check", lambda: _check_code_changes(engine, history, head, report, cancel)),
+        ("co-access seed", lambda: _seed_coaccess(engine, history, head, state, report, cancel)),
         ("co-change ranking", lambda: _learn_cochange(engine, history, cancel)),
     ]
     for what, step in steps:
@@ -283,9 +341,20 @@ def _follow_renames(
 
 
 def _check_code_changes(
-    engine: Engine, history: GitHistory, head: str | None, report: HistorySyncReport
+    engine: Engine,
+    history: GitHistory,
+    head: str | None,
+    report: HistorySyncReport,
+    cancel: Callable[[], bool] | None = None,
 ) -> None:
-    """Relocate moved anchors, flag memories whose code a commit changed, mark gone files."""
+    """Relocate moved anchors, flag memories whose code a commit changed, mark gone files.
+
+    ``cancel`` is heard at every memory (each may read files and ask git): nothing is
+    written or counted until they are all looked at, so a stopped check leaves it all to
+    the next run.
+    """
+    from engram.history import StepCancelled
+
     root = engine.workspace.root
     now = engine.clock()
     memories = [
@@ -294,11 +363,14 @@ def _check_code_changes(
         if m.anchors or m.related_files
     ]
     finder = AnchorFinder(root)
+    counted = HistorySyncReport()  # into ``report`` once every memory was looked at
     checks = 0
     updated: list[Memory] = []
     entries: list[AuditEntry] = []
     system = rules.Actor.system()
     for memory in memories:
+        if cancel is not None and cancel():
+            raise StepCancelled
         current = memory
 
         def step(event: rules.Event) -> None:
@@ -312,7 +384,7 @@ def _check_code_changes(
         missing = [f for f in files if not (root / f).exists()]
         if missing and memory.stale_at is None:
             step(rules.FileGone(actor=system, cause="engram index", file=missing[0]))
-            report.stale_marked += 1
+            counted.stale_marked += 1
         elif (
             not missing
             and memory.stale_at is not None
@@ -320,7 +392,7 @@ def _check_code_changes(
             and CorrectionKind.OUTDATED.value not in memory.flags
         ):
             step(rules.FileBack(actor=system, cause="engram index"))  # renamed, restored
-            report.unstaled += 1
+            counted.unstaled += 1
         anchors = list(memory.anchors)
         relocated = False
         code_changed = False
@@ -346,12 +418,16 @@ def _check_code_changes(
                 code_changed = True
         if relocated:
             step(rules.Moved(actor=system, cause="engram index", anchors=anchors))
-            report.relocated += 1
+            counted.relocated += 1
         if code_changed:
             step(rules.CodeChanged(actor=system, cause="engram index", commit=head))
-            report.code_changed += 1
+            counted.code_changed += 1
         if current is not memory:
             updated.append(current)
+    report.stale_marked += counted.stale_marked
+    report.unstaled += counted.unstaled
+    report.relocated += counted.relocated
+    report.code_changed += counted.code_changed
     if updated:
         from engram.app import trust as app_trust
 
@@ -371,12 +447,14 @@ def _seed_coaccess(
     head: str | None,
     state: EngineState,
     report: HistorySyncReport,
+    cancel: Callable[[], bool] | None = None,
 ) -> None:
     """Cold start of the co-access graph from co-commits (docs/observer.md).
 
     Seeds while no session has been observed yet, once per new HEAD: the seed is a
     prior the observer blends in at a discount, so refreshing it is harmless, and once
-    real sessions exist they speak for themselves.
+    real sessions exist they speak for themselves. ``cancel`` is heard while the pairs
+    are counted (``StepCancelled``: nothing seeded, the next run does it).
     """
     if not engine.config.observer.enabled or not head:
         return
@@ -388,7 +466,7 @@ def _seed_coaccess(
     observer = observer_of(engine)
     if seeded is not None and int(observer.stats.session_count()) > 0:
         return
-    edges = history.coaccess_seed()
+    edges = history.coaccess_seed(cancel)
     report.coaccess_seeded = int(observer.seed_coaccess(edges)) if edges else 0
     state.set("coaccess_seeded_commit", head)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from engram.app.history_sync import mining_ahead, sync_history
+from engram.app.history_sync import SyncAhead, mining_ahead, sync_history
 from engram.app.inputs import parse_type
 from engram.app.portability import import_file
 from engram.app.remember import remember_many
@@ -132,9 +132,9 @@ def run_index(
     """The one index pipeline: ``engram index`` (and so the language server's background
     child) and the language server's own start-up pass both run it, with their options.
 
-    Code graph, code-search chunks, the cold-start seed, git history (memories follow
-    renames and changed code), the team folder, then memories missing a vector. A
-    cancelled graph pass stops the run after it.
+    Code graph, the cold-start seed, code-search chunks, git history (memories follow
+    renames and changed code; its steps after mining run beside the chunks), the team
+    folder, then memories missing a vector. A cancelled graph pass stops the run after it.
 
     One run per workspace at a time, across processes (``app.index_lock``): a second one
     waits for the first (``on_wait`` hears who runs it) and then indexes what changed
@@ -194,15 +194,27 @@ def _run_index(
 
     # keyword-only chunks are cut by the parse workers and written while they parse
     # (CodeSearch.prefill); index_chunks after the graph then cuts only the files they
-    # did not; git history is mined meanwhile (it needs git only), what follows mining
-    # runs after the chunks as before (docs/codegraph.md "The whole cold index")
+    # did not; git history is mined meanwhile (it needs git only), and what follows mining
+    # (it needs the graph, not the chunks) runs in a thread once the graph is built, beside
+    # the chunk writer's FTS build and the chunk pass (docs/codegraph.md "The whole cold
+    # index", "A fifth look")
     keyword = _keyword_search(engine) if options.chunks and not options.embed_chunks else None
     mined = mining_ahead(engine, cancel) if options.history else None
+    synced: SyncAhead | None = None
     try:
         prefill = keyword.prefill() if keyword is not None and not engine.read_only else None
         graphed: IndexReport | None = None
+        seeded: dict[str, int] | None = None
         try:
             graphed = engine.codegraph.index(progress=stage(CODE), cancel=cancel, chunks=prefill)
+            if not graphed.interrupted and not engine.read_only:
+                # the whole tree is in the graph now, not only remember's
+                EngineState.of(engine.workspace).set(GRAPH_INDEXED, True)
+                # the seed and the history steps write memories: the seed first, as before
+                if options.seed:
+                    seeded = seed_workspace(engine, graphed)
+                if mined is not None:
+                    synced = SyncAhead(engine, mined, cancel)
         finally:
             if prefill is not None and keyword is not None:
                 if graphed is not None and graphed.interrupted:
@@ -213,12 +225,10 @@ def _run_index(
                     keyword = None
                 else:
                     prefill.close()
-        run = IndexRun(graphed)
+        run = IndexRun(graphed, seeded=seeded)
         _log_peak_rss(CODE)
         if run.code.interrupted:
             return run
-        if not engine.read_only:  # the whole tree is in the graph now, not only remember's
-            EngineState.of(engine.workspace).set(GRAPH_INDEXED, True)
         if options.chunks:
             run.chunks = index_chunks(
                 engine, progress=stage(CHUNKS), cancel=cancel, embed=options.embed_chunks,
@@ -229,19 +239,24 @@ def _run_index(
                 run.chunks.chunks += prefill.chunks
             _log_peak_rss(CHUNKS)
             if cancel():
+                if synced is not None:  # it heard the cancel too: what it did is reported
+                    run.history, synced = synced.stop(), None
                 return run
         if keyword is not None:
             keyword.close()
-        if options.seed and not engine.read_only:
-            run.seeded = seed_workspace(engine, run.code)
         if options.history and not engine.read_only:
-            run.history = sync_history(engine, stage(HISTORY), cancel, mined)
+            if synced is not None:
+                run.history, synced = synced.result(stage(HISTORY)), None
+            else:  # nothing mined ahead (no git history): the stage says why
+                run.history = sync_history(engine, stage(HISTORY), cancel, mined)
             _log_peak_rss(HISTORY)
             if cancel():
                 return run
     finally:
         if keyword is not None:
             keyword.close()
+        if synced is not None:
+            synced.stop()
         if mined is not None:
             mined.stop()
     if options.team and engine.config.team.auto_sync and not engine.read_only:

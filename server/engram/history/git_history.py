@@ -1103,14 +1103,18 @@ class GitHistory:
             n, _, _ = self._partner_rows(file, True, 1, 0)
             return n
 
-    def coaccess_seed(self) -> list[tuple[str, str, float]]:
+    def coaccess_seed(
+        self, cancel: Callable[[], bool] | None = None
+    ) -> list[tuple[str, str, float]]:
         """Cold-start co-access edges ``(file_a, file_b, weight)`` from co-commits
         (docs/history.md).
 
         Weight is the Jaccard index of the two files' commit sets (0..1, symmetric), for
         pairs committed together at least ``coaccess_min_support`` times, strongest first.
+        ``cancel`` is looked at while SQLite pairs the files (~0.8 CPU s at 58k files): a
+        stop raises ``StepCancelled``.
         """
-        edges = [(a, b, jaccard) for a, b, _, jaccard in self._pairs()]
+        edges = [(a, b, jaccard) for a, b, _, jaccard in self._pairs(cancel)]
         edges.sort(key=lambda e: (-e[2], e[0], e[1]))
         return edges[: self.config.coaccess_limit]
 
@@ -1150,11 +1154,14 @@ class GitHistory:
             )
         return [(str(a), str(b), int(n), round(float(j), 6)) for a, b, n, j in rows]
 
-    def _pairs(self) -> list[tuple[str, str, int, float]]:
+    def _pairs(self, cancel: Callable[[], bool] | None = None) -> list[tuple[str, str, int, float]]:
         """Every pair of living files with at least ``coaccess_min_support`` co-commits."""
         if not self._ensure_mined():
             return []
-        with self._lock:
+        with (
+            self._lock,
+            statements_cancelled_by(self._db(), cancel, StepCancelled, _STEPS_PER_LOOK),
+        ):
             conn = self._db()
             counts = dict(
                 conn.execute(
