@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from engram.app.index_lock import IndexHolder
     from engram.app.team import TeamSyncReport
     from engram.codegraph import CodeSearch, IndexReport
-    from engram.codegraph.search import ChunkIndexReport
+    from engram.codegraph.search import ChunkIndexReport, PrefillStored
     from engram.jsontypes import JsonObject
 
 log = logging.getLogger(__name__)
@@ -233,6 +233,7 @@ def _run_index(
             run.chunks = index_chunks(
                 engine, progress=stage(CHUNKS), cancel=cancel, embed=options.embed_chunks,
                 searcher=keyword,
+                prefilled=prefill.stored_alone() if prefill is not None else None,
             )  # fmt: skip
             if prefill is not None:
                 run.chunks.files_chunked += prefill.files
@@ -346,15 +347,16 @@ def index_chunks(
     *,
     embed: bool = True,
     searcher: CodeSearch | None = None,
+    prefilled: PrefillStored | None = None,
 ) -> ChunkIndexReport:
     """Chunk and embed changed files for code search (after :func:`index`).
 
     ``embed=False`` stores keyword-only chunks quickly; the next run with embeddings
     re-embeds them (their model id differs). ``searcher``: the keyword-only one the
-    caller holds (and closes).
+    caller holds (and closes); ``prefilled``: what its prefill stored into an empty table.
     """
     if searcher is not None:
-        return searcher.index_chunks(progress=progress, cancel=cancel)
+        return searcher.index_chunks(progress=progress, cancel=cancel, prefilled=prefilled)
     # keyword-only: never touch engine.code_search, building it loads the embedding model
     searcher = engine.code_search if embed else _keyword_search(engine)
     try:
