@@ -59,6 +59,17 @@ def test_confidence_out_of_range_is_refused() -> None:
         Memory("c", confidence=1.5)
 
 
+def test_confidence_is_kept_to_four_places_however_it_is_reached() -> None:
+    """walk31: a confirmed memory's team file and MCP JSON said 0.8500000000000001."""
+    import json
+
+    memory = Memory("c", confidence=0.8)
+    memory.confidence += 0.05
+    assert memory.confidence == 0.85
+    assert Memory("c", confidence=0.1 + 0.2).confidence == 0.3
+    assert '"confidence": 0.85,' in json.dumps(memory_to_dict(memory))
+
+
 def test_workspace_confines_paths(tmp_workspace: Workspace, tmp_path: Path) -> None:
     (tmp_workspace.root / "a.py").write_text("x = 1\n")
     assert tmp_workspace.relative("a.py") == "a.py"

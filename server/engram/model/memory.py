@@ -207,6 +207,12 @@ def _clamp_confidence(_inst: object, _attr: object, value: float) -> None:
         raise ValueError(f"confidence must be between 0 and 1, got {value}")
 
 
+def _round_confidence(value: float) -> float:
+    """Four places, wherever it is set: sums such as 0.8 + 0.05 otherwise reached team
+    files, JSON and MCP answers as 0.8500000000000001."""
+    return round(float(value), 4)
+
+
 @attrs.define
 class Memory:
     """One remembered piece of knowledge.
@@ -221,7 +227,9 @@ class Memory:
     id: str = attrs.field(factory=new_memory_id)
     source: MemorySource = MemorySource.USER_TAUGHT
     scope: MemoryScope = MemoryScope.MODULE
-    confidence: float = attrs.field(default=0.7, validator=_clamp_confidence)
+    confidence: float = attrs.field(
+        default=0.7, converter=_round_confidence, validator=_clamp_confidence
+    )
     tags: list[str] = attrs.field(factory=list)
     related_files: list[str] = attrs.field(factory=list)
     related_modules: list[str] = attrs.field(factory=list)
