@@ -189,6 +189,8 @@ def sync_team(engine: Engine) -> TeamSyncReport:
                 refused.add(entry.memory.id)
                 continue
             change = facts.committed(entry.path) if facts is not None else None
+            if change is not None and change.author:
+                shared = _by_commit_author(shared, change.author)
             event = rules.TeamShare(
                 actor=rules.Actor(rules.ActorKind.TEAMMATE, change.author if change else None),
                 cause=f"{entry.path} @ {change.commit[:10]}"
@@ -272,6 +274,21 @@ def sync_team(engine: Engine) -> TeamSyncReport:
     if report.added or report.updated or report.retired:
         log.info("team sync from %s: %s", label, report.to_dict())
     return report
+
+
+def _by_commit_author(memory: Memory, author: str) -> Memory:
+    """A file that names nobody (shared while git had no identity: ``shared.by`` null)
+    is attributed to the author of the commit that wrote it, a name sync already knows,
+    instead of "the team" for ever (walk31); a name the file gives is kept."""
+    from engram.model.memory import TEAM_KEY
+    from engram.quoting import clean_name
+
+    team = memory.extra.get(TEAM_KEY)
+    if not isinstance(team, dict) or team.get("by"):
+        return memory
+    return attrs.evolve(
+        memory, extra={**memory.extra, TEAM_KEY: {**team, "by": clean_name(author)}}
+    )
 
 
 def _team_facts(engine: Engine, label: str) -> TeamFolderFacts | None:
