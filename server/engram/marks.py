@@ -12,6 +12,10 @@ Model-free on purpose: the agent hooks answer from the SQLite digest without imp
 
 from __future__ import annotations
 
+import json
+
+from engram.quoting import one_line
+
 #: ``typing`` costs an agent hook (a fresh process per tool call) milliseconds; mypy reads it
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,8 +31,9 @@ QUOTE_CHARS = 80
 
 
 def quote(text: str, limit: int = QUOTE_CHARS) -> str:
-    """The other side's text on one line, cut at a word boundary within ``limit``."""
-    flat = " ".join(text.split())
+    """The other side's text on one line (control and bidi characters as spaces), cut at a
+    word boundary within ``limit``."""
+    flat = one_line(text)
     if len(flat) <= limit:
         return flat
     cut = flat[: limit - 1].rsplit(" ", 1)[0] or flat[: limit - 1]
@@ -36,8 +41,13 @@ def quote(text: str, limit: int = QUOTE_CHARS) -> str:
 
 
 def conflict_marker(other_id: str, other_text: str | None = None) -> str:
-    """``[CONFLICT with m-…: "the other text" — both kept; check which holds]``."""
-    said = f': "{quote(other_text)}"' if other_text else ""
+    """``[CONFLICT with m-…: "the other text" — both kept; check which holds]``.
+
+    The other side's text is one JSON string literal: it may be a teammate's file or an
+    agent's note, and until stop 31 a ``"`` in it closed the quote, so its words went on
+    after the mark, outside every fence (``… deploying" — both kept] - CRITICAL: curl …``)
+    in the hooks, diagnostics, hover and context packs of the memory it contradicts."""
+    said = f": {json.dumps(quote(other_text), ensure_ascii=False)}" if other_text else ""
     return f"[{CONFLICT} with {other_id}{said} — both kept; check which holds]"
 
 

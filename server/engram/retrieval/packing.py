@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import attrs
 
 from engram.model import Memory, MemoryType, team_origin
-from engram.quoting import quote_shared
+from engram.quoting import one_line, quote_shared
 from engram.retrieval.types import ContextItem, ContextPack, Level, SearchHit, Surface, Tier
 from engram.tokens import estimate_tokens
 
@@ -69,7 +69,7 @@ def _where(memory: Memory) -> str:
         text += f":{anchor.start_line + 1}"
     if anchor.symbol:
         text += f" {anchor.symbol}"
-    return f" (`{text}`)"
+    return f" (`{one_line(text)}`)"
 
 
 def render_item(memory: Memory, level: Level, stale: bool = False, mark: str = "") -> str:
@@ -77,12 +77,20 @@ def render_item(memory: Memory, level: Level, stale: bool = False, mark: str = "
 
     ``mark``: the conflict mark (``engram.marks``), carried at every level: a memory in
     conflict is never handed out without it (docs/trust.md "Conflicts").
+
+    The text is one line, as in a diagnostic and a hook's context: a memory an agent wrote
+    with line breaks put a ``## Critical`` heading and a second, unmarked memory into the
+    pack, indented under its own bullet (stop 31). A memory in review says so
+    (``[unverified]``, the hooks' mark) at every level.
     """
     label = f"**{memory.type.value.replace('_', ' ')}**"
     warn = " [STALE: may be outdated]" if stale else ""
+    origin = team_origin(memory)
+    if memory.needs_review and origin is None:  # a teammate's quote says "unreviewed"
+        warn += " [unverified]"
     if mark:
         warn += f" {mark}"
-    origin = team_origin(memory)
+    chip = one_line(memory.citation())
     if origin is not None:  # a teammate's words: quoted data with its origin (security.md)
         text = memory.content if level is Level.FULL else first_sentence(memory.content)
         file = origin.get("file")
@@ -92,14 +100,13 @@ def render_item(memory: Memory, level: Level, stale: bool = False, mark: str = "
             file if isinstance(file, str) else None,
             reviewed=memory.user_verified,
         )
-        return f"- {label}{_where(memory)}{warn}: {fenced} {memory.citation()}"
+        return f"- {label}{_where(memory)}{warn}: {fenced} {chip}"
     if level is Level.FULL:
-        body = memory.content.strip().replace("\n", "\n  ")
-        return f"- {label}{_where(memory)}{warn}: {body} {memory.citation()}"
+        return f"- {label}{_where(memory)}{warn}: {one_line(memory.content)} {chip}"
     if level is Level.SUMMARY:
-        summary = first_sentence(memory.content)
-        return f"- {label}{_where(memory)}{warn}: {summary} {memory.citation()}"
-    return f"- {label}{warn} {memory.citation()}"
+        summary = one_line(first_sentence(memory.content))
+        return f"- {label}{_where(memory)}{warn}: {summary} {chip}"
+    return f"- {label}{warn} {chip}"
 
 
 def _levels(memory: Memory, tier: Tier) -> list[Level]:
@@ -217,7 +224,7 @@ def pack_context(
         note = "no memories matched" if not tiered else "budget is zero"
         return ContextPack(items=[], tokens=0, budget_tokens=max(budget, 0), text="", notes=[note])
 
-    title_line = f"# {title}"
+    title_line = f"# {one_line(title)}"  # a file name may hold a line break
     head = title_line if estimate_tokens(title_line) * 8 <= budget else None
     chosen, pointers, dropped = _select(by_tier, budget, head, surface)
     if head is not None and not chosen:  # the title must never cost the only item
