@@ -39,7 +39,7 @@ from engram.approvals import ApprovalStore, user_config_dir
 from engram.errors import ConfigError as ConfigError  # re-exported: callers name it here
 from engram.errors import EngramError
 from engram.jsontypes import parse_toml
-from engram.workspace import Workspace, WorkspaceError
+from engram.workspace import MAX_SETTINGS_FILE_BYTES, Workspace, WorkspaceError, read_regular
 from engram.workspace_trust import SettingsTrust, assess, split_workspace_settings
 
 log = logging.getLogger(__name__)
@@ -407,8 +407,9 @@ def _warn(notes: list[str] | None, line: str) -> None:
 def _read_toml(path: Path, notes: list[str] | None = None) -> Settings:
     try:
         # a repository's file: bytes that are not UTF-8, or nesting too deep for the parser,
-        # stopped every command in the workspace with an internal error (stop 30)
-        return parse_toml(path.read_bytes().decode("utf-8"))
+        # stopped every command in the workspace with an internal error (stop 30); a FIFO
+        # blocked every one, a link to /dev/zero (confined) read until memory ran out
+        return parse_toml(read_regular(path, MAX_SETTINGS_FILE_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return {}
     except UnicodeDecodeError as exc:

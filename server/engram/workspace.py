@@ -104,7 +104,7 @@ def _git_index(root: Path) -> Path | None:
     if dot_git.is_dir():
         return dot_git / "index"
     try:
-        line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+        line = read_regular(dot_git, 4096).decode("utf-8", errors="replace").strip()
     except OSError:
         return None
     if not line.startswith("gitdir:"):
@@ -132,8 +132,7 @@ def _committed_engram_data(
     root: str, index: str, size: int, mtime_ns: int, linked: str | None
 ) -> tuple[str, ...]:  # size, mtime_ns: the cache key
     try:
-        with open(index, "rb") as handle:
-            data = handle.read()
+        data = read_regular(index)  # an archive's .git/index may be a FIFO: never blocks
     except OSError:
         return ()
     version = int.from_bytes(data[4:8], "big") if data[:4] == b"DIRC" else 0
@@ -167,6 +166,42 @@ def _committed_engram_data(
 
 #: longer paths are refused before touching the file system (PATH_MAX on Linux)
 MAX_PATH_CHARS = 4096
+
+
+#: the most Engram reads of a repository's settings or manifest file (``pyproject.toml``,
+#: ``.engram/config.toml``, ``.mcp.json``, ``package.json``, a plugin named in settings):
+#: hundreds of times any real one
+MAX_SETTINGS_FILE_BYTES = 4 * 1024 * 1024
+
+
+class NotReadable(OSError):
+    """A file Engram will not read: not a regular file, or over the reader's limit. An
+    ``OSError``, so every reader's "cannot read it" path names it (its ``str`` is the reason)."""
+
+
+def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+    """The bytes of a regular file, refused (:class:`NotReadable`) before any read when it
+    is anything else, or once it proves longer than ``limit`` bytes.
+
+    A repository decides what its paths are: a committed link ``.mcp.json -> /dev/zero``
+    made ``engram mcp status`` read until memory ran out, and a FIFO named
+    ``pyproject.toml`` (an archive can carry one) blocked every command on its first read
+    (stop 31). The file is opened without blocking (a FIFO opens at once) and its type
+    checked on the open descriptor. Links are followed: callers confine the path first."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotReadable(f"{_shown(path)} is not a regular file")
+        if limit is not None and info.st_size > limit:
+            raise NotReadable(f"{_shown(path)} is larger than {limit:,} bytes")
+        data = _read_all(fd) if limit is None else os.read(fd, limit + 1)
+        if limit is not None and len(data) > limit:  # it grew while read
+            raise NotReadable(f"{_shown(path)} is larger than {limit:,} bytes")
+        return data
+    finally:
+        os.close(fd)
 
 
 def _shown(path: object) -> str:
@@ -341,9 +376,10 @@ class Workspace:
     def read_bytes(self, path: str | os.PathLike[str]) -> bytes:
         """The bytes of a file inside the workspace; a link pointing out is refused.
 
-        Raises :class:`WorkspaceError` for a path outside, ``OSError`` when unreadable.
+        Raises :class:`WorkspaceError` for a path outside, ``OSError`` when unreadable or
+        not a regular file (:func:`read_regular`).
         """
-        return self.resolve(path).read_bytes()
+        return read_regular(self.resolve(path))
 
     def bulk_reader(self) -> BulkReader:
         """A reader for one pass over many listed files (an index run); see :class:`BulkReader`."""
@@ -415,10 +451,13 @@ class BulkReader:
         if real is None or name in ("", ".", "..") or "\0" in name:
             return self._workspace.read_bytes(rel)
         try:
-            fd = os.open(f"{real}/{name}", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+            fd = os.open(f"{real}/{name}", flags)
         except OSError:  # a link (ELOOP), gone, unreadable: the full answer
             return self._workspace.read_bytes(rel)
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO, a folder: the full answer
+                return self._workspace.read_bytes(rel)
             return _read_all(fd)
         except OSError:  # a folder (EISDIR), unreadable: the full answer
             return self._workspace.read_bytes(rel)

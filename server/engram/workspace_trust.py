@@ -33,6 +33,7 @@ import attrs
 
 from engram.approvals import WORKSPACE_SETTINGS, ApprovalStore
 from engram.jsontypes import JsonObject
+from engram.workspace import MAX_SETTINGS_FILE_BYTES, read_regular
 
 #: the fixed environment variable an LLM key is read from (unless the user's own settings
 #: name another); never named by a repository
@@ -158,8 +159,10 @@ def _plugin_file(spec: object, root: Path) -> Path | None:
 
 
 def _file_digest(path: Path) -> str:
+    """The plugin file's SHA-256, computed on every command of a workspace that names one: a
+    committed link ``tools/x.py -> /dev/zero`` read until memory ran out (stop 31)."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return hashlib.sha256(read_regular(path, MAX_SETTINGS_FILE_BYTES)).hexdigest()
     except OSError as exc:
         return f"unreadable: {exc.strerror or exc}"
 

@@ -294,3 +294,68 @@ def test_a_file_name_with_newlines_forges_no_line_in_impact_or_hover(
     finally:
         engine.close()
     assert summary is not None and "\n" not in summary and "a.py?" in summary
+
+
+def _engram_in_process(
+    ws: Workspace, *args: str, memory_cap: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The real CLI, in-process (no engine to outlive the test), with a 60 s limit;
+    ``memory_cap``: its address space capped at 1 GB, so an endless read fails there with
+    MemoryError instead of taking the machine's memory (LanceDB's writes cannot start their
+    threads under it: only for commands that read)."""
+    import os
+    import resource
+
+    def cap() -> None:
+        if memory_cap:
+            resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    env = {**os.environ, "ENGRAM_EMBED__MODEL": "none", "ENGRAM_ENGINE": "off"}
+    return subprocess.run(
+        [sys.executable, "-m", "engram", *args, "--workspace", str(ws.root)],
+        capture_output=True, text=True, timeout=60, env=env, cwd=ws.root, preexec_fn=cap,
+    )  # fmt: skip
+
+
+def test_a_repositorys_link_to_a_device_or_fifo_stops_nothing(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """Engram read a repository's settings and manifests with plain reads (stop 31). A
+    ``git clone`` can carry links: ``.mcp.json -> /dev/zero`` made ``engram mcp status``
+    read until memory ran out, and ``tools/x.py -> /dev/zero`` named as an observer plugin
+    in ``pyproject.toml`` did it to every command (the settings' trust hash reads the
+    plugin file), an editor's start included. An archive can carry FIFOs: one named
+    ``pyproject.toml``, ``.engram/config.toml``, ``.mcp.json`` or ``package.json`` blocked
+    every command or the index on its first read. Each is now a file Engram does not read,
+    named where files are, and everything else works."""
+    import os
+
+    ws = tmp_workspace
+    root = ws.root
+    (root / "app.py").write_text("def main():\n    return 0\n")
+    (root / "tools").mkdir()
+    (root / "tools" / "x.py").symlink_to("/dev/zero")
+    (root / ".mcp.json").symlink_to("/dev/zero")
+    (root / "pyproject.toml").write_text('[tool.engram.observer]\nplugins = ["tools/x.py:X"]\n')
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "a clone's links")
+
+    status = _engram_in_process(ws, "mcp", "status", memory_cap=True)
+    assert status.returncode == 0, status.stderr
+    assert ".mcp.json: cannot read" in status.stdout + status.stderr
+    doctor = _engram_in_process(ws, "doctor", memory_cap=True)
+    assert "MemoryError" not in doctor.stdout + doctor.stderr, doctor.stdout + doctor.stderr
+    remembered = _engram_in_process(ws, "remember", "use the helper")  # LanceDB: no cap
+    assert remembered.returncode == 0, remembered.stderr
+    listed = _engram_in_process(ws, "list", memory_cap=True)
+    assert listed.returncode == 0 and "use the helper" in listed.stdout, listed.stderr
+
+    (root / ".mcp.json").unlink()
+    (root / "pyproject.toml").unlink()
+    (root / ".engram").mkdir(exist_ok=True)
+    for name in ("pyproject.toml", ".engram/config.toml", ".mcp.json", "package.json"):
+        os.mkfifo(root / name)
+        for command in (["list"], ["mcp", "status"], ["index", "--no-embed"]):
+            run = _engram_in_process(ws, *command)
+            assert run.returncode == 0, (name, command, run.stderr)
+        (root / name).unlink()

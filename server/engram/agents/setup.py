@@ -26,6 +26,7 @@ import attrs
 from engram.errors import InvalidInput
 from engram.interpreter import SAFE_PATH_FLAG
 from engram.jsontypes import JsonObject, parse_json
+from engram.workspace import MAX_SETTINGS_FILE_BYTES, read_regular
 
 AGENTS: tuple[str, ...] = ("claude-code", "codex", "opencode", "crush", "copilot")
 
@@ -113,7 +114,7 @@ def _lsp_and_mcp(command: Sequence[str]) -> str:
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular(path, MAX_SETTINGS_FILE_BYTES).decode("utf-8")
     except FileNotFoundError:
         return None
     except OSError as exc:

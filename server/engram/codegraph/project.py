@@ -20,7 +20,7 @@ from pathlib import Path
 import attrs
 
 from engram.jsontypes import parse_json
-from engram.workspace import WorkspaceError, confine
+from engram.workspace import MAX_SETTINGS_FILE_BYTES, WorkspaceError, confine, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +65,18 @@ class ProjectFact:
 
 
 def _read(root: Path, path: Path) -> str:
-    """A manifest's text, confined to the workspace ("" for a link that points outside)."""
+    """A manifest's text, confined to the workspace ("" for a link that points outside, or
+    a file that is not regular or over :data:`MAX_SETTINGS_FILE_BYTES`)."""
     try:
         real = confine(root.resolve(), path)
     except WorkspaceError as exc:
         log.info("project facts: %s", exc)
         return ""
-    return real.read_text(encoding="utf-8", errors="replace")
+    try:  # a FIFO would block the index, a 2 GB manifest fill memory: no fact from either
+        return read_regular(real, MAX_SETTINGS_FILE_BYTES).decode("utf-8", errors="replace")
+    except OSError as exc:
+        log.info("project facts: %s", exc)
+        return ""
 
 
 def _dep_name(requirement: str) -> str:

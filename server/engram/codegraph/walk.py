@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from engram.gitroot import SAFE_GIT_CONFIG
-from engram.workspace import WorkspaceError, confine
+from engram.workspace import MAX_SETTINGS_FILE_BYTES, WorkspaceError, confine, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -62,14 +62,18 @@ def _walk_files(root: Path) -> Iterator[str]:
     import pathspec
 
     specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    real_root = root.resolve()
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = Path(dirpath).relative_to(root).as_posix()
         rel_dir = "" if rel_dir == "." else rel_dir
         if ".gitignore" in filenames:
             try:
-                lines = (Path(dirpath) / ".gitignore").read_text(errors="replace").splitlines()
+                # a regular file inside: a link to /dev/zero or a FIFO would never end
+                real = confine(real_root, Path(dirpath) / ".gitignore")
+                data = read_regular(real, MAX_SETTINGS_FILE_BYTES)
+                lines = data.decode("utf-8", errors="replace").splitlines()
                 specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
-            except OSError:
+            except (OSError, WorkspaceError):
                 pass
 
         def ignored(rel: str, is_dir: bool) -> bool:

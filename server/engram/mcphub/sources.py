@@ -33,6 +33,12 @@ import attrs
 
 from engram.approvals import user_config_dir
 from engram.jsontypes import JsonObject, parse_json
+from engram.workspace import (
+    MAX_SETTINGS_FILE_BYTES,
+    WorkspaceError,
+    confine,
+    read_regular,
+)
 
 log = logging.getLogger(__name__)
 
@@ -360,6 +366,19 @@ def _servers_block(data: JsonObject, cfg: ConfigFile, workspace_root: Path) -> l
     return blocks
 
 
+def _read_config(cfg: ConfigFile, workspace_root: Path) -> str:
+    """A config file's text. A workspace's own is the repository's: confined (a committed
+    ``.mcp.json -> ~/.claude.json`` is not read) and at most :data:`MAX_SETTINGS_FILE_BYTES`
+    of a regular file (a committed ``.mcp.json -> /dev/zero`` made ``engram mcp status``
+    read until memory ran out; stop 31). The user's own files are read whole."""
+    if cfg.scope != "workspace":
+        return read_regular(cfg.path).decode("utf-8")
+    if not os.path.lexists(cfg.path):
+        raise FileNotFoundError(cfg.path)
+    real = confine(workspace_root.resolve(), cfg.path)
+    return read_regular(real, MAX_SETTINGS_FILE_BYTES).decode("utf-8")
+
+
 def scan_sources(
     workspace_root: Path,
     *,
@@ -378,11 +397,12 @@ def scan_sources(
     found: list[str] = []
     for cfg in files:
         try:
-            text = cfg.path.read_text(encoding="utf-8")
+            text = _read_config(cfg, workspace_root)
         except FileNotFoundError:
             continue
-        except OSError as exc:
-            problems.append(ConfigProblem(str(cfg.path), f"cannot read: {exc.strerror or exc}"))
+        except (OSError, UnicodeDecodeError, WorkspaceError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            problems.append(ConfigProblem(str(cfg.path), f"cannot read: {reason}"))
             continue
         found.append(str(cfg.path))
         try:
