@@ -93,3 +93,67 @@ def test_an_approved_server_whose_script_a_pull_changed_is_not_started(
     assert engram(tmp_workspace, "mcp", "trust", "helper").returncode == 0  # looked again
     engram(tmp_workspace, "mcp", "refresh")
     assert (tmp_path / "V2-RAN").exists()
+
+
+def _marker_code(path: Path) -> str:
+    return f"import pathlib\npathlib.Path({str(path)!r}).touch()\n"
+
+
+@pytest.mark.parametrize(
+    ("server", "code_file"),
+    [
+        # the approved script imports a helper from its own folder, which a pull changes
+        ({"command": "python3", "args": ["tools/srv.py"]}, "tools/helper.py"),
+        # an installed module run with -m: the working directory comes first on sys.path,
+        # so a module a pull adds there shadows one the server imports (its dependency)
+        (
+            {"command": "python3", "args": ["-m", "mcp_fake"], "env": {"PYTHONPATH": "SITE"}},
+            "mcp_fake_deps.py",
+        ),
+    ],
+    ids=["imported-helper", "shadowing-module"],
+)
+def test_a_pull_that_changes_what_an_approved_server_imports_is_not_run(
+    tmp_workspace: Workspace,
+    user_config: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    server: dict[str, object],
+    code_file: str,
+) -> None:
+    """Until stop 31 the approval covered the files a server's command line names, not what
+    they import: a pull that changed the ``helper.py`` the approved ``tools/srv.py``
+    imports, or added a module beside a ``python3 -m`` that shadows one the installed server
+    imports, ran under the old approval. It now covers what the server loads from its folder
+    (docs/security.md)."""
+    from tests.conftest import git
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    site = tmp_path / "site"  # an installed server and its dependency, outside the workspace
+    site.mkdir()
+    (site / "mcp_fake.py").write_text("import mcp_fake_deps\n")
+    (site / "mcp_fake_deps.py").write_text("")
+    server = json.loads(json.dumps(server).replace("SITE", str(site)))
+    root = tmp_workspace.root
+    (root / "tools").mkdir()
+    (root / "tools" / "srv.py").write_text("import helper\n")
+    (root / "tools" / "helper.py").write_text(_marker_code(tmp_path / "V1-RAN"))
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"helper": server}}))
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "a team's server")
+    assert engram(tmp_workspace, "mcp", "trust", "helper").returncode == 0
+    engram(tmp_workspace, "mcp", "refresh")  # not an MCP server: it runs, then fails
+    if code_file == "tools/helper.py":
+        assert (tmp_path / "V1-RAN").exists(), "the approved server never ran: proves nothing"
+
+    (root / code_file).write_text(_marker_code(tmp_path / "V2-RAN"))  # what a pull brings
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "a later pull")
+    status = engram(tmp_workspace, "mcp", "status")
+    assert "a workspace file it runs changed since approval" in status.stdout, status.stdout
+    engram(tmp_workspace, "mcp", "refresh")
+    assert not (tmp_path / "V2-RAN").exists(), "the changed code ran under the old approval"
+
+    assert engram(tmp_workspace, "mcp", "trust", "helper").returncode == 0  # looked again
+    engram(tmp_workspace, "mcp", "refresh")
+    assert (tmp_path / "V2-RAN").exists(), "the new code never ran: the test proves nothing"

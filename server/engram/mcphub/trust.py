@@ -5,7 +5,7 @@ starts a server defined inside the workspace (not even to list its tools) until 
 approved that exact configuration once with ``engram mcp trust NAME``. The approval lives in
 ``~/.config/engram/approvals.json``, keyed by workspace root, server name and config hash,
 plus a keyed digest of the env/header values (:func:`engram.mcphub.sources.values_digest`) and
-a digest of the workspace files its command line names (:func:`~.sources.files_digest`),
+a digest of the workspace files it runs (:func:`~.pinned.files_digest`),
 so a repository can neither pre-approve itself nor change an approved server behind the user's
 back. The digest key is a random secret created next to the approvals (mode 0600).
 """
@@ -18,7 +18,8 @@ import attrs
 
 from engram.approvals import MCP_SERVERS, atomic_write_text
 from engram.approvals import ApprovalStore as _Approvals
-from engram.mcphub.sources import ServerSpec, files_digest, values_digest
+from engram.mcphub.pinned import files_digest
+from engram.mcphub.sources import ServerSpec, values_digest
 
 
 @attrs.frozen

@@ -1,0 +1,196 @@
+"""What an approval of a workspace MCP server looked at: the files it runs.
+
+A cloned repository's ``.mcp.json`` names a program and its arguments; the approval's
+configuration hash (:attr:`~engram.mcphub.sources.ServerSpec.config_hash`) covers that
+command line, and :func:`files_digest` covers the workspace files the server runs, so a
+pull that changes its code asks for a new look (docs/security.md, "Workspace trust"; stop
+30 pinned the files the command line names, stop 31 what they load from their folder).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from engram.gitroot import SAFE_GIT_CONFIG
+from engram.mcphub.sources import ServerSpec, UnresolvedVariable, expand
+
+#: Engram's own data in a workspace: never code a server runs, and it changes all the time
+_NOT_RUN = (".git", ".engram", ".engram-team")
+#: skipped outside git too, where nothing says what is the person's own: caches that change
+#: with every run, and installed packages (a pull in git brings what it tracks there)
+_NOT_WALKED = frozenset({*_NOT_RUN, "__pycache__", "node_modules", ".venv", "venv"})
+
+
+def files_run(spec: ServerSpec, workspace_root: Path) -> list[Path]:
+    """The workspace's files a stdio server runs: each file its command line names (the
+    command itself, each argument or the value of ``--opt=value``, the module of ``-m
+    pkg.mod``, resolved from the server's working directory, kept when a regular file inside
+    the workspace), and every file the repository tracks in the folder of each (for ``-m``,
+    in the working directory), at any depth.
+
+    The configuration's hash covers the command line, not what it runs: a server approved as
+    ``python3 srv.py`` ran whatever a later pull put in ``srv.py`` (stop 30), and, until
+    stop 31, whatever it put in the ``helper.py`` that ``srv.py`` imports. What a script
+    loads without naming a path comes from its own folder (Python puts the script's folder
+    first on ``sys.path``, ``-m`` the working directory; Node resolves ``./helper`` from
+    the script's folder; a committed ``__pycache__/*.pyc`` is code too), so those folders
+    are what the approval looked at (docs/security.md)."""
+    if spec.transport != "stdio" or spec.scope != "workspace":
+        return []
+    root = workspace_root.resolve()
+
+    def ex(text: str) -> str:
+        return expand(text, environ=os.environ, workspace_root=root, home=Path.home())
+
+    try:
+        cwd = Path(ex(spec.cwd)) if spec.cwd else root
+        words = [ex(w) for w in [spec.command or "", *spec.args]]
+    except UnresolvedVariable:
+        return []
+    if not cwd.is_absolute():
+        cwd = root / cwd
+    names: list[str] = []
+    folders: list[Path] = []
+    importable: list[Path] = []
+    for before, word in zip(["", *words], words, strict=False):
+        if before == "-m" and re.fullmatch(r"[\w.]+", word):
+            module = word.replace(".", "/")
+            names += [f"{module}.py", f"{module}/__main__.py", f"{module}/__init__.py"]
+            importable.append(cwd)
+        names.append(word.partition("=")[2] if word.startswith("-") else word)
+    found: list[Path] = []
+    for name in names:
+        if not name or "\0" in name or len(name) > 4096:
+            continue
+        try:
+            real = (cwd / name).resolve()
+            if real.is_relative_to(root) and real.is_file() and real not in found:
+                found.append(real)
+                folders.append(real.parent)
+        except (OSError, ValueError, RuntimeError):
+            continue
+    for path in [*_tracked_under(root, folders), *_importable_from(root, importable)]:
+        if path not in found:
+            found.append(path)
+    return found
+
+
+#: what ``import name`` loads from a folder on ``sys.path`` besides packages
+_MODULE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")
+
+
+def _importable_from(root: Path, folders: Sequence[Path]) -> list[Path]:
+    """What ``import`` can load from ``folders`` as the first entry of ``sys.path`` (``-m``
+    puts the working directory there): its modules and its packages (folders holding an
+    ``__init__``), which shadow installed ones of the same name, so a pull that adds a
+    ``json.py`` beside a ``python -m server`` runs it. Other files of the folder are not."""
+    found: list[Path] = []
+    for folder in folders:
+        try:
+            base = folder.resolve()
+        except (OSError, RuntimeError):
+            continue
+        files = _tracked_under(root, [base])
+        packages = {
+            path.parent.relative_to(base).parts[0]
+            for path in files
+            if path.is_relative_to(base)
+            and len(path.relative_to(base).parts) == 2
+            and path.stem == "__init__"
+        }
+        for path in files:
+            parts = path.relative_to(base).parts if path.is_relative_to(base) else ()
+            if (len(parts) == 1 and path.suffix in _MODULE_SUFFIXES) or (
+                len(parts) > 1 and parts[0] in packages
+            ):
+                found.append(path)
+    return found
+
+
+def _tracked_under(root: Path, folders: Sequence[Path]) -> list[Path]:
+    """The regular files inside ``root`` under ``folders`` that git tracks (outside git:
+    every file there), Engram's own data and git's excepted. Untracked files are the
+    person's own (a pull brings tracked ones), and their caches change with every run."""
+    inside: list[str] = []
+    for folder in folders:
+        try:
+            where = folder.resolve()
+        except (OSError, RuntimeError):
+            continue
+        if where.is_relative_to(root) and where.is_dir():
+            inside.append(where.relative_to(root).as_posix())
+    if not inside:
+        return []
+    listed = _git_tracked(root, sorted(set(inside)))
+    if listed is None:
+        listed = []
+        for rel_folder in sorted(set(inside)):
+            for dirpath, dirnames, filenames in os.walk(root / rel_folder):
+                dirnames[:] = [d for d in dirnames if d not in _NOT_WALKED]
+                listed += [os.path.relpath(os.path.join(dirpath, n), root) for n in filenames]
+    kept: list[Path] = []
+    for rel in sorted(set(listed)):
+        if rel.split("/", 1)[0] in _NOT_RUN:
+            continue
+        try:
+            real = (root / rel).resolve()
+            if real.is_relative_to(root) and real.is_file():
+                kept.append(real)
+        except (OSError, ValueError, RuntimeError):
+            continue
+    return kept
+
+
+def _git_tracked(root: Path, folders: Sequence[str]) -> list[str] | None:
+    """``git ls-files`` of ``folders`` (paths relative to ``root``); ``None`` outside git."""
+    try:
+        out = subprocess.run(
+            ["git", *SAFE_GIT_CONFIG, "-C", str(root), "ls-files", "-z", "--cached", "--",
+             *folders],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return [p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def files_digest(spec: ServerSpec, workspace_root: Path) -> str:
+    """SHA-256 over the path and bytes of each file of :func:`files_run`; ``""`` when the
+    command line names none (an approval made before stop 30 still holds for those)."""
+    files = files_run(spec, workspace_root)
+    if not files:
+        return ""
+    root = workspace_root.resolve()
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(str(path.relative_to(root)).encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(_file_sha256(path))
+    return digest.hexdigest()
+
+
+def _file_sha256(path: Path) -> bytes:
+    """SHA-256 of every byte of a regular file, read in pieces (a bundled server may be
+    large: until stop 31 only its first 16 MB counted, so a change past them kept the
+    approval); a FIFO or a device is never read (it could block or never end)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        return hashlib.sha256(f"unreadable: {exc.strerror}".encode()).digest()
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return hashlib.sha256(b"not a regular file").digest()
+        return hashlib.file_digest(handle, "sha256").digest()
+
+
+__all__ = ["files_digest", "files_run"]
