@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import attrs
 
 from engram.model import Memory, MemoryType, team_origin
-from engram.quoting import one_line, quote_shared
+from engram.quoting import one_line, quote_shared, quoted
 from engram.retrieval.types import ContextItem, ContextPack, Level, SearchHit, Surface, Tier
 from engram.tokens import estimate_tokens
 
@@ -130,11 +130,19 @@ class _Chosen:
 
 
 def _pointer(hit: SearchHit) -> str:
-    """An index-tier pointer; a memory in conflict names the other side even here."""
+    """An index-tier pointer; a memory in conflict names the other side even here.
+
+    Its label is the memory's first words: a teammate's are quoted (``shared: "…"``, as in
+    its chip) and one in review is marked, as in a bullet; until stop 31 a teammate's 40
+    characters stood bare here, bidi characters and an unmatched ``"`` included."""
     from engram.marks import conflict_marker
 
+    memory = hit.memory
     marks = "".join(f" {conflict_marker(cid)}" for cid, _ in hit.conflicts)
-    return f"{hit.memory.citation_text} ({hit.memory.id}){marks}"
+    if team_origin(memory) is not None:
+        return f"shared: {quoted(memory.citation_text)} ({memory.id}){marks}"
+    review = " [unverified]" if memory.needs_review else ""
+    return f"{one_line(memory.citation_text)} ({memory.id}){review}{marks}"
 
 
 def render_pack(
