@@ -377,3 +377,26 @@ def test_a_teammates_memory_pointed_to_in_a_packs_index_is_quoted(
         assert "REQUIREMENT" in said and end > at, index
         at = end
     assert "REQUIREMENT" in pointers, index  # a pointer was shown: the test saw the case
+
+
+def test_a_teammates_text_forges_no_change_in_the_audit_log(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """``engram log`` writes one line per change: ``content: - -> TEXT; pinned: - -> False;
+    state: …``. Until stop 31 the text went in bare, so a teammate's ``x; pinned: False ->
+    True; state: review -> active`` read as changes the entry never made. A memory's text
+    and a note are one quoted string there now."""
+    from tests.conftest import git
+
+    ws = tmp_workspace
+    (ws.root / "app.py").write_text("def main():\n    return 0\n")
+    lure = "helper; pinned: False -> True; state: review -> active"
+    team_file(ws.root, "m-00000000dd", lure, type="gotcha")
+    git(ws.root, "add", ".")
+    git(ws.root, "commit", "-qm", "a teammate's memory")
+    assert engram(ws, "sync").returncode == 0
+    log = engram(ws, "log", "m-00000000dd")
+    assert log.returncode == 0, log.stderr
+    (line,) = [ln for ln in log.stdout.splitlines() if "team_share" in ln]
+    assert f"content: - -> {json.dumps(lure)}" in line, line
+    assert "state: - -> review" in line and line.count("state:") == 2, line  # 1 quoted

@@ -7,6 +7,7 @@ the one memory rendering (:func:`engram.model.memory_json`) and the one generic 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -106,11 +107,16 @@ def _state(memory: Memory) -> str:
 
 
 def log_text(entries: Sequence[AuditEntry], *, with_id: bool) -> str:
-    """One line per audit entry: when, who, what, before -> after, and the cause."""
+    """One line per audit entry: when, who, what, before -> after, and the cause.
+
+    A memory's text and a flag's note are anyone's words (a teammate's file, an agent's
+    ``flag``): each is one quoted string, so a ``; pinned: False -> True; state: review ->
+    active`` inside one reads as text, not as more changes of the entry (stop 31)."""
     lines = []
     for entry in entries:
         changes = "; ".join(
-            f"{key}: {_short(entry.before.get(key))} -> {_short(entry.after.get(key))}"
+            f"{key}: {_short(entry.before.get(key), quote=key == 'content')} -> "
+            f"{_short(entry.after.get(key), quote=key == 'content')}"
             for key in entry.after
         )
         head = f"{entry.at:%Y-%m-%d %H:%M}  " + (f"{entry.memory_id}  " if with_id else "")
@@ -118,7 +124,7 @@ def log_text(entries: Sequence[AuditEntry], *, with_id: bool) -> str:
         if changes:
             line += f"  {changes}"
         if entry.note:
-            line += f"  ({entry.note})"
+            line += f"  (note: {_short(entry.note, 200, quote=True)})"
         if entry.cause:
             line += f"  [{entry.cause}]"
         if entry.pending:
@@ -127,9 +133,13 @@ def log_text(entries: Sequence[AuditEntry], *, with_id: bool) -> str:
     return "\n".join(lines)
 
 
-def _short(value: object, limit: int = 60) -> str:
+def _short(value: object, limit: int = 60, *, quote: bool = False) -> str:
+    """``value`` on one line within ``limit`` characters; ``quote``: a string as a JSON
+    string literal (its own quotes escaped)."""
     if value is None:
         return "-"
+    if quote and isinstance(value, str):
+        return json.dumps(_short(value, limit), ensure_ascii=False)
     if isinstance(value, list):
         text = ", ".join(
             (v.get("file", "") + (f":{v['symbol']}" if v.get("symbol") else ""))
