@@ -85,14 +85,20 @@ def test_an_approved_server_whose_script_a_pull_changed_is_not_started(
     assert (tmp_path / "V1-RAN").exists(), "the approved server never ran: proves nothing"
 
     version("V2-RAN")  # what a pull brings
-    status = engram(tmp_workspace, "mcp", "status")
-    assert "a workspace file it runs changed since approval" in status.stdout, status.stdout
-    engram(tmp_workspace, "mcp", "refresh")
-    assert not (tmp_path / "V2-RAN").exists(), "the changed script ran under the old approval"
+    _runs_only_once_looked_at_again(tmp_workspace, tmp_path / "V2-RAN")
 
-    assert engram(tmp_workspace, "mcp", "trust", "helper").returncode == 0  # looked again
-    engram(tmp_workspace, "mcp", "refresh")
-    assert (tmp_path / "V2-RAN").exists()
+
+def _runs_only_once_looked_at_again(ws: Workspace, marker: Path) -> None:
+    """After a change to what the approved server ``helper`` runs: status says so, a refresh
+    does not start it (``marker`` stays absent), and a new approval does."""
+    status = engram(ws, "mcp", "status")
+    assert "a workspace file it runs changed since approval" in status.stdout, status.stdout
+    engram(ws, "mcp", "refresh")
+    assert not marker.exists(), "the changed code ran under the old approval"
+
+    assert engram(ws, "mcp", "trust", "helper").returncode == 0  # looked again
+    engram(ws, "mcp", "refresh")
+    assert marker.exists(), "the new code never ran: the test proves nothing"
 
 
 def _marker_code(path: Path) -> str:
@@ -149,11 +155,4 @@ def test_a_pull_that_changes_what_an_approved_server_imports_is_not_run(
     (root / code_file).write_text(_marker_code(tmp_path / "V2-RAN"))  # what a pull brings
     git(root, "add", ".")
     git(root, "commit", "-qm", "a later pull")
-    status = engram(tmp_workspace, "mcp", "status")
-    assert "a workspace file it runs changed since approval" in status.stdout, status.stdout
-    engram(tmp_workspace, "mcp", "refresh")
-    assert not (tmp_path / "V2-RAN").exists(), "the changed code ran under the old approval"
-
-    assert engram(tmp_workspace, "mcp", "trust", "helper").returncode == 0  # looked again
-    engram(tmp_workspace, "mcp", "refresh")
-    assert (tmp_path / "V2-RAN").exists(), "the new code never ran: the test proves nothing"
+    _runs_only_once_looked_at_again(tmp_workspace, tmp_path / "V2-RAN")

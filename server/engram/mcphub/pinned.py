@@ -91,11 +91,7 @@ def _importable_from(root: Path, folders: Sequence[Path]) -> list[Path]:
     ``__init__``), which shadow installed ones of the same name, so a pull that adds a
     ``json.py`` beside a ``python -m server`` runs it. Other files of the folder are not."""
     found: list[Path] = []
-    for folder in folders:
-        try:
-            base = folder.resolve()
-        except (OSError, RuntimeError):
-            continue
+    for base in filter(None, map(_real, folders)):
         files = _tracked_under(root, [base])
         packages = {
             path.parent.relative_to(base).parts[0]
@@ -113,16 +109,20 @@ def _importable_from(root: Path, folders: Sequence[Path]) -> list[Path]:
     return found
 
 
+def _real(folder: Path) -> Path | None:
+    """``folder`` with its links resolved; ``None`` for a loop or a name too long."""
+    try:
+        return folder.resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
 def _tracked_under(root: Path, folders: Sequence[Path]) -> list[Path]:
     """The regular files inside ``root`` under ``folders`` that git tracks (outside git:
     every file there), Engram's own data and git's excepted. Untracked files are the
     person's own (a pull brings tracked ones), and their caches change with every run."""
     inside: list[str] = []
-    for folder in folders:
-        try:
-            where = folder.resolve()
-        except (OSError, RuntimeError):
-            continue
+    for where in filter(None, map(_real, folders)):
         if where.is_relative_to(root) and where.is_dir():
             inside.append(where.relative_to(root).as_posix())
     if not inside:
