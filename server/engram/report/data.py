@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import Memory
+from engram.quoting import one_line
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -89,6 +90,9 @@ class ReviewItem:
     created: str
     file: str
     text: str
+    #: ``shared by "Ana" (from …), unreviewed`` for a teammate's memory, "" for the person's
+    #: own: the table says whose words the text is (until stop 31 it did not)
+    shared_by: str = ""
 
 
 @attrs.frozen
@@ -418,7 +422,7 @@ def _staleness(cols: MemoryColumns, states: npt.NDArray[np.int64], now: datetime
 
 
 def _one_line(text: str, limit: int = 120) -> str:
-    flat = " ".join(text.split())
+    flat = one_line(text)  # bidi and zero-width characters too: a teammate's text
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -596,7 +600,7 @@ def build_report(
         cut = np.partition(cols.created_us[backlog], TABLE_ROWS - 1)[TABLE_ROWS - 1]
         candidates = backlog[cols.created_us[backlog] <= cut]
     oldest = sorted(
-        cols.rows(candidates.tolist(), "id", "type", "created_at", "files", "content"),
+        cols.rows(candidates.tolist(), "id", "type", "created_at", "files", "content", "shared_by"),
         key=lambda row: (row["created_at"], row["id"]),
     )[:TABLE_ROWS]
     review_items = [
@@ -606,6 +610,7 @@ def build_report(
             row["created_at"].astimezone(UTC).date().isoformat(),
             row["files"][0] if row["files"] else "",
             _one_line(row["content"]),
+            row.get("shared_by") or "",
         )
         for row in oldest
     ]

@@ -373,13 +373,19 @@ def _validated(figs: dict[str, JsonObject]) -> str:
     return json.dumps(checked, separators=(",", ":")).replace("</", "<\\/")
 
 
+def _shared(label: str) -> str:
+    """The mark of a teammate's memory in a table, ``shared by "Ana" (from …), unreviewed``
+    (``model.shared_by_text``): its text is their words, not the reader's."""
+    return f"<i>{html.escape(label)}:</i> " if label else ""
+
+
 def _review_table(items: list[ReviewItem], total: int) -> str:
     if not items:
         return '<p class="empty">Nothing waits for review.</p>'
     rows = "".join(
         f"<tr><td><code>{html.escape(i.id)}</code></td><td>{html.escape(i.type)}</td>"
         f"<td>{html.escape(i.created)}</td><td>{html.escape(i.file)}</td>"
-        f"<td>{html.escape(i.text)}</td></tr>"
+        f"<td>{_shared(i.shared_by)}{html.escape(i.text)}</td></tr>"
         for i in items
     )
     more = f"<p class='meta'>the oldest {len(items)} of {total}</p>" if total > len(items) else ""
