@@ -11,6 +11,7 @@ POSIX and relative to the root, so that memories survive a clone to another dire
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import stat
@@ -176,7 +177,12 @@ MAX_SETTINGS_FILE_BYTES = 4 * 1024 * 1024
 
 class NotReadable(OSError):
     """A file Engram will not read: not a regular file, or over the reader's limit. An
-    ``OSError``, so every reader's "cannot read it" path names it (its ``str`` is the reason)."""
+    ``OSError``, so every reader's "cannot read it" path names it: its ``str`` names the
+    file and why, its ``strerror`` says why (``not a regular file``)."""
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        super().__init__(f"{_shown(path)} {reason}")
+        self.strerror = reason
 
 
 def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
@@ -192,13 +198,15 @@ def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> byte
     fd = os.open(path, flags)
     try:
         info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):  # what a plain read says of a folder
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
         if not stat.S_ISREG(info.st_mode):
-            raise NotReadable(f"{_shown(path)} is not a regular file")
+            raise NotReadable(path, "is not a regular file")
         if limit is not None and info.st_size > limit:
-            raise NotReadable(f"{_shown(path)} is larger than {limit:,} bytes")
+            raise NotReadable(path, f"is larger than {limit:,} bytes")
         data = _read_all(fd) if limit is None else os.read(fd, limit + 1)
         if limit is not None and len(data) > limit:  # it grew while read
-            raise NotReadable(f"{_shown(path)} is larger than {limit:,} bytes")
+            raise NotReadable(path, f"is larger than {limit:,} bytes")
         return data
     finally:
         os.close(fd)
