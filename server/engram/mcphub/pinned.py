@@ -28,7 +28,13 @@ _NOT_WALKED = frozenset({*_NOT_RUN, "__pycache__", "node_modules", ".venv", "ven
 
 
 def files_run(spec: ServerSpec, workspace_root: Path) -> list[Path]:
-    """The workspace's files a stdio server runs: each file its command line names (the
+    """The workspace's files a stdio server runs (:func:`_pinned`)."""
+    return list(_pinned(spec, workspace_root))
+
+
+def _pinned(spec: ServerSpec, workspace_root: Path) -> dict[Path, str]:
+    """The workspace's files a stdio server runs, each with git's object id of it ("" for
+    a file read from disk): each file its command line names (the
     command itself, each argument or the value of ``--opt=value``, the module of ``-m
     pkg.mod``, resolved from the server's working directory, kept when a regular file inside
     the workspace), and every file the repository tracks in the folder of each (for ``-m``,
@@ -42,7 +48,7 @@ def files_run(spec: ServerSpec, workspace_root: Path) -> list[Path]:
     the script's folder; a committed ``__pycache__/*.pyc`` is code too), so those folders
     are what the approval looked at (docs/security.md)."""
     if spec.transport != "stdio" or spec.scope != "workspace":
-        return []
+        return {}
     root = workspace_root.resolve()
 
     def ex(text: str) -> str:
@@ -52,7 +58,7 @@ def files_run(spec: ServerSpec, workspace_root: Path) -> list[Path]:
         cwd = Path(ex(spec.cwd)) if spec.cwd else root
         words = [ex(w) for w in [spec.command or "", *spec.args]]
     except UnresolvedVariable:
-        return []
+        return {}
     if not cwd.is_absolute():
         cwd = root / cwd
     names: list[str] = []
@@ -75,22 +81,22 @@ def files_run(spec: ServerSpec, workspace_root: Path) -> list[Path]:
                 folders.append(real.parent)
         except (OSError, ValueError, RuntimeError):
             continue
-    for path in [*_tracked_under(root, folders), *_importable_from(root, importable)]:
-        if path not in found:
-            found.append(path)
-    return found
+    pinned = dict.fromkeys(found, "")  # named: their bytes are read
+    for path, oid in [*_tracked_under(root, folders).items(), *_importable_from(root, importable)]:
+        pinned.setdefault(path, oid)
+    return pinned
 
 
 #: what ``import name`` loads from a folder on ``sys.path`` besides packages
 _MODULE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")
 
 
-def _importable_from(root: Path, folders: Sequence[Path]) -> list[Path]:
+def _importable_from(root: Path, folders: Sequence[Path]) -> list[tuple[Path, str]]:
     """What ``import`` can load from ``folders`` as the first entry of ``sys.path`` (``-m``
     puts the working directory there): its modules and its packages (folders holding an
     ``__init__``), which shadow installed ones of the same name, so a pull that adds a
     ``json.py`` beside a ``python -m server`` runs it. Other files of the folder are not."""
-    found: list[Path] = []
+    found: list[tuple[Path, str]] = []
     for base in filter(None, map(_real, folders)):
         files = _tracked_under(root, [base])
         packages = {
@@ -100,12 +106,12 @@ def _importable_from(root: Path, folders: Sequence[Path]) -> list[Path]:
             and len(path.relative_to(base).parts) == 2
             and path.stem == "__init__"
         }
-        for path in files:
+        for path, oid in files.items():
             parts = path.relative_to(base).parts if path.is_relative_to(base) else ()
             if (len(parts) == 1 and path.suffix in _MODULE_SUFFIXES) or (
                 len(parts) > 1 and parts[0] in packages
             ):
-                found.append(path)
+                found.append((path, oid))
     return found
 
 
@@ -117,41 +123,49 @@ def _real(folder: Path) -> Path | None:
         return None
 
 
-def _tracked_under(root: Path, folders: Sequence[Path]) -> list[Path]:
-    """The regular files inside ``root`` under ``folders`` that git tracks (outside git:
-    every file there), Engram's own data and git's excepted. Untracked files are the
-    person's own (a pull brings tracked ones), and their caches change with every run."""
+def _tracked_under(root: Path, folders: Sequence[Path]) -> dict[Path, str]:
+    """The files inside ``root`` under ``folders`` that git tracks, each with the object id
+    git's index holds for it (outside git: every regular file there, read from disk),
+    Engram's own data and git's excepted. Untracked files are the person's own (a pull
+    brings tracked ones), and their caches change with every run. Git's ids spare reading
+    every byte of a large folder (27,674 files of babel's root: 16.7 s read and hashed at
+    load 12; scripts/bench/mcp_pinned_files.py); a pull or a checkout rewrites them."""
     inside: list[str] = []
     for where in filter(None, map(_real, folders)):
         if where.is_relative_to(root) and where.is_dir():
             inside.append(where.relative_to(root).as_posix())
     if not inside:
-        return []
+        return {}
     listed = _git_tracked(root, sorted(set(inside)))
     if listed is None:
-        listed = []
+        listed = {}
         for rel_folder in sorted(set(inside)):
             for dirpath, dirnames, filenames in os.walk(root / rel_folder):
                 dirnames[:] = [d for d in dirnames if d not in _NOT_WALKED]
-                listed += [os.path.relpath(os.path.join(dirpath, n), root) for n in filenames]
-    kept: list[Path] = []
-    for rel in sorted(set(listed)):
-        if rel.split("/", 1)[0] in _NOT_RUN:
+                for name in filenames:
+                    listed[os.path.relpath(os.path.join(dirpath, name), root)] = ("", "")
+    kept: dict[Path, str] = {}
+    for rel, (mode, oid) in sorted(listed.items()):
+        if rel.split("/", 1)[0] in _NOT_RUN or mode == "160000":  # a submodule: no file
+            continue
+        if mode and mode != "120000":  # git tracks nothing through a link: only a link moves
+            kept[root / rel] = oid
             continue
         try:
             real = (root / rel).resolve()
             if real.is_relative_to(root) and real.is_file():
-                kept.append(real)
+                kept[real] = ""  # a link, or outside git: its target's bytes are read
         except (OSError, ValueError, RuntimeError):
             continue
     return kept
 
 
-def _git_tracked(root: Path, folders: Sequence[str]) -> list[str] | None:
-    """``git ls-files`` of ``folders`` (paths relative to ``root``); ``None`` outside git."""
+def _git_tracked(root: Path, folders: Sequence[str]) -> dict[str, tuple[str, str]] | None:
+    """``git ls-files --stage`` of ``folders`` (paths relative to ``root``): each path's
+    mode and object id; ``None`` outside git."""
     try:
         out = subprocess.run(
-            ["git", *SAFE_GIT_CONFIG, "-C", str(root), "ls-files", "-z", "--cached", "--",
+            ["git", *SAFE_GIT_CONFIG, "-C", str(root), "ls-files", "-z", "--stage", "--",
              *folders],
             capture_output=True,
             timeout=60,
@@ -161,20 +175,30 @@ def _git_tracked(root: Path, folders: Sequence[str]) -> list[str] | None:
         return None
     if out.returncode != 0:
         return None
-    return [p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+    listed: dict[str, tuple[str, str]] = {}
+    for entry in out.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, path = entry.partition("\t")
+        fields = meta.split()
+        if path and len(fields) == 3:  # "mode oid stage"; a conflict lists each stage
+            mode, oid = fields[0], fields[1]
+            before = listed.get(path)
+            listed[path] = (mode, oid if before is None else before[1] + "," + oid)
+    return listed
 
 
 def files_digest(spec: ServerSpec, workspace_root: Path) -> str:
-    """SHA-256 over the path and bytes of each file of :func:`files_run`; ``""`` when the
-    command line names none (an approval made before stop 30 still holds for those)."""
-    files = files_run(spec, workspace_root)
+    """SHA-256 over the path and content of each file of :func:`files_run` (the bytes of a
+    file the command line names; git's object id of a tracked file beside it); ``""`` when
+    the command line names none (an approval made before stop 30 still holds for those)."""
+    files = _pinned(spec, workspace_root)
     if not files:
         return ""
     root = workspace_root.resolve()
     digest = hashlib.sha256()
     for path in sorted(files):
         digest.update(str(path.relative_to(root)).encode("utf-8", "surrogateescape") + b"\0")
-        digest.update(_file_sha256(path))
+        oid = files[path]
+        digest.update(f"git {oid}".encode() if oid else _file_sha256(path))
     return digest.hexdigest()
 
 
