@@ -350,12 +350,30 @@ def test_stats_and_doctor(engine: Engine):
     remember(engine, "One thing worth knowing about stats")
     counts = stats(engine)
     assert counts["total"] == 1 and counts["by_type"] == {"gotcha": 1}
+    assert counts["shown"] == 1 and counts["active"] == 1
     checks = {c.name: c for c in doctor(engine)}
     assert checks["store"].ok and "1 memories" in checks["store"].detail
     # embed.model = "none" is the user's choice: a fact with where to change it, no warning
     model = checks["embedding model"]
     assert model.ok and model.level == "info" and 'embed.model is "none"' in model.detail
     assert checks["python"].ok and checks["tree-sitter"].detail.startswith("grammars:")
+
+
+def test_stats_active_is_the_trust_state_the_report_counts(engine: Engine) -> None:
+    """A new user's walk (stop 31): the Memory view said "Active 8" and the report "5
+    active" of one store, because stats counted every memory not retired as active."""
+    from engram.api.render import stats_text
+    from engram.report.data import MemoryColumns, build_report
+
+    remember(engine, "A person's gotcha about the cache warm-up")
+    remember(engine, "An agent's note about the retry loop", source="agent_explicit")
+    counts = stats(engine)
+    assert (counts["shown"], counts["active"], counts["needs_review"]) == (2, 1, 1)
+    everything = engine.store.list(engine.filter(include_deprecated=True))
+    columns = MemoryColumns.from_memories(everything)
+    report = build_report(workspace="w", memories=columns, cochange_pairs=[], impact=None)
+    assert report.totals["active"] == counts["active"]
+    assert "2 shown: 1 active, 1 in review, 0 stale" in stats_text(counts)
 
 
 def test_doctor_on_a_full_disk_says_so_and_finishes(

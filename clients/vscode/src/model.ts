@@ -17,6 +17,8 @@ export interface MemorySummary {
 
 export interface Stats {
   /** Memories shown anywhere: not deprecated (flagged incorrect or retired). */
+  shown: number;
+  /** The trust state "active" (docs/trust.md): shown, not in review, not stale. */
   active: number;
   /** Deprecated memories, kept for their history; never shown or injected. */
   retired: number;
@@ -87,6 +89,7 @@ export function parseStats(raw: unknown): Stats {
   const total = asNumber(rec["total"] ?? memories["total"]);
   const retired = asNumber(rec["deprecated"] ?? memories["deprecated"]);
   return {
+    shown: asNumber(rec["shown"] ?? memories["shown"], total - retired),
     active: asNumber(rec["active"] ?? memories["active"], total - retired),
     retired,
     total,
@@ -116,7 +119,7 @@ export function statusText(stats: Stats | undefined, progress: string | undefine
     return "$(book) Engram: starting…";
   }
   const review = stats.needsReview > 0 ? ` · ${stats.needsReview} to review` : "";
-  return `$(book) Engram: ${plural(stats.active, "memory", "memories")}${review}`;
+  return `$(book) Engram: ${plural(stats.shown, "memory", "memories")}${review}`;
 }
 
 export function summaryText(raw: unknown): string {

@@ -160,8 +160,13 @@ test("stats, status text and session summary", () => {
   assert.equal(statusText(parseStats({ total: 1 }), undefined), "$(book) Engram: 1 memory");
   assert.equal(parseStats({ memories: { total: 3 } }).total, 3);
   // a flagged-incorrect memory is kept for its history but is not counted as shown
-  const flagged = parseStats({ total: 2, active: 1, deprecated: 1 });
+  const flagged = parseStats({ total: 2, shown: 1, active: 1, deprecated: 1 });
   assert.equal(statusText(flagged, undefined), "$(book) Engram: 1 memory");
+  // the status bar counts what is shown; the Memory view's "Active" is the trust state
+  const waiting = parseStats({ total: 8, shown: 8, active: 5, needs_review: 3, deprecated: 0 });
+  assert.equal(statusText(waiting, undefined), "$(book) Engram: 8 memories · 3 to review");
+  const health = buildTree(waiting, [], [])[0].children?.map((n) => `${n.label} ${n.description}`);
+  assert.deepEqual(health, ["Active 5", "Needs review 3", "Stale 0", "Retired 0"]);
   assert.match(summaryText({ applied: [1, 2], learned: [1], needs_review: [] }), /2 memories applied, 1 learned, 0 to review/);
 });
 

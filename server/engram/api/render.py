@@ -361,9 +361,10 @@ def impact_summary(report: ImpactReport | None) -> str | None:
 def stats_text(stats: Mapping[str, object]) -> str:
     lines = [
         f"workspace      {stats.get('workspace')}",
-        f"memories       {stats.get('active')} active, {stats.get('deprecated')} deprecated "
-        f"({stats.get('needs_review')} need review, {stats.get('stale')} stale, "
-        f"{stats.get('pinned')} pinned, {stats.get('user_verified')} verified)",
+        f"memories       {stats.get('shown')} shown: {stats.get('active')} active, "
+        f"{stats.get('needs_review')} in review, {stats.get('stale')} stale "
+        f"({stats.get('pinned')} pinned, {stats.get('user_verified')} verified); "
+        f"{stats.get('deprecated')} retired",
     ]
     for key in ("by_type", "by_source", "by_scope"):
         values = stats.get(key)

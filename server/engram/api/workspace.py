@@ -231,7 +231,7 @@ def _stats(engine: Engine, _a: NoArgs) -> JsonObject:
 STATS: UseCase[NoArgs, JsonObject] = UseCase(
     name="stats",
     returns=(
-        '`{"total", "active", "needs_review", "stale", "deprecated", "pinned", '
+        '`{"total", "shown", "active", "needs_review", "stale", "deprecated", "pinned", '
         '"user_verified", "anchored", "by_type", "by_source", "by_scope", "store_bytes", '
         '"embedding_model", "workspace"}` (over LSP also `ready`, `indexing`, `session`)'
     ),

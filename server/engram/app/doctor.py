@@ -47,7 +47,13 @@ class DoctorCheck:
 
 
 def stats(engine: Engine) -> JsonObject:
-    """Counts of the store by state, type, source and scope; its size on disk."""
+    """Counts of the store by state, type, source and scope; its size on disk.
+
+    ``active`` is the trust state of docs/trust.md (shown, not in review, not stale), the
+    one the report's tile counts; ``shown`` is every memory not retired. A new user's walk
+    (stop 31) read "Active 8" in the Memory view beside "5 active" in the report, because
+    this count then meant "not retired".
+    """
     memories = engine.store.list(engine.filter(include_deprecated=True))
     by_type: dict[str, int] = {}
     by_source: dict[str, int] = {}
@@ -60,7 +66,8 @@ def stats(engine: Engine) -> JsonObject:
     return {
         "workspace": str(engine.workspace.root),
         "total": len(memories),
-        "active": len(active),
+        "shown": len(active),
+        "active": sum(1 for m in active if not m.needs_review and not m.is_stale),
         "needs_review": sum(1 for m in active if m.needs_review),
         "stale": sum(1 for m in active if m.is_stale),
         "deprecated": len(memories) - len(active),
