@@ -6,7 +6,10 @@ tuning (budgets, thresholds, excludes). A few are not, and those are *gated*:
 
 * ``observer.plugins``: imports and runs Python code;
 * the ``llm`` section: sends session notes to an HTTP endpoint;
-* ``embed.model`` other than ``default``/``none``: loads a model file or downloads one.
+* ``embed.model`` other than ``default``/``none``: loads a model file or downloads one;
+* ``observer.session_gates``: which events validate an agent's session, and so which of its
+  memories start active rather than in review (docs/trust.md): a clone that made
+  ``session_end`` validate would promote a session's memories with no tests or commit.
 
 A gated setting takes effect only after the user approved that exact content with
 ``engram trust`` (like direnv's ``allow`` or mise's ``trust``; MCP servers defined in the
@@ -44,6 +47,7 @@ _GATED_SECTIONS = frozenset({"llm"})
 #: (section, key) pairs that are gated, unless the value is one of the safe ones listed
 _GATED_KEYS: dict[tuple[str, str], frozenset[str]] = {
     ("observer", "plugins"): frozenset(),
+    ("observer", "session_gates"): frozenset(),
     ("embed", "model"): frozenset({"default", "none"}),
 }
 #: (section, key) pairs never taken from a workspace, trusted or not
@@ -141,7 +145,7 @@ def split_workspace_settings(
             is_gated = section in _GATED_SECTIONS or (
                 allowed is not None
                 and not (isinstance(value, str) and value.strip().lower() in allowed)
-                and value not in (None, [], "")
+                and value not in (None, [], "", {})
             )
             target = gated if is_gated else safe
             table = target.setdefault(section, {})
@@ -204,6 +208,11 @@ def _effects(root: Path, gated: Mapping[str, object]) -> list[GatedSetting]:
                 shown = f"{path} (outside the workspace)"
             effect = f"run the Python code in {shown}"
         out.append(GatedSetting("observer.plugins", spec, effect))
+    gates = _section(gated, "observer").get("session_gates")
+    if isinstance(gates, Mapping):
+        for name, row in gates.items():
+            effect = f"change how a {name!s} session's memories are validated and promoted"
+            out.append(GatedSetting(f"observer.session_gates.{name}", row, effect))
     llm = gated.get("llm", {})
     if isinstance(llm, Mapping):
         for key, value in llm.items():

@@ -271,3 +271,24 @@ def test_the_engine_path_names_settings_it_did_not_take(
         assert "ignoring store.uri in pyproject.toml" in done.stderr, (attempt, done.stderr)
         assert ".engram/config.toml: Expected ']'" in done.stderr, (attempt, done.stderr)
     subprocess.run([sys.executable, "-m", "engram", "stop"], cwd=root, env=env, timeout=60)
+
+
+def test_a_clones_session_gates_wait_for_approval(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """A clone's ``[observer.session_gates]`` chose the events that validate a session (a
+    validated promotion starts active, docs/trust.md): ``session_end`` made every agent
+    session validate with no tests or commit. Found by stop 31's red team; gated since."""
+    (tmp_workspace.root / "pyproject.toml").write_text(
+        '[project]\nname = "victim"\nversion = "0.1"\n\n'
+        "[tool.engram.observer.session_gates.interactive]\n"
+        'triggers = ["session_end"]\nmax_memories = 50\n'
+    )
+    loaded = load_settings(tmp_workspace)
+    assert loaded.trust.state == "untrusted"
+    assert loaded.config.observer.session_gates == {}
+    shown = engram(tmp_workspace, "trust")
+    assert "observer.session_gates.interactive" in shown.stdout, shown.stdout
+    trust(tmp_workspace)
+    gates = load_settings(tmp_workspace).config.observer.session_gates
+    assert gates["interactive"]["triggers"] == ["session_end"]
