@@ -392,3 +392,29 @@ def test_trust_on_the_real_engine() -> None:
         f"{int(STATS['steps'])} checked steps, {seconds:.1f} s"
     )
     assert STATS["examples"] > 0
+
+
+def test_sharing_never_signs_a_teammates_memory_with_your_name() -> None:
+    """Hypothesis's counterexample in the CI run of 57e8c97 (the team folder trusted): a
+    teammate edits their shared file by hand, you run ``engram share``, and the file came
+    back rewritten "shared by" you (its citation and a number in another form made it look
+    changed); the teammate's next edit then conflicted with your working tree."""
+    machine = TrustOnTheEngine()
+    machine.setup(trusted=True)
+    try:
+        machine.teammate_shares(text="The job timeout in jobs.py is 30s.")
+        first = _FirstChoice()
+        machine.teammate_edits_or_deletes(data=first, delete=False)  # type: ignore[arg-type]
+        machine.share_and_sync(commit=False)
+        assert git(machine.ana, "status", "--short") == ""
+        machine.teammate_edits_or_deletes(data=first, delete=False)  # type: ignore[arg-type]
+    finally:
+        machine.teardown()
+
+
+class _FirstChoice:
+    """Stands in for Hypothesis's ``data`` in a fixed sequence: always the first choice."""
+
+    def draw(self, strategy: Any) -> Any:
+        inner = getattr(strategy, "wrapped_strategy", strategy)
+        return inner.elements[0]

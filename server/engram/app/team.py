@@ -107,6 +107,10 @@ def share(engine: Engine, ids: Sequence[str] = (), *, commit: bool = False) -> S
             if ids:  # the whole store's refusals are the normal case, not news
                 report.refused.append(f"{memory.id}: {reason}")
             continue
+        if not ids and _a_teammates(memory, who):
+            # a teammate's memory stays theirs: re-sharing it (a file git or a hand edit left
+            # in another form) signed it "shared by" you (stop 31's property test)
+            continue
         ready.append((memory, team_path(folder, memory.id)))
     if ready:
         folder.mkdir(parents=True, exist_ok=True)
@@ -138,6 +142,18 @@ def share(engine: Engine, ids: Sequence[str] = (), *, commit: bool = False) -> S
     if written:
         sync_team(engine)  # our own copies now know they are shared
     return report
+
+
+def _a_teammates(memory: Memory, me: str | None) -> bool:
+    """Whether ``memory`` came from the team folder shared by someone other than ``me``."""
+    from engram.model.memory import TEAM_KEY
+    from engram.quoting import clean_name
+
+    origin = memory.extra.get(TEAM_KEY)
+    if not isinstance(origin, dict):
+        return False
+    by = origin.get("by")
+    return isinstance(by, str) and bool(by) and by != clean_name(me or "")
 
 
 def sync_team(engine: Engine) -> TeamSyncReport:
