@@ -261,7 +261,7 @@ def test_share_never_writes_through_a_team_file_a_later_commit_made_a_link(
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "tidy")
 
-    run = engram(tmp_workspace, "share")
+    run = engram(tmp_workspace, "share", "m-00000000aa")
     assert home_rc.read_text() == "export PS1=ok\n"
     assert ".engram-team/m-00000000aa.json is a link" in run.stderr, run.stderr
     assert shared.is_symlink()
