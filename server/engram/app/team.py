@@ -146,13 +146,10 @@ def share(engine: Engine, ids: Sequence[str] = (), *, commit: bool = False) -> S
 
 def _a_teammates(memory: Memory, me: str | None) -> bool:
     """Whether ``memory`` came from the team folder shared by someone other than ``me``."""
-    from engram.model.memory import TEAM_KEY
     from engram.quoting import clean_name
 
-    origin = memory.extra.get(TEAM_KEY)
-    if not isinstance(origin, dict):
-        return False
-    by = origin.get("by")
+    origin = team_origin(memory)
+    by = origin.get("by") if origin is not None else None
     return isinstance(by, str) and bool(by) and by != clean_name(me or "")
 
 
