@@ -346,3 +346,39 @@ def test_a_stop_in_the_chunk_pass_stops_the_history_steps_beside_it(
         assert again.history is not None and not again.history.interrupted
         assert EngineState.of(engine.workspace).get("renames_applied_commit") is not None
     assert sync_threads() == []
+
+
+def test_a_run_that_fails_beside_the_history_steps_stops_the_mining_they_wait_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that fails in the chunk pass (a full disk, Ctrl-C) while git history is still
+    mined stops the mining too: the history steps beside the chunk pass wait on it, and
+    the run's end asked only them to stop, so it waited for the whole of mining (minutes
+    on a long history) before it raised. The mining here runs until it is told to stop
+    (20 s at most: the old order never told it before then)."""
+    import time
+
+    from engram.history import GitHistory
+
+    root = committed(workspace(tmp_path / "ws"))
+    mine = GitHistory.mine
+    told: list[bool] = []
+
+    def long_mining(self: GitHistory, progress=None, cancel=None):  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (cancel is not None and cancel()):
+            time.sleep(0.02)
+        told.append(cancel is not None and cancel())
+        return mine(self, progress=progress, cancel=cancel)
+
+    def failing_pass(self: CodeSearch, *args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(GitHistory, "mine", long_mining)
+    monkeypatch.setattr(CodeSearch, "index_chunks", failing_pass)
+    started = time.monotonic()
+    with open_engine(root, 0) as engine, pytest.raises(OSError, match="No space left"):
+        run_index(engine, HISTORY)
+    assert told == [True], "the mining ran to its end"
+    assert time.monotonic() - started < 15
+    assert sync_threads() == []

@@ -143,7 +143,8 @@ class SyncAhead:
     begins after the chunks' and :meth:`result` passes mining's progress on then, as
     :func:`sync_history` did; the steps themselves tell none. ``cancel`` (the run's) is
     heard between and inside the steps as before, and :meth:`stop` (a run that stops or
-    fails) asks them to stop too and joins: no thread outlives the run.
+    fails) asks them and the mining they may wait on to stop, and joins: no thread
+    outlives the run, and a run that fails does not wait for the rest of the mining.
     """
 
     def __init__(
@@ -182,8 +183,13 @@ class SyncAhead:
 
     def stop(self) -> HistorySyncReport | None:
         """Ask the steps to stop (at their next look at the cancel) and join; their report
-        (``interrupted`` when a step was left), or None after an error."""
+        (``interrupted`` when a step was left), or None after an error.
+
+        The mining is told too: the steps wait for it first, and a run that failed in the
+        chunk pass (a full disk, Ctrl-C) waited for all of it, a minute on a long history,
+        since only the run's own cancel reached it (``tests/codegraph/test_worker_chunks.py``)."""
         self._stop.set()
+        self._mined.stop()  # it stops at its next batch; what it mined is kept
         self._thread.join()
         return self._report
 
