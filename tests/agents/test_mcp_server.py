@@ -332,3 +332,39 @@ async def test_a_teammates_clone_answers_with_the_teams_memories(tmp_workspace: 
         found = _payload(await session.call_tool("engram_search", {"query": "parse_config"}))
     assert SHARED in context and 'shared by "Ana"' in context, context
     assert [h["id"] for h in found["hits"]] == [shared]
+
+
+async def test_tool_calls_at_once_in_a_teammates_clone_all_wait_for_the_team_folder(
+    tmp_workspace: Workspace,
+) -> None:
+    """An agent's first tool calls often come together (Claude Code sends several at
+    once): only the call that read the team folder waited for it, the others answered
+    from a store that did not hold the team's memories yet ("no memories yet" beside
+    them, as before b533547). The folder here is large enough that its read takes a
+    while; every call at once must still see the shared memory."""
+    import anyio
+    from tests.lsp.test_team_start import SHARED, teammates_clone
+
+    from engram.lifecycle.team import render_team_file, team_path
+    from engram.model import Memory, MemoryType, utcnow
+
+    root = tmp_workspace.root
+    teammates_clone(root)
+    for n in range(150):
+        memory = Memory(f"module_{n} keeps its own retry budget of {n} attempts per call",
+                        type=MemoryType.DECISION)  # fmt: skip
+        team_path(root / ".engram-team", memory.id).write_text(
+            render_team_file(memory, shared_by="Ben", shared_at=utcnow()), encoding="utf-8"
+        )
+    answers: list[list[str]] = []
+    async with session_for(tmp_workspace) as session:
+
+        async def search() -> None:
+            found = _payload(await session.call_tool("engram_search", {"query": "parse_config"}))
+            answers.append([h["content"] for h in found["hits"]])
+
+        async with anyio.create_task_group() as calls:
+            for _ in range(3):
+                calls.start_soon(search)
+    assert len(answers) == 3, answers
+    assert all(any(SHARED in hit for hit in hits) for hits in answers), answers

@@ -436,15 +436,23 @@ def build_server(
     hubs = HubHolder(workspace, overrides, save_observation)
     set_up = SetUpCheck(workspace)
     team_read = threading.Event()
+    team_reading = threading.Lock()
 
     def read_team_folder() -> None:
         """The team folder read into the store before the first tool's answer, as the
         language server does at start (``team.auto_sync``): in a teammate's fresh clone
         ``engram_context`` said "no memories yet" beside three shared ones, which only a
-        manual ``engram sync`` brought in."""
+        manual ``engram sync`` brought in. Calls that come at once (an agent sends several)
+        all wait for the one read: only the call that made it did, the others answered
+        from a store without the team's memories."""
         if team_read.is_set():
             return
-        team_read.set()
+        with team_reading:
+            if not team_read.is_set():
+                _read_team_folder()
+                team_read.set()
+
+    def _read_team_folder() -> None:
         from engram.config import load_config
 
         sync = by_name("sync")
