@@ -266,33 +266,60 @@ def team_dir(folder: Folder) -> str:
     return (folder.config.team if folder.config is not None else TeamConfig()).folder
 
 
+async def on_engine(
+    folder: Folder,
+    who: str,
+    remote: Callable[[EngineLink], object],
+    local: Callable[[Engine], object],
+) -> bool:
+    """Run ``remote`` on the workspace engine when the folder is served by one, else
+    ``local`` on a lease of its in-process engine, in a thread, once the folder is ready;
+    whether one ran (False: the folder is gone or not ready). A failure is logged, never
+    raised: a bad file or a lost engine must not take the server down.
+
+    The one place for "ask the workspace engine, else the in-process one" of a
+    background job (the team sync, a re-index of files changed outside): it was written
+    out twice, and the two copies differed on what a folder that was not ready got.
+    """
+    link_lease = folder.links.acquire(who) if folder.engine is None else None
+    if link_lease is not None:
+        with link_lease as link:
+            if not folder.ready:
+                return False
+            try:
+                await asyncio.to_thread(remote, link)
+            except Exception as exc:
+                log.warning("%s in %s failed: %s", who, folder.root, exc)
+        return True
+    lease = folder.engines.acquire(who)
+    if lease is None:
+        return False
+    with lease as engine:
+        if not folder.ready:
+            return False
+        try:
+            await asyncio.to_thread(local, engine)
+        except Exception as exc:
+            log.warning("%s in %s failed: %s", who, folder.root, exc)
+    return True
+
+
 async def sync_team(ls: EngramLanguageServer, folder: Folder) -> None:
     """Read the team folder into the store (after a pull or checkout), then refresh."""
     config = folder.config  # this run's settings snapshot
-    link_lease = folder.links.acquire("team sync") if folder.engine is None else None
-    if link_lease is not None:
-        with link_lease as link:
-            if not (folder.ready and config is not None and config.team.auto_sync):
-                return
-            try:
-                await asyncio.to_thread(link.run_cli, "sync")
-            except Exception as exc:
-                log.warning("team sync in %s failed: %s", folder.root, exc)
-        await refresh_folder(ls, folder)
-        return
-    lease = folder.engines.acquire("team sync")
-    if lease is None:
-        return
-    with lease as engine:
-        if not folder.ready or not engine.config.team.auto_sync:
-            return
-        try:
-            from engram.app.team import sync_team
 
-            report = await asyncio.to_thread(sync_team, engine)
-        except Exception as exc:  # a bad team file must never take the server down
-            log.warning("team sync in %s failed: %s", folder.root, exc)
+    def in_engine(link: EngineLink) -> None:
+        if config is not None and config.team.auto_sync:
+            link.run_cli("sync")
+
+    def here(engine: Engine) -> None:
+        if not engine.config.team.auto_sync:
             return
-    if report.added or report.updated or report.retired:
-        log.info("team sync in %s: %s", folder.root, report.to_dict())
-    await refresh_folder(ls, folder)
+        from engram.app.team import sync_team
+
+        report = sync_team(engine)
+        if report.added or report.updated or report.retired:
+            log.info("team sync in %s: %s", folder.root, report.to_dict())
+
+    if await on_engine(folder, "team sync", in_engine, here):
+        await refresh_folder(ls, folder)

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from engram.lsp.background import sync_team, team_dir
+from engram.lsp.background import on_engine, sync_team, team_dir
 from engram.lsp.feature import Feature
 from engram.lsp.tracking import refresh_folder
 from engram.workspace import uri_to_path
 
 if TYPE_CHECKING:
+    from engram.app import Engine
     from engram.lsp.folder import Folder
+    from engram.lsp.remote import EngineLink
     from engram.lsp.server import EngramLanguageServer
 
 log = logging.getLogger(__name__)
@@ -64,36 +65,23 @@ FEATURE = Feature("watched files", register)
 
 
 async def reindex_files(ls: EngramLanguageServer, folder: Folder, rels: Sequence[str]) -> None:
-    link_lease = folder.links.acquire("reindex files") if folder.engine is None else None
-    if link_lease is not None:
-        with link_lease as link:
-            if folder.ready and folder.has_graph:
-                try:
-                    await asyncio.to_thread(link.request, "reindex", files=list(rels))
-                except Exception as exc:
-                    log.debug("reindex in the engine failed: %s", exc)
+    def in_engine(link: EngineLink) -> None:
+        if folder.has_graph:
+            link.request("reindex", files=list(rels))
+
+    def here(engine: Engine) -> None:
+        if not folder.has_graph:
+            return
+        graph = engine.codegraph
+        for rel in rels:
+            try:
+                graph.reindex_file(rel)
+            except Exception as exc:
+                log.debug("reindex of %s failed: %s", rel, exc)
+
+    if await on_engine(folder, "reindex files", in_engine, here):
         _forget(folder, rels)
         await refresh_folder(ls, folder)
-        return
-    lease = folder.engines.acquire("reindex files")
-    if lease is None:
-        return
-    with lease as engine:
-        if not folder.ready:
-            return
-        if folder.has_graph:
-
-            def run() -> None:
-                graph = engine.codegraph
-                for rel in rels:
-                    try:
-                        graph.reindex_file(rel)
-                    except Exception as exc:
-                        log.debug("reindex of %s failed: %s", rel, exc)
-
-            await asyncio.to_thread(run)
-    _forget(folder, rels)
-    await refresh_folder(ls, folder)
 
 
 def _forget(folder: Folder, rels: Sequence[str]) -> None:
