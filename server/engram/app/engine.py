@@ -297,6 +297,14 @@ class Engine:
             return f"{self._embedder.model_id} ({self._embedder_reason or 'loaded'})"
         return self._embedder_reason or "no embedding model"
 
+    def release_batch_model(self) -> bool:
+        """Let the embedding model's batch session leave memory after a run of batches (an
+        index); the next batch loads it again. Never loads the model. Whether it left."""
+        from engram.embed.embedders import release_batch_session
+
+        embedder = self._embedder
+        return embedder is not None and release_batch_session(embedder)
+
     @property
     def loaded_model_id(self) -> str | None:
         """The model id of the embedder if it is loaded already (never loads it)."""

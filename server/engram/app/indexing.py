@@ -154,7 +154,13 @@ def run_index(
             from engram.codegraph import IndexReport
 
             return IndexRun(IndexReport(interrupted=True))
-        run = _run_index(engine, options, progress, stop)
+        try:
+            run = _run_index(engine, options, progress, stop)
+        finally:
+            if options.embed_chunks or options.embed_memories:
+                # the workspace engine lives on for its idle exit: the batch session's
+                # arena (~250 MB after a cold index) need not (docs/engine.md, "Memory")
+                engine.release_batch_model()
     if was_interrupted(run):
         why = "the process is stopping" if engine.stopping.is_set() else "cancelled"
         log.info("index of %s interrupted (%s): what it stored is kept, the next run resumes",

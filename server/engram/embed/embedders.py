@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -87,6 +88,11 @@ class FastEmbedEmbedder:
     behind its own lock: a search's query neither pays for every core's spinning threads
     nor waits behind a background batch. Both sessions run the same graph, so the vectors
     agree (tests/embed).
+
+    ``reload``, when given, builds the batch session again: :meth:`release_batch_session`
+    drops it once a run of batches is done (an index: onnxruntime's arena keeps the
+    largest batch's memory, ~250 MB, for as long as the session lives), and the next
+    batch builds it again (about a second).
     """
 
     def __init__(
@@ -96,8 +102,10 @@ class FastEmbedEmbedder:
         dim: int,
         batch_size: int = 32,
         query_model: TextEmbeddingModel | None = None,
+        reload: Callable[[], TextEmbeddingModel] | None = None,
     ) -> None:
-        self._model = model
+        self._model: TextEmbeddingModel | None = model
+        self._reload = reload
         self._model_id = model_id
         self._dim = dim
         self._batch_size = max(1, batch_size)
@@ -127,11 +135,35 @@ class FastEmbedEmbedder:
             return l2_normalise(np.vstack(vectors))
         out = np.zeros((len(texts), self._dim), np.float32)
         with self._lock:  # one ONNX session; onnxruntime already uses every core
+            model = self._model
+            if model is None:  # released after the last run of batches
+                assert self._reload is not None
+                model = self._model = self._reload()
             for batch in length_batches(texts, self._batch_size):
                 chunk = [texts[i] for i in batch]
-                vectors = list(self._model.embed(chunk, batch_size=len(chunk)))
+                vectors = list(model.embed(chunk, batch_size=len(chunk)))
                 out[batch] = np.vstack(vectors)
         return l2_normalise(out)
+
+    @property
+    def batch_session_loaded(self) -> bool:
+        """Whether the batch session is in memory (False after :meth:`release_batch_session`)."""
+        return self._model is not None
+
+    def release_batch_session(self) -> bool:
+        """Let the batch session leave memory; the next batch builds it again.
+
+        After an index the workspace engine held the session, and the arena of its largest
+        batch, until its idle exit ten minutes later: 748 MB, 418 MB without it (docs/engine.md,
+        "Memory"). Searches keep their own single-text session. Whether it was dropped.
+        """
+        if self._reload is None:
+            return False
+        with self._lock:  # after a batch in flight
+            released, self._model = self._model is not None, None
+        if released:
+            gc.collect()  # the session's arena goes with its last reference
+        return released
 
 
 class CachedEmbedder:
@@ -149,6 +181,10 @@ class CachedEmbedder:
     @property
     def dim(self) -> int:
         return self.inner.dim
+
+    def release_batch_session(self) -> bool:
+        """:meth:`FastEmbedEmbedder.release_batch_session` of the model it wraps."""
+        return release_batch_session(self.inner)
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         texts = list(texts)
@@ -171,3 +207,10 @@ class CachedEmbedder:
                     out[i] = vector
             self.cache.put_many(self.model_id, unique, fresh)
         return out
+
+
+def release_batch_session(embedder: Embedder) -> bool:
+    """Drop ``embedder``'s batch session when it has one that can be built again."""
+    if isinstance(embedder, FastEmbedEmbedder | CachedEmbedder):
+        return embedder.release_batch_session()
+    return False

@@ -157,18 +157,27 @@ def _fastembed(
 ) -> FastEmbedEmbedder:
     """The batch session, plus the single-text session when ``embed.query_threads`` > 0.
 
-    Both are built here, at load (the engine's warm-up), so no request waits for the second.
+    Both are built here, at load (the engine's warm-up), so no request waits for the second;
+    the batch session is built again after an index released it (``release_batch_session``).
     """
     from fastembed import TextEmbedding
 
-    with _offline():
-        model = TextEmbedding(model_name, threads=config.threads, local_files_only=True, **kwargs)
-        query_model = None
-        if config.query_threads > 0:
+    def batch_session() -> TextEmbedding:
+        with _offline():
+            return TextEmbedding(
+                model_name, threads=config.threads, local_files_only=True, **kwargs
+            )
+
+    model = batch_session()
+    query_model = None
+    if config.query_threads > 0:
+        with _offline():
             query_model = TextEmbedding(
                 model_name, threads=config.query_threads, local_files_only=True, **kwargs
             )
-    return FastEmbedEmbedder(model, model_id, dim, config.batch_size, query_model)
+    return FastEmbedEmbedder(
+        model, model_id, dim, config.batch_size, query_model, reload=batch_session
+    )
 
 
 def _looks_like_path(name: str, workspace: Workspace | None) -> bool:
