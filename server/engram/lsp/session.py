@@ -23,7 +23,13 @@ from pygls.uris import from_fs_path
 from engram.anchors import LineSpan
 from engram.errors import EngramError
 from engram.lsp.client import ClientInfo, DiagnosticMode
-from engram.lsp.folder import Folder
+from engram.lsp.diagnostics import (
+    AGENT_SEVERITY,
+    EDITOR_SEVERITY,
+    DiagnosticPolicy,
+    parse_severity_map,
+)
+from engram.lsp.folder import Folder, FolderSettings
 from engram.lsp.ledger import SessionLedger
 from engram.model import Memory, utcnow
 from engram.workspace import uri_to_path
@@ -32,6 +38,27 @@ log = logging.getLogger(__name__)
 
 #: How often open documents are re-read from the store (writes by other processes).
 POLL_SECONDS = 5.0
+
+
+def first_policy(client: ClientInfo) -> DiagnosticPolicy:
+    """The diagnostics of a folder whose settings are not read yet: what ``initialize`` said.
+
+    A client may open a file before it answers ``workspace/configuration`` (OpenCode does,
+    and answered it late or never): the digest-first diagnostics went out with the
+    editor's severities, a gotcha as a Warning, which OpenCode does not forward to its
+    agent, although ``initializationOptions`` named the agent's (docs/agents.md).
+    """
+    options = client.options.get("diagnostics")
+    diag = options if isinstance(options, dict) else {}
+    keys = ("agentSeverity", "agent_severity") if client.agent else ("severity",)
+    given: dict[str, str] = {}
+    for key in keys:
+        raw = diag.get(key)
+        if isinstance(raw, dict):
+            given = {str(k): str(v) for k, v in raw.items()}
+            break
+    base = AGENT_SEVERITY if client.agent else EDITOR_SEVERITY
+    return DiagnosticPolicy(severity=parse_severity_map(given, base))
 
 
 @attrs.define(eq=False)
@@ -81,6 +108,7 @@ class Session:
             log.warning("workspace folder %s is not a local directory; skipped", uri)
             return None
         folder = Folder(uri, path.resolve(), name or "")
+        folder.settings = FolderSettings(policy=first_policy(self.client))
         folder.leave_out_if_not_set_up()  # before any request can reach it
         self.folders[uri] = folder
         return folder
