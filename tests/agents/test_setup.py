@@ -276,3 +276,18 @@ def test_plugin_layout_follows_claude_codes_documented_schema() -> None:
     assert set(mcp) == {"mcpServers"}
     lsp = json.loads((plugin_dir / ".lsp.json").read_text())["engram"]
     assert lsp["command"] and all(ext.startswith(".") for ext in lsp["extensionToLanguage"])
+
+
+def test_setup_codex_says_codex_runs_nothing_until_the_person_trusts_it(
+    tmp_workspace: Workspace, tmp_path: Path
+) -> None:
+    """Codex 0.171 loads a project's .codex/ only once the project is trusted and runs a
+    hook only once it is trusted in /hooks (its app-server's hooks/list said "untrusted" for
+    all five): without a word, a new user's Codex session had no Engram at all."""
+    home = tmp_path / "home"
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    run = [sys.executable, "-m", "engram", "setup", "codex", "--workspace", str(tmp_workspace.root)]
+    first = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
+    assert "trust the folder" in first.stderr and "/hooks" in first.stderr
+    again = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
+    assert "/hooks" not in again.stderr  # nothing changed: nothing new to trust

@@ -47,6 +47,18 @@ CODEX_HOOKS: tuple[tuple[str, str | None], ...] = (
     ("PostToolUse", None),
     ("Stop", None),
 )
+#: What the person still has to do in the agent itself after ``engram setup`` wrote its files.
+#: Codex 0.171 reads a project's ``.codex/`` only once the project is trusted (``codex mcp
+#: list`` said "No MCP servers configured yet" until then), and runs a hook only once its
+#: exact definition is trusted in ``/hooks`` (``hooks/list`` showed all five "untrusted"):
+#: every hook skipped without a word.
+AFTER_SETUP: dict[str, str] = {
+    "codex": (
+        "Codex reads .codex/ only in a project you trust and runs its hooks only once you "
+        "trust them: start codex here, trust the folder, then trust Engram's hooks in /hooks "
+        "(again after each 'engram setup codex' that changed .codex/hooks.json)"
+    ),
+}
 #: LSP diagnostics severities per agent: OpenCode forwards only errors, Crush and Copilot all.
 BLOCKING = ("gotcha", "dead_end", "error_pattern", "requirement")
 LANGUAGES = {

@@ -487,7 +487,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_setup(args: argparse.Namespace) -> int:
     """Write Engram into an agent's configuration, with this installation's absolute command."""
-    from engram.agents.setup import apply_setup, engram_command, plan_setup
+    from engram.agents.setup import AFTER_SETUP, apply_setup, engram_command, plan_setup
     from engram.workspace import Workspace
 
     root = Workspace.open(workspace_arg(args)).root
@@ -530,6 +530,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
             "these files name this machine's engram; keep them out of git "
             "(or let each teammate run 'engram setup')"
         )
+    if args.agent in AFTER_SETUP and any(c.changed for c in changes):
+        note(AFTER_SETUP[args.agent])
     return 0
 
 
