@@ -368,3 +368,48 @@ async def test_tool_calls_at_once_in_a_teammates_clone_all_wait_for_the_team_fol
                 calls.start_soon(search)
     assert len(answers) == 3, answers
     assert all(any(SHARED in hit for hit in hits) for hits in answers), answers
+
+
+async def test_a_search_hit_carries_each_fact_once(tmp_workspace: Workspace) -> None:
+    """Agents pay for every token: a hit carried the memory twice (its fields at the top and
+    the whole record under ``memory``) and each conflict three times (the record's relations,
+    a ``conflicts`` list, the mark), 17k characters for ten hits on a 1,000-memory store
+    (scripts/bench/agent_calls.py). Each fact once now, the id, the conflict mark and the
+    trust marks (review, a teammate's fence and name) kept."""
+    from tests.lsp.test_team_start import SHARED, teammates_clone
+
+    shared = teammates_clone(tmp_workspace.root)
+    long = " and is read again at every retry of the parser"
+    async with session_for(tmp_workspace) as session:
+        made = []
+        for seconds in (30, 90):
+            result = await session.call_tool(
+                "engram_remember",
+                {"text": f"parse_config times out after {seconds}s{long}", "file": "src/app.py"},
+            )
+            made.append(_payload(result))
+        result = await session.call_tool("engram_search", {"query": "parse_config"})
+    # one rendering: the text block is the structured result, nothing more
+    found = _payload(result)
+    assert json.loads(result.content[0].text) == found
+    # a remember result names its memory's citation once, in the record
+    assert all("citation" not in m and m["memory"]["citation"] for m in made)
+    hits = {h["id"]: h for h in found["hits"]}
+    first, second = (m["id"] for m in made)
+    assert {shared, first, second} <= set(hits), found
+    for hit in found["hits"]:
+        text = json.dumps(hit, ensure_ascii=False)
+        assert "memory" not in hit and "conflicts" not in hit and "citation_text" not in hit
+        # the memory's own words once (a teammate's fenced, so its words are searched bare)
+        words = SHARED if hit["id"] == shared else hit["content"]
+        assert text.count(words) == 1, text
+        assert hit["citation"].startswith(f"[Memory {hit['id']}")
+        assert isinstance(hit["score"], float) and hit["reasons"]
+    # the conflict mark on each side, naming the other; the new one waits in review
+    assert second in hits[first]["conflict"] and first in hits[second]["conflict"]
+    assert "CONFLICT with" in hits[first]["conflict"]
+    assert hits[second]["needs_review"] is True
+    # a teammate's memory: fenced, with who shared it
+    team = hits[shared]
+    assert 'shared by "Ana"' in team["shared_by"]
+    assert team["content"] != SHARED and SHARED in team["content"]

@@ -328,7 +328,8 @@ def _remember(engine: Engine, a: RememberArgs) -> RememberResult:
 
 
 def _remember_json(result: RememberResult) -> JsonObject:
-    out: JsonObject = dict(result.to_dict())
+    """The result with the memory's record once (its citation is the record's)."""
+    out: JsonObject = {k: v for k, v in result.to_dict().items() if k != "citation"}
     out["memory"] = memory_json(result.memory)
     return out
 
@@ -355,7 +356,7 @@ def _remember_notes(result: RememberResult) -> list[str]:
 REMEMBER: UseCase[RememberArgs, RememberResult] = UseCase(
     name="remember",
     returns=(
-        '`{"id", "merged", "redactions", "citation", "conflicts", "memory": Memory}` '
+        '`{"id", "merged", "redactions", "conflicts", "memory": Memory}` '
         "(`conflicts`: existing memories this one contradicts; both are kept, linked, and "
         "this one goes to review)"
     ),
@@ -471,9 +472,9 @@ def _search_notes(result: SearchResult) -> list[str]:
 SEARCH: UseCase[SearchArgs, SearchResult] = UseCase(
     name="search",
     returns=(
-        '`{"query", "hits": [{"id", "score", "stale", "reasons", "citation", "type", '
-        '"source", "confidence", "content", "anchors", "memory": Memory}]}` (with `code`: '
-        "code chunks)"
+        '`{"query", "hits": [{"id", "score", "reasons", …Memory, "stale", "conflict"}]}`: '
+        "each hit is the memory's record with its score (no `citation_text`; `conflict`, the "
+        "mark, when it contradicts another hit); with `code`: code chunks"
     ),
     summary="hybrid search over memories (keywords + embeddings + code graph), or code",
     args=SearchArgs,
@@ -805,17 +806,25 @@ def _recipes(engine: Engine, a: RecipesArgs) -> list[SearchHit]:
 
 
 def _recipes_json(hits: list[SearchHit]) -> JsonObject:
-    return {
-        "recipes": [
-            {**render.hit_json(h), "steps": to_jsonable(h.memory.extra.get("steps", []))}
-            for h in hits
-        ]
-    }
+    return {"recipes": [_recipe_json(h) for h in hits]}
+
+
+def _recipe_json(hit: SearchHit) -> JsonObject:
+    """A recipe's hit with its steps at the top, once: they were also under ``extra``."""
+    out = render.hit_json(hit)
+    extra = out.get("extra")
+    if isinstance(extra, dict):
+        out["extra"] = {k: v for k, v in extra.items() if k != "steps"}
+    out["steps"] = to_jsonable(hit.memory.extra.get("steps", []))
+    return out
 
 
 RECIPES: UseCase[RecipesArgs, list[SearchHit]] = UseCase(
     name="recipes",
-    returns='`{"recipes": [hit + {"steps": [{"order", "description", "canonical_file"}]}]}`',
+    returns=(
+        '`{"recipes": [hit + {"steps": [{"order", "description", "canonical_file"}]}]}` '
+        "(the steps once, not also under `extra`)"
+    ),
     summary="step-by-step recipes that worked here before for a kind of task",
     args=RecipesArgs,
     run=_recipes,

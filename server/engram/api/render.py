@@ -31,21 +31,23 @@ if TYPE_CHECKING:
 
 
 def hit_json(hit: SearchHit) -> JsonObject:
-    """One search hit: the fields a list shows, its score and why, and the full record."""
+    """One search hit: the memory's record (:func:`engram.model.memory_json`) with its score,
+    why it ranked, whether it may be stale, and the conflict mark when its other side is
+    shown. Each fact once: the hit *is* the record (the editors read either shape), which an
+    agent pays for by the token; a hit used to carry the record twice (its fields at the top
+    and again under ``memory``) and each conflict three times (relations, a ``conflicts``
+    list and the mark): 17k characters for ten hits over MCP. ``citation_text`` is left
+    out, being the label ``citation`` already shows; ``stale`` is the search's judgement (a
+    deleted anchor file too), not only the record's ``stale_at``."""
     memory: Memory = hit.memory
+    record = _shown_relations(memory_json(memory), {cid for cid, _ in hit.conflicts})
+    record.pop("citation_text", None)
     return {
         "id": memory.id,
         "score": round(float(hit.score), 6),
-        "stale": bool(hit.stale),
         "reasons": list(hit.reasons),
-        "citation": memory.citation(),
-        "type": memory.type.value,
-        "source": memory.source.value,
-        "confidence": memory.confidence,
-        "content": memory.content,
-        "anchors": [to_jsonable(a) for a in memory.anchors],
-        "memory": _shown_relations(memory_json(memory), {cid for cid, _ in hit.conflicts}),
-        "conflicts": [{"id": cid, "content": text} for cid, text in hit.conflicts],
+        **record,
+        "stale": bool(hit.stale),
         **({"conflict": hit.conflict_mark} if hit.conflicts else {}),
     }
 

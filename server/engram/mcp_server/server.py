@@ -278,9 +278,9 @@ async def _run_hub_tool(hub: McpHub, name: str, args: dict[str, object]) -> Json
 def fence_team_memories(data: JsonObject) -> JsonObject:
     """A teammate's memory reaches the model as quoted data, with who shared it
     (docs/security.md): every memory record in a result (``memory_json``, with ``extra.team``)
-    gets its ``content`` fenced by ``engram.quoting`` and a ``shared_by`` line, and so does a
-    record that carries such a memory's text beside it (a search hit: ``content`` next to
-    its ``memory``), which was left bare before."""
+    gets its ``content`` fenced by ``engram.quoting`` and a ``shared_by`` line (a search hit
+    is such a record), and so does a record that carries such a memory's text beside a
+    nested ``memory``."""
     from engram.quoting import quote_shared, shared_label
 
     def team_of(record: dict[str, object]) -> tuple[dict[str, object], dict[str, object]] | None:
