@@ -42,3 +42,45 @@ def test_a_file_shared_with_no_git_identity_is_shown_as_its_commit_authors(
     finally:
         engine.close()
     assert by == {nobody.id: "Ada Walker", named.id: "Ana"}
+
+
+def test_a_memory_stored_naming_nobody_is_named_at_the_next_sync(
+    tmp_workspace: Workspace,
+) -> None:
+    """A memory synced before 1e05bf4 was stored 'shared by "the team"'; sync skips a file
+    it read before (same digest), so it kept that until the file changed. The next sync
+    names the commit's author, in the store and in the agents' digest, text untouched."""
+    import attrs
+
+    from engram.agents import Digest
+    from engram.model.memory import TEAM_KEY
+
+    root = tmp_workspace.root
+    folder = root / ".engram-team"
+    folder.mkdir()
+    nobody = Memory("derive_key salts with the class name", id="m-00000000b1")
+    (folder / f"{nobody.id}.json").write_text(
+        render_team_file(nobody, shared_by=None, shared_at=datetime(2026, 11, 29, tzinfo=UTC))
+    )
+    author = ["-c", "user.name=Ada Walker", "-c", "user.email=ada@example.invalid"]
+    subprocess.run(["git", *author, "add", "."], cwd=root, check=True)
+    subprocess.run(["git", *author, "commit", "-qm", "team"], cwd=root, check=True)
+    engine = Engine(tmp_workspace, EngramConfig(embed=EmbedConfig(model="none")))
+    try:
+        team.sync_team(engine)
+        # as the code before 1e05bf4 stored it: the file's null name
+        (stored,) = engine.store.get_many([nobody.id])
+        origin = {**(team_origin(stored) or {}), "by": None}
+        old = attrs.evolve(stored, extra={**stored.extra, TEAM_KEY: origin})
+        engine.store.update([old])
+        engine.mirror([old])
+        assert Digest(tmp_workspace).shown([nobody.id])[0].shared_by == "the team"
+        report = team.sync_team(engine)
+        (now,) = engine.store.get_many([nobody.id])
+        again = team.sync_team(engine)
+    finally:
+        engine.close()
+    assert (team_origin(now) or {}).get("by") == "Ada Walker"
+    assert now.content == stored.content and now.needs_review == stored.needs_review
+    assert report.updated == 1 and again.updated == 0 and again.unchanged == 1
+    assert Digest(tmp_workspace).shown([nobody.id])[0].shared_by == "Ada Walker"

@@ -193,6 +193,10 @@ def sync_team(engine: Engine) -> TeamSyncReport:
         for entry in read.entries:
             mine = local.get(entry.memory.id)
             if known.get(entry.memory.id) == entry.digest and mine is not None:
+                named = _named_by_commit(mine, facts, entry.path)
+                if named is not None:  # stored as "the team" before 1e05bf4
+                    updated.append(named)
+                    continue
                 report.unchanged += 1
                 continue
             try:  # a file's text is checked like anyone's (length, control characters)
@@ -228,6 +232,10 @@ def sync_team(engine: Engine) -> TeamSyncReport:
                 entries.append(app_trust.refusal(engine, mine, event, str(exc)))
                 continue
             if step.unchanged:
+                named = _named_by_commit(mine, facts, entry.path)
+                if named is not None:
+                    updated.append(named)
+                    continue
                 report.unchanged += 1
                 continue
             entries.append(step.entry)
@@ -302,6 +310,21 @@ def _by_commit_author(memory: Memory, author: str) -> Memory:
     return attrs.evolve(
         memory, extra={**memory.extra, TEAM_KEY: {**team, "by": clean_name(author)}}
     )
+
+
+def _named_by_commit(memory: Memory, facts: TeamFolderFacts | None, path: str) -> Memory | None:
+    """A teammate's memory stored naming nobody, with its commit's author now, or None.
+
+    Sync skips a file it read before (same digest), so a memory stored before sync named
+    the author (1e05bf4) read 'shared by "the team"' until its file changed; the next sync
+    names it instead (its text and trust state untouched)."""
+    team = team_origin(memory)
+    if team is None or team.get("by") or facts is None:
+        return None
+    change = facts.committed(path)
+    if change is None or not change.author:
+        return None
+    return _by_commit_author(memory, change.author)
 
 
 def _team_facts(engine: Engine, label: str) -> TeamFolderFacts | None:
