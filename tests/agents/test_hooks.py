@@ -79,7 +79,7 @@ def test_post_tool_use_injects_file_gotchas_once_per_session(ws: Workspace) -> N
     assert output["hookEventName"] == "PostToolUse"
     assert "wants cents" in output["additionalContext"]
     assert memory.id in output["additionalContext"]
-    assert "billing.py:4" in output["additionalContext"]
+    assert "(line 4)" in output["additionalContext"]  # the header names the file
     # the same session reading again gets nothing new; another session gets it again
     assert run_claude_code_hook(ws, _post(ws, "billing.py"), background=False) is None
     assert run_claude_code_hook(ws, _post(ws, "billing.py", "s2"), background=False) is not None
@@ -169,6 +169,9 @@ def test_codex_apply_patch_injects_for_each_patched_file(ws: Workspace) -> None:
     text = result["hookSpecificOutput"]["additionalContext"]
     assert "charge wants cents" in text
     assert "refunds are async" in text
+    # each file named once, by its part's header, and the footer once for the answer
+    assert text.count("billing.py") == 1 and text.count("refund.py") == 1, text
+    assert text.count("Confirm or flag") == 1 and text.endswith("--kind incorrect`."), text
 
 
 def test_one_background_job_of_a_kind_at_a_time(ws: Workspace) -> None:

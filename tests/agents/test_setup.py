@@ -291,3 +291,66 @@ def test_setup_codex_says_codex_runs_nothing_until_the_person_trusts_it(
     assert "trust the folder" in first.stderr and "/hooks" in first.stderr
     again = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
     assert "/hooks" not in again.stderr  # nothing changed: nothing new to trust
+
+
+def test_hook_answers_carry_each_fact_once_as_claude_code_runs_them(
+    tmp_workspace: Workspace, tmp_path: Path
+) -> None:
+    """What reaches ``additionalContext``, run as Claude Code runs the plugin's hook (``/bin/sh
+    -c``, ``PATH=/usr/bin:/bin``, the payload on stdin; the code under test found through
+    ``ENGRAM_PYTHON``): a file's lines repeated its name after the header that names it
+    (``(billing.py:1)``), and every answer of a session ended with the same footer. Each
+    fact once now, within budget; an answer with nothing new prints nothing at all."""
+    import engram
+    from engram.agents import HookBudget
+    from engram.tokens import estimate_tokens
+
+    ws = tmp_workspace
+    ws.ensure_engram_dir()
+    (ws.root / "billing.py").write_text("def charge(x):\n    return x\n")
+    (ws.root / "refund.py").write_text("def refund(x):\n    return -x\n")
+    memories = [
+        Memory(text, type=MemoryType.GOTCHA, anchors=[CodeAnchor(file, None, line, line)])
+        for text, file, line in (
+            ("charge() takes euros but the payment API wants cents", "billing.py", 0),
+            ("charge() retries twice; the second retry is not idempotent", "billing.py", 1),
+            ("refunds settle a day later than the charge", "refund.py", 0),
+        )
+    ]
+    Digest(ws, rules=mirror_rules()).apply(memories)
+    hooks = json.loads((PLUGIN / "hooks/hooks.json").read_text())["hooks"]
+    env = _minimal_env(
+        tmp_path / "home",
+        CLAUDE_PLUGIN_ROOT=str(PLUGIN),
+        ENGRAM_PYTHON=sys.executable,
+        PYTHONPATH=str(Path(engram.__file__).parents[1]),
+    )
+
+    def hook(event: str, **body: Any) -> str:
+        command = hooks[event][0]["hooks"][0]["command"].replace(
+            "${CLAUDE_PLUGIN_ROOT}", str(PLUGIN)
+        )
+        payload = {"session_id": "s-lean", "cwd": str(ws.root), "hook_event_name": event, **body}
+        return _run_hook(command, payload, env, ws.root)
+
+    def read(file: str) -> dict[str, Any]:
+        return {"tool_name": "Read", "tool_input": {"file_path": str(ws.root / file)}}
+
+    edit = hook(
+        "PreToolUse", tool_name="Edit", tool_input={"file_path": str(ws.root / "billing.py")}
+    )
+    first = json.loads(edit)["hookSpecificOutput"]["additionalContext"]
+    assert first.splitlines()[0] == "Engram memory for billing.py (read before changing it):"
+    assert first.count("billing.py") == 1, first
+    assert "(line 1)" in first and "(line 2)" in first
+    assert first.count("Confirm or flag") == 1 and first.endswith("--kind incorrect`.")
+    assert estimate_tokens(first) <= HookBudget().file_tokens
+    second = json.loads(hook("PostToolUse", **read("refund.py")))["hookSpecificOutput"]
+    later = second["additionalContext"]
+    assert later.count("refund.py") == 1 and "Confirm or flag" not in later, later
+    # each memory handed once in the session, by its id once
+    both = first + later
+    assert all(both.count(m.id) == 1 for m in memories), both
+    # nothing new, and a prompt about nothing: no output at all, not an empty context
+    assert hook("PostToolUse", **read("billing.py")) == ""
+    assert hook("UserPromptSubmit", prompt="xylophone quartz") == ""

@@ -18,6 +18,10 @@ imports the secret redaction, dozens of regular expressions) and starting backgr
 Every memory handed to the agent is recorded per session: the same memory is never
 injected twice in one session, and at session end the engine learns which memories were
 used in a session that then succeeded (docs/agents.md, feedback).
+
+Long on purpose: the whole answering path of every hook event is here, because each module
+a hook imports is start-up time paid on every tool call (the pinned set above); splitting
+the events' renderings into modules of their own would add imports to that path.
 """
 
 from __future__ import annotations
@@ -122,7 +126,7 @@ class HookBudget:
 class SessionLedger:
     """The memories handed to one agent session, persisted so each hook process sees them."""
 
-    __slots__ = ("accessed", "credited", "handed", "path", "tokens")
+    __slots__ = ("accessed", "credited", "handed", "path", "tokens", "told")
 
     def __init__(
         self,
@@ -131,10 +135,13 @@ class SessionLedger:
         tokens: int = 0,
         accessed: list[str] | None = None,
         credited: list[str] | None = None,
+        told: bool = False,
     ) -> None:
         self.path = path
         self.handed: list[str] = handed if handed is not None else []
         self.tokens = tokens
+        #: the session was told how to confirm or flag (:data:`FOOTER`): once is enough
+        self.told = told
         #: handed ids whose injection was counted as an access (docs/agents.md), and those
         #: credited because the session then succeeded; both settled by the background drain.
         self.accessed: list[str] = accessed if accessed is not None else []
@@ -151,6 +158,7 @@ class SessionLedger:
                 int(raw.get("tokens", 0)),
                 list(raw.get("accessed", [])),
                 list(raw.get("credited", [])),
+                raw.get("told") is True,
             )
         except (OSError, ValueError, TypeError):
             return cls(path)
@@ -163,6 +171,7 @@ class SessionLedger:
             "tokens": self.tokens,
             "accessed": self.accessed,
             "credited": self.credited,
+            "told": self.told,
         }
         tmp.write_text(json.dumps(data), "utf-8")
         os.replace(tmp, self.path)
@@ -173,10 +182,14 @@ def safe_session(session_id: str) -> str:
     return _SAFE_SESSION.sub("_", session_id)[:128] or "default"
 
 
-def render_memory(memory: Brief, others: Sequence[Brief] = ()) -> str:
+def render_memory(memory: Brief, others: Sequence[Brief] = (), here: str | None = None) -> str:
     """One line an agent reads: type, text and the citation it can confirm or flag by;
-    ``others``: the shown memories it conflicts with, marked (``engram.marks``)."""
-    where = f" ({memory.file}:{memory.line + 1})" if memory.file and memory.line is not None else ""
+    ``others``: the shown memories it conflicts with, marked (``engram.marks``); ``here``:
+    the file the lines are headed with, whose name a line does not repeat (``line 3``)."""
+    where = ""
+    if memory.file and memory.line is not None:
+        line = memory.line + 1
+        where = f" (line {line})" if memory.file == here else f" ({memory.file}:{line})"
     marks = conflict_markers([(o.id, o.content) for o in others])
     mark = f" {marks}" if marks else ""
     if memory.from_team:  # a teammate's words: quoted data with its origin (security.md)
@@ -198,18 +211,27 @@ def digest_partners(digest: Digest) -> Partners:
     return partners
 
 
+#: How an agent acts on what a hook handed it: said once per session (``SessionLedger.told``).
+FOOTER = "Confirm or flag one with `engram confirm ID` / `engram flag ID --kind incorrect`."
+
+
 def pack(
     header: str,
     memories: Sequence[Brief],
     budget: int,
     seen: set[str],
     partners: Partners | None = None,
+    *,
+    here: str | None = None,
+    footer: bool = True,
 ) -> tuple[str, list[str]]:
     """Lines for ``memories`` not in ``seen`` (already handed out), within ``budget`` tokens.
 
     A memory linked as a conflict comes with the other side right after it, both marked,
     or not at all (docs/trust.md "Conflicts"): the pair fits the budget together or is left
     out together, even when the other side was handed out earlier in the session.
+    ``here``: the file the header names (its lines say ``line N``, not the path again);
+    ``footer``: end with :data:`FOOTER` when it fits.
     """
     lines: list[str] = []
     used = estimate_tokens(header) + 1
@@ -219,7 +241,7 @@ def pack(
             continue
         group = together([memory], lambda b: b.id, partners or (lambda _: ()))
         group = [b for b in group if b.id not in ids]
-        rendered = [render_memory(b, partners(b) if partners else ()) for b in group]
+        rendered = [render_memory(b, partners(b) if partners else (), here) for b in group]
         cost = sum(estimate_tokens(line) + 1 for line in rendered)
         if used + cost > budget:
             continue
@@ -228,10 +250,9 @@ def pack(
         ids.extend(b.id for b in group)
     if not lines:
         return "", []
-    footer = "Confirm or flag one with `engram confirm ID` / `engram flag ID --kind incorrect`."
     text = "\n".join([header, *lines])
-    if used + estimate_tokens(footer) + 1 <= budget:
-        text += "\n" + footer
+    if footer and used + estimate_tokens(FOOTER) + 1 <= budget:
+        text += "\n" + FOOTER
     return text, ids
 
 
@@ -378,17 +399,18 @@ def run_claude_code_hook(
                 budget.session_tokens,
                 set(ledger.handed),
                 digest_partners(digest),
+                footer=not ledger.told,
             )
             if not text and _session_begins(payload) and _never_indexed(workspace, digest):
                 return _not_indexed(workspace)
         elif event == "UserPromptSubmit":
             text, ids = _prompt_context(
-                workspace, digest, str(payload.get("prompt") or ""), budget, set(ledger.handed)
+                workspace, digest, str(payload.get("prompt") or ""), budget, ledger
             )
         elif (event == "PostToolUse" and _tool_files(payload)) or (
             event == "PreToolUse" and payload.get("tool_name") in EDIT_TOOLS
         ):
-            text, ids = _file_context(workspace, digest, payload, budget, set(ledger.handed))
+            text, ids = _file_context(workspace, digest, payload, budget, ledger)
         elif event in ("Stop", "SessionEnd"):
             if background:
                 drain = ["observe", "--format", "claude-code", "--drain-inbox"]
@@ -399,6 +421,7 @@ def run_claude_code_hook(
         if ids:
             ledger.handed.extend(ids)
             ledger.tokens += estimate_tokens(text)
+            ledger.told = ledger.told or text.endswith(FOOTER)
             ledger.save()
         return _output(event, text)
     finally:
@@ -447,12 +470,14 @@ def _file_context(
     digest: Digest,
     payload: JsonObject,
     budget: HookBudget,
-    seen: set[str],
+    ledger: SessionLedger,
 ) -> tuple[str, list[str]]:
-    """The gotchas of the files a tool call reads or is about to change, within budget."""
+    """The gotchas of the files a tool call reads or is about to change, within budget: a
+    part per file, its lines without the file's name again, the footer once at the end."""
     texts: list[str] = []
     ids: list[str] = []
-    remaining = budget.file_tokens
+    seen = set(ledger.handed)
+    remaining = budget.file_tokens - (0 if ledger.told else estimate_tokens(FOOTER) + 1)
     before = payload.get("hook_event_name") == "PreToolUse"
     for raw in _tool_files(payload)[:5]:
         try:
@@ -465,17 +490,21 @@ def _file_context(
             if before
             else f"Engram memory for {rel}:"
         )
-        part, part_ids = pack(header, memories, remaining, seen, digest_partners(digest))
+        part, part_ids = pack(
+            header, memories, remaining, seen, digest_partners(digest), here=rel, footer=False
+        )
         if part:
             texts.append(part)
             ids.extend(part_ids)
             seen.update(part_ids)
             remaining -= estimate_tokens(part) + 1
+    if texts and not ledger.told:
+        texts.append(FOOTER)
     return "\n".join(texts), ids
 
 
 def _prompt_context(
-    workspace: Workspace, digest: Digest, prompt: str, budget: HookBudget, seen: set[str]
+    workspace: Workspace, digest: Digest, prompt: str, budget: HookBudget, ledger: SessionLedger
 ) -> tuple[str, list[str]]:
     """Memories the prompt is about: the files it names, then the memories sharing its words.
 
@@ -496,8 +525,9 @@ def _prompt_context(
         "Engram memory relevant to this request:",
         found,
         budget.prompt_tokens,
-        seen,
+        set(ledger.handed),
         digest_partners(digest),
+        footer=not ledger.told,
     )
 
 
