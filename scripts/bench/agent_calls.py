@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import random
@@ -317,6 +316,17 @@ def bench_hooks(root: Path, env: dict[str, str], files: list[str], runs: int) ->
 # --------------------------------------------------------------------------- LSP hover
 
 
+def _lsp_bench() -> Any:
+    """scripts/bench/lsp.py as a module (this folder is off the import path: mcp.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_lsp", _HERE / "lsp.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def anchored_lines(root: Path, rel: str) -> list[int]:
     """The lines of ``rel`` that memories are anchored to (what a hover shows)."""
     sys.path.insert(0, str(SERVER))
@@ -333,39 +343,9 @@ def anchored_lines(root: Path, rel: str) -> list[int]:
 
 async def bench_hover(root: Path, env: dict[str, str], rel: str, runs: int) -> dict[str, Any]:
     from lsprotocol import types
-    from pygls.lsp.client import LanguageClient
 
-    client = LanguageClient("engram-bench", "1")
-    ready = asyncio.Event()
-
-    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-    def _create(params: types.WorkDoneProgressCreateParams) -> None:
-        return None
-
-    @client.feature(types.PROGRESS)
-    def _progress(params: types.ProgressParams) -> None:
-        value = params.value
-        kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
-        message = value.get("message") if isinstance(value, dict) else getattr(value, "message", "")
-        if kind == "end" and message == "ready":
-            ready.set()
-
-    @client.feature(types.WORKSPACE_CONFIGURATION)
-    def _configuration(params: types.ConfigurationParams) -> list[Any]:
-        return [None for _ in params.items]
-
-    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
-    def _register(params: types.RegistrationParams) -> None:
-        return None
-
-    @client.feature(types.WINDOW_LOG_MESSAGE)
-    def _log(params: types.LogMessageParams) -> None:
-        return None
-
-    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def _diagnostics(params: types.PublishDiagnosticsParams) -> None:
-        return None
-
+    rec = _lsp_bench().Recorder()  # scripts/bench/lsp.py's client: progress, diagnostics
+    client = rec.client
     await client.start_io(sys.executable, "-m", "engram", "serve", cwd=str(root), env=env)
     await client.initialize_async(
         types.InitializeParams(
@@ -382,8 +362,9 @@ async def bench_hover(root: Path, env: dict[str, str], rel: str, runs: int) -> d
         )
     )
     client.initialized(types.InitializedParams())
-    with contextlib.suppress(TimeoutError):  # hovers then answer as before "ready"
-        await asyncio.wait_for(ready.wait(), 120)
+    deadline = time.perf_counter() + 120  # past it, hovers answer as before "ready"
+    while rec.ready_at is None and time.perf_counter() < deadline:
+        await asyncio.sleep(0.05)
     path = root / rel
     uri = path.as_uri()
     client.text_document_did_open(

@@ -12,26 +12,28 @@ from engram.model import Memory, team_origin
 from engram.workspace import Workspace
 
 
+def _committed_by_ada(ws: Workspace, files: list[tuple[Memory, str | None]]) -> None:
+    """Team files naming whom ``files`` says (None: nobody), committed by Ada Walker."""
+    folder = ws.root / ".engram-team"
+    folder.mkdir()
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    for memory, by in files:
+        (folder / f"{memory.id}.json").write_text(
+            render_team_file(memory, shared_by=by, shared_at=now)
+        )
+    author = ["-c", "user.name=Ada Walker", "-c", "user.email=ada@example.invalid"]
+    subprocess.run(["git", *author, "add", "."], cwd=ws.root, check=True)
+    subprocess.run(["git", *author, "commit", "-qm", "team"], cwd=ws.root, check=True)
+
+
 def test_a_file_shared_with_no_git_identity_is_shown_as_its_commit_authors(
     tmp_workspace: Workspace,
 ) -> None:
     """walk31: shared while git had no identity, the file keeps ``shared.by: null`` and
     teammates read 'shared by "the team"' for ever, although sync knows who committed it."""
-    root = tmp_workspace.root
-    folder = root / ".engram-team"
-    folder.mkdir()
-    now = datetime(2026, 11, 29, tzinfo=UTC)
     nobody = Memory("derive_key salts with the class name", id="m-00000000a1")
     named = Memory("sign() needs a secret key", id="m-00000000a2")
-    (folder / f"{nobody.id}.json").write_text(
-        render_team_file(nobody, shared_by=None, shared_at=now)
-    )
-    (folder / f"{named.id}.json").write_text(
-        render_team_file(named, shared_by="Ana", shared_at=now)
-    )
-    author = ["-c", "user.name=Ada Walker", "-c", "user.email=ada@example.invalid"]
-    subprocess.run(["git", *author, "add", "."], cwd=root, check=True)
-    subprocess.run(["git", *author, "commit", "-qm", "team"], cwd=root, check=True)
+    _committed_by_ada(tmp_workspace, [(nobody, None), (named, "Ana")])
     engine = Engine(tmp_workspace, EngramConfig(embed=EmbedConfig(model="none")))
     try:
         team.sync_team(engine)
@@ -55,16 +57,8 @@ def test_a_memory_stored_naming_nobody_is_named_at_the_next_sync(
     from engram.agents import Digest
     from engram.model.memory import TEAM_KEY
 
-    root = tmp_workspace.root
-    folder = root / ".engram-team"
-    folder.mkdir()
     nobody = Memory("derive_key salts with the class name", id="m-00000000b1")
-    (folder / f"{nobody.id}.json").write_text(
-        render_team_file(nobody, shared_by=None, shared_at=datetime(2026, 11, 29, tzinfo=UTC))
-    )
-    author = ["-c", "user.name=Ada Walker", "-c", "user.email=ada@example.invalid"]
-    subprocess.run(["git", *author, "add", "."], cwd=root, check=True)
-    subprocess.run(["git", *author, "commit", "-qm", "team"], cwd=root, check=True)
+    _committed_by_ada(tmp_workspace, [(nobody, None)])
     engine = Engine(tmp_workspace, EngramConfig(embed=EmbedConfig(model="none")))
     try:
         team.sync_team(engine)
