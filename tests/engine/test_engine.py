@@ -671,3 +671,23 @@ def test_remember_finds_a_duplicate_written_while_it_embedded(dense_engine: Engi
     again = remember(dense_engine, "Retry uploads three times")
     assert again.merged and again.memory.id == interloper[0]
     assert fake_store.count() == 1
+
+
+def test_a_correction_never_merges_into_the_memory_it_corrects(engine: Engine, fake_store):
+    """VS Code's Edit… remembers the corrected text with ``supersedes`` and then flags the
+    old memory: a small correction merged into the old one, and the flag retired both."""
+    old = remember(engine, "timeout() must clear its timer when the fetch settles", type="gotcha")
+    fixed = remember(
+        engine,
+        "timeout() must clear its timer when the fetch settles or aborts",
+        type="gotcha",
+        extra={"supersedes": old.memory.id},
+    )
+    assert not fixed.merged and fixed.memory.id != old.memory.id
+    assert fake_store.get(fixed.memory.id).content.endswith("settles or aborts")
+    assert fake_store.get(old.memory.id).content.endswith("fetch settles")
+    # without supersedes the same text is a restatement, as before
+    again = remember(
+        engine, "timeout() must clear its timer when the fetch settles!", type="gotcha"
+    )
+    assert again.merged

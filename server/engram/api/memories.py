@@ -225,7 +225,7 @@ class RememberArgs:
     supersedes: str | None = attrs.field(
         default=None,
         metadata=spec(
-            "id of a memory this one corrects (kept in extra.supersedes)",
+            "id of a memory this one corrects (kept in extra.supersedes; never merged into it)",
             max_length=100,
             memory_id=True,
             surfaces=frozenset({LSP}),

@@ -591,7 +591,11 @@ def _duplicate_candidates(
         (found[mid], cos) for mid, cos in scores.items() if mid in found
     ]
     pairs.extend((m, None) for m in batch_pool if m.type == memory.type)
-    return pairs
+    # a correction never restates the memory it corrects: VS Code's Edit… sends the new text
+    # with ``supersedes`` and then flags the old one, so a small correction merged into the
+    # old memory, the flag retired it, and the corrected text was kept nowhere
+    corrects = memory.extra.get("supersedes")
+    return [(m, cosine) for m, cosine in pairs if m.id != corrects]
 
 
 def _write(
