@@ -490,6 +490,34 @@ def test_cosine_duplicate_merges(dense_engine: Engine, fake_store):
     assert "cosine" in (result.duplicate_reason or "")
 
 
+def test_an_agents_restatement_by_meaning_that_adds_a_claim_is_not_lost(
+    tmp_workspace: Workspace, fake_store, clock
+) -> None:
+    """A merge by meaning alone needs the text it drops to say nothing the kept one lacks
+    (8100551), and it took the dropped text to be the shorter one, as merge_memories keeps
+    the longer; but a restatement that would wait in review keeps a shown memory's own
+    text whatever its length (57aaa65). An agent's longer "... and its keys rotate weekly"
+    merged into a person's "uploads go to the staging bucket" and was kept nowhere; it is
+    now a memory of its own, in review, and a restatement that adds nothing still merges."""
+    from tests.engine.conftest import FakeFilter, HashEmbedder
+
+    config = EngramConfig(safety=SafetyConfig(duplicate_cosine=0.8))  # this embedder: 0.83
+    engine = Engine(tmp_workspace, config, store=fake_store, embedder=HashEmbedder(),
+                    clock=clock, filter_factory=FakeFilter)  # fmt: skip
+    mine = remember(engine, "uploads go to the staging bucket").memory
+    agent = trust.Actor.agent("mcp")
+    claim = "uploads go to the staging bucket and its keys rotate weekly"
+    added = remember(engine, claim, source="agent_explicit", actor=agent)
+    assert not added.merged and added.memory.content == claim
+    assert trust.state_of(added.memory) is trust.TrustState.REVIEW
+    stored = engine.store.get(mine.id)
+    assert stored is not None and stored.content == "uploads go to the staging bucket"
+    # the person's claim said again in other words: nothing of its own is lost, it merges
+    again = remember(engine, "to the staging bucket go uploads", source="agent_explicit",
+                     actor=agent)  # fmt: skip
+    assert again.merged and again.memory.id == mine.id and "cosine" in str(again.duplicate_reason)
+
+
 def test_seed_workspace_is_idempotent_and_keeps_corrections(engine: Engine, tmp_workspace):
     from engram.codegraph import ProjectFact
 

@@ -205,11 +205,13 @@ def remember_many(
             # "the timeout is 30s" / "… 90s" read as near-duplicates by text ratio, but
             # merging would keep one value and lose the other: contradictions never merge
             conflicts, later = _contradictions(engine, memory, candidates)
-            match, conflicts, later = _duplicate(engine, memory, candidates, conflicts, later)
+            # where this restatement would stand on its own decides what it may change
+            standing = rules.state_of(rules.admit(memory, who, now=now).memory)
+            match, conflicts, later = _duplicate(
+                engine, memory, candidates, conflicts, later, standing
+            )
             if match is not None:
                 combined = merge_memories(match.memory, memory, now=now)
-                # where this restatement would stand on its own decides what it may change
-                standing = rules.state_of(rules.admit(memory, who, now=now).memory)
                 restate = rules.Restate(actor=who, cause=cause, merged=combined, standing=standing)
                 step = rules.transition(match.memory, restate, now=now)
                 merged = step.memory
@@ -482,8 +484,11 @@ def _duplicate(
     candidates: Sequence[tuple[Memory, float | None]],
     conflicts: list[Contradiction],
     later: tuple[tuple[Memory, float], ...],
+    standing: rules.TrustState,
 ) -> tuple[DuplicateMatch | None, list[Contradiction], tuple[tuple[Memory, float], ...]]:
-    """The near-duplicate ``memory`` merges into, if any: never one it contradicts.
+    """The near-duplicate ``memory`` merges into, if any: never one it contradicts, nor,
+    by meaning alone, one whose text the merge keeps (``standing``: where ``memory``
+    stands on its own, :func:`lifecycle.trust.keeps_own_text`) when it says more.
 
     A candidate whose pair the judges have not read yet (``later``) is read now before it
     may merge (a merge keeps one text and loses the other); that is one pair, rarely.
@@ -495,6 +500,7 @@ def _duplicate(
             [pair for pair in candidates if pair[0].id not in disputed],
             ratio_threshold=engine.config.safety.duplicate_ratio,
             cosine_threshold=engine.config.safety.duplicate_cosine,
+            keeps_own_text=lambda existing: rules.keeps_own_text(existing, standing),
         )
         unread = [p for p in later if match is not None and p[0].id == match.memory.id]
         if match is None or not unread:

@@ -14,7 +14,7 @@ new claim with words of its own would be lost (docs/lifecycle.md, "Near-duplicat
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 import attrs
@@ -126,11 +126,15 @@ def find_duplicate(
     *,
     ratio_threshold: float,
     cosine_threshold: float,
+    keeps_own_text: Callable[[Memory], bool] | None = None,
 ) -> DuplicateMatch | None:
     """The best existing memory ``new`` duplicates, or ``None``.
 
     ``candidates`` are (memory, cosine or None) pairs from keyword and dense search.
     Deprecated memories never absorb a new one (the user said they were wrong).
+    ``keeps_own_text``: whether a merge into that memory keeps its text whatever ``new``
+    says (``lifecycle.trust.keeps_own_text``: a restatement that waits in review), so the
+    text a merge by meaning drops is ``new``'s; else the one :func:`merge_memories` drops.
     """
     best: DuplicateMatch | None = None
     new_neg = _negations(new.content)
@@ -143,9 +147,10 @@ def find_duplicate(
         ratio = text_ratio(new.content, existing.content)
         alike = cosine is not None and cosine >= cosine_threshold
         if alike and ratio < ratio_threshold:
-            # merge_memories keeps the longer text: the other one must add nothing
-            longer = len(new.content) > len(existing.content)
-            kept, dropped = (new, existing) if longer else (existing, new)
+            # a merge keeps one text: the one it drops must add nothing
+            own = keeps_own_text is not None and keeps_own_text(existing)
+            new_kept = _new_text_kept(existing, new) and not own
+            kept, dropped = (new, existing) if new_kept else (existing, new)
             alike = _says_nothing_new(dropped.content, kept.content)
         if ratio >= ratio_threshold or alike:
             score = max(ratio / 100.0, cosine or 0.0)
@@ -163,6 +168,13 @@ def _union(first: Sequence[str], second: Sequence[str]) -> list[str]:
 
 def _anchor_key(anchor: CodeAnchor) -> tuple[str, str | None, int | None]:
     return (anchor.file, anchor.symbol, anchor.start_line)
+
+
+def _new_text_kept(existing: Memory, new: Memory) -> bool:
+    """Whether a merge keeps ``new``'s text: the longer one wins (a re-statement usually
+    adds detail), the existing one on a tie. :func:`merge_memories` keeps it, and
+    :func:`find_duplicate` checks that the other one adds nothing."""
+    return len(new.content) > len(existing.content)
 
 
 def merge_memories(existing: Memory, new: Memory, *, now: datetime | None = None) -> Memory:
@@ -183,7 +195,7 @@ def merge_memories(existing: Memory, new: Memory, *, now: datetime | None = None
         existing.confidence, min(CONFIDENCE_CAP, existing.confidence + MERGE_CONFIDENCE_BUMP)
     )
     bumped = max(bumped, min(new.confidence, CONFIDENCE_CAP))
-    content = new.content if len(new.content) > len(existing.content) else existing.content
+    content = new.content if _new_text_kept(existing, new) else existing.content
     merged_extra = {**new.extra, **existing.extra}
     merged_extra["merge_count"] = int(existing.extra.get("merge_count", 0)) + 1
     return attrs.evolve(

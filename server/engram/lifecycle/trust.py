@@ -84,6 +84,7 @@ __all__ = [
     "count_use",
     "flags_of",
     "is_shown",
+    "keeps_own_text",
     "landed",
     "mirror_rules",
     "snapshot",
@@ -835,6 +836,17 @@ def _restore(memory: Memory, event: Event, now: datetime) -> Memory:
     )
 
 
+def keeps_own_text(memory: Memory, standing: TrustState) -> bool:
+    """Whether a restatement standing where ``standing`` says (:func:`admit`'s state of
+    it) leaves ``memory``'s text, tags and anchors as they are: a claim that would wait in
+    review never rewrites one someone stands behind (shown, not in review). The duplicate
+    check asks it too (``lifecycle.dedup.find_duplicate``): the text such a merge drops is
+    the restatement's, whatever its length."""
+    return standing is TrustState.REVIEW and state_of(memory) not in HIDDEN_STATES | {
+        TrustState.REVIEW
+    }
+
+
 def _restate(memory: Memory, event: Event, now: datetime) -> Memory | tuple[Memory, str]:
     assert isinstance(event, Restate)
     merged = event.merged
@@ -851,7 +863,7 @@ def _restate(memory: Memory, event: Event, now: datetime) -> Memory | tuple[Memo
         if _lifecycle(memory)
         else {k: v for k, v in merged.extra.items() if k != LIFECYCLE_KEY}
     )
-    if standing is TrustState.REVIEW and state not in HIDDEN_STATES | {TrustState.REVIEW}:
+    if keeps_own_text(memory, standing):
         # a claim that would wait in review (an agent's, a clone's rules file) never puts
         # its words, tags or anchors into a memory someone stands behind: merged, an
         # agent's longer text replaced a person's verified one and stayed verified (stop 31)
