@@ -719,3 +719,51 @@ def test_a_correction_never_merges_into_the_memory_it_corrects(engine: Engine, f
         engine, "timeout() must clear its timer when the fetch settles!", type="gotcha"
     )
     assert again.merged
+
+
+def test_a_correction_that_names_only_a_file_keeps_the_corrected_memorys_anchor(
+    engine: Engine, fake_store, tmp_workspace
+):
+    """VS Code's Edit… sends the corrected text with the file and ``supersedes`` only: the
+    correction of a function's gotcha lost its symbol and lines and showed at line 1."""
+    src = tmp_workspace.root / "auth.py"
+    src.write_text(
+        "import os\n\n\ndef login():\n    token = make()\n    return token\n", encoding="utf-8"
+    )
+    old = remember(engine, "login() must refresh the token", file=str(src), symbol="login")
+    fixed = remember(
+        engine,
+        "login() must refresh the token before the 24h expiry",
+        file=str(src),
+        extra={"supersedes": old.memory.id},
+    )
+    anchor = fake_store.get(fixed.memory.id).anchors[0]
+    assert (anchor.file, anchor.symbol, anchor.start_line, anchor.end_line) == (
+        "auth.py",
+        "login",
+        3,
+        5,
+    )
+    # the symbol went since: the corrected memory's lines, checked against today's file
+    src.write_text(
+        "import os\n\n\ndef sign_in():\n    token = make()\n    return token\n", encoding="utf-8"
+    )
+    again = remember(
+        engine,
+        "sign_in() must refresh the token before the 24h expiry, always",
+        file=str(src),
+        extra={"supersedes": fixed.memory.id},
+    )
+    moved = fake_store.get(again.memory.id).anchors[0]
+    assert (moved.symbol, moved.start_line, moved.end_line) == (None, 3, 5)
+    assert moved.content_hash is not None
+    # and a file too short for those lines: the file alone
+    src.write_text("x = 1\n", encoding="utf-8")
+    last = remember(
+        engine,
+        "the token module holds one constant now",
+        file=str(src),
+        extra={"supersedes": again.memory.id},
+    )
+    plain = fake_store.get(last.memory.id).anchors[0]
+    assert (plain.file, plain.symbol, plain.start_line) == ("auth.py", None, None)

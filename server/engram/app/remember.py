@@ -41,6 +41,7 @@ from engram.lifecycle.contradictions import (
 from engram.lifecycle.trust import Actor
 from engram.model import (
     AuditEntry,
+    CodeAnchor,
     Memory,
     MemoryScope,
     MemorySource,
@@ -135,11 +136,15 @@ def remember(
     if file is None and (symbol or start_line is not None):
         raise InvalidInput("a symbol or line range needs a file (--file)")
     text = validate_text(content, engine.config.safety.max_content_chars)
-    anchors = (
-        [anchor_for(engine, file, symbol, start_line, end_line, allow_missing=allow_missing)]
-        if file
-        else []
-    )
+    corrects = (extra or {}).get("supersedes")
+    if file and isinstance(corrects, str) and symbol is None and start_line is None:
+        anchors = [_correction_anchor(engine, corrects, file, allow_missing=allow_missing)]
+    else:
+        anchors = (
+            [anchor_for(engine, file, symbol, start_line, end_line, allow_missing=allow_missing)]
+            if file
+            else []
+        )
     now = engine.clock()
     memory = Memory(
         created_at=now,
@@ -159,6 +164,31 @@ def remember(
         extra=dict(extra or {}),
     )
     return remember_many(engine, [memory], actor=actor, cause=cause)[0]
+
+
+def _correction_anchor(
+    engine: Engine, corrected_id: str, file: str, *, allow_missing: bool
+) -> CodeAnchor:
+    """Where a correction points when it names only a file: where the memory it corrects
+    pointed in that file, checked against today's code (its symbol, else its lines), else
+    the file alone. VS Code's Edit… sends the file and ``supersedes`` only, and the corrected
+    text of a function's gotcha showed at line 1 (docs/trust.md "Anchors")."""
+    plain = anchor_for(engine, file, allow_missing=allow_missing)
+    old = engine.store.get(corrected_id)
+    same = next((a for a in old.anchors if a.file == plain.file), None) if old else None
+    if same is None:
+        return plain
+    tries: list[tuple[str | None, int | None, int | None]] = []
+    if same.symbol:
+        tries.append((same.symbol, None, None))
+    if same.start_line is not None:
+        tries.append((None, same.start_line, same.end_line))
+    for name, start, end in tries:
+        try:
+            return anchor_for(engine, file, name, start, end, allow_missing=allow_missing)
+        except InvalidInput:  # the symbol went or the file shrank: the next way, then the file
+            continue
+    return plain
 
 
 def remember_many(
