@@ -85,3 +85,63 @@ def test_bulk_writes_defer_index_upkeep_to_the_end(
     assert store.keyword_search("name5", 3)[0][0] == "src/m5.py#name5"
     store.replace_files(["src/x.py"], [chunk("src/x.py", "later", 1, "def later(): pass")])
     assert len(optimized) == 2  # outside bulk, writes keep their upkeep
+
+
+def _data_bytes(workspace: Workspace) -> int:
+    data = workspace.engram_dir / "chunks.lance" / "data"
+    return sum(f.stat().st_size for f in data.iterdir())
+
+
+def test_the_long_text_columns_are_stored_as_written(tmp_workspace: Workspace) -> None:
+    """content, text and search_text are written without Lance's string compression: at
+    58k files it cost ~6 CPU s of a cold index for ~1/3 of the table's disk (issue 18,
+    docs/codegraph.md "A sixth look"). Repetitive code shows it: compressed, these rows
+    took a fraction of their bytes."""
+    store = ChunkStore(tmp_workspace)
+    body = "    total = compute_value(total, item.price, item.count)\n" * 40
+    records = [chunk(f"src/m{n}.py", f"fn{n}", 1, f"def fn{n}():\n{body}") for n in range(120)]
+    store.upsert_chunks(records)
+    raw = sum(len(r.content) + len(r.text) for r in records)
+    assert _data_bytes(tmp_workspace) > raw  # search_text on top: never below the two
+    back = {r.id: r for r in store.get_many([r.id for r in records])}
+    assert [back[r.id] for r in records] == records
+    assert store.keyword_search("compute value", 3)
+
+
+def test_a_table_written_compressed_takes_and_gives_rows_as_before(
+    tmp_workspace: Workspace,
+) -> None:
+    """A chunk table written before (Lance's default encoding) is opened, written and read
+    as it was: new rows go in with its own encoding, old and new come back the same."""
+    import lancedb
+    import pyarrow as pa
+
+    from engram.store.chunk_store import chunk_schema
+
+    schema = chunk_schema()
+    old = pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema], schema.metadata)
+    directory = tmp_workspace.ensure_engram_dir()
+    table = lancedb.connect(str(directory)).create_table("chunks", schema=old)
+    first = chunk("src/a.py", "loadConfig", 1, "def loadConfig(path): return toml.load(path)")
+    table.add(
+        pa.table(
+            {
+                **{c: [getattr(first, c)] for c in ("id", "file", "kind", "name", "content")},
+                **{c: [getattr(first, c)] for c in ("start_line", "end_line", "text")},
+                "search_text": [first.text],
+                "content_hash": [first.content_hash],
+                "vector": [None],
+                "dim": [0],
+                "model_id": [None],
+            },
+            schema=old,
+        )
+    )
+    store = ChunkStore(tmp_workspace)
+    second = chunk("src/b.py", "connect", 1, "def connect(url): return sqlite3.connect(url)")
+    store.upsert_chunks([second])
+    assert store.get_many([first.id, second.id]) == [first, second]
+    assert store.keyword_search("sqlite3", 3)[0][0] == second.id
+    assert store.keyword_search("toml", 3)[0][0] == first.id
+    stored = lancedb.connect(str(directory)).open_table("chunks").schema.field("content")
+    assert not stored.metadata  # the table keeps the encoding it was written with
