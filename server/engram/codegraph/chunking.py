@@ -175,9 +175,10 @@ def _windows(
 
 
 def _text_name(lines: list[str], start: int, end: int) -> str | None:
-    for index in range(start - 1, end):
-        match = _HEADING_RE.match(lines[index])
-        if match:
+    """The first Markdown heading in lines ``start..end``; a line without ``#`` is none
+    (looked for in C before the regex: most lines of a text file hold no heading)."""
+    for line in lines[start - 1 : end]:
+        if "#" in line and (match := _HEADING_RE.match(line)):
             return match.group(1)[:80]
     return None
 
