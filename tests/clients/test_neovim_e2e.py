@@ -404,7 +404,7 @@ def test_file_commands_from_a_window_without_a_file(nvim: Any, workspace: Worksp
     nvim.command("EngramSearch cents")
     wait_for("search results", lambda: quickfix(nvim)["items"])
     assert nvim.exec_lua("return vim.bo.buftype", []) == "quickfix"
-    for command in ("EngramContext", "EngramImpact", "EngramRemember gotcha a note"):
+    for command in ("EngramContext", "EngramImpact", "EngramRemember gotcha a note", "EngramSetup"):
         nvim.command(command)
         name = command.split()[0]
         wait_note(nvim, f"^Engram: :{name}.*: this window shows no file; run it from a file")
@@ -412,6 +412,28 @@ def test_file_commands_from_a_window_without_a_file(nvim: Any, workspace: Worksp
     nvim.command("EngramContext cents")
     context = wait_for("the context float for a query", lambda: float_lines(nvim))
     assert any("wants cents" in line for line in context), context
+
+
+def test_engram_search_without_a_query_asks_for_one(nvim: Any, workspace: Workspace) -> None:
+    """`:EngramSearch` alone answered Vim's bare "E471: Argument required"; it asks for the
+    query now (vim.ui.input), and an empty answer searches nothing."""
+    nvim.command(f"edit {workspace.root / 'billing.py'}")
+    wait_for("the gotcha's diagnostic", lambda: engram_diagnostics(nvim))
+    asked = (
+        "local asked = {} "
+        "vim.ui.input = function(opts, on_confirm) table.insert(asked, opts.prompt) "
+        "on_confirm(_G.engram_test_answer) end "
+        "_G.engram_test_asked = asked"
+    )
+    nvim.exec_lua(asked, [])
+    nvim.exec_lua("_G.engram_test_answer = ''", [])
+    nvim.command("EngramSearch")
+    assert nvim.exec_lua("return _G.engram_test_asked", []) == ["Search Engram memories: "]
+    assert not quickfix(nvim)["items"]
+    nvim.exec_lua("_G.engram_test_answer = 'cents'", [])
+    nvim.command("EngramSearch")
+    items = wait_for("search results", lambda: quickfix(nvim)["items"])
+    assert any("cents" in item["text"] for item in items), items
 
 
 def test_help_and_checkhealth_when_neovim_started_elsewhere(

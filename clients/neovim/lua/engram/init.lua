@@ -469,8 +469,17 @@ end
 local function create_commands()
   local cmd = vim.api.nvim_create_user_command
   cmd('EngramSearch', function(o)
-    M.search(o.args)
-  end, { nargs = '+', desc = 'Search Engram memories (quickfix)' })
+    if o.args ~= '' then
+      M.search(o.args)
+      return
+    end
+    -- no query: ask for one (Vim's bare "E471: Argument required" said nothing of what)
+    vim.ui.input({ prompt = 'Search Engram memories: ' }, function(query)
+      if query and vim.trim(query) ~= '' then
+        M.search(vim.trim(query))
+      end
+    end)
+  end, { nargs = '*', desc = 'Search Engram memories (quickfix)' })
   cmd('EngramRemember', function(o)
     local mtype, text = o.fargs[1], table.concat(vim.list_slice(o.fargs, 2), ' ')
     M.remember(o.line1, o.line2, mtype, text)
@@ -566,6 +575,10 @@ end
 --- serves it and runs its first index with progress (`engram.setUp`).
 function M.set_up(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
+  -- from the quickfix list or a help window it said "in no workspace": say what to do
+  if not file_of(bufnr, ':EngramSetup') then
+    return
+  end
   local root = workspace_root(bufnr)
   if not root then
     notify('this buffer is in no workspace (no .git or .engram above it)', vim.log.levels.WARN)
