@@ -89,14 +89,6 @@ def contextual_chunk_text(
     return " | ".join(head) + "\n\n" + content
 
 
-#: The chunk table's three long text columns are written without compression (Lance's
-#: default compresses strings): at 58k files that compression was ~6 of the ~32 CPU s
-#: LanceDB spent in a cold ``engram index --no-embed`` (issue 18's 0.8x of bare
-#: tree-sitter), for the table taking about 1.5x the disk (docs/codegraph.md, "A sixth
-#: look"). The same rows and hits; a table written before keeps its encoding.
-_STORED_PLAIN = {"lance-encoding:compression": "none"}
-
-
 def chunk_schema() -> pa.Schema:
     import pyarrow as pa
 
@@ -108,9 +100,9 @@ def chunk_schema() -> pa.Schema:
             pa.field("name", pa.string()),
             pa.field("start_line", pa.int32()),
             pa.field("end_line", pa.int32()),
-            pa.field("content", pa.string(), metadata=_STORED_PLAIN),
-            pa.field("text", pa.string(), metadata=_STORED_PLAIN),
-            pa.field("search_text", pa.string(), metadata=_STORED_PLAIN),
+            pa.field("content", pa.string()),
+            pa.field("text", pa.string()),
+            pa.field("search_text", pa.string()),
             pa.field("content_hash", pa.string()),
             pa.field("vector", pa.binary(), nullable=True),
             pa.field("dim", pa.int32()),
