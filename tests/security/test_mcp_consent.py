@@ -10,6 +10,7 @@ then sent the token to that URL (docs/security.md, "Workspace trust").
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -155,4 +156,35 @@ def test_a_pull_that_changes_what_an_approved_server_imports_is_not_run(
     (root / code_file).write_text(_marker_code(tmp_path / "V2-RAN"))  # what a pull brings
     git(root, "add", ".")
     git(root, "commit", "-qm", "a later pull")
+    _runs_only_once_looked_at_again(tmp_workspace, tmp_path / "V2-RAN")
+
+
+def test_a_change_to_what_an_approved_server_imports_that_git_has_not_staged_is_not_run(
+    tmp_workspace: Workspace, user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tracked file beside the approved script counts by the object id git's index holds
+    for it (5494b08), and the index says nothing of a change made in the working tree
+    alone: a PR's patch applied with ``git apply`` or ``patch``, a stash popped, an
+    agent's edit. The ``helper.py`` that ``tools/srv.py`` imports, changed that way, ran
+    under the old approval; a file git lists as modified now counts by its bytes."""
+    from tests.conftest import git
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = tmp_workspace.root
+    (root / "tools").mkdir()
+    (root / "tools" / "srv.py").write_text("import helper\n")
+    (root / "tools" / "helper.py").write_text(_marker_code(tmp_path / "V1-RAN"))
+    server = {"command": "python3", "args": ["tools/srv.py"]}
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"helper": server}}))
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "a team's server")
+    assert engram(tmp_workspace, "mcp", "trust", "helper").returncode == 0
+    engram(tmp_workspace, "mcp", "refresh")
+    assert (tmp_path / "V1-RAN").exists(), "the approved server never ran: proves nothing"
+
+    helper = root / "tools" / "helper.py"
+    os.utime(helper, (1, 1))  # touched, the same bytes: git doubts it, the approval holds
+    assert "workspace: approved" in engram(tmp_workspace, "mcp", "status").stdout
+    helper.write_text(_marker_code(tmp_path / "V2-RAN"))  # what `git apply` does
+    assert git(root, "diff", "--cached", "--name-only") == ""  # nothing staged
     _runs_only_once_looked_at_again(tmp_workspace, tmp_path / "V2-RAN")

@@ -125,7 +125,8 @@ def _real(folder: Path) -> Path | None:
 
 def _tracked_under(root: Path, folders: Sequence[Path]) -> dict[Path, str]:
     """The files inside ``root`` under ``folders`` that git tracks, each with the object id
-    git's index holds for it (outside git: every regular file there, read from disk),
+    git's index holds for it, or of its bytes when the working tree changed it
+    (:func:`_git_tracked`; outside git: every regular file there, read from disk),
     Engram's own data and git's excepted. Untracked files are the person's own (a pull
     brings tracked ones), and their caches change with every run. Git's ids spare reading
     every byte of a large folder (27,674 files of babel's root: 16.7 s read and hashed at
@@ -162,28 +163,79 @@ def _tracked_under(root: Path, folders: Sequence[Path]) -> dict[Path, str]:
 
 def _git_tracked(root: Path, folders: Sequence[str]) -> dict[str, tuple[str, str]] | None:
     """``git ls-files --stage`` of ``folders`` (paths relative to ``root``): each path's
-    mode and object id; ``None`` outside git."""
-    try:
-        out = subprocess.run(
-            ["git", *SAFE_GIT_CONFIG, "-C", str(root), "ls-files", "-z", "--stage", "--",
-             *folders],
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+    mode and object id; of a file the working tree may have changed (``git diff-files``,
+    by its stat data), the id of what it holds now (:func:`_blob_id`); ``None`` outside git.
+
+    The index's id says nothing of a change made in the working tree alone (a patch
+    applied with ``git apply``, a stash popped, an agent's edit): the changed ``helper.py``
+    beside an approved server ran under the old approval (stop 32). The id of its bytes is
+    the index's own when nothing changed (a file merely touched keeps its approval)."""
+    # side by side: diff-files compares stat data only (its lstat of babel's 27,674 files
+    # ~1 s at load 15; ls-files -m also re-reads what it doubts, 3-4x that), and a file
+    # it doubts is read, never skipped
+    both = _git(root, [["ls-files", "-z", "--stage", "--", *folders],
+                       ["diff-files", "--name-only", "-z", "--", *folders]])  # fmt: skip
+    if both is None:
         return None
-    if out.returncode != 0:
-        return None
+    staged, modified = both
+    changed = set(modified)
     listed: dict[str, tuple[str, str]] = {}
-    for entry in out.stdout.decode("utf-8", "surrogateescape").split("\0"):
+    for entry in staged:
         meta, _, path = entry.partition("\t")
         fields = meta.split()
         if path and len(fields) == 3:  # "mode oid stage"; a conflict lists each stage
             mode, oid = fields[0], fields[1]
             before = listed.get(path)
             listed[path] = (mode, oid if before is None else before[1] + "," + oid)
+    for path in changed.intersection(listed):
+        mode, oid = listed[path]
+        if mode not in ("120000", "160000"):  # a link's target is read, a submodule skipped
+            listed[path] = (mode, _blob_id(root / path, "sha256" if len(oid) == 64 else "sha1"))
     return listed
+
+
+def _blob_id(path: Path, algorithm: str) -> str:
+    """The object id git gives the bytes of ``path`` (``git hash-object``, without its
+    filters), read in pieces; a FIFO or a device is never read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        digest = hashlib.new(algorithm, f"blob {info.st_size}\0".encode())
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _git(root: Path, commands: Sequence[Sequence[str]]) -> list[list[str]] | None:
+    """Git commands run at once in ``root``, each one's ``-z`` output as its entries;
+    ``None`` when one fails (outside git)."""
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for args in commands:
+            started.append(
+                subprocess.Popen(
+                    ["git", *SAFE_GIT_CONFIG, "-C", str(root), *args],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        outputs = [proc.communicate(timeout=60)[0] for proc in started]
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        for proc in started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    if any(proc.returncode != 0 for proc in started):
+        return None
+    return [[e for e in out.decode("utf-8", "surrogateescape").split("\0") if e] for out in outputs]
 
 
 def files_digest(spec: ServerSpec, workspace_root: Path) -> str:
