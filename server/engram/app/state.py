@@ -3,13 +3,15 @@
 It holds what the use cases must remember between runs: the last commit whose renames were
 applied (``history_sync``), the commit the co-access graph was seeded from, the digest
 of each team file already read (``team``) and whether a whole graph pass ever completed
-(``indexing.GRAPH_INDEXED``). Written atomically (temp file + rename).
+(``indexing.GRAPH_INDEXED``). Written atomically (temp file + rename), one write at a
+time in a process.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 from engram.workspace import Workspace
@@ -18,6 +20,12 @@ from engram.workspace import Workspace
 ENGINE_STATE_FILE = "engine_state.json"
 
 JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+
+#: One write at a time in this process: the workspace engine serves calls side by side, and
+#: an index run's history steps run in a thread (the team sync and they both write here).
+#: Each write reads, changes one key and replaces the file; two at once through one
+#: temporary file lost a key or failed with FileNotFoundError.
+_WRITING = threading.Lock()
 
 
 class EngineState:
@@ -41,12 +49,13 @@ class EngineState:
         return self._load().get(key)
 
     def set(self, key: str, value: JsonValue) -> None:
-        data = self._load()
-        data[key] = value
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.path)
+        with _WRITING:
+            data = self._load()
+            data[key] = value
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, self.path)
 
 
 __all__ = ["ENGINE_STATE_FILE", "EngineState", "JsonValue"]
