@@ -122,7 +122,10 @@ def record_access(engine: Engine, ids: Sequence[str]) -> None:
     if not ids:
         return
     engine.check_writable()
-    with engine.write_lock:
+    # the records are read and written back under the store's writer lock: read before
+    # it, a use counted by a command running in-process beside the engine wrote the
+    # record as it was back over the engine's confirm made meanwhile (a lost update)
+    with engine.write_lock, engine.store.locked():
         found = engine.store.get_many(list(dict.fromkeys(ids)))
         if found:
             used = [count_use(m) for m in found]
@@ -136,7 +139,7 @@ def credit_session(engine: Engine, ids: Sequence[str], session_id: str) -> int:
     if not ids:
         return 0
     engine.check_writable()
-    with engine.write_lock:
+    with engine.write_lock, engine.store.locked():  # as record_access
         found = engine.store.get_many(list(dict.fromkeys(ids)))
         changed = [
             attrs.evolve(

@@ -226,7 +226,9 @@ def apply(engine: Engine, memory_id: str, event: rules.Event) -> rules.Transitio
     from engram.app.records import get
 
     engine.check_writable()
-    with engine.write_lock:
+    # read and written under the store's writer lock: the move is made on the record as it
+    # stands, never on one another process changed meanwhile (its change would be lost)
+    with engine.write_lock, engine.store.locked():
         memory = get(engine, memory_id)
         try:
             step = rules.transition(memory, event, now=engine.clock())
@@ -364,8 +366,15 @@ def edit(
     if text is not None or type is not None:  # the text an embedding was made of changed
         vectors = embed_memories(engine, [step.memory], None)
         if vectors is not None:
-            with engine.write_lock:
-                engine.store.update([step.memory], vectors, engine.loaded_model_id)
+            with engine.write_lock, engine.store.locked():
+                # the record as it stands now (a use may have been counted meanwhile), with
+                # the vector of the text the edit made, while it still holds that text
+                current = engine.store.get(step.memory.id)
+                if current is not None and (current.content, current.type) == (
+                    step.memory.content,
+                    step.memory.type,
+                ):
+                    engine.store.update([current], vectors, engine.loaded_model_id)
     return step.memory
 
 

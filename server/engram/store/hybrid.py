@@ -337,6 +337,20 @@ class HybridTable:
             raise StoreError(f"the Engram store at {self.path} was opened read-only")
         return self._lock.hold()
 
+    def hold(self) -> AbstractContextManager[None]:
+        """The writer lock (re-entrant within this process), taken before any of the
+        table's or its owner's mutexes: the one order every thread takes them in."""
+        return self._hold()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """The writer lock for a read-modify-write: while it is held no other process
+        commits, and the next look at the version asks again (a remote store too)."""
+        with self._hold():
+            with self._mutex:
+                self._checked_at = 0.0
+            yield
+
     # ------------------------------------------------------------------ reading
 
     def read_all(self, columns: Sequence[str] | None = None) -> tuple[pa.Table | None, int]:

@@ -31,7 +31,8 @@ import enum
 import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -702,6 +703,28 @@ class MemoryStore:
         )
         return table, records
 
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the writer lock across a read-modify-write (``app.trust.apply``, a use
+        counted): what is read inside is the latest version, and no other process commits
+        until the block ends, so the record written back is the one that was read. Read
+        outside it and written back whole, a use counted by a command running in-process
+        beside the engine put back the record as it was before the engine's confirm."""
+        with self._table.held():
+            self.refresh()
+            yield
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The writer lock, then this store's mutex: every thread takes them in this order
+        (a read-modify-write holds the lock while it reads, which takes the mutex)."""
+        if self.read_only:
+            with self._mutex:
+                yield
+            return
+        with self._table.hold(), self._mutex:
+            yield
+
     def _upsert(
         self,
         memories: Sequence[Memory],
@@ -759,7 +782,7 @@ class MemoryStore:
             else:
                 self._table.upsert(table, prepared["table"])
 
-        with self._mutex:
+        with self._writing():
             result = self._table.write(write, before=before, after=lambda r: self._log(r, ids))
             for memory, record, vec, mid in zip(
                 memories, prepared["records"], prepared["vectors"], prepared["models"], strict=True
@@ -802,7 +825,7 @@ class MemoryStore:
             if existing:
                 table.delete(f"id IN ({', '.join(sql_quote(i) for i in existing)})")
 
-        with self._mutex:
+        with self._writing():
             result = self._table.write(write, before=before, after=lambda r: self._log(r, existing))
             for memory_id in existing:
                 self._drop_row(memory_id)
@@ -827,7 +850,7 @@ class MemoryStore:
 
     def compact(self) -> None:
         """Compact fragments, update the FTS index and remove old versions."""
-        with self._mutex:
+        with self._writing():
             self._table.compact(after=lambda r: self._log(r, []))
             self.refresh()
 
