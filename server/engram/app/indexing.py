@@ -19,6 +19,7 @@ from engram.app.inputs import parse_type
 from engram.app.portability import import_file
 from engram.app.remember import remember_many
 from engram.app.state import EngineState
+from engram.app.trust import SEEDED_CAUSE, relabel_seeded
 from engram.errors import EngramError, InvalidInput
 from engram.lifecycle import stable_memory_id
 from engram.lifecycle.trust import Actor
@@ -385,11 +386,12 @@ def seed_workspace(engine: Engine, report: IndexReport | None = None) -> dict[st
     Project facts found by the code graph's manifest scan (language, frameworks, test
     runner) and the rules in CLAUDE.md / AGENTS.md / .cursorrules become memories, each
     with a stable id so re-indexing never duplicates them or undoes a user's correction.
-    Both are created by the system naming the file they were read from, and so wait in
-    review (``lifecycle.trust.admit``): a clone's rules file and its manifests are the
-    repository's word, not the person's (a package.json's ``"test": "curl … | sh"`` was
-    the fact "Tests run with `curl … | sh`.", active; docs/trust.md "Who stands behind a
-    new memory", docs/security.md "A repository's rules files").
+    Both are created by the system naming the file they were read from, with the source
+    ``repository``, and so wait in review (``lifecycle.trust.admit``): a clone's rules file
+    and its manifests are the repository's word, not the person's (a package.json's
+    ``"test": "curl … | sh"`` was the fact "Tests run with `curl … | sh`.", active;
+    docs/trust.md "Who stands behind a new memory", docs/security.md "A repository's rules
+    files").
     """
     if engine.read_only:
         return {"facts": 0, "rules": 0}
@@ -405,7 +407,7 @@ def seed_workspace(engine: Engine, report: IndexReport | None = None) -> dict[st
                 id=stable_memory_id(f"fact:{fact.key}:{fact.content}"),
                 content=fact.content,
                 type=mtype,
-                source=MemorySource.OBSERVER_INFERRED,
+                source=MemorySource.REPOSITORY,
                 scope=MemoryScope.GLOBAL,
                 confidence=float(fact.confidence),
                 related_files=[fact.evidence] if fact.evidence else [],
@@ -414,6 +416,8 @@ def seed_workspace(engine: Engine, report: IndexReport | None = None) -> dict[st
             )
         )
     existing = {m.id for m in engine.store.get_many([m.id for m in seeded])}
+    if existing:  # facts an older index made as the observer's say the repository's now
+        relabel_seeded(engine, existing, cause="engram index")
     new_facts = [m for m in seeded if m.id not in existing]
     by_file: dict[str, list[Memory]] = {}
     for memory in new_facts:
@@ -421,7 +425,7 @@ def seed_workspace(engine: Engine, report: IndexReport | None = None) -> dict[st
             memory
         )
     for manifest, read in by_file.items():
-        cause = f"engram index read {manifest}" if manifest else "engram index"
+        cause = f"{SEEDED_CAUSE}{manifest}" if manifest else "engram index"
         remember_many(engine, read, actor=Actor.system(), cause=cause)
     rules = 0
     for rel in RULE_FILES:

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 import attrs
 
 from engram.app.remember import RememberResult, prepare, remember_many
-from engram.app.trust import person, record, recorded
+from engram.app.trust import SEEDED_CAUSE, person, record, recorded, relabel_seeded
 from engram.errors import InvalidInput
-from engram.lifecycle import ParsedImport, export_memories, parse_import
+from engram.lifecycle import ParsedImport, export_memories, parse_import, parse_rules
 from engram.lifecycle import trust as rules
 from engram.lifecycle.portability import import_kind, is_rules_file
-from engram.model import AuditEntry, Memory
+from engram.model import AuditEntry, Memory, MemorySource
 from engram.model.memory import TEAM_KEY
 from engram.progress import Progress
 from engram.workspace import WorkspaceError, confine
@@ -111,9 +111,11 @@ def import_file(
 
     ``seeded``: the index read a repository's rules file on its own (``seed_workspace``),
     nobody asked. What a clone's CLAUDE.md says is the repository's claim, not the person's:
-    its new rules are created by the system, naming the file, and so wait in review until
-    the person confirms them (``lifecycle.trust.admit``; docs/security.md, "A repository's
-    rules files"). A person's ``engram import`` of the same file is the person's act.
+    its new rules have the source ``repository`` and are created by the system, naming the
+    file, and so wait in review until the person confirms them (``lifecycle.trust.admit``;
+    docs/security.md, "A repository's rules files"). A person's ``engram import`` is the
+    person's act: every record it adds is created by that person (the trail names the
+    file), whatever source the record states; the source still decides where it starts.
     """
     source = Path(path).expanduser()
     _refuse_link_out(engine, source)
@@ -141,9 +143,18 @@ def import_file(
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{source} is not UTF-8 text") from exc
-    if import_kind(source, text) == "rules":
+    if seeded or import_kind(source, text) == "rules":
         _check_rules_file(source, len(raw))
     parsed: ParsedImport = parse_import(source, text)
+    if seeded:
+        # the repository's rules file is read as rules, whatever it holds: a clone's
+        # CLAUDE.md carrying an export's record (`<!-- engram: {...} -->`) was read as your
+        # export, its record added as your active user_taught memory, or, bearing the id
+        # of one you have, rewrote that one's text in place (its trust kept)
+        rules_read = parse_rules(text, source_name=source.name)
+        parsed = ParsedImport(
+            "rules", [attrs.evolve(m, source=MemorySource.REPOSITORY) for m in rules_read]
+        )
     if parsed.kind == "rules" and len(parsed.memories) > MAX_RULES:
         raise InvalidInput(
             f"{source.name} reads as {len(parsed.memories):,} rules, and a rules file holds "
@@ -165,6 +176,8 @@ def import_file(
         # a rule imported before keeps its state (the user may have flagged or pinned it)
         report.unchanged = len(known)
         report.ids += [m.id for m in known]
+        if seeded:  # rules an older index made as "user_taught" say the repository's now
+            relabel_seeded(engine, [m.id for m in known], cause=f"{SEEDED_CAUSE}{source.name}")
         known = []
     stored_as: dict[str, str] = {}  # id in the file -> id in this store
     if known:  # re-importing our own export: update in place, never duplicate
@@ -190,9 +203,11 @@ def import_file(
         report.ids += [m.id for m, _ in prepared]
         for _, kinds in prepared:
             _count_redacted(report, kinds)
-    actor, cause = None, ""
-    if seeded and parsed.kind == "rules":
-        actor, cause = rules.Actor.system(), f"engram index read {source.name}"
+    # a person's import is theirs: an export's record saying ``observer_inferred`` was
+    # logged as created by "observer" though the person brought it (stop 31)
+    actor, cause = person(engine), f"engram import {source.name}"
+    if seeded:
+        actor, cause = rules.Actor.system(), f"{SEEDED_CAUSE}{source.name}"
     if fresh:
         try:
             results = remember_many(engine, fresh, progress, actor=actor, cause=cause)

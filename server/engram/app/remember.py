@@ -466,6 +466,7 @@ def default_confidence(source: MemorySource) -> float:
         MemorySource.QA_AUTO: 0.6,
         MemorySource.MCP_AUTO: 0.6,
         MemorySource.OBSERVER_INFERRED: 0.5,
+        MemorySource.REPOSITORY: 0.7,
     }[source]
 
 

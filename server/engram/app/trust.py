@@ -88,6 +88,8 @@ def actor_for_source(engine: Engine, source: MemorySource) -> rules.Actor:
         return rules.Actor.agent()
     if source in _OBSERVER_SOURCES:
         return rules.Actor(rules.ActorKind.OBSERVER)
+    if source is MemorySource.REPOSITORY:
+        return rules.Actor.system()
     return person(engine)
 
 
@@ -242,6 +244,49 @@ def apply(engine: Engine, memory_id: str, event: rules.Event) -> rules.Transitio
                 engine.store.update([step.memory])
             engine.mirror([step.memory])
     return step
+
+
+#: The cause of the index's creations from a repository's files (``seed_workspace``).
+SEEDED_CAUSE = "engram index read "
+
+
+def relabel_seeded(engine: Engine, ids: Collection[str], *, cause: str) -> int:
+    """Memories the index made from a repository's files before their source said so get
+    the source ``repository`` (:class:`rules.Relabel`), each with its entry: a project
+    fact (``fact_key``, only the index sets it, once ``observer_inferred``) and a rule the
+    trail shows the system created (once ``user_taught``, so diagnostics, hover and MCP said
+    "user_taught" of a clone's CLAUDE.md). A rule a person imported keeps its label."""
+    stored = [m for m in engine.store.get_many(list(ids)) if _seeded_before(engine, m)]
+    if not stored:
+        return 0
+    event = rules.Relabel(actor=rules.Actor.system(), cause=cause)
+    with engine.write_lock, engine.store.locked():
+        current = [m for m in engine.store.get_many([m.id for m in stored]) if m.source in _OLD]
+        steps = [rules.transition(m, event, now=engine.clock()) for m in current]
+        steps = [s for s in steps if not s.unchanged]
+        if steps:
+            with recorded(engine, [s.entry for s in steps]):
+                engine.store.update([s.memory for s in steps])
+            engine.mirror([s.memory for s in steps])
+    return len(steps)
+
+
+#: The sources the index gave what it read from a repository's files, before ``repository``.
+_OLD = frozenset({MemorySource.USER_TAUGHT, MemorySource.OBSERVER_INFERRED})
+
+
+def _seeded_before(engine: Engine, memory: Memory) -> bool:
+    if memory.source is MemorySource.OBSERVER_INFERRED:
+        return "fact_key" in memory.extra
+    if memory.source is not MemorySource.USER_TAUGHT:
+        return False
+    trail = engine.audit.for_memory(memory.id)
+    created = next((e for e in trail if e.event == "create"), None)
+    return (
+        created is not None
+        and created.actor == rules.ActorKind.SYSTEM.value
+        and created.cause.startswith(SEEDED_CAUSE)
+    )
 
 
 def refusal(engine: Engine, memory: Memory, event: rules.Event, reason: str) -> AuditEntry:

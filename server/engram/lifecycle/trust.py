@@ -71,6 +71,7 @@ __all__ = [
     "Moved",
     "Pin",
     "Purge",
+    "Relabel",
     "Restate",
     "Restore",
     "TeamDelete",
@@ -115,10 +116,17 @@ CREATION_CAP: dict[MemorySource, float] = {
     MemorySource.AGENT_EXPLICIT: 0.7,
     MemorySource.QA_AUTO: 0.6,
     MemorySource.MCP_AUTO: 0.6,
+    MemorySource.REPOSITORY: 0.8,
 }
-#: Sources whose memories start in review: a coding agent or a tool said it, no person.
+#: Sources whose memories start in review whoever brings them: a coding agent or a tool
+#: said it, or the repository's own files did; no person.
 REVIEW_SOURCES: frozenset[MemorySource] = frozenset(
-    {MemorySource.AGENT_EXPLICIT, MemorySource.QA_AUTO, MemorySource.MCP_AUTO}
+    {
+        MemorySource.AGENT_EXPLICIT,
+        MemorySource.QA_AUTO,
+        MemorySource.MCP_AUTO,
+        MemorySource.REPOSITORY,
+    }
 )
 #: A teammate's memory arriving unreviewed, or one the system made from a repository's
 #: files, never starts above this.
@@ -353,6 +361,17 @@ class Decay(Event):
 
 
 @attrs.frozen(kw_only=True)
+class Relabel(Event):
+    """The index finds a memory it made from a repository's file before the source said
+    so (``user_taught`` rules, ``observer_inferred`` facts): its source becomes
+    ``repository``. Only ever towards nobody standing behind it; nothing else changes."""
+
+    source: MemorySource = MemorySource.REPOSITORY
+
+    name = "relabel"
+
+
+@attrs.frozen(kw_only=True)
 class Purge(Event):
     """Deleted for good after its retention period (the audit entry outlives it)."""
 
@@ -469,6 +488,7 @@ def snapshot(memory: Memory) -> JsonObject:
     """The tracked fields the audit trail compares: state, trust, text and anchors."""
     return {
         "state": state_of(memory).value,
+        "source": memory.source.value,
         "confidence": round(memory.confidence, 4),
         "pinned": memory.pinned,
         "content": memory.content,
@@ -1072,6 +1092,16 @@ def _decay(memory: Memory, event: Event, now: datetime) -> Memory:
     return attrs.evolve(memory, deprecated=True, updated_at=now, extra=extra)
 
 
+def _relabel(memory: Memory, event: Event, now: datetime) -> Memory:
+    assert isinstance(event, Relabel)
+    if event.actor.kind is not ActorKind.SYSTEM or event.source not in REVIEW_SOURCES:
+        # a label only ever says less: no relabel makes anyone stand behind a memory
+        raise TrustRefused(f"{memory.id}: a relabel names nobody standing behind it")
+    if memory.source is event.source:
+        return memory
+    return attrs.evolve(memory, source=event.source, updated_at=now)
+
+
 def _purge(memory: Memory, event: Event, now: datetime) -> Memory:
     # the record is deleted by the caller; the entry keeps what it was
     return memory
@@ -1092,6 +1122,7 @@ _HANDLERS: dict[type[Event], Callable[[Memory, Event, datetime], Any]] = {
     FileGone: _file_gone,
     FileBack: _file_back,
     Moved: _moved,
+    Relabel: _relabel,
     Decay: _decay,
     Purge: _purge,
 }

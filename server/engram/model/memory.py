@@ -52,6 +52,10 @@ class MemorySource(enum.StrEnum):
     MCP_AUTO = "mcp_auto"
     COMMIT_AUTO = "commit_auto"
     USER_TAUGHT = "user_taught"
+    #: the repository's own files said it (``engram index`` reading a clone's CLAUDE.md,
+    #: AGENTS.md, .cursorrules, its manifests' project facts): nobody here stands behind
+    #: it until a person confirms it (docs/trust.md, "Who stands behind a new memory")
+    REPOSITORY = "repository"
 
 
 class MemoryScope(enum.StrEnum):

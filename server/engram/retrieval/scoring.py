@@ -60,13 +60,15 @@ PHASE_WEIGHTS: Mapping[UniversalPhase, Mapping[MemoryType, float]] = {
     },
 }  # fmt: skip
 
-#: Source trust multipliers (docs/retrieval.md): what a user taught outranks what was inferred.
+#: Source trust multipliers (docs/retrieval.md): what a user taught outranks what was inferred;
+#: what a repository's own files said (``repository``) is nobody's word here until confirmed.
 SOURCE_TRUST: Mapping[MemorySource, float] = {
     MemorySource.USER_TAUGHT: 1.4,
     MemorySource.AGENT_EXPLICIT: 1.2,
     MemorySource.QA_AUTO: 1.1,
     MemorySource.MCP_AUTO: 1.0,
     MemorySource.COMMIT_AUTO: 1.0,
+    MemorySource.REPOSITORY: 1.0,
     MemorySource.OBSERVER_INFERRED: 0.85,
 }
 
