@@ -54,6 +54,7 @@ from engram.store.pending import PendingCheck
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
+    from datetime import datetime
 
     import numpy as np
     import numpy.typing as npt
@@ -204,9 +205,13 @@ def remember_many(
     Each new memory enters through the trust model (``lifecycle.trust.admit``): who stands
     behind it (``actor``, else read from its source) decides whether it starts active or
     in review and caps its confidence (docs/trust.md). A near-duplicate is a ``Restate``.
-    """
-    from engram.app import trust as app_trust
 
+    The check and the write see the same store: a memory another process stored after the
+    check (its keyword and vector search) and before the write was never compared, and a
+    near-duplicate of it was stored beside it, or a contradiction of it unlinked. So the
+    write is made, under the store's writer lock, only when the store is still at the
+    version the check read; otherwise the batch is checked again (docs/storage.md).
+    """
     engine.check_writable()
     prepared: list[tuple[Memory, list[str]]] = [prepare(engine, m) for m in memories]
     if not prepared:
@@ -215,71 +220,120 @@ def remember_many(
     stamped = [attrs.evolve(m, updated_at=now) for m, _ in prepared]
     early = _EarlyKeywordSearch.start(engine, stamped)
     vectors = embed_memories(engine, stamped, progress)
-    results: list[RememberResult] = []
-    entries: list[AuditEntry] = []
     with engine.write_lock:
         store = engine.store
-        to_add: list[Memory] = []
-        add_vectors: list[Vectors | None] = []
-        to_update: dict[str, Memory] = {}
-        batch_pool: list[Memory] = []
-        #: (new memory's id, the pairs the judges read after the reply)
-        deferred: list[tuple[str, list[tuple[str, float]]]] = []
-        for index, (memory, (_, kinds)) in enumerate(zip(stamped, prepared, strict=True)):
-            who = actor or app_trust.actor_for_source(engine, memory.source)
-            vector = vectors[index] if vectors is not None else None
-            keyword_ids = early.result(memory) if early is not None else None
-            candidates = _duplicate_candidates(
-                engine, memory, vector, batch_pool, to_update, keyword_ids
-            )
-            # "the timeout is 30s" / "… 90s" read as near-duplicates by text ratio, but
-            # merging would keep one value and lose the other: contradictions never merge
-            conflicts, later = _contradictions(engine, memory, candidates)
-            # where this restatement would stand on its own decides what it may change
-            standing = rules.state_of(rules.admit(memory, who, now=now).memory)
-            match, conflicts, later = _duplicate(
-                engine, memory, candidates, conflicts, later, standing
-            )
-            if match is not None:
-                combined = merge_memories(match.memory, memory, now=now)
-                restate = rules.Restate(actor=who, cause=cause, merged=combined, standing=standing)
-                step = rules.transition(match.memory, restate, now=now)
-                merged = step.memory
-                entries.append(step.entry)
-                if any(m.id == merged.id for m in to_add):
-                    to_add = [merged if m.id == merged.id else m for m in to_add]
-                else:
-                    to_update[merged.id] = merged
-                batch_pool = [merged if m.id == merged.id else m for m in batch_pool]
-                results.append(RememberResult(merged, True, kinds, match.reason))
-            else:
-                memory, notes = link_contradictions(
-                    engine, memory, conflicts, to_update, entries, cause=cause, record_self=False
-                )
-                admitted = rules.admit(memory, who, now=now, cause=cause)
-                memory = admitted.memory
-                entries.append(admitted.entry)
-                to_add.append(memory)
-                add_vectors.append(vector)
-                batch_pool.append(memory)
-                results.append(RememberResult(memory, False, kinds, conflicts=notes))
-                if later and len(conflicts) < CONFLICT_LIMIT:
-                    deferred.append((memory.id, [(o.id, overlap) for o, overlap in later]))
-        new_ids = {m.id for m in to_add}
-        for mid in [mid for mid in to_update if mid in new_ids]:
-            # a back link to a memory of this same batch: fold it into the new record
-            linked = to_update.pop(mid)
-            to_add = [linked if m.id == mid else m for m in to_add]
-        _write(engine, store, to_add, add_vectors, list(to_update.values()), entries)
-        checks = [PendingCheck(mid, tuple(pairs), cause) for mid, pairs in deferred]
-        if checks:  # owed until judged, even if this engine stops first (resume_checks)
-            engine.pending_checks.add(checks)
+        for _ in range(OPTIMISTIC_ROUNDS):
+            seen = store.version
+            plan = _plan(engine, stamped, prepared, vectors, early, actor, cause, now)
+            early = None  # a second round searches again
+            with store.locked():
+                if store.version == seen:
+                    checks = _commit(engine, plan, cause)
+                    break
+        else:
+            # other processes kept writing between the check and the write: check under
+            # the store's writer lock, where nobody else writes
+            with store.locked():
+                plan = _plan(engine, stamped, prepared, vectors, None, actor, cause, now)
+                checks = _commit(engine, plan, cause)
     if engine.defer is not None:
         for check in checks:
             engine.defer(functools.partial(judge_check, check=check))
     # results hold the final state of merged records (a later one may merge again)
-    final = {m.id: m for m in [*to_add, *to_update.values()]}
-    return [attrs.evolve(r, memory=final.get(r.memory.id, r.memory)) for r in results]
+    final = {m.id: m for m in [*plan.to_add, *plan.to_update.values()]}
+    return [attrs.evolve(r, memory=final.get(r.memory.id, r.memory)) for r in plan.results]
+
+
+#: How often remember checks for duplicates and contradictions and then finds, under the
+#: writer lock, that another process wrote since it checked, before it checks under the lock.
+OPTIMISTIC_ROUNDS = 2
+
+
+@attrs.define
+class _Plan:
+    """What a remember batch writes: computed from the store as it was at one version."""
+
+    to_add: list[Memory] = attrs.field(factory=list)
+    add_vectors: list[Vectors | None] = attrs.field(factory=list)
+    to_update: dict[str, Memory] = attrs.field(factory=dict)
+    entries: list[AuditEntry] = attrs.field(factory=list)
+    results: list[RememberResult] = attrs.field(factory=list)
+    #: (new memory's id, the pairs the judges read after the reply)
+    deferred: list[tuple[str, list[tuple[str, float]]]] = attrs.field(factory=list)
+
+
+def _plan(
+    engine: Engine,
+    stamped: Sequence[Memory],
+    prepared: Sequence[tuple[Memory, list[str]]],
+    vectors: Vectors | None,
+    early: _EarlyKeywordSearch | None,
+    actor: Actor | None,
+    cause: str,
+    now: datetime,
+) -> _Plan:
+    """Each memory of the batch checked against the store (duplicates, contradictions) and
+    admitted or merged: the writes, not yet made. A memory another process stores after
+    this check is not in it: :func:`remember_many` writes only if the store did not move."""
+    from engram.app import trust as app_trust
+
+    plan = _Plan()
+    batch_pool: list[Memory] = []
+    for index, (memory, (_, kinds)) in enumerate(zip(stamped, prepared, strict=True)):
+        who = actor or app_trust.actor_for_source(engine, memory.source)
+        vector = vectors[index] if vectors is not None else None
+        keyword_ids = early.result(memory) if early is not None else None
+        candidates = _duplicate_candidates(
+            engine, memory, vector, batch_pool, plan.to_update, keyword_ids
+        )
+        # "the timeout is 30s" / "… 90s" read as near-duplicates by text ratio, but
+        # merging would keep one value and lose the other: contradictions never merge
+        conflicts, later = _contradictions(engine, memory, candidates)
+        # where this restatement would stand on its own decides what it may change
+        standing = rules.state_of(rules.admit(memory, who, now=now).memory)
+        match, conflicts, later = _duplicate(engine, memory, candidates, conflicts, later, standing)
+        if match is not None:
+            combined = merge_memories(match.memory, memory, now=now)
+            restate = rules.Restate(actor=who, cause=cause, merged=combined, standing=standing)
+            step = rules.transition(match.memory, restate, now=now)
+            merged = step.memory
+            plan.entries.append(step.entry)
+            if any(m.id == merged.id for m in plan.to_add):
+                plan.to_add = [merged if m.id == merged.id else m for m in plan.to_add]
+            else:
+                plan.to_update[merged.id] = merged
+            batch_pool = [merged if m.id == merged.id else m for m in batch_pool]
+            plan.results.append(RememberResult(merged, True, kinds, match.reason))
+        else:
+            memory, notes = link_contradictions(
+                engine, memory, conflicts, plan.to_update, plan.entries, cause=cause,
+                record_self=False,
+            )  # fmt: skip
+            admitted = rules.admit(memory, who, now=now, cause=cause)
+            memory = admitted.memory
+            plan.entries.append(admitted.entry)
+            plan.to_add.append(memory)
+            plan.add_vectors.append(vector)
+            batch_pool.append(memory)
+            plan.results.append(RememberResult(memory, False, kinds, conflicts=notes))
+            if later and len(conflicts) < CONFLICT_LIMIT:
+                plan.deferred.append((memory.id, [(o.id, overlap) for o, overlap in later]))
+    new_ids = {m.id for m in plan.to_add}
+    for mid in [mid for mid in plan.to_update if mid in new_ids]:
+        # a back link to a memory of this same batch: fold it into the new record
+        linked = plan.to_update.pop(mid)
+        plan.to_add = [linked if m.id == mid else m for m in plan.to_add]
+    return plan
+
+
+def _commit(engine: Engine, plan: _Plan, cause: str) -> list[PendingCheck]:
+    """Write ``plan`` (under the writer lock) and the contradiction checks it owes."""
+    to_update = list(plan.to_update.values())
+    _write(engine, engine.store, plan.to_add, plan.add_vectors, to_update, plan.entries)
+    checks = [PendingCheck(mid, tuple(pairs), cause) for mid, pairs in plan.deferred]
+    if checks:  # owed until judged, even if this engine stops first (resume_checks)
+        engine.pending_checks.add(checks)
+    return checks
 
 
 def prepare(engine: Engine, memory: Memory) -> tuple[Memory, list[str]]:
