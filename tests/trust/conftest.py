@@ -7,8 +7,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from engram.app import Engine
+from engram.workspace import Workspace
 
 settings.register_profile(
     "ci",
@@ -27,3 +32,15 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def two(tmp_workspace: Workspace) -> Iterator[tuple[Engine, Engine]]:
+    """The engine and a command running in-process beside it: two stores on one folder
+    (keyword-only), for writes of two processes interleaved on purpose."""
+    config: dict[str, object] = {"embed": {"model": "none"}}
+    with (
+        Engine.open(tmp_workspace.root, config) as engine,
+        Engine.open(tmp_workspace.root, config) as command,
+    ):
+        yield engine, command

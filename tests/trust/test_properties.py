@@ -37,6 +37,7 @@ from engram.config import EmbedConfig, EngramConfig
 from engram.errors import EngramError
 from engram.lifecycle import trust as rules
 from engram.lsp.hover import hover_markdown
+from engram.model import MemorySource
 from engram.workspace import Workspace
 
 pytestmark = [pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")]
@@ -340,6 +341,18 @@ class TrustOnTheEngine(RuleBasedStateMachine):
                 or (e.actor.startswith("teammate:") and e.actor != f"teammate:{ME}")
                 for e in vouched
             ), (memory.id, [(e.event, e.actor) for e in trail])
+
+    @invariant()
+    def the_label_says_who_stands_behind_it(self) -> None:
+        """What the index read from the repository's files is labelled ``repository``
+        wherever it is kept (the store, the trail's creation); a label is never raised."""
+        for memory in self.all():
+            trail = trust.audit_log(self.engine, memory.id, limit=1000)
+            first = trail[0]
+            if first.event == "create" and first.cause.startswith("engram index read "):
+                assert first.actor == "system", (memory.id, first)
+                assert first.after.get("source") == "repository", (memory.id, first)
+                assert memory.source is MemorySource.REPOSITORY, (memory.id, memory.source)
 
     @invariant()
     def nothing_no_person_stands_behind_starts_active(self) -> None:

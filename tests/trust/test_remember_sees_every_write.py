@@ -16,7 +16,6 @@ merge). Two causes were looked for (stop 32):
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -24,21 +23,9 @@ from engram.app import Engine
 from engram.app import remember as remember_module
 from engram.app.remember import remember
 from engram.model import Memory
-from engram.workspace import Workspace
 
-NO_MODEL = {"embed": {"model": "none"}}
 SAID = "The deploy queue drains before every release."
 AGAIN = "The deploy queue drains before every release of jobs."
-
-
-@pytest.fixture
-def two(tmp_workspace: Workspace) -> Iterator[tuple[Engine, Engine]]:
-    """The engine and a command running in-process beside it: two stores on one folder."""
-    with (
-        Engine.open(tmp_workspace.root, NO_MODEL) as engine,
-        Engine.open(tmp_workspace.root, NO_MODEL) as command,
-    ):
-        yield engine, command
 
 
 def _texts(engine: Engine) -> list[str]:

@@ -16,7 +16,6 @@ command has the record in hand, and given time to land before the command writes
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -25,19 +24,6 @@ from engram.app.memories import confirm, flag
 from engram.app.remember import remember
 from engram.lifecycle import trust as rules
 from engram.model import Memory
-from engram.workspace import Workspace
-
-NO_MODEL = {"embed": {"model": "none"}}
-
-
-@pytest.fixture
-def two(tmp_workspace: Workspace) -> Iterator[tuple[Engine, Engine]]:
-    """The engine and a command running in-process beside it: two stores on one folder."""
-    with (
-        Engine.open(tmp_workspace.root, NO_MODEL) as engine,
-        Engine.open(tmp_workspace.root, NO_MODEL) as command,
-    ):
-        yield engine, command
 
 
 def _interleaved(
