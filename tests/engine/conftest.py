@@ -7,8 +7,9 @@ tests exercise the real store end to end.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import attrs
@@ -112,6 +113,11 @@ class FakeStore:
     def version(self) -> int:
         """Moves with every write, as a table version does (``MemoryStore.version``)."""
         return self.writes
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """One process, no other writer (``MemoryStore.locked`` holds the writer lock)."""
+        yield
 
     def take_writes(self) -> list[tuple[int, int]]:
         """No table versions here: the digest's version chain is MemoryStore's."""
