@@ -61,6 +61,182 @@ def filters_off(config_names: str) -> tuple[str, ...]:
     return tuple(options)
 
 
+#: the files of the working tree git reads for the commands Engram runs (ignore rules for
+#: ``ls-files --others`` and ``status``, attributes for ``status``, ``log``'s mailmap), at the
+#: top and in the team folder, the folders whose ``status`` Engram asks for
+_TREE_FILES = (".gitignore", ".gitattributes", ".mailmap")
+_TREE_FOLDERS = ("", ".engram-team")
+#: the repository's settings that name a file git opens (``git config`` keys, lower case)
+_CONFIG_FILE_KEYS = (
+    r"^(include\.path|includeif\..*\.path|core\.excludesfile|core\.attributesfile|mailmap\.file)$"
+)
+#: the most entries of a git folder looked at (a repository of unpacked objects has
+#: thousands; a link to ``/`` would be the whole disk): past it the rest is not checked
+_MAX_SCANNED = 200_000
+
+
+class _Unsafe(Exception):
+    pass
+
+
+def _open_kind(path: str, shown: str) -> int | None:
+    """The ``st_mode`` of what ``path`` leads to (links followed), ``None`` when nothing is
+    there; raises :class:`_Unsafe` when git's ``open`` of it would block or never end: a
+    FIFO, a socket, a device (a link to ``/dev/zero`` reads forever)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or a socket"
+        raise _Unsafe(f"{shown} is {kind}, not a regular file")
+    return mode
+
+
+def _git_dir(root: str) -> str | None:
+    """The folder git keeps ``root``'s repository in: ``.git`` of ``root`` or of the first
+    folder above it with one, or where a ``.git`` file's ``gitdir:`` line points."""
+    import stat
+
+    candidate = root
+    while True:
+        dot_git = os.path.join(candidate, ".git")
+        mode = _open_kind(dot_git, ".git")
+        if mode is not None:
+            if stat.S_ISDIR(mode):
+                return os.path.realpath(dot_git)
+            line = _small_file(dot_git, ".git").strip()
+            if not line.startswith("gitdir:"):
+                return None
+            return os.path.realpath(os.path.join(candidate, line[len("gitdir:") :].strip()))
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            return None
+        candidate = parent
+
+
+def _small_file(path: str, shown: str) -> str:
+    """The first 64 KB of a regular file, opened without blocking (git's pointer files)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return ""
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _Unsafe(f"{shown} is not a regular file")
+        return os.read(fd, 65536).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
+
+
+def _scan(folder: str, root: str, seen: set[str], budget: list[int]) -> None:
+    """Raise :class:`_Unsafe` for the first entry under ``folder`` (a git folder) that is
+    not a regular file or a folder, links followed (each real folder once)."""
+    real = os.path.realpath(folder)
+    if real in seen:
+        return
+    seen.add(real)
+    stack = [real]
+    while stack and budget[0] > 0:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                budget[0] -= 1
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    mode = _open_kind(entry.path, _shown(entry.path, root))
+                    if mode is not None and target not in seen and os.path.isdir(target):
+                        seen.add(target)
+                        stack.append(target)
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif not entry.is_file(follow_symlinks=False):
+                    _open_kind(entry.path, _shown(entry.path, root))
+
+
+def _shown(path: str, root: str) -> str:
+    return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
+
+
+def unsafe_git_file(root: str) -> str | None:
+    """Why git must not be run in the workspace ``root``, or ``None``.
+
+    git opens its files with a plain ``open``: a FIFO where it expects one waits for a
+    writer forever, a link to ``/dev/zero`` reads forever, and GitPython reads ``HEAD``
+    and ``config`` in Python with no timeout at all. An archive can carry such a file as
+    ``.git/HEAD``, ``.git/index``, ``.git/config``, a ref, ``packed-refs``, an object, or
+    as a ``.gitignore`` / ``.gitattributes`` / ``.mailmap`` git reads while listing: until
+    stop 32 ``engram index`` waited 60 s per git call for an index, and ``remember``, the
+    engine and so an editor's start, forever for ``HEAD`` or ``config``
+    (docs/security.md, "Git"). This looks at every entry of the git folder (scandir types:
+    a few milliseconds for a packed repository), the working tree's files git reads for
+    Engram's commands, and each file the repository's config names for git to open
+    (``include.path``, ``core.excludesFile``, ``core.attributesFile``, ``mailmap.file``)."""
+    try:
+        git_dir = _git_dir(root)
+        if git_dir is None:
+            return None
+        seen: set[str] = set()
+        budget = [_MAX_SCANNED]
+        _scan(git_dir, root, seen, budget)
+        common = _small_file(os.path.join(git_dir, "commondir"), "commondir").strip()
+        if common:
+            _scan(os.path.join(git_dir, common), root, seen, budget)
+        for folder in _TREE_FOLDERS:
+            for name in _TREE_FILES:
+                rel = f"{folder}/{name}" if folder else name
+                _open_kind(os.path.join(root, rel), rel)
+        _named_files(root, git_dir)
+    except _Unsafe as exc:
+        return f"git is not run in this workspace: {exc} (an unpacked archive?)"
+    return None
+
+
+def _named_files(root: str, git_dir: str) -> None:
+    """Check each file the repository's ``config`` names for git to read (includes
+    followed, each file once), asking ``git config`` without includes."""
+    import subprocess
+
+    pending = [os.path.join(git_dir, "config")]
+    done: set[str] = set()
+    while pending and len(done) < 50:
+        config = os.path.realpath(pending.pop())
+        if config in done:
+            continue
+        done.add(config)
+        if _open_kind(config, _shown(config, root)) is None:
+            continue
+        text = _small_file(config, _shown(config, root)).lower()
+        if not any(word in text for word in ("path", "excludesfile", "attributesfile", "file")):
+            continue  # names no file: no ``git config`` process (the usual case)
+        try:
+            out = subprocess.run(
+                ["git", "config", "--file", config, "--no-includes", "-z", "--get-regexp",
+                 _CONFIG_FILE_KEYS],
+                capture_output=True, timeout=10, check=False, cwd="/",
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        for item in out.stdout.decode("utf-8", errors="replace").split("\0"):
+            key, _, value = item.partition("\n")
+            if not value:
+                continue
+            path = os.path.expanduser(value)
+            if key.endswith(".path"):  # relative to the file that includes it
+                path = os.path.join(os.path.dirname(config), path)
+                pending.append(path)
+            else:  # relative to the working tree
+                path = os.path.join(root, path)
+            _open_kind(path, f"{value} (named by {key} in {_shown(config, root)})")
+
+
 def find_workspace_root(start: Path) -> Path:
     """The enclosing git root of ``start``, or ``start`` itself outside git."""
     from pathlib import Path
@@ -99,4 +275,4 @@ def workspace_root(start: str) -> str:
     return probe
 
 
-__all__ = ["SAFE_GIT_CONFIG", "find_workspace_root", "workspace_root"]
+__all__ = ["SAFE_GIT_CONFIG", "find_workspace_root", "unsafe_git_file", "workspace_root"]

@@ -17,7 +17,7 @@ import os
 import stat
 from pathlib import Path
 
-from engram.gitroot import SAFE_GIT_CONFIG, find_workspace_root
+from engram.gitroot import SAFE_GIT_CONFIG, find_workspace_root, unsafe_git_file
 
 ENGRAM_DIR = ".engram"
 #: What makes a folder "set up" for Engram: its own store, or the team folder a repository
@@ -144,6 +144,8 @@ def _committed_engram_data(
         needles.append(f"{linked}/".encode())
     if version in (2, 3) and not any(needle in data for needle in needles):
         return ()
+    if unsafe_git_file(root) is not None:  # git would wait on it: the index's names are all
+        return tuple(_indexed_engram_names(data, needles))
     import subprocess
 
     paths = [ENGRAM_DIR] if linked is None else [ENGRAM_DIR, linked]
@@ -163,6 +165,24 @@ def _committed_engram_data(
             for n in names
         ]
     return tuple(sorted(n for n in names if n and n not in COMMITTABLE_ENGRAM_FILES))
+
+
+def _indexed_engram_names(data: bytes, needles: list[bytes]) -> list[str]:
+    """The NUL-ended names in git's index that start with one of ``needles`` (what
+    ``git ls-files`` would say of ``.engram``, read from the bytes), less the files a
+    repository may commit: for a workspace git must not be run in
+    (:func:`engram.gitroot.unsafe_git_file`). A name that merely ends in ``.engram/…`` counts
+    too: such a workspace's store is refused rather than read as the person's."""
+    names: set[str] = set()
+    for needle in needles:
+        start = data.find(needle)
+        while start >= 0:
+            end = data.find(b"\0", start)
+            name = data[start : end if end >= 0 else len(data)].decode("utf-8", "replace")
+            if name not in COMMITTABLE_ENGRAM_FILES:
+                names.add(name)
+            start = data.find(needle, start + 1)
+    return sorted(names)
 
 
 #: longer paths are refused before touching the file system (PATH_MAX on Linux)

@@ -175,3 +175,60 @@ def test_index_and_sync_never_run_the_repositorys_gpg_program_or_hooks(
     listed = engram(tmp_workspace, "list", "--json")
     assert "charge() takes cents" in listed.stdout
     assert git(root, "log", "-1", "--format=%s").strip() == "signed, it says"
+
+
+#: what an archive can put where git opens a file, and where (stop 32): a FIFO blocks git's
+#: ``open`` (and GitPython's read of HEAD and config) until a writer comes, a link to a
+#: device reads forever
+_GIT_HAZARDS = [
+    ("fifo", ".git/HEAD"),
+    ("fifo", ".git/index"),
+    ("fifo", ".git/config"),
+    ("fifo", ".git/packed-refs"),
+    ("fifo", "src/.gitignore"),
+    ("zero", ".git/refs/heads/main"),
+    ("include", "notes/extra.cfg"),
+]
+
+
+@pytest.mark.parametrize(("kind", "where"), _GIT_HAZARDS, ids=[w for _, w in _GIT_HAZARDS])
+def test_a_fifo_or_device_where_git_reads_stops_no_command(
+    tmp_workspace: Workspace, kind: str, where: str
+) -> None:
+    """Until stop 32 each of these made ``engram index`` wait 60 s per git call, and
+    ``.git/HEAD`` or ``.git/config`` made ``remember`` (so the engine, so an editor's start)
+    wait for ever: GitPython reads them in Python with no timeout."""
+    root = tmp_workspace.root
+    (root / "src").mkdir()
+    (root / "src" / "billing.py").write_text("def charge(amount):\n    return amount\n")
+    (root / "src" / "tax.py").write_text("from billing import charge\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    git(root, "branch", "-M", "main")
+    target = root / where
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "include":  # the repository's config names the FIFO for git to read
+        git(root, "config", "include.path", f"../{where}")
+    if target.exists():
+        target.unlink()
+    if kind == "zero":
+        target.symlink_to("/dev/zero")
+    else:
+        os.mkfifo(target)
+    steps = [
+        ("index", "--no-embed"),
+        ("remember", "--file", "src/billing.py", "charge() takes cents, never euros"),
+        ("sync",),
+        ("doctor",),
+    ]
+    for args in steps:
+        try:
+            run = engram(tmp_workspace, *args, timeout=40)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"`engram {' '.join(args)}` waited on {where} ({kind})")
+        assert run.returncode in (0, 1), (args, run.stderr)
+        if args[0] == "index":  # the graph was built all the same
+            assert run.returncode == 0, run.stderr
+            assert "files indexed 2" in run.stderr, run.stderr
+        if args[0] == "doctor" and not where.endswith(".gitignore"):  # one git stops on it
+            assert "git is not run in this workspace" in run.stdout + run.stderr, run.stdout

@@ -18,6 +18,7 @@ import attrs
 from engram.app.team import team_folder
 from engram.config import KEYWORD_ONLY_REASON
 from engram.errors import EngramError, InvalidInput, disk_trouble, one_line
+from engram.gitroot import unsafe_git_file
 
 if TYPE_CHECKING:
     from engram.app.engine import Engine
@@ -139,12 +140,14 @@ def doctor(engine: Engine) -> list[DoctorCheck]:
             "info" if git else "warning",
         )
     )
+    unsafe = unsafe_git_file(str(engine.workspace.root))
+    is_repo = (engine.workspace.root / ".git").exists()
     checks.append(
         DoctorCheck(
             "git repository",
-            (engine.workspace.root / ".git").exists(),
-            "yes" if (engine.workspace.root / ".git").exists() else "not a git repository",
-            "info",
+            is_repo and unsafe is None,
+            unsafe or ("yes" if is_repo else "not a git repository"),
+            "info" if unsafe is None else "warning",
         )
     )
     for name, check in (("team", _team_check), ("agent digest", _digest_check),

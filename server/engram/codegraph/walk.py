@@ -15,10 +15,11 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from engram.gitroot import SAFE_GIT_CONFIG
+from engram.gitroot import SAFE_GIT_CONFIG, unsafe_git_file
 from engram.workspace import MAX_SETTINGS_FILE_BYTES, WorkspaceError, confine, read_regular
 
 log = logging.getLogger(__name__)
@@ -33,29 +34,51 @@ UNTRACKED_SKIPPED_DIRS = ALWAYS_SKIPPED_DIRS | frozenset(
 )
 
 
-def _git_files(root: Path) -> list[str] | None:
+#: how often a listing git is looked at while it runs (:func:`_waits_on_a_fifo`)
+_WATCH_SECONDS = 0.2
+
+
+def _waits_on_a_fifo(pid: int) -> bool:
+    """Whether process ``pid`` is blocked opening a FIFO (Linux's ``/proc``; elsewhere it
+    never says so and the timeout applies)."""
     try:
-        out = subprocess.run(
-            [
-                "git",
-                *SAFE_GIT_CONFIG,
-                "-C",
-                str(root),
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-            ],
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        with open(f"/proc/{pid}/wchan", encoding="ascii", errors="replace") as f:
+            return f.read().strip() in ("wait_for_partner", "fifo_open")
+    except OSError:
+        return False
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """``git ls-files`` of tracked and untracked, not ignored files; ``None`` when git
+    cannot say, and the tree is walked instead.
+
+    git reads the ``.gitignore`` of every folder it walks with a plain ``open``: a FIFO of
+    that name in any folder, which an archive can carry, holds it until the timeout
+    (:func:`engram.gitroot.unsafe_git_file` checks git's own files and the top's; this
+    one is anywhere). So git is watched while it runs, and stopped as soon as it waits on
+    a FIFO: the walk reads ``.gitignore`` files without blocking."""
+    if unsafe_git_file(str(root)) is not None:  # git would wait on it: walk the tree instead
         return None
-    if out.returncode != 0:
+    argv = ["git", *SAFE_GIT_CONFIG, "-C", str(root), "ls-files", "-z", "--cached", "--others",
+            "--exclude-standard"]  # fmt: skip
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except OSError:
         return None
-    return [p for p in out.stdout.decode("utf-8", errors="replace").split("\0") if p]
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            out, _ = proc.communicate(timeout=_WATCH_SECONDS)
+            break
+        except subprocess.TimeoutExpired:
+            if time.monotonic() > deadline or _waits_on_a_fifo(proc.pid):
+                log.info("git ls-files stopped (it waited on a FIFO or timed out): walking")
+                proc.kill()
+                proc.communicate()
+                return None
+    if proc.returncode != 0:
+        return None
+    return [p for p in out.decode("utf-8", errors="replace").split("\0") if p]
 
 
 def _walk_files(root: Path) -> Iterator[str]:

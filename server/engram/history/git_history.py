@@ -42,7 +42,7 @@ import attrs
 import numpy as np
 
 from engram.config import HistoryConfig
-from engram.gitroot import SAFE_GIT_CONFIG, filters_off
+from engram.gitroot import SAFE_GIT_CONFIG, filters_off, unsafe_git_file
 from engram.history.cochange_model import (
     CochangeModel,
     CommitIndex,
@@ -304,6 +304,10 @@ class GitHistory:
                 return self._repo
             if shutil.which("git") is None:
                 self._set_status(STATUS_NO_GIT, "git is not installed (history features are off)")
+                return None
+            unsafe = unsafe_git_file(str(self.workspace.root))
+            if unsafe is not None:  # git (and GitPython's own reads) would wait forever
+                self._set_status(STATUS_ERROR, unsafe)
                 return None
             try:
                 import git  # GitPython; heavy-ish, imported on first use only

@@ -17,7 +17,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from engram.gitroot import SAFE_GIT_CONFIG
+from engram.gitroot import SAFE_GIT_CONFIG, unsafe_git_file
 from engram.mcphub.sources import ServerSpec, UnresolvedVariable, expand
 
 #: Engram's own data in a workspace: never code a server runs, and it changes all the time
@@ -173,6 +173,8 @@ def _git_tracked(root: Path, folders: Sequence[str]) -> dict[str, tuple[str, str
     # side by side: diff-files compares stat data only (its lstat of babel's 27,674 files
     # ~1 s at load 15; ls-files -m also re-reads what it doubts, 3-4x that), and a file
     # it doubts is read, never skipped
+    if unsafe_git_file(str(root)) is not None:  # git would wait on it: read every byte
+        return None
     both = _git(root, [["ls-files", "-z", "--stage", "--", *folders],
                        ["diff-files", "--name-only", "-z", "--", *folders]])  # fmt: skip
     if both is None:
