@@ -30,7 +30,7 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol, TypeAlias, TypeVar
+from typing import Literal, Protocol, TypeAlias, TypeVar
 
 import attrs
 import cattrs
@@ -613,6 +613,71 @@ def _without_connections(layer: Settings, where: str, notes: list[str] | None) -
     return {**layer, "store": {k: v for k, v in store.items() if k not in _CONNECTION_KEYS}}
 
 
+#: How a repository's value of each numeric setting can widen what Engram does, read or
+#: waits for: ``"at_most"`` (more is wider: longer memories, bigger batches, more commits,
+#: longer waits), ``"at_least"`` (less is wider: a looser duplicate threshold merges a
+#: person's new memory into another, a lower cosine floor shows more) or ``None`` (a shape
+#: of a ranking curve or a delay, neither way a limit). A workspace's value on the wide side
+#: of Engram's default is gated like a plugin (``engram trust``): a clone may narrow a
+#: limit, never widen it (stop 32: ``safety.max_content_chars = 10000000`` from a clone let
+#: an agent's memories be that long). ``index.workers`` is clamped instead
+#: (``codegraph.workers``). ``tests/config/test_setting_ranges.py`` checks every numeric
+#: setting is named here.
+WORKSPACE_LIMITS: dict[str, Literal["at_most", "at_least"] | None] = {
+    "embed.batch_size": "at_most",  # texts per ONNX run: memory grows with it
+    "embed.threads": "at_most",
+    "embed.query_threads": "at_most",
+    "retrieval.default_k": "at_most",
+    "retrieval.rrf_k": None,  # the fusion curve's constant
+    "retrieval.candidates": "at_most",
+    "retrieval.default_budget_tokens": "at_most",  # how much text reaches an agent's pack
+    "retrieval.min_cosine": "at_least",
+    "safety.max_content_chars": "at_most",
+    "safety.duplicate_ratio": "at_least",
+    "safety.duplicate_cosine": "at_least",
+    "diagnostics.max_per_file": "at_most",
+    "diagnostics.trust_level": "at_most",  # a higher level shows less confident memories
+    "diagnostics.debounce_ms": "at_least",
+    "index.max_file_bytes": "at_most",
+    "index.workers": None,  # clamped to this process's CPUs (codegraph.workers)
+    "index.workers_min_files": "at_least",
+    "index.background_delay_seconds": None,  # when the background job starts
+    "history.max_files_per_commit": "at_most",  # pairs grow with its square
+    "history.max_commits": "at_most",
+    "history.recency_half_life": None,  # the co-change decay curve
+    "history.git_timeout_s": "at_most",
+    "history.coaccess_min_support": "at_least",
+    "history.coaccess_limit": "at_most",
+    "observer.coaccess_half_life_days": None,  # a decay curve
+    "observer.event_budget_ms": None,  # slower events are logged, never refused
+    "observer.idle_finalize_hours": None,  # when an abandoned session is closed
+    "mcp.max_connections": "at_most",
+    "mcp.idle_ttl_seconds": "at_most",
+    "mcp.connect_timeout_seconds": "at_most",
+    "mcp.call_timeout_seconds": "at_most",
+    "mcp.search_limit": "at_most",
+    "store.refresh_seconds": "at_least",
+    "store.commit_retries": "at_most",
+    "store.lock_timeout_seconds": "at_most",
+}
+
+
+def workspace_limits() -> dict[tuple[str, str], tuple[str, float | None]]:
+    """``WORKSPACE_LIMITS`` as ``(section, key) -> (direction, Engram's default)``, the form
+    :func:`engram.workspace_trust.split_workspace_settings` gates by."""
+    defaults = EngramConfig()
+    out: dict[tuple[str, str], tuple[str, float | None]] = {}
+    for dotted, direction in WORKSPACE_LIMITS.items():
+        if direction is None:
+            continue
+        section, _, key = dotted.partition(".")
+        default = getattr(getattr(defaults, section), key)
+        if default is None:  # embed.threads: unset is every core, so more than them widens
+            default = os.cpu_count() or 1
+        out[(section, key)] = (direction, default)
+    return out
+
+
 @attrs.frozen
 class LoadedConfig:
     """The merged configuration, and what the workspace's own settings were allowed to do."""
@@ -667,9 +732,9 @@ def workspace_settings_trust(
 ) -> SettingsTrust:
     """Whether the workspace's gated settings are approved (``engram trust``, ``doctor``)."""
     layer, sources = read_workspace_settings(workspace)
-    _safe, gated, ignored = split_workspace_settings(layer)
+    _safe, gated, ignored = split_workspace_settings(layer, workspace_limits())
     store = approvals or ApprovalStore(user_config_dir(environ))
-    return assess(workspace.root, gated, ignored, sources, store)
+    return assess(workspace.root, gated, ignored, sources, store, workspace_limits())
 
 
 def held_back(trust: SettingsTrust) -> list[str]:
@@ -699,14 +764,17 @@ def load_settings(
     """Merge every layer; the workspace's gated settings only when the user approved them."""
     notes: list[str] = []
     layer, sources = read_workspace_settings(workspace, notes)
-    safe, gated, ignored = split_workspace_settings(layer)
+    safe, gated, ignored = split_workspace_settings(layer, workspace_limits())
     store = approvals or ApprovalStore(user_config_dir(environ))
     user_file = user_config_dir(environ) / "config.toml"
     user_layer = _read_toml(user_file, notes)
     _check_own(user_layer, str(user_file))
     env_layer = env_overrides(environ)
     _check_own(env_layer, "the ENGRAM_* environment")
-    trust = attrs.evolve(assess(workspace.root, gated, ignored, sources, store), notes=tuple(notes))
+    trust = attrs.evolve(
+        assess(workspace.root, gated, ignored, sources, store, workspace_limits()),
+        notes=tuple(notes),
+    )
     for line in held_back(trust):
         log.warning("%s", line)
     workspace_layer = merge_settings(safe, gated) if trust.applies else safe

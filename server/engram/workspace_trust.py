@@ -120,13 +120,32 @@ class SettingsTrust:
         }
 
 
+#: ``(section, key) -> ("at_most" | "at_least", Engram's default)`` (``config.workspace_limits``)
+Limits = Mapping[tuple[str, str], tuple[str, float | None]]
+
+
+def widens(value: object, limit: tuple[str, float | None] | None) -> bool:
+    """Whether a workspace's ``value`` is on the wide side of Engram's default: more where
+    the limit is ``at_most`` (longer memories, more commits, longer waits), less where it is
+    ``at_least`` (a looser duplicate threshold). A default of ``None`` (every core) is
+    widened by any number; a value that is no number is the range check's (dropped)."""
+    if limit is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    direction, default = limit
+    if default is None:
+        return False  # "unset" is the widest: any number narrows it
+    return value > default if direction == "at_most" else value < default
+
+
 def split_workspace_settings(
-    layer: Mapping[str, object],
+    layer: Mapping[str, object], limits: Limits | None = None
 ) -> tuple[dict[str, object], dict[str, object], list[str]]:
     """``(safe, gated, ignored)`` of a workspace's normalised settings tree.
 
     ``safe`` applies at once; ``gated`` only after approval; ``ignored`` keys never apply.
+    ``limits``: numeric settings a workspace may narrow but not widen without approval.
     """
+    limits = limits or {}
     safe: dict[str, object] = {}
     gated: dict[str, object] = {}
     ignored: list[str] = []
@@ -142,10 +161,14 @@ def split_workspace_settings(
                 ignored.append(f"{section}.{key}")
                 continue
             allowed = _GATED_KEYS.get((section, key))
-            is_gated = section in _GATED_SECTIONS or (
-                allowed is not None
-                and not (isinstance(value, str) and value.strip().lower() in allowed)
-                and value not in (None, [], "", {})
+            is_gated = (
+                section in _GATED_SECTIONS
+                or (
+                    allowed is not None
+                    and not (isinstance(value, str) and value.strip().lower() in allowed)
+                    and value not in (None, [], "", {})
+                )
+                or widens(value, limits.get((section, key)))
             )
             target = gated if is_gated else safe
             table = target.setdefault(section, {})
@@ -195,7 +218,7 @@ def _as_list(value: object) -> list[object]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def _effects(root: Path, gated: Mapping[str, object]) -> list[GatedSetting]:
+def _effects(root: Path, gated: Mapping[str, object], limits: Limits) -> list[GatedSetting]:
     out: list[GatedSetting] = []
     for spec in _as_list(_section(gated, "observer").get("plugins")):
         path = _plugin_file(spec, root)
@@ -223,6 +246,18 @@ def _effects(root: Path, gated: Mapping[str, object]) -> list[GatedSetting]:
             out.append(GatedSetting(f"llm.{key}", value, effect))
     elif llm:
         out.append(GatedSetting("llm", llm, "configure an LLM endpoint"))
+    for section, body in gated.items():
+        if not isinstance(body, Mapping) or section in _GATED_SECTIONS:
+            continue
+        for key, value in body.items():
+            limit = limits.get((section, key))
+            if limit is not None and widens(value, limit):
+                more, less = ("raise", "lower") if limit[0] == "at_most" else ("lower", "raise")
+                effect = (
+                    f"{more} it to {value} (Engram's default: {limit[1]}; a repository may "
+                    f"{less} it without asking)"
+                )
+                out.append(GatedSetting(f"{section}.{key}", value, effect))
     model = _section(gated, "embed").get("model")
     if model is not None:
         out.append(
@@ -241,6 +276,7 @@ def assess(
     ignored: list[str],
     sources: list[str],
     approvals: ApprovalStore,
+    limits: Limits | None = None,
 ) -> SettingsTrust:
     """Whether the user approved exactly these gated settings for this workspace."""
     if not gated:
@@ -254,7 +290,7 @@ def assess(
     else:
         state = "changed"
     return SettingsTrust(
-        state, tuple(_effects(root, gated)), digest, tuple(ignored), tuple(sources)
+        state, tuple(_effects(root, gated, limits or {})), digest, tuple(ignored), tuple(sources)
     )
 
 
@@ -284,4 +320,5 @@ __all__ = [
     "content_hash",
     "revoke",
     "split_workspace_settings",
+    "widens",
 ]

@@ -11,9 +11,17 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import attrs
 import pytest
 
-from engram.config import ConfigError, config_from_dict, load_settings
+from engram.config import (
+    WORKSPACE_LIMITS,
+    ConfigError,
+    EngramConfig,
+    config_from_dict,
+    load_settings,
+    workspace_limits,
+)
 from engram.workspace import Workspace
 
 
@@ -35,12 +43,12 @@ def test_a_repositorys_bad_value_is_named_and_dropped(
 ) -> None:
     (tmp_workspace.root / ".engram").mkdir(exist_ok=True)
     (tmp_workspace.root / ".engram" / "config.toml").write_text(
-        f"[safety]\nmax_content_chars = {value}\nduplicate_ratio = 80\n"
+        f"[safety]\nmax_content_chars = {value}\nduplicate_ratio = 95\n"
     )
     with caplog.at_level(logging.WARNING, logger="engram.config"):
         loaded = load_settings(tmp_workspace, environ={"XDG_CONFIG_HOME": str(tmp_path / "user")})
     assert loaded.config.safety.max_content_chars == 8000  # the default: commands still run
-    assert loaded.config.safety.duplicate_ratio == 80.0  # the file's good value still applies
+    assert loaded.config.safety.duplicate_ratio == 95.0  # the file's good value still applies
     line = f"ignoring safety.max_content_chars in .engram/config.toml: {why}"
     assert line in loaded.trust.notes and line in caplog.text
 
@@ -78,3 +86,49 @@ def test_switches_stay_switches() -> None:
         {"index": {"embed_in_background": False}, "history": {"auto_mine": True}}
     )
     assert config.index.embed_in_background is False and config.history.auto_mine is True
+
+
+def test_every_numeric_setting_says_which_way_a_repository_widens_it() -> None:
+    """A new number in the settings must be classified (``config.WORKSPACE_LIMITS``):
+    stop 32 found ``safety.max_content_chars`` could be raised by any clone."""
+    numeric = set()
+    defaults = EngramConfig()
+    for section in attrs.fields(EngramConfig):
+        for field in attrs.fields(type(getattr(defaults, section.name))):
+            named = getattr(field.type, "__name__", str(field.type))
+            if named in ("int", "float", "int | None", "float | None"):
+                numeric.add(f"{section.name}.{field.name}")
+    assert numeric, "no numeric setting found: the test would prove nothing"
+    assert numeric == set(WORKSPACE_LIMITS)
+
+
+def _wide_and_narrow(direction: str, default: float) -> tuple[float, float]:
+    """A value on each side of Engram's default, inside the setting's range."""
+    step = 1 if isinstance(default, int) else default * 0.05
+    if direction == "at_most":
+        return default + step, max(0, default // 2 if isinstance(default, int) else default / 2)
+    return (default // 2 if isinstance(default, int) else default / 2), default + step
+
+
+@pytest.mark.parametrize("key", sorted(f"{s}.{k}" for s, k in workspace_limits()))
+def test_a_repository_may_narrow_a_limit_but_not_widen_it(
+    tmp_workspace: Workspace, tmp_path: Path, key: str
+) -> None:
+    section, _, name = key.partition(".")
+    direction, default = workspace_limits()[(section, name)]
+    assert default is not None
+    wide, narrow = _wide_and_narrow(direction, default)
+    settings = tmp_workspace.root / ".engram" / "config.toml"
+    settings.parent.mkdir(exist_ok=True)
+    environ = {"XDG_CONFIG_HOME": str(tmp_path / "user")}
+    settings.write_text(f"[{section}]\n{name} = {wide!r}\n")
+    loaded = load_settings(tmp_workspace, environ=environ)
+    assert loaded.trust.state == "untrusted", (key, wide)
+    assert getattr(getattr(loaded.config, section), name) == getattr(
+        getattr(EngramConfig(), section), name
+    )
+    assert [s.key for s in loaded.trust.settings] == [key]
+    settings.write_text(f"[{section}]\n{name} = {narrow!r}\n")
+    loaded = load_settings(tmp_workspace, environ=environ)
+    assert loaded.trust.state == "none", (key, narrow)
+    assert getattr(getattr(loaded.config, section), name) == narrow

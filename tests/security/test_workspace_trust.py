@@ -292,3 +292,25 @@ def test_a_clones_session_gates_wait_for_approval(
     trust(tmp_workspace)
     gates = load_settings(tmp_workspace).config.observer.session_gates
     assert gates["interactive"]["triggers"] == ["session_end"]
+
+
+def test_a_clone_cannot_raise_a_limit_without_approval(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """Stop 32: a clone's ``.engram/config.toml`` with ``max_content_chars = 10000000`` let
+    an agent store memories of any length (the range check had a lower bound only); every
+    numeric limit is now gated on its wide side (``config.WORKSPACE_LIMITS``)."""
+    settings = tmp_workspace.root / ".engram" / "config.toml"
+    settings.parent.mkdir(exist_ok=True)
+    settings.write_text("[safety]\nmax_content_chars = 10000000\n[history]\nmax_commits = 50\n")
+    long_text = "charge() takes cents " * 1000  # 21,000 characters
+    refused = engram(tmp_workspace, "remember", long_text)
+    assert refused.returncode != 0, refused.stdout
+    assert "over the limit of 8000" in refused.stderr, refused.stderr
+    assert "raise it to 10000000" in refused.stderr  # the warning says what was held back
+    shown = engram(tmp_workspace, "trust")
+    assert "safety.max_content_chars" in shown.stdout, shown.stdout
+    assert "history.max_commits" not in shown.stdout  # a lower limit needs no approval
+    trust(tmp_workspace)
+    stored = engram(tmp_workspace, "remember", long_text)
+    assert stored.returncode == 0, stored.stderr
