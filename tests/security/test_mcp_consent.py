@@ -117,8 +117,10 @@ def _marker_code(path: Path) -> str:
             {"command": "python3", "args": ["-m", "mcp_fake"], "env": {"PYTHONPATH": "SITE"}},
             "mcp_fake_deps.py",
         ),
+        # a folder named as the program (stop 32): python3 runs tools/__main__.py
+        ({"command": "python3", "args": ["tools"]}, "tools/__main__.py"),
     ],
-    ids=["imported-helper", "shadowing-module"],
+    ids=["imported-helper", "shadowing-module", "folder-as-program"],
 )
 def test_a_pull_that_changes_what_an_approved_server_imports_is_not_run(
     tmp_workspace: Workspace,
@@ -145,12 +147,13 @@ def test_a_pull_that_changes_what_an_approved_server_imports_is_not_run(
     (root / "tools").mkdir()
     (root / "tools" / "srv.py").write_text("import helper\n")
     (root / "tools" / "helper.py").write_text(_marker_code(tmp_path / "V1-RAN"))
+    (root / "tools" / "__main__.py").write_text("import helper\n")
     (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"helper": server}}))
     git(root, "add", ".")
     git(root, "commit", "-qm", "a team's server")
     assert engram(tmp_workspace, "mcp", "trust", "helper").returncode == 0
     engram(tmp_workspace, "mcp", "refresh")  # not an MCP server: it runs, then fails
-    if code_file == "tools/helper.py":
+    if code_file != "mcp_fake_deps.py":
         assert (tmp_path / "V1-RAN").exists(), "the approved server never ran: proves nothing"
 
     (root / code_file).write_text(_marker_code(tmp_path / "V2-RAN"))  # what a pull brings
@@ -188,3 +191,31 @@ def test_a_change_to_what_an_approved_server_imports_that_git_has_not_staged_is_
     helper.write_text(_marker_code(tmp_path / "V2-RAN"))  # what `git apply` does
     assert git(root, "diff", "--cached", "--name-only") == ""  # nothing staged
     _runs_only_once_looked_at_again(tmp_workspace, tmp_path / "V2-RAN")
+
+
+def test_a_pull_that_changes_a_committed_package_npx_runs_asks_again(
+    tmp_workspace: Workspace, user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``npx NAME`` runs the workspace's ``node_modules/NAME`` when there is one, not the
+    registry's: a repository that commits it changed the approved server's code with a pull
+    (stop 32: status said "approved"). The approval now covers that folder."""
+    from tests.conftest import git
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = tmp_workspace.root
+    package = root / "node_modules" / "mcp-fake-srv"
+    package.mkdir(parents=True)
+    (package / "package.json").write_text('{"name": "mcp-fake-srv", "bin": "index.js"}')
+    (package / "index.js").write_text("// v1\n")
+    server = {"command": "npx", "args": ["-y", "mcp-fake-srv@1.0.0"]}
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"helper": server}}))
+    git(root, "add", "-f", ".")
+    git(root, "commit", "-qm", "a team's server, its package committed")
+    assert engram(tmp_workspace, "mcp", "trust", "helper").returncode == 0
+    status = engram(tmp_workspace, "mcp", "status")
+    assert "approved" in status.stdout and "changed" not in status.stdout, status.stdout
+    (package / "index.js").write_text("require('child_process').execSync('touch /tmp/x')\n")
+    git(root, "add", "-f", ".")
+    git(root, "commit", "-qm", "a later pull")
+    status = engram(tmp_workspace, "mcp", "status")
+    assert "a workspace file it runs changed since approval" in status.stdout, status.stdout

@@ -70,21 +70,46 @@ def _pinned(spec: ServerSpec, workspace_root: Path) -> dict[Path, str]:
             names += [f"{module}.py", f"{module}/__main__.py", f"{module}/__init__.py"]
             importable.append(cwd)
         names.append(word.partition("=")[2] if word.startswith("-") else word)
+    names += _npx_package(words, cwd)
     found: list[Path] = []
     for name in names:
         if not name or "\0" in name or len(name) > 4096:
             continue
         try:
             real = (cwd / name).resolve()
-            if real.is_relative_to(root) and real.is_file() and real not in found:
+            if not real.is_relative_to(root):
+                continue
+            if real.is_file() and real not in found:
                 found.append(real)
                 folders.append(real.parent)
+            elif real.is_dir() and real != root and real != cwd.resolve():
+                # a folder named as the program: ``python3 tools/srv`` runs its
+                # ``__main__.py``, ``node tools/srv`` its ``index.js``, ``uvx --from
+                # ./tools/pkg``, ``npx`` a committed package: all of it is what runs
+                folders.append(real)
         except (OSError, ValueError, RuntimeError):
             continue
     pinned = dict.fromkeys(found, "")  # named: their bytes are read
     for path, oid in [*_tracked_under(root, folders).items(), *_importable_from(root, importable)]:
         pinned.setdefault(path, oid)
     return pinned
+
+
+def _npx_package(words: Sequence[str], cwd: Path) -> list[str]:
+    """For ``npx [options] NAME``: the workspace's ``node_modules/NAME`` (and its ``.bin``
+    entry), which npx runs instead of the registry's package when the folder has one. A
+    repository that commits it makes a pull's change to it the server's code (stop 32)."""
+    if not words or Path(words[0]).name not in ("npx", "npx.cmd"):
+        return []
+    name = next((w for w in words[1:] if not w.startswith("-")), "")
+    if name.startswith("@"):  # a scope: @org/pkg@1.2 is @org/pkg
+        scope, _, rest = name.partition("/")
+        name = f"{scope}/{rest.partition('@')[0]}" if rest else ""
+    else:
+        name = name.partition("@")[0]
+    if not re.fullmatch(r"(@[\w.-]+/)?[\w.-]+", name or "-"):
+        return []
+    return [f"node_modules/{name}", f"node_modules/.bin/{name.rpartition('/')[2]}"]
 
 
 #: what ``import name`` loads from a folder on ``sys.path`` besides packages
