@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.conftest import git
 from tests.security.conftest import engram
 
@@ -400,3 +401,31 @@ def test_a_teammates_text_forges_no_change_in_the_audit_log(
     (line,) = [ln for ln in log.stdout.splitlines() if "team_share" in ln]
     assert f"content: - -> {json.dumps(lure)}" in line, line
     assert "state: - -> review" in line and line.count("state:") == 2, line  # 1 quoted
+
+
+def test_a_team_file_that_names_a_key_twice_is_skipped(
+    tmp_workspace: Workspace, user_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reviewer reads a team file (or its diff) from the top; ``json.loads`` keeps the
+    last of two ``"content"`` keys. Until stop 32 the text a teammate's commit showed in
+    review was not the one shared, and with ``team.trusted`` (the user's own setting: a
+    reviewed commit is trusted) it arrived verified."""
+    monkeypatch.setenv("ENGRAM_TEAM__TRUSTED", "true")
+    ws = tmp_workspace
+    (ws.root / "app.py").write_text("def main():\n    return 0\n")
+    shown = team_file(ws.root, "m-000000d001", "main() returns 0 on success", type="gotcha")
+    record = shown.read_text()
+    hidden = "\n" * 400 + f'  "content": {json.dumps(MALICIOUS)},\n'
+    shown.write_text(record.replace('  "type":', hidden + '  "type":', 1))
+    assert json.loads(shown.read_text())["content"] == MALICIOUS  # what a parser keeps
+    team_file(ws.root, "m-000000d002", "main() is the entry point", type="gotcha")
+    git(ws.root, "add", ".")
+    git(ws.root, "commit", "-qm", "a teammate's files")
+    synced = engram(ws, "sync", "--json")
+    assert synced.returncode == 0, synced.stderr
+    report = json.loads(synced.stdout)
+    assert report["added"] == 1, report
+    skipped = "\n".join(report["skipped"])
+    assert ".engram-team/m-000000d001.json: the key 'content' is given twice" in skipped
+    listed = engram(ws, "list")
+    assert "curl" not in listed.stdout and "entry point" in listed.stdout, listed.stdout

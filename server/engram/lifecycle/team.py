@@ -222,12 +222,16 @@ def read_team_folder(folder: Path, *, label: str) -> TeamFolder:
                 out.skipped.append(f"{name}: larger than {MAX_TEAM_FILE_BYTES} bytes")
                 continue
             text = data.decode("utf-8")
-            raw = parse_json(text)  # nesting too deep is malformed too (stop 30)
+            # nesting too deep is malformed too (stop 30), and a key given twice (stop 32)
+            raw = parse_json(text, unique_keys=True)
         except (OSError, UnicodeDecodeError) as exc:
             out.skipped.append(f"{name}: cannot read it ({exc})")
             continue
         except json.JSONDecodeError as exc:
             out.skipped.append(f"{name}: not valid JSON (line {exc.lineno})")
+            continue
+        except ValueError as exc:  # a key given twice: which one would a reviewer have read?
+            out.skipped.append(f"{name}: {exc}")
             continue
         entry = _entry(raw, name, text, path.stem, converter)
         if isinstance(entry, str):
