@@ -82,17 +82,17 @@ class _Unsafe(Exception):
 def _open_kind(path: str, shown: str) -> int | None:
     """The ``st_mode`` of what ``path`` leads to (links followed), ``None`` when nothing is
     there; raises :class:`_Unsafe` when git's ``open`` of it would block or never end: a
-    FIFO, a socket, a device (a link to ``/dev/zero`` reads forever)."""
+    FIFO, a device (a link to ``/dev/zero`` reads forever)."""
     import stat
 
     try:
         mode = os.stat(path).st_mode
     except (OSError, ValueError):
         return None
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or a socket"
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device"
         raise _Unsafe(f"{shown} is {kind}, not a regular file")
-    return mode
+    return mode  # a socket fails to open at once (git's own fsmonitor daemon keeps one)
 
 
 def _git_dir(root: str) -> str | None:

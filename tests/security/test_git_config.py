@@ -232,3 +232,29 @@ def test_a_fifo_or_device_where_git_reads_stops_no_command(
             assert "files indexed 2" in run.stderr, run.stderr
         if args[0] == "doctor" and not where.endswith(".gitignore"):  # one git stops on it
             assert "git is not run in this workspace" in run.stdout + run.stderr, run.stdout
+
+
+def test_git_runs_beside_a_socket_and_the_files_git_keeps(tmp_workspace: Workspace) -> None:
+    """The check refuses only what would block or never end: git's own fsmonitor daemon
+    keeps a socket in ``.git`` (opening one fails at once), and a linked worktree's ``.git``
+    file leads to its folder and the common one."""
+    import socket
+
+    from engram.gitroot import unsafe_git_file
+
+    root = tmp_workspace.root
+    (root / "app.py").write_text("x = 1\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    ipc = socket.socket(socket.AF_UNIX)
+    try:
+        ipc.bind(str(root / ".git" / "f.ipc"))  # a short path: AF_UNIX takes 107 bytes
+        assert unsafe_git_file(str(root)) is None
+    finally:
+        ipc.close()
+    linked = root.parent / "linked"
+    git(root, "worktree", "add", "-q", str(linked))
+    assert (linked / ".git").is_file()
+    assert unsafe_git_file(str(linked)) is None
+    os.mkfifo(root / ".git" / "packed-refs")  # the common folder, reached from the worktree
+    assert "packed-refs is a FIFO" in (unsafe_git_file(str(linked)) or "")
