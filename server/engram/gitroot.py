@@ -70,6 +70,9 @@ _TREE_FOLDERS = ("", ".engram-team")
 _CONFIG_FILE_KEYS = (
     r"^(include\.path|includeif\..*\.path|core\.excludesfile|core\.attributesfile|mailmap\.file)$"
 )
+#: a line of a git config file that may set one of ``_CONFIG_FILE_KEYS`` (``path = …``
+#: under ``[include]``, ``file = …`` under ``[mailmap]``, …): only then is ``git config`` asked
+_NAMES_A_FILE = r"(?im)^\s*(path|excludesfile|attributesfile|file)\s*="
 #: the most entries of a git folder looked at (a repository of unpacked objects has
 #: thousands; a link to ``/`` would be the whole disk): past it the rest is not checked
 _MAX_SCANNED = 200_000
@@ -202,7 +205,7 @@ def unsafe_git_file(root: str) -> str | None:
 def _named_files(root: str, git_dir: str) -> None:
     """Check each file the repository's ``config`` names for git to read (includes
     followed, each file once), asking ``git config`` without includes."""
-    import subprocess
+    import re  # not at the top: a forwarding CLI imports this module first
 
     pending = [os.path.join(git_dir, "config")]
     done: set[str] = set()
@@ -213,9 +216,11 @@ def _named_files(root: str, git_dir: str) -> None:
         done.add(config)
         if _open_kind(config, _shown(config, root)) is None:
             continue
-        text = _small_file(config, _shown(config, root)).lower()
-        if not any(word in text for word in ("path", "excludesfile", "attributesfile", "file")):
+        text = _small_file(config, _shown(config, root))
+        if not re.search(_NAMES_A_FILE, text):
             continue  # names no file: no ``git config`` process (the usual case)
+        import subprocess
+
         try:
             out = subprocess.run(
                 ["git", "config", "--file", config, "--no-includes", "-z", "--get-regexp",
