@@ -36,6 +36,30 @@ export const WORKSPACE_SETTABLE: readonly string[] = [
   "observer.enabled",
 ];
 
+/**
+ * The numeric settings of {@link WORKSPACE_SETTABLE} and which side of the manifest's default
+ * widens what Engram shows or spends (the server's `config.WORKSPACE_LIMITS`): a workspace
+ * may narrow them, never widen them (stop 32: a clone's `.vscode/settings.json` with
+ * `"engram.retrieval.defaultBudgetTokens": 1000000` passed as the user's own). A wider
+ * value is replaced by the user's own, as an undeclared key is; tests/pure.test.ts checks
+ * the defaults against the manifest.
+ */
+export const WORKSPACE_LIMITS: Readonly<Record<string, readonly ["at_most" | "at_least", number]>> = {
+  "diagnostics.trustLevel": ["at_most", 2],
+  "diagnostics.maxPerFile": ["at_most", 20],
+  "diagnostics.debounceMs": ["at_least", 300],
+  "retrieval.defaultBudgetTokens": ["at_most", 2000],
+  "mcp.maxConnections": ["at_most", 10],
+};
+
+function widens(path: string, value: unknown): boolean {
+  const limit = WORKSPACE_LIMITS[path];
+  if (!limit || typeof value !== "number") {
+    return false;
+  }
+  return limit[0] === "at_most" ? value > limit[1] : value < limit[1];
+}
+
 export type SettingsObject = { [key: string]: unknown };
 
 /** What VS Code's `inspect("engram")` says: the section as each level set it. */
@@ -93,7 +117,8 @@ function assign(tree: SettingsObject, path: string[], value: unknown): void {
 /**
  * The server's settings from VS Code's merged `engram` section; `levels` (VS Code's
  * `inspect("engram")`) tells which values a workspace or a folder set: those outside
- * {@link WORKSPACE_SETTABLE} are replaced by the user's own value, or dropped.
+ * {@link WORKSPACE_SETTABLE}, or wider than {@link WORKSPACE_LIMITS} allow, are replaced by
+ * the user's own value, or dropped.
  */
 export function toServerSettings(section: SettingsObject | undefined | null, levels?: SettingLevels): SettingsObject {
   let result: SettingsObject = {};
@@ -112,7 +137,8 @@ export function toServerSettings(section: SettingsObject | undefined | null, lev
       continue;
     }
     for (const path of leaves(layer)) {
-      if (!settable(path) && !CLIENT_ONLY_KEYS.has(path.split(".")[0])) {
+      const wider = widens(path, lookup(layer, path.split(".")));
+      if ((!settable(path) || wider) && !CLIENT_ONLY_KEYS.has(path.split(".")[0])) {
         assign(result, path.split("."), lookup(levels?.globalValue, path.split(".")));
       }
     }

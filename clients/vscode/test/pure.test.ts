@@ -5,7 +5,7 @@ import { buildTree, notSetUpTree } from "../src/tree";
 import { buildImpactTree } from "../src/impact";
 import { missingServerMessage, pythonExtensionInterpreter, serverCandidates } from "../src/python";
 import { buildProbeCommand, buildServerCommand } from "../src/serverCommand";
-import { WORKSPACE_SETTABLE, toServerSettings } from "../src/settings";
+import { WORKSPACE_LIMITS, WORKSPACE_SETTABLE, toServerSettings } from "../src/settings";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -96,15 +96,16 @@ test("a repository's .vscode/settings.json sets only the declared tuning setting
     get: () => undefined,
   };
   const out = toServerSettings(merged, { globalValue: user, workspaceValue: hostile });
+  // trustLevel 3 would show less confident memories than the default 2: the user's own 1
   assert.deepEqual(out, {
     observer: { enabled: true },
     llm: { base_url: "https://llm.example/v1" },
-    diagnostics: { trustLevel: 3 },
+    diagnostics: { trustLevel: 1 },
     embed: { model: "none" },
   });
   // a folder's settings of a multi-root window are a repository's too
   const folder = toServerSettings({ ...hostile, get: () => undefined }, { workspaceFolderValue: hostile });
-  assert.deepEqual(folder, { observer: { enabled: true }, diagnostics: { trustLevel: 3 } });
+  assert.deepEqual(folder, { observer: { enabled: true } });
   // the user's own settings are all the user's
   assert.deepEqual(toServerSettings({ ...hostile }, { globalValue: hostile }), hostile);
 });
@@ -127,6 +128,32 @@ test("the settings a workspace may set are the manifest's declared, not machine-
     .filter(([key, spec]) => spec.scope !== "machine" && spec.scope !== "application" && !clientOnly.includes(key))
     .map(([key]) => key.replace(/^engram\./, ""));
   assert.deepEqual([...WORKSPACE_SETTABLE].sort(), declared.sort());
+});
+
+test("a workspace may narrow a numeric setting, never widen it (stop 32)", () => {
+  const manifest = JSON.parse(readFileSync(join(__dirname, "..", "..", "package.json"), "utf8")) as {
+    contributes: { configuration: { properties: Record<string, { type?: string; default?: unknown }> } };
+  };
+  const numeric = Object.entries(manifest.contributes.configuration.properties)
+    .filter(([, spec]) => spec.type === "integer" || spec.type === "number")
+    .map(([key]) => key.replace(/^engram\./, ""))
+    .filter((key) => WORKSPACE_SETTABLE.includes(key));
+  assert.deepEqual(Object.keys(WORKSPACE_LIMITS).sort(), numeric.sort());
+  for (const [key, [direction, bound]] of Object.entries(WORKSPACE_LIMITS)) {
+    assert.equal(manifest.contributes.configuration.properties[`engram.${key}`].default, bound, key);
+    const [section, name] = key.split(".");
+    const wide = direction === "at_most" ? bound * 100 : 0;
+    const narrow = direction === "at_most" ? 1 : bound * 2;
+    const user = { [section]: { [name]: bound } };
+    for (const [value, expected] of [[wide, bound], [narrow, narrow]]) {
+      const repo = { [section]: { [name]: value } };
+      const out = toServerSettings({ ...repo }, { globalValue: user, workspaceValue: repo });
+      assert.deepEqual(out, { [section]: { [name]: expected } }, `${key} = ${value}`);
+    }
+  }
+  // the budget of an agent's context pack: a repository's million tokens is not the user's
+  const repo = { retrieval: { defaultBudgetTokens: 1000000 } };
+  assert.deepEqual(toServerSettings({ ...repo }, { workspaceValue: repo }), {});
 });
 
 test("memory lists are read from any of the server's result shapes", () => {
