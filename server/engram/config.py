@@ -640,7 +640,7 @@ WORKSPACE_LIMITS: dict[str, Literal["at_most", "at_least"] | None] = {
     "diagnostics.debounce_ms": "at_least",
     "index.max_file_bytes": "at_most",
     "index.workers": None,  # clamped to this process's CPUs (codegraph.workers)
-    "index.workers_min_files": "at_least",
+    "index.workers_min_files": None,  # when the (clamped) parse workers start: no limit
     "index.background_delay_seconds": None,  # when the background job starts
     "history.max_files_per_commit": "at_most",  # pairs grow with its square
     "history.max_commits": "at_most",
