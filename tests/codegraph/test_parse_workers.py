@@ -106,10 +106,18 @@ def index(ws: Workspace, db: Path, workers: int, **kwargs: object):  # type: ign
 
 
 def children_of(pid: int) -> set[int]:
-    """Live child processes of ``pid`` (Linux /proc)."""
+    """Live child processes of ``pid`` (Linux /proc).
+
+    A thread that ends between the listing and the read is skipped: its children, if any,
+    now belong to another thread of the process, which is read too. The CI run of 8516924
+    failed on one such thread ("No such file or directory: /proc/…/task/…/children") while
+    the index's own threads were winding down after the run."""
     found: set[int] = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text()
+        try:
+            text = (task / "children").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
         found.update(int(p) for p in text.split())
     return found
 
