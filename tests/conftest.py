@@ -11,6 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# The SDK's ``stdio_client(params, errlog=sys.stderr)`` binds its default when
+# ``mcp.client.stdio`` is first imported. An in-process CLI call under ``capsys``
+# (tests/mcp/test_mcp_cli.py) imported it while ``sys.stderr`` was pytest's in-memory
+# capture, and every later test that opened a stdio client without ``errlog`` failed with
+# ``io.UnsupportedOperation: fileno`` (stop 32's reviews, running tests/mcp then
+# tests/security in one process). Importing it here binds the session's stderr, which has
+# a file descriptor. Engram itself passes ``errlog`` (engram/mcphub/transport.py).
+import mcp.client.stdio  # noqa: F401
 import pytest
 
 from engram.workspace import Workspace
