@@ -66,13 +66,15 @@ def filters_off(config_names: str) -> tuple[str, ...]:
 #: top and in the team folder, the folders whose ``status`` Engram asks for
 _TREE_FILES = (".gitignore", ".gitattributes", ".mailmap")
 _TREE_FOLDERS = ("", ".engram-team")
-#: the repository's settings that name a file git opens (``git config`` keys, lower case)
+#: the repository's settings that name a file git opens (``git config`` keys, lower case):
+#: ``diff.orderFile`` is read by every ``git log --name-status`` (history mining)
 _CONFIG_FILE_KEYS = (
-    r"^(include\.path|includeif\..*\.path|core\.excludesfile|core\.attributesfile|mailmap\.file)$"
+    r"^(include\.path|includeif\..*\.path|core\.excludesfile|core\.attributesfile|mailmap\.file"
+    r"|diff\.orderfile)$"
 )
 #: a line of a git config file that may set one of ``_CONFIG_FILE_KEYS`` (``path = …``
 #: under ``[include]``, ``file = …`` under ``[mailmap]``, …): only then is ``git config`` asked
-_NAMES_A_FILE = r"(?im)^\s*(path|excludesfile|attributesfile|file)\s*="
+_NAMES_A_FILE = r"(?im)^\s*(path|excludesfile|attributesfile|file|orderfile)\s*="
 #: the most entries of a git folder looked at (a repository of unpacked objects has
 #: thousands; a link to ``/`` would be the whole disk): past it the rest is not checked
 _MAX_SCANNED = 200_000
@@ -181,7 +183,8 @@ def unsafe_git_file(root: str) -> str | None:
     (docs/security.md, "Git"). This looks at every entry of the git folder (scandir types:
     a few milliseconds for a packed repository), the working tree's files git reads for
     Engram's commands, and each file the repository's config names for git to open
-    (``include.path``, ``core.excludesFile``, ``core.attributesFile``, ``mailmap.file``)."""
+    (``include.path``, ``core.excludesFile``, ``core.attributesFile``, ``mailmap.file``,
+    ``diff.orderFile``)."""
     try:
         git_dir = _git_dir(root)
         if git_dir is None:

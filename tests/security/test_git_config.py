@@ -188,6 +188,9 @@ _GIT_HAZARDS = [
     ("fifo", "src/.gitignore"),
     ("zero", ".git/refs/heads/main"),
     ("include", "notes/extra.cfg"),
+    # ``diff.orderFile`` is read by ``git log --name-status``: history mining, and so
+    # ``engram index`` and the engine, waited for ever (stop 33)
+    ("orderfile", "notes/order.txt"),
 ]
 
 
@@ -209,6 +212,8 @@ def test_a_fifo_or_device_where_git_reads_stops_no_command(
     target.parent.mkdir(parents=True, exist_ok=True)
     if kind == "include":  # the repository's config names the FIFO for git to read
         git(root, "config", "include.path", f"../{where}")
+    if kind == "orderfile":  # relative to the top of the working tree
+        git(root, "config", "diff.orderFile", where)
     if target.exists():
         target.unlink()
     if kind == "zero":
