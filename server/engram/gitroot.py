@@ -72,9 +72,12 @@ _CONFIG_FILE_KEYS = (
     r"^(include\.path|includeif\..*\.path|core\.excludesfile|core\.attributesfile|mailmap\.file"
     r"|diff\.orderfile)$"
 )
-#: a line of a git config file that may set one of ``_CONFIG_FILE_KEYS`` (``path = …``
-#: under ``[include]``, ``file = …`` under ``[mailmap]``, …): only then is ``git config`` asked
-_NAMES_A_FILE = r"(?im)^\s*(path|excludesfile|attributesfile|file|orderfile)\s*="
+#: a key of a git config file that may be one of ``_CONFIG_FILE_KEYS`` (``path = …``
+#: under ``[include]``, ``file = …`` under ``[mailmap]``, …), at a line's start or after its
+#: section's header (``[include] path = …`` is one line to git): only then is ``git config``
+#: asked. A file longer than :data:`_CONFIG_LOOKED_AT` is always asked about (git reads all).
+_NAMES_A_FILE = r"(?im)(^|\])\s*(path|excludesfile|attributesfile|file|orderfile)\s*="
+_CONFIG_LOOKED_AT = 65536
 #: the most entries of a git folder looked at (a repository of unpacked objects has
 #: thousands; a link to ``/`` would be the whole disk): past it the rest is not checked
 _MAX_SCANNED = 200_000
@@ -123,7 +126,8 @@ def _git_dir(root: str) -> str | None:
 
 
 def _small_file(path: str, shown: str) -> str:
-    """The first 64 KB of a regular file, opened without blocking (git's pointer files)."""
+    """The first 64 KB (:data:`_CONFIG_LOOKED_AT`) of a regular file, opened without
+    blocking (git's pointer files, a config)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
@@ -133,7 +137,7 @@ def _small_file(path: str, shown: str) -> str:
 
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise _Unsafe(f"{shown} is not a regular file")
-        return os.read(fd, 65536).decode("utf-8", errors="replace")
+        return os.read(fd, _CONFIG_LOOKED_AT).decode("utf-8", errors="replace")
     finally:
         os.close(fd)
 
@@ -220,7 +224,8 @@ def _named_files(root: str, git_dir: str) -> None:
         if _open_kind(config, _shown(config, root)) is None:
             continue
         text = _small_file(config, _shown(config, root))
-        if not re.search(_NAMES_A_FILE, text):
+        whole = len(text.encode("utf-8", errors="replace")) < _CONFIG_LOOKED_AT
+        if whole and not re.search(_NAMES_A_FILE, text):
             continue  # names no file: no ``git config`` process (the usual case)
         import subprocess
 

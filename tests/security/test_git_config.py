@@ -263,3 +263,32 @@ def test_git_runs_beside_a_socket_and_the_files_git_keeps(tmp_workspace: Workspa
     assert unsafe_git_file(str(linked)) is None
     os.mkfifo(root / ".git" / "packed-refs")  # the common folder, reached from the worktree
     assert "packed-refs is a FIFO" in (unsafe_git_file(str(linked)) or "")
+
+
+@pytest.mark.parametrize("how", ["on the header's line", "past 64 KB"])
+def test_a_file_the_config_names_is_found_however_the_config_is_written(
+    tmp_workspace: Workspace, how: str
+) -> None:
+    """677cf09 asked ``git config`` only when a line of the config's first 64 KB began with
+    a key naming a file: ``[include] path = …`` on one line, or a key after 64 KB of
+    comments, named a FIFO git waited on for ever and the check said nothing (stop 33)."""
+    from engram.gitroot import unsafe_git_file
+
+    root = tmp_workspace.root
+    (root / "app.py").write_text("x = 1\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    (root / "notes").mkdir()
+    os.mkfifo(root / "notes" / "extra.cfg")
+    config = root / ".git" / "config"
+    if how == "past 64 KB":
+        padding = "# " + "x" * 78 + "\n"
+        text = padding * (70_000 // len(padding)) + "[include]\n\tpath = ../notes/extra.cfg\n"
+    else:
+        text = "[include] path = ../notes/extra.cfg\n"
+    with config.open("a", encoding="utf-8") as fh:
+        fh.write(text)
+    with pytest.raises(subprocess.TimeoutExpired):  # live: git itself waits on it
+        subprocess.run(["git", "-C", str(root), "log", "-1"], capture_output=True, timeout=3)
+    why = unsafe_git_file(str(root)) or ""
+    assert "notes/extra.cfg (named by include.path in .git/config) is a FIFO" in why
