@@ -170,6 +170,23 @@ def _scan(folder: str, root: str, seen: set[str], budget: list[int]) -> None:
                     _open_kind(entry.path, _shown(entry.path, root))
 
 
+def _alternates(objects: str, root: str, seen: set[str], budget: list[int], depth: int = 0) -> None:
+    """Scan each object folder ``objects/info/alternates`` names (git reads objects there as
+    its own: a FIFO as a commit there held ``git log`` for ever), theirs in turn (as git,
+    five deep); a relative one is relative to ``objects``."""
+    listed = os.path.join(objects, "info", "alternates")
+    for line in _small_file(listed, _shown(listed, root)).splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith('"') and line.endswith('"'):  # C-quoted (rare): its plain name
+            line = line[1:-1]
+        folder = os.path.join(objects, line)
+        _scan(folder, root, seen, budget)
+        if depth < 5:
+            _alternates(folder, root, seen, budget, depth + 1)
+
+
 def _shown(path: str, root: str) -> str:
     return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
 
@@ -180,8 +197,9 @@ def unsafe_git_file(root: str) -> str | None:
     git opens its files with a plain ``open``: a FIFO where it expects one waits for a
     writer forever, a link to ``/dev/zero`` reads forever, and GitPython reads ``HEAD``
     and ``config`` in Python with no timeout at all. An archive can carry such a file as
-    ``.git/HEAD``, ``.git/index``, ``.git/config``, a ref, ``packed-refs``, an object, or
-    as a ``.gitignore`` / ``.gitattributes`` / ``.mailmap`` git reads while listing: until
+    ``.git/HEAD``, ``.git/index``, ``.git/config``, a ref, ``packed-refs``, an object (in
+    the git folder or one ``objects/info/alternates`` names), or as a ``.gitignore`` /
+    ``.gitattributes`` / ``.mailmap`` git reads while listing: until
     stop 32 ``engram index`` waited 60 s per git call for an index, and ``remember``, the
     engine and so an editor's start, forever for ``HEAD`` or ``config``
     (docs/security.md, "Git"). This looks at every entry of the git folder (scandir types:
@@ -199,6 +217,8 @@ def unsafe_git_file(root: str) -> str | None:
         common = _small_file(os.path.join(git_dir, "commondir"), "commondir").strip()
         if common:
             _scan(os.path.join(git_dir, common), root, seen, budget)
+        for folder in dict.fromkeys([git_dir, os.path.join(git_dir, common or ".")]):
+            _alternates(os.path.join(folder, "objects"), root, seen, budget)
         for folder in _TREE_FOLDERS:
             for name in _TREE_FILES:
                 rel = f"{folder}/{name}" if folder else name

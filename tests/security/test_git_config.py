@@ -292,3 +292,25 @@ def test_a_file_the_config_names_is_found_however_the_config_is_written(
         subprocess.run(["git", "-C", str(root), "log", "-1"], capture_output=True, timeout=3)
     why = unsafe_git_file(str(root)) or ""
     assert "notes/extra.cfg (named by include.path in .git/config) is a FIFO" in why
+
+
+def test_an_object_folder_the_alternates_name_is_looked_at(tmp_workspace: Workspace) -> None:
+    """git reads objects from each folder ``objects/info/alternates`` names as from its own:
+    an archive's FIFO as the head commit there held ``git log`` (so ``engram index``) for
+    ever, and the check, which looked at the git folder only, said nothing (stop 33)."""
+    from engram.gitroot import unsafe_git_file
+
+    root = tmp_workspace.root
+    (root / "app.py").write_text("x = 1\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    head = git(root, "rev-parse", "HEAD").strip()
+    (root / ".git" / "objects" / head[:2] / head[2:]).unlink()
+    borrowed = root / "vendor" / "objects" / head[:2]
+    borrowed.mkdir(parents=True)
+    os.mkfifo(borrowed / head[2:])
+    (root / ".git" / "objects" / "info" / "alternates").write_text("../../vendor/objects\n")
+    with pytest.raises(subprocess.TimeoutExpired):  # live: git itself waits on it
+        subprocess.run(["git", "-C", str(root), "log", "-1"], capture_output=True, timeout=3)
+    why = unsafe_git_file(str(root)) or ""
+    assert f"vendor/objects/{head[:2]}/{head[2:]} is a FIFO" in why
