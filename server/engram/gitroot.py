@@ -223,18 +223,21 @@ def unsafe_git_file(root: str) -> str | None:
             for name in _TREE_FILES:
                 rel = f"{folder}/{name}" if folder else name
                 _open_kind(os.path.join(root, rel), rel)
-        _named_files(root, git_dir)
+        # a linked worktree's settings are its common folder's config (and its own
+        # config.worktree): git_dir/config alone is no file there
+        configs = [os.path.join(git_dir, common or ".", "config"), os.path.join(git_dir, "config")]
+        _named_files(root, [*configs, os.path.join(git_dir, "config.worktree")])
     except _Unsafe as exc:
         return f"git is not run in this workspace: {exc} (an unpacked archive?)"
     return None
 
 
-def _named_files(root: str, git_dir: str) -> None:
-    """Check each file the repository's ``config`` names for git to read (includes
+def _named_files(root: str, configs: list[str]) -> None:
+    """Check each file the repository's ``configs`` name for git to read (includes
     followed, each file once), asking ``git config`` without includes."""
     import re  # not at the top: a forwarding CLI imports this module first
 
-    pending = [os.path.join(git_dir, "config")]
+    pending = configs[::-1]  # popped from the end: in the order given
     done: set[str] = set()
     while pending and len(done) < 50:
         config = os.path.realpath(pending.pop())

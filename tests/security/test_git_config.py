@@ -314,3 +314,26 @@ def test_an_object_folder_the_alternates_name_is_looked_at(tmp_workspace: Worksp
         subprocess.run(["git", "-C", str(root), "log", "-1"], capture_output=True, timeout=3)
     why = unsafe_git_file(str(root)) or ""
     assert f"vendor/objects/{head[:2]}/{head[2:]} is a FIFO" in why
+
+
+def test_a_linked_worktree_reads_the_files_its_common_config_names(
+    tmp_workspace: Workspace,
+) -> None:
+    """A linked worktree's settings are its common folder's ``config``: its own folder has
+    none, so the files the config names were never looked at from the worktree, and an
+    include of a FIFO held every git command there for ever (stop 33)."""
+    from engram.gitroot import unsafe_git_file
+
+    root = tmp_workspace.root
+    (root / "app.py").write_text("x = 1\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    linked = root.parent / "linked"
+    git(root, "worktree", "add", "-q", str(linked))
+    (root / "notes").mkdir()
+    os.mkfifo(root / "notes" / "extra.cfg")
+    git(root, "config", "include.path", "../notes/extra.cfg")  # beside the common config
+    with pytest.raises(subprocess.TimeoutExpired):  # live: git itself waits on it
+        subprocess.run(["git", "-C", str(linked), "log", "-1"], capture_output=True, timeout=3)
+    why = unsafe_git_file(str(linked)) or ""
+    assert "notes/extra.cfg (named by include.path in" in why, why
