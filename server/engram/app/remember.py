@@ -457,8 +457,10 @@ def judge_remembered(
     because the model reads each pair in both orders and takes seconds on a loaded machine
     (docs/engine.md, "Writes"). What they find is linked exactly as at remember: both kept,
     ``conflicts_with`` both ways, the new memory to review (docs/trust.md, "Conflicts").
-    Both sides are read again under the writer lock (another request may have changed or
-    hidden one meanwhile); a hidden side is not linked. Returns the notes, as
+    Both sides are read again under the store's writer lock, and written before it is let
+    go (another request or process may have changed or hidden one meanwhile: read under the
+    engine's lock alone, a flag another process made between the read and the write was
+    written over); a hidden side is not linked. Returns the notes, as
     :class:`RememberResult` ``conflicts`` would have carried them.
     """
     from engram.app import trust as app_trust
@@ -472,7 +474,7 @@ def judge_remembered(
     verdicts = judge_pairs(new, others, engine.contradiction_judges)  # the slow part
     if not verdicts:
         return []
-    with engine.write_lock:
+    with engine.write_lock, store.locked():
         fresh = {m.id: m for m in store.get_many([memory_id, *(c.memory.id for c in verdicts)])}
         new = fresh.get(memory_id)
         if new is None or not rules.is_shown(new):

@@ -1,0 +1,62 @@
+"""The judges' late links never write over another process's flag (docs/trust.md, "Conflicts").
+
+In the engine, the contradiction judges read a just-remembered memory's open pairs after
+the reply (``app.remember.judge_remembered``) and link what they find: both sides read
+again, then written back with the link. Until stop 33 the read and the write were under
+the engine's own lock only, so a person's flag of one side made by a command running
+in-process beside the engine between them was written over: the flagged memory was shown
+again. Now both happen under the store's writer lock (``MemoryStore.locked``), as every
+trust move does (f14ba67).
+
+The interleaving is injected: the other process's flag starts the moment the links are
+being made, and is given time to land before they are written.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from engram.app import Engine
+from engram.app import remember as remember_module
+from engram.app.memories import flag
+from engram.app.remember import judge_remembered, remember
+from engram.lifecycle import trust as rules
+from engram.lifecycle.contradictions import Contradiction
+from engram.model import Memory
+
+
+def test_a_flag_made_while_the_judges_link_is_never_written_over(
+    two: tuple[Engine, Engine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine, command = two
+    other = remember(engine, "Uploads go to the staging bucket.", scope="global").memory
+    new = remember(engine, "Uploads skip the staging bucket now.", scope="global").memory
+    assert rules.conflict_ids(new) == [] and rules.is_shown(other)
+
+    def the_judges_say_they_contradict(
+        memory: Memory, pairs: object, judges: object
+    ) -> list[Contradiction]:
+        return [Contradiction(other, "opposite", "the judges read them as opposite", 0.5)]
+
+    flagged = threading.Thread(target=flag, args=(command, other.id, "not_useful"))
+    link = remember_module.link_contradictions
+
+    def link_while_another_flags(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if flagged.ident is None:
+            flagged.start()
+            flagged.join(timeout=1.0)  # blocked by the writer lock: the links go first
+        return link(*args, **kwargs)
+
+    monkeypatch.setattr(remember_module, "judge_pairs", the_judges_say_they_contradict)
+    monkeypatch.setattr(remember_module, "link_contradictions", link_while_another_flags)
+    notes = judge_remembered(engine, new.id, [(other.id, 0.5)])
+    flagged.join(timeout=30)
+    assert notes and flagged.ident is not None and not flagged.is_alive()
+
+    for store in (engine, command):
+        stored = store.store.get(other.id)
+        assert stored is not None
+        assert rules.state_of(stored) is rules.TrustState.FLAGGED, stored
+        assert new.id in rules.conflict_ids(stored), stored  # and the link is kept too
