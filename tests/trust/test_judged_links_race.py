@@ -60,3 +60,43 @@ def test_a_flag_made_while_the_judges_link_is_never_written_over(
         assert stored is not None
         assert rules.state_of(stored) is rules.TrustState.FLAGGED, stored
         assert new.id in rules.conflict_ids(stored), stored  # and the link is kept too
+
+
+def test_a_flag_made_while_memories_embed_is_never_written_over(
+    two: tuple[Engine, Engine],
+) -> None:
+    """``engram index`` embeds the memories with no vector for the model (after a switch of
+    model, or stored keyword-only) in batches, each taking seconds: the records it read
+    before a batch were written back whole with their vectors, over a flag another process
+    made meanwhile (the trust32 report left it). Now each is written as the store holds it,
+    under the writer lock, while it still holds the text its vector was made of."""
+    from tests.engine.conftest import HashEmbedder
+
+    from engram.app.indexing import embed_missing
+    from engram.app.trust import edit
+
+    engine, command = two
+    kept = remember(engine, "Uploads go to the staging bucket.", scope="global").memory
+    edited = remember(engine, "Reports are emailed on Fridays.", scope="global").memory
+    hasher = HashEmbedder()
+
+    class Slow:
+        """The model, during whose batch the person flags one memory and edits another."""
+
+        model_id, dim = hasher.model_id, hasher.dim
+
+        def embed(self, texts: list[str]) -> object:
+            flag(engine, kept.id, "not_useful")
+            edit(engine, edited.id, content="Reports are emailed on Fridays and Mondays.")
+            return hasher.embed(texts)
+
+    command._embedder = Slow()  # type: ignore[assignment]
+    report = embed_missing(command)
+    assert report["embedded"] == 1  # the edited one waits for the next run, its text moved
+
+    stored = engine.store.get(kept.id)
+    assert stored is not None
+    assert rules.state_of(stored) is rules.TrustState.FLAGGED, stored
+    assert [m.id for m in command.store.missing_vectors(hasher.model_id)] == [edited.id]
+    changed = engine.store.get(edited.id)
+    assert changed is not None and changed.content.endswith("and Mondays."), changed

@@ -452,13 +452,24 @@ def embed_missing(engine: Engine, progress: Progress | None = None) -> JsonObjec
     batch = max(1, engine.config.embed.batch_size)
     for start in range(0, len(missing), batch):
         chunk = missing[start : start + batch]
-        vectors = embedder.embed([memory_embedding_text(m) for m in chunk])  # outside the lock
-        with engine.write_lock:
-            store.update(chunk, vectors, embedder.model_id)
-            engine.mirror()
-        embedded += len(chunk)
+        texts = [memory_embedding_text(m) for m in chunk]
+        vectors = embedder.embed(texts)  # outside the lock
+        with engine.write_lock, store.locked():
+            # each record as the store holds it now, with the vector of the text it still
+            # holds: the records read before the embedding were written back whole, so a
+            # flag or confirm another process made while a batch embedded was undone
+            current = {m.id: m for m in store.get_many([m.id for m in chunk])}
+            keep = [
+                i
+                for i, m in enumerate(chunk)
+                if m.id in current and memory_embedding_text(current[m.id]) == texts[i]
+            ]
+            if keep:
+                store.update([current[chunk[i].id] for i in keep], vectors[keep], embedder.model_id)
+                engine.mirror()
+        embedded += len(keep)
         if progress is not None:
-            progress(embedded, len(missing), "embedding")
+            progress(start + len(chunk), len(missing), "embedding")
     return {"count": count, "embedded": embedded, "model": embedder.model_id}
 
 
