@@ -30,7 +30,7 @@ from engram.app.trust import audit_log
 from engram.config import EmbedConfig, EngramConfig, SafetyConfig
 from engram.errors import InvalidInput, NotFound
 from engram.lifecycle import trust
-from engram.model import CorrectionKind, MemorySource, MemoryType
+from engram.model import CodeAnchor, CorrectionKind, MemorySource, MemoryType
 from engram.workspace import Workspace, WorkspaceError
 
 
@@ -722,22 +722,36 @@ def test_a_correction_never_merges_into_the_memory_it_corrects(engine: Engine, f
 
 
 def test_a_correction_that_names_only_a_file_keeps_the_corrected_memorys_anchor(
-    engine: Engine, fake_store, tmp_workspace
+    engine: Engine, fake_store, tmp_workspace, monkeypatch
 ):
     """VS Code's Edit… sends the corrected text with the file and ``supersedes`` only: the
-    correction of a function's gotcha lost its symbol and lines and showed at line 1."""
+    correction of a function's gotcha lost its symbol and lines and showed at line 1. The
+    file is read once for each way tried (it was read for the file alone first, every time)."""
+    from engram.app import anchors as anchors_module
+
     src = tmp_workspace.root / "auth.py"
-    src.write_text(
-        "import os\n\n\ndef login():\n    token = make()\n    return token\n", encoding="utf-8"
-    )
+    reads: list[str] = []
+    read_lines = anchors_module._read_lines
+
+    def counted(on, rel):  # type: ignore[no-untyped-def]
+        reads.append(rel)
+        return read_lines(on, rel)
+
+    monkeypatch.setattr(anchors_module, "_read_lines", counted)
+
+    def correct(code: str, text: str, corrects: str, ways: int) -> tuple[str, CodeAnchor]:
+        src.write_text(code, encoding="utf-8")
+        reads.clear()
+        fixed = remember(engine, text, file=str(src), extra={"supersedes": corrects})
+        assert reads == ["auth.py"] * ways, reads
+        return fixed.memory.id, fake_store.get(fixed.memory.id).anchors[0]
+
+    login = "import os\n\n\ndef login():\n    token = make()\n    return token\n"
+    src.write_text(login, encoding="utf-8")
     old = remember(engine, "login() must refresh the token", file=str(src), symbol="login")
-    fixed = remember(
-        engine,
-        "login() must refresh the token before the 24h expiry",
-        file=str(src),
-        extra={"supersedes": old.memory.id},
+    fixed, anchor = correct(
+        login, "login() must refresh the token before the 24h expiry", old.memory.id, ways=1
     )
-    anchor = fake_store.get(fixed.memory.id).anchors[0]
     assert (anchor.file, anchor.symbol, anchor.start_line, anchor.end_line) == (
         "auth.py",
         "login",
@@ -745,25 +759,14 @@ def test_a_correction_that_names_only_a_file_keeps_the_corrected_memorys_anchor(
         5,
     )
     # the symbol went since: the corrected memory's lines, checked against today's file
-    src.write_text(
-        "import os\n\n\ndef sign_in():\n    token = make()\n    return token\n", encoding="utf-8"
-    )
-    again = remember(
-        engine,
+    again, moved = correct(
+        login.replace("login", "sign_in"),
         "sign_in() must refresh the token before the 24h expiry, always",
-        file=str(src),
-        extra={"supersedes": fixed.memory.id},
+        fixed,
+        ways=2,  # its symbol, then its lines
     )
-    moved = fake_store.get(again.memory.id).anchors[0]
     assert (moved.symbol, moved.start_line, moved.end_line) == (None, 3, 5)
     assert moved.content_hash is not None
     # and a file too short for those lines: the file alone
-    src.write_text("x = 1\n", encoding="utf-8")
-    last = remember(
-        engine,
-        "the token module holds one constant now",
-        file=str(src),
-        extra={"supersedes": again.memory.id},
-    )
-    plain = fake_store.get(last.memory.id).anchors[0]
+    _, plain = correct("x = 1\n", "the token module holds one constant now", again, ways=2)
     assert (plain.file, plain.symbol, plain.start_line) == ("auth.py", None, None)

@@ -173,23 +173,22 @@ def _correction_anchor(
     """Where a correction points when it names only a file: where the memory it corrects
     pointed in that file, checked against today's code (its symbol, else its lines), else
     the file alone. VS Code's Edit… sends the file and ``supersedes`` only, and the corrected
-    text of a function's gotcha showed at line 1 (docs/trust.md "Anchors")."""
-    plain = anchor_for(engine, file, allow_missing=allow_missing)
+    text of a function's gotcha showed at line 1 (docs/trust.md "Anchors"). The file is
+    read once for the way that holds (it was read for the file alone first, every time)."""
+    rel = engine.relative(file)
     old = engine.store.get(corrected_id)
-    same = next((a for a in old.anchors if a.file == plain.file), None) if old else None
-    if same is None:
-        return plain
+    same = next((a for a in old.anchors if a.file == rel), None) if old else None
     tries: list[tuple[str | None, int | None, int | None]] = []
-    if same.symbol:
+    if same is not None and same.symbol:
         tries.append((same.symbol, None, None))
-    if same.start_line is not None:
+    if same is not None and same.start_line is not None:
         tries.append((None, same.start_line, same.end_line))
     for name, start, end in tries:
         try:
             return anchor_for(engine, file, name, start, end, allow_missing=allow_missing)
         except InvalidInput:  # the symbol went or the file shrank: the next way, then the file
             continue
-    return plain
+    return anchor_for(engine, file, allow_missing=allow_missing)
 
 
 def remember_many(
