@@ -190,6 +190,15 @@ class Indexed:
         self.search.close()
 
 
+def embedded_text(record: Any) -> str:
+    """The text the product embedded for a stored chunk (the table keeps no copy of it)."""
+    from engram.codegraph.chunking import CodeChunk
+
+    chunk = CodeChunk(record.file, record.kind, record.name, record.start_line,
+                      record.end_line, record.content)  # fmt: skip
+    return chunk.embedding_text()
+
+
 def index_corpus(data: Path, query_file: Path | None, workdir: Path | None) -> Indexed | None:
     """Index the corpus into the scratch workspace ``cosqa.py`` uses (so vectors are reused)
     and read it back; None (after saying why on stderr) when no embedding model loads. Shared
@@ -256,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
             model = OnnxEmbedder(args.onnx, args.tokenizer, args.output, args.pooling, args.max_len)
         except ValueError as exc:
             parser.error(str(exc))
-        extra = model.embed([r.text for r in records])
+        extra = model.embed([embedded_text(r) for r in records])
         cost["extra_index_texts_per_s"] = round(len(records) / (time.perf_counter() - started), 1)
         times = []
         query_vectors = []

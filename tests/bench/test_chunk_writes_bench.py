@@ -19,6 +19,6 @@ def test_chunk_writes_bench_smoke() -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     for variant in ("bulk", "per_write_upkeep"):
-        assert result[variant]["rows"] == 120 and result[variant]["keyword_hits"] == 5
+        assert result[variant]["rows"] == 120 and result[variant]["found"] == 5
         assert result[variant]["cpu_seconds"] > 0
     assert result["cpu_ratio"] > 0

@@ -106,7 +106,8 @@ def test_a_long_statement_is_interrupted_by_the_cancel(tmp_path: Path) -> None:
 
 
 class _SlowUpkeepStore:
-    """A chunk store whose bulk end (the FTS build) lasts until ``built`` is set."""
+    """A chunk store whose bulk end (its upkeep: an FTS build on a table with a text
+    column) lasts until ``built`` is set."""
 
     def __init__(self) -> None:
         self.built = threading.Event()
@@ -131,8 +132,8 @@ class _SlowUpkeepStore:
         self.written.append(files)
 
 
-def _chunk_row(n: int) -> tuple[str, str, str, int, int, str, str, str, str]:
-    return (f"c{n}", "function", f"f{n}", 1, 2, "def f(): pass", "", "", f"d{n}")
+def _chunk_row(n: int) -> tuple[str, str, str, int, int, str, str]:
+    return (f"c{n}", "function", f"f{n}", 1, 2, "def f(): pass", f"d{n}")
 
 
 def test_an_abandoned_prefill_waits_for_no_index_build() -> None:

@@ -1,7 +1,8 @@
 """Code-search chunks cut in the parse workers (issue 18; docs/codegraph.md "The whole cold
 index"): the chunk table of a run with workers is the one a run in one process stores, ids,
-texts and hashes included; a run stopped by cancel, Ctrl-C or a killed worker resumes to
-that same table; the workers' chunks are not cut again after the graph."""
+code and hashes included, and neither keeps an FTS index or a copy of the text; a run
+stopped by cancel, Ctrl-C or a killed worker resumes to that same table; the workers'
+chunks are not cut again after the graph."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ KEYWORD = IndexOptions(embed_chunks=False, seed=False, history=False, team=False
                        embed_memories=False)  # fmt: skip
 COLUMNS = ["id", "file", "kind", "name", "start_line", "end_line", "content", "text",
            "search_text", "content_hash", "model_id"]  # fmt: skip
+#: what a row of either run holds in the columns nothing reads any more (docs/storage.md)
+UNUSED = {"text": None, "search_text": None}
 QUERIES = ["helper", "Thing3 run", "readConfigFile", "parse HTTP response", "Guide"]
 
 
@@ -69,15 +72,19 @@ def chunk_table(root: Path) -> list[tuple[object, ...]]:
         finally:
             store.close()
     assert data is not None
-    return sorted(zip(*(data.column(c).to_pylist() for c in COLUMNS), strict=True))
+    rows = sorted(zip(*(data.column(c).to_pylist() for c in COLUMNS), strict=True))
+    for name, value in UNUSED.items():
+        assert {row[COLUMNS.index(name)] for row in rows} == {value}, name
+    return rows
 
 
-def has_fts(root: Path) -> bool:
+def indices(root: Path) -> list[str]:
+    """The chunk table's LanceDB indices (none: nothing searches one)."""
     with open_engine(root, 0) as engine:
         store = ChunkStore(engine.workspace)
         try:
             table = store._table.table()
-            return table is not None and store._table._has_fts(table)
+            return [] if table is None else [str(ix.name) for ix in table.list_indices()]
         finally:
             store.close()
 
@@ -110,6 +117,7 @@ def straight(tmp_path: Path) -> Iterator[tuple[list[tuple[object, ...]], list[ob
         run = run_index(engine, KEYWORD)
     assert run.code.workers == 0 and run.chunks is not None and run.chunks.chunks > 300
     assert run.code.chunk_cpu_seconds == 0
+    assert indices(root) == []
     yield chunk_table(root), list(hits(root))
 
 
@@ -151,7 +159,7 @@ def test_workers_store_the_chunks_one_process_stores(
     assert cut_after_graph == []
     assert scans == ["engram-chunk-writer"]
     assert run.chunks.chunks == len(table)
-    assert chunk_table(root) == table
+    assert chunk_table(root) == table and indices(root) == []
     assert hits(root) == found and found
 
 
@@ -204,11 +212,9 @@ def test_a_stopped_run_resumes_to_the_same_chunks(
             assert run.code.interrupted == (how == "cancel")
     assert bool(killed) == (how == "worker killed")
     assert children_of(os.getpid()) - before == set()
-    # a stopped run leaves the FTS build over its part of the table to the next run
-    assert has_fts(root) == (how == "worker killed")
     with open_engine(root, 2) as engine:
         resumed = run_index(engine, KEYWORD)
-    assert not resumed.code.interrupted and has_fts(root)
+    assert not resumed.code.interrupted and indices(root) == []
     assert chunk_table(root) == straight[0]
     assert hits(root) == straight[1]
 
@@ -217,7 +223,7 @@ def test_a_run_stopped_in_resolution_leaves_the_chunks_to_the_next_run(
     tmp_path: Path, straight: tuple[list[tuple[object, ...]], list[object]]
 ) -> None:
     """A stop during resolution returns without waiting for the chunk writer's last
-    batches or its FTS build (``ChunkPrefill.close(abandon=True)``); the next run writes
+    batches (``ChunkPrefill.close(abandon=True)``); the next run writes
     what was dropped: the same chunks and hits as one run (docs/engine.md "Faults")."""
     from .test_cancel_phases import inside
 
@@ -256,13 +262,14 @@ def sync_threads() -> list[str]:
     ]
 
 
-def test_the_history_steps_run_beside_the_chunk_writers_index_build(
+def test_the_history_steps_run_beside_the_chunk_writers_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The steps after mining need the graph, not the chunks: they begin once the graph is
-    built, while the chunk writer still builds its FTS index (they waited for that build
-    and the chunk pass, each on one core: docs/codegraph.md "A fifth look"). The build
-    here waits until a step has begun (60 s at most: the old order never got there)."""
+    built, while the chunk writer still ends its bulk (they waited for it, then an FTS
+    build, and the chunk pass, each on one core: docs/codegraph.md "A fifth look"). The
+    bulk's end here waits until a step has begun (60 s at most: the old order never got
+    there)."""
     import threading
 
     from engram.app import history_sync
@@ -274,7 +281,7 @@ def test_the_history_steps_run_beside_the_chunk_writers_index_build(
     after_write = HybridTable._after_write
 
     def slow_build(self: HybridTable, *args: object, **kwargs: object) -> None:
-        # the bulk's end (its FTS build), not the writes before it
+        # the bulk's end, not the writes before it
         if threading.current_thread().name == "engram-chunk-writer" and kwargs.get("counted"):
             build_saw_a_step.append(stepped.wait(60))
         after_write(self, *args, **kwargs)  # type: ignore[arg-type]
@@ -291,7 +298,7 @@ def test_the_history_steps_run_beside_the_chunk_writers_index_build(
     with open_engine(root, 2) as engine:
         run = run_index(engine, HISTORY, lambda d, t, m="": heard.append(m))
     assert run.code.workers >= 1 and run.chunks is not None and run.chunks.chunks > 300
-    assert build_saw_a_step == [True], "the history steps waited for the chunks' FTS build"
+    assert build_saw_a_step == [True], "the history steps waited for the chunk writer"
     assert run.history is not None and run.history.mined is not None
     assert run.history.mined.commits == 1 and not run.history.interrupted
     assert run.history.head is not None
@@ -304,7 +311,7 @@ def test_the_history_steps_run_beside_the_chunk_writers_index_build(
     assert order == sorted(order, key=STAGES.index) and len(set(order)) == len(order)
     assert order[0] == "indexing code" and order[-1] == "mining git history"
     assert sync_threads() == []
-    assert has_fts(root)
+    assert indices(root) == []
 
 
 def test_a_stop_in_the_chunk_pass_stops_the_history_steps_beside_it(
@@ -382,3 +389,35 @@ def test_a_run_that_fails_beside_the_history_steps_stops_the_mining_they_wait_fo
     assert told == [True], "the mining ran to its end"
     assert time.monotonic() - started < 15
     assert sync_threads() == []
+
+
+def test_a_workers_chunk_rows_are_the_chunks_one_process_stores() -> None:
+    """``chunk_rows`` (a worker's) gives each chunk :func:`unique_chunks` gives, with the
+    digest of its whole embedding text (what ``CodeSearch`` stores and embeds), whatever
+    the path (camelCase, digits, non-ASCII, a lone surrogate) and the name."""
+    from engram.codegraph.chunking import chunk_rows, text_digest, unique_chunks
+    from engram.codegraph.symbols import Symbol
+
+    text = "\n".join(
+        ["import fooBar", "", "def parseHTTPConfig(x):", "    return utf8Name", "",
+         "class MyThing:", "    def doIt(self): pass", "", "loose = 1", "moreLoose = 2",
+         "evenMore = 3", *(f"lineNo{i} = camelCase{i}" for i in range(60)),
+         "def longOne():", *(f"    x{i} = 'ééé ünïcödé 😀 {i}'" for i in range(100))]
+    )  # fmt: skip
+    symbols = [
+        Symbol("parseHTTPConfig", "function", "parseHTTPConfig", "", 3, 4, True),
+        Symbol("MyThing", "class", "MyThing", "", 6, 7, False),
+        Symbol("doIt", "method", "MyThing.doIt", "", 7, 7, False),
+        Symbol("longOne", "function", "longOne", "", 72, 172, True),
+    ]
+    paths = ["src/myPkg/HTTPServer2.py", "naïve/résuméParser.py", "odd\udcffName/xY.py"]
+    for path in paths:
+        for language, given in (("python", symbols), (None, [])):
+            rows = chunk_rows(path, text, given, language)
+            chunks = unique_chunks(path, text, given, language)
+            assert len(rows) == len(chunks) > 1
+            assert rows == [
+                (c.chunk_id, c.kind, c.name or "", c.start_line, c.end_line, c.content,
+                 text_digest(c.embedding_text()))
+                for c in chunks
+            ]  # fmt: skip

@@ -42,32 +42,3 @@ def test_expand_identifiers_equals_a_lookup_of_every_word() -> None:
 
 def test_expand_identifiers_splits_what_search_needs() -> None:
     assert expand_identifiers("parseHTTPConfig utf8 plain Word") == "parse HTTP Config utf 8"
-
-
-def test_a_chunks_split_words_are_those_of_its_whole_embedding_text() -> None:
-    """``chunk_rows`` splits a file's path words once, not once per chunk: each chunk's
-    extra is still ``expand_identifiers`` of its whole embedding text, whatever the path
-    (camelCase, digits, non-ASCII, a lone surrogate, none to split) and the name."""
-    from engram.codegraph.chunking import chunk_rows, embedding_text
-    from engram.codegraph.symbols import Symbol
-
-    text = "\n".join(
-        ["import fooBar", "", "def parseHTTPConfig(x):", "    return utf8Name", "",
-         "class MyThing:", "    def doIt(self): pass", "", "loose = 1", "moreLoose = 2",
-         "evenMore = 3", *(f"lineNo{i} = camelCase{i}" for i in range(60))]
-    )  # fmt: skip
-    symbols = [
-        Symbol("parseHTTPConfig", "function", "parseHTTPConfig", "", 3, 4, True),
-        Symbol("MyThing", "class", "MyThing", "", 6, 7, False),
-        Symbol("doIt", "method", "MyThing.doIt", "", 7, 7, False),
-    ]
-    paths = ["src/myPkg/HTTPServer2.py", "lower/only.py", "naïve/résuméParser.py",
-             "odd\udcffName/xY.py", "a.py", "9/Z.py"]  # fmt: skip
-    plain = "x = 1\ny = 2\nz = 3\n"  # nothing to split but the path (or nothing at all)
-    for path in paths:
-        for body, language, given in ((text, "python", symbols), (text, None, []),
-                                      (plain, "python", []), (plain, None, [])):  # fmt: skip
-            rows = chunk_rows(path, body, given, language)
-            assert rows, path
-            for _id, _kind, _name, _start, _end, content, prefix, extra, _digest in rows:
-                assert extra == expand_identifiers(embedding_text(prefix, content)), (path, prefix)

@@ -203,8 +203,8 @@ def _run_index(
     # (CodeSearch.prefill); index_chunks after the graph then cuts only the files they
     # did not; git history is mined meanwhile (it needs git only), and what follows mining
     # (it needs the graph, not the chunks) runs in a thread once the graph is built, beside
-    # the chunk writer's FTS build and the chunk pass (docs/codegraph.md "The whole cold
-    # index", "A fifth look")
+    # the chunk writer's last batches and the chunk pass (docs/codegraph.md "The whole
+    # cold index", "A fifth look")
     keyword = _keyword_search(engine) if options.chunks and not options.embed_chunks else None
     mined = mining_ahead(engine, cancel) if options.history else None
     synced: SyncAhead | None = None
@@ -225,9 +225,9 @@ def _run_index(
         finally:
             if prefill is not None and keyword is not None:
                 if graphed is not None and graphed.interrupted:
-                    # a stop during resolution: the chunk writer's last batches and its FTS
-                    # build (seconds at 58k files) are not waited for; the store closes
-                    # when the writer is done (docs/engine.md "Faults")
+                    # a stop during resolution: the chunk writer's last batches are not
+                    # waited for; the store closes when the writer is done (docs/engine.md
+                    # "Faults")
                     prefill.close(abandon=True, after=keyword.close)
                     keyword = None
                 else:

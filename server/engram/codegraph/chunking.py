@@ -18,7 +18,6 @@ from typing import Protocol
 import attrs
 
 from engram.codegraph.symbols import Symbol
-from engram.store.fts_text import expand_identifiers
 
 #: Longest definition kept as one chunk; longer ones are windowed.
 MAX_CHUNK_LINES = 120
@@ -101,10 +100,9 @@ def text_digest(text: str) -> str:
 
 
 #: One stored chunk of a file, in plain data: ``(id, kind, name or "", start_line,
-#: end_line, content, context prefix, split identifiers of its embedding text, digest of
-#: that text)``; the writer rebuilds the embedding and search texts from the prefix and
-#: the content (:func:`embedding_text`), so they cross a worker's pipe once.
-ChunkRow = tuple[str, str, str, int, int, str, str, str, str]
+#: end_line, content, digest of its embedding text)``; the chunk table keeps no copy of the
+#: embedding text (docs/storage.md), only its digest in the stored hash.
+ChunkRow = tuple[str, str, str, int, int, str, str]
 
 
 class ChunkSink(Protocol):
@@ -139,22 +137,11 @@ def chunk_rows(
     unique: dict[str, CodeChunk] = {}  # as unique_chunks, each id made once
     for chunk in chunk_file(file, text, symbols, language):
         unique[chunk.chunk_id] = chunk
-    rows: list[ChunkRow] = []
-    # every prefix begins with ``File: <file>`` and a space: that part's split words are
-    # the same for each chunk of the file, so they are found once (words never cross the
-    # space, which no word holds: expand_identifiers of the whole is the two parts joined)
-    head = len(f"File: {file}")
-    path_words = expand_identifiers(f"File: {file}")
-    for chunk_id, chunk in unique.items():
-        prefix = chunk.context_prefix()
-        embedded = embedding_text(prefix, chunk.content)
-        rest = expand_identifiers(embedded[head:])
-        extra = f"{path_words} {rest}" if path_words and rest else path_words or rest
-        rows.append(
-            (chunk_id, chunk.kind, chunk.name or "", chunk.start_line, chunk.end_line,
-             chunk.content, prefix, extra, text_digest(embedded))
-        )  # fmt: skip
-    return rows
+    return [
+        (chunk_id, chunk.kind, chunk.name or "", chunk.start_line, chunk.end_line,
+         chunk.content, text_digest(embedding_text(chunk.context_prefix(), chunk.content)))
+        for chunk_id, chunk in unique.items()
+    ]  # fmt: skip
 
 
 def _windows(

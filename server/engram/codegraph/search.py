@@ -32,7 +32,6 @@ import attrs
 
 from engram.bm25 import BM25Index
 from engram.codegraph.chunking import (
-    MAX_EMBED_CHARS,
     ChunkRow,
     CodeChunk,
     split_identifier,
@@ -248,16 +247,14 @@ class ChunkCoverage:
 
 
 #: Chunks of at most this many files are embedded and written as one LanceDB version: a
-#: write holds one batch in memory, never the repository's chunks. Not larger for keyword-only
-#: runs: the FTS build at a cold index's end needs more memory over bigger fragments
-#: (+284 MB over 8,192-row fragments vs +125 MB over 1,024-row ones, 320k chunks; issue 18).
+#: write holds one batch in memory, never the repository's chunks.
 WRITE_BATCH_CHUNKS = EMBED_BATCH * 16
 #: Chunks per LanceDB version when the parse workers' chunks are written
 #: (:class:`ChunkPrefill`, keyword-only): nothing is embedded, so only the version's cost
-#: and the FTS build's memory weigh, and every add costs Lance a fixed share (its
+#: and the queued batches' memory weigh, and every add costs Lance a fixed share (its
 #: version, its fragment): 2,048 rows a version cut the writer's CPU by ~20 % on gs-ws
-#: (89k chunks: 3.0 -> 2.6 CPU s for the adds, the FTS build 2.4 -> 2.2) for +54 MB at
-#: the build (4,096: -1.1 CPU s for +140 MB; issue 18, docs/codegraph.md "The CPU of a
+#: (89k chunks: 3.0 -> 2.6 CPU s for the adds) for +54 MB at the end of the run (then an
+#: FTS build; 4,096: -1.1 CPU s for +140 MB; issue 18, docs/codegraph.md "The CPU of a
 #: cold index").
 PREFILL_BATCH_CHUNKS = WRITE_BATCH_CHUNKS * 2
 LEGACY_DB_NAME = "code_chunks.sqlite"
@@ -453,10 +450,10 @@ class CodeSearch:
                     )  # fmt: skip
                     report.chunks += pending_chunks
                     report.files_chunked += len(pending)
-            # No compaction here: the bulk's end brings the FTS index up to date (building
-            # it over a cold run's fragments), and LanceDB's optimize() reads every fragment
-            # below its 1M-row target, i.e. the whole table: on the 58k-file workspace it
-            # set the index's peak RSS (issue 18; docs/codegraph.md "At 50,000 files").
+            # No compaction here (the bulk's end does none on the chunk table): LanceDB's
+            # optimize() reads every fragment below its 1M-row target, i.e. the whole table:
+            # on the 58k-file workspace it set the index's peak RSS (issue 18;
+            # docs/codegraph.md "At 50,000 files").
             # The store's periodic upkeep compacts later, as for any other writes.
             if not report.interrupted:
                 self._drop_legacy_db()
@@ -520,10 +517,9 @@ class CodeSearch:
                 start_line=chunk.start_line,
                 end_line=chunk.end_line,
                 content=chunk.content,
-                text=text,
                 content_hash=stored_hash(p.file_hash, model_id, digest),
             )
-            for (p, chunk, digest), (_, _, text) in zip(items, embedded_texts, strict=True)
+            for p, chunk, digest in items
         ]
         vectors = None
         embedded = 0
@@ -538,7 +534,7 @@ class CodeSearch:
                     reuse_rows = []
             reused = set(reuse_rows)
             fresh = [i for i in range(len(items)) if i not in reused]
-            texts = [records[i].text for i in fresh]
+            texts = [embedded_texts[i][2] for i in fresh]
             for start in range(0, len(texts), EMBED_BATCH):
                 batch = self.embedder.embed(texts[start : start + EMBED_BATCH])
                 vectors[fresh[start : start + EMBED_BATCH]] = np.asarray(batch, np.float32)
@@ -637,9 +633,8 @@ _Batch = tuple[list[str], "_PrefillColumns"]
 
 class _PrefillColumns(NamedTuple):
     """A batch of the parse workers' chunks as the columns it is written from (one list
-    a column, not one record object a chunk: 500k chunks at 58k files); ``text`` and
-    ``search_text`` are joined in Arrow from ``prefixes``, ``contents`` and ``extras``
-    (:func:`_keyword_table`)."""
+    a column, not one record object a chunk: 500k chunks at 58k files;
+    :func:`_keyword_table`)."""
 
     ids: list[str]
     files: list[str]
@@ -648,13 +643,11 @@ class _PrefillColumns(NamedTuple):
     starts: list[int]
     ends: list[int]
     contents: list[str]
-    prefixes: list[str]
-    extras: list[str]
     hashes: list[str]
 
     @classmethod
     def empty(cls) -> _PrefillColumns:
-        return cls([], [], [], [], [], [], [], [], [], [])
+        return cls([], [], [], [], [], [], [], [])
 
 
 _GIVEN_UP: _Batch = ([], _PrefillColumns.empty())
@@ -662,25 +655,12 @@ _GIVEN_UP: _Batch = ([], _PrefillColumns.empty())
 
 def _keyword_table(columns: _PrefillColumns) -> pa.Table:
     """The chunk table's rows of a prefill batch: those :meth:`ChunkStore.replace_files`
-    makes of the same chunks as ``CodeChunkRecord``s with their search texts (``text`` is
-    ``chunking.embedding_text``, ``search_text`` ``fts_text.with_identifiers`` of it), but
-    the two long texts are joined by Arrow (outside the GIL), not as Python strings first."""
+    makes of the same chunks as ``CodeChunkRecord``s, built from the columns."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from engram.store.chunk_store import chunk_schema
 
     string = pa.string()
-    contents = pa.array(columns.contents, string)
-    text = pc.binary_join_element_wise(
-        pa.array(columns.prefixes, string),
-        pc.utf8_slice_codeunits(contents, 0, MAX_EMBED_CHARS),  # code points, as str[:n]
-        "\n\n",
-    )
-    extras = pa.array(columns.extras, string)
-    search_text = pc.if_else(
-        pc.equal(extras, ""), text, pc.binary_join_element_wise(text, extras, "\n")
-    )
     count = len(columns.ids)
     return pa.table(
         {
@@ -690,9 +670,9 @@ def _keyword_table(columns: _PrefillColumns) -> pa.Table:
             "name": pa.array(columns.names, string),
             "start_line": pa.array(columns.starts, pa.int32()),
             "end_line": pa.array(columns.ends, pa.int32()),
-            "content": contents,
-            "text": text,
-            "search_text": search_text,
+            "content": pa.array(columns.contents, string),
+            "text": pa.nulls(count, string),
+            "search_text": pa.nulls(count, string),
             "content_hash": pa.array(columns.hashes, string),
             "vector": pa.nulls(count, pa.binary()),
             "dim": pa.array([0] * count, pa.int32()),
@@ -719,11 +699,11 @@ class ChunkPrefill:
     graph for its symbols and cut it in this one process, about half of a cold
     ``engram index --no-embed`` (issue 18, docs/codegraph.md "The whole cold index"). The
     workers cut the chunks from the text and definitions they already hold
-    (:func:`engram.codegraph.parse_worker.file_chunks`); this process joins their texts
-    and hands batches of ``PREFILL_BATCH_CHUNKS`` to one writer thread, which writes them
-    inside one :meth:`ChunkStore.bulk` (LanceDB's work runs outside the GIL) and builds the
-    FTS index once the parse phase is over, while the graph resolves. The queue holds two
-    batches: the writer falling behind stops the parse phase, never grows memory.
+    (:func:`engram.codegraph.parse_worker.file_chunks`); this process gathers them in
+    columns and hands batches of ``PREFILL_BATCH_CHUNKS`` to one writer thread, which
+    writes them inside one :meth:`ChunkStore.bulk` (LanceDB's work runs outside the GIL).
+    The queue holds two batches: the writer falling behind stops the parse phase, never
+    grows memory.
 
     Rows and ids are those :meth:`CodeSearch.index_chunks` stores for the same file (the
     stored hash says keyword-only, ``<file hash>||<digest>``), so its pass after the
@@ -768,9 +748,7 @@ class ChunkPrefill:
         self._with_chunks[path] = file_hash
         self.files += 1
         columns = self._columns
-        ids, kinds, names, starts, ends, contents, prefixes, extras, digests = zip(
-            *chunks, strict=True
-        )
+        ids, kinds, names, starts, ends, contents, digests = zip(*chunks, strict=True)
         columns.ids.extend(ids)
         columns.files.extend([path] * len(chunks))
         columns.kinds.extend(kinds)
@@ -778,8 +756,6 @@ class ChunkPrefill:
         columns.starts.extend(starts)
         columns.ends.extend(ends)
         columns.contents.extend(contents)
-        columns.prefixes.extend(prefixes)
-        columns.extras.extend(extras)
         columns.hashes.extend([stored_hash(file_hash, None, digest) for digest in digests])
         if len(columns.ids) >= PREFILL_BATCH_CHUNKS:
             self._flush()
@@ -799,7 +775,7 @@ class ChunkPrefill:
         self._files, self._columns = [], _PrefillColumns.empty()
 
     def parsed(self) -> None:
-        """The last batch to the writer, which then builds the FTS index (in its thread)."""
+        """The last batch to the writer (which then ends its bulk, in its thread)."""
         if self._ended:
             return
         self._ended = True
@@ -810,17 +786,15 @@ class ChunkPrefill:
                 self._queue.put(None)
 
     def close(self, *, abandon: bool = False, after: Callable[[], None] | None = None) -> None:
-        """Wait for the writer (its last batch and the index build): none outlives this.
+        """Wait for the writer (its last batch): none outlives this.
 
         A run that stopped before :meth:`parsed` (cancel, Ctrl-C, an error) drops its last
-        partial batch and skips the FTS build: over part of a 58k-file table that could
-        keep a Ctrl-C waiting many seconds, and the next write (the run that resumes)
-        brings the index up to date; unindexed rows are searched flat meanwhile.
+        partial batch; the run that resumes writes those files.
 
         ``abandon`` (a run cancelled after its parse phase: a stop during resolution)
-        waits for nothing: the writer drops the batches it has not begun and skips an FTS
-        build it has not begun; one it has begun (seconds at 58k files, LanceDB cannot
-        cancel it) ends in the background or with the process. ``after`` runs once the
+        waits for nothing: the writer drops the batches it has not begun; a write it has
+        begun (LanceDB cannot cancel it) ends in the background or with the process.
+        ``after`` runs once the
         writer is done, here or in its thread (the caller's store must not close under
         it); the next run's chunk pass writes what was dropped (docs/engine.md "Faults").
         """
@@ -888,7 +862,7 @@ class ChunkPrefill:
                 if self._abandoned.is_set():
                     run.upkeep = False
                     whole = False
-            self._whole = whole  # the index build at the bulk's end went well too
+            self._whole = whole  # the bulk ended well too
         except Exception as exc:  # the pass after the graph writes those files instead
             self.error = exc
             log.warning("writing the parse workers' code chunks failed: %s", exc)

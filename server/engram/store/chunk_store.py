@@ -1,4 +1,5 @@
-"""Code chunks in ``.engram/chunks.lance``: BM25 on contextual text + exact dense search.
+"""Code chunks in ``.engram/chunks.lance``: rows and vectors for ``CodeSearch`` (exact dense
+search here; its BM25 runs in process over the chunks, ``engram.codegraph.search``).
 
 Surface (all the code-graph needs for ``engram search --code``)::
 
@@ -8,14 +9,14 @@ Surface (all the code-graph needs for ``engram search --code``)::
     store.replace_files(files, records, vectors, model_id)  # many files, one version
     store.delete_file(file) -> int
     store.chunks_for_file(file) -> list[CodeChunkRecord]
-    store.keyword_search(query, k) -> [(id, bm25)]   # over ``text`` (contextual: file, kind,
-    store.vector_search(vector, k) -> [(id, cosine)] #  name before the code, docs/storage.md)
+    store.vector_search(vector, k) -> [(id, cosine)]
     store.get_many(ids) -> list[CodeChunkRecord]; store.count(); store.compact(); store.close()
     store.version(); store.all_chunks(); store.vectors_for(ids)  # for in-process indexes
     store.stored_hashes()  # (id, file, content_hash) per chunk, no snapshot (re-chunk checks)
 
 The same machinery as the memory store (:class:`HybridTable`): writer lock, version check,
-FTS fresh after each write, snapshot of vectors refreshed only when the version changed.
+snapshot of vectors refreshed only when the version changed; no FTS index (nothing searched
+one: a 58k-file cold index spent ~1/8 of its CPU building it, docs/codegraph.md).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.store.errors import StoreError
-from engram.store.fts_text import document_text, sql_quote
+from engram.store.fts_text import sql_quote
 from engram.store.hybrid import (
     CLEANUP_AFTER,
     META_TABLE,
@@ -57,14 +58,19 @@ _COLUMNS = [
     "start_line",
     "end_line",
     "content",
-    "text",
     "content_hash",
 ]
+#: Columns of the first layout that nothing reads any more (the embedded text and its FTS
+#: text, each a copy of up to 2,000 characters of ``content``): kept in the schema so that
+#: tables written before and after are one layout that any Engram reads and writes, and
+#: written as nulls (docs/storage.md).
+_UNUSED_TEXT_COLUMNS = ("text", "search_text")
 
 
 @attrs.define
 class CodeChunkRecord:
-    """One stored code chunk. ``text`` is the contextual text that is indexed and embedded."""
+    """One stored code chunk (its embedded text, ``chunking.embedding_text``, is not stored:
+    it is made from these fields when embedding, and its digest is in ``content_hash``)."""
 
     id: str
     file: str
@@ -73,20 +79,14 @@ class CodeChunkRecord:
     start_line: int
     end_line: int
     content: str
-    text: str
     content_hash: str
 
 
-def contextual_chunk_text(
-    file: str, kind: str, name: str, start: int, end: int, content: str
-) -> str:
-    """docs/storage.md contextual text for a chunk: ``File: a.py | function: f | Lines: 3-9`` +
-    code."""
-    head = [f"File: {file}"]
-    if kind and kind != "module":
-        head.append(f"{kind}: {name or 'unknown'}")
-    head.append(f"Lines: {start}-{end}")
-    return " | ".join(head) + "\n\n" + content
+#: ``content`` is written without Lance's string compression: it was ~0.4 of the adds'
+#: CPU (wss's 48k chunks replayed 2,048 a version: 0.45-0.53 -> 0.27-0.30 CPU s) for 23 ->
+#: 37 MB on disk, which the null text columns more than pay for (74 MB before; issue 18,
+#: docs/codegraph.md "A seventh look"). A table written before keeps its encoding.
+_STORED_PLAIN = {"lance-encoding:compression": "none"}
 
 
 def chunk_schema() -> pa.Schema:
@@ -100,8 +100,8 @@ def chunk_schema() -> pa.Schema:
             pa.field("name", pa.string()),
             pa.field("start_line", pa.int32()),
             pa.field("end_line", pa.int32()),
-            pa.field("content", pa.string()),
-            pa.field("text", pa.string()),
+            pa.field("content", pa.string(), metadata=_STORED_PLAIN),
+            pa.field("text", pa.string()),  # _UNUSED_TEXT_COLUMNS: nulls
             pa.field("search_text", pa.string()),
             pa.field("content_hash", pa.string()),
             pa.field("vector", pa.binary(), nullable=True),
@@ -141,7 +141,7 @@ class ChunkStore:
             TABLE_NAME,
             chunk_schema(),
             key_column="id",
-            text_column="search_text",
+            text_column=None,
             lock=lock,
             read_only=read_only,
             cleanup_after=cleanup_after,
@@ -180,7 +180,6 @@ class ChunkStore:
         records: Sequence[CodeChunkRecord],
         vectors: npt.NDArray[np.float32] | None,
         model_id: str | None,
-        search_texts: Sequence[str] | None = None,
     ) -> pa.Table:
         import pyarrow as pa
 
@@ -188,12 +187,9 @@ class ChunkStore:
             vectors = np.asarray(vectors, dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[0] != len(records):
                 raise ValueError(f"vectors must have shape ({len(records)}, dim)")
-        columns: dict[str, list[Any]] = {c: [getattr(r, c) for r in records] for c in _COLUMNS}
-        columns["search_text"] = (
-            list(search_texts)
-            if search_texts is not None
-            else [document_text([r.text]) for r in records]
-        )
+        columns: dict[str, Any] = {c: [getattr(r, c) for r in records] for c in _COLUMNS}
+        for name in _UNUSED_TEXT_COLUMNS:
+            columns[name] = pa.nulls(len(records), pa.string())
         if vectors is None:
             columns["vector"] = [None] * len(records)
             columns["dim"] = [0] * len(records)
@@ -240,18 +236,15 @@ class ChunkStore:
         records: Sequence[CodeChunkRecord],
         vectors: npt.NDArray[np.float32] | None = None,
         model_id: str | None = None,
-        search_texts: Sequence[str] | None = None,
     ) -> None:
         """Replace every chunk of all ``files`` with ``records`` in one write.
 
         Why: a first index touches thousands of files and every LanceDB write is a version,
-        so per-file writes would cost a version (and an FTS update) per file.
-        ``search_texts`` are the records' indexed texts when the caller has them
-        (``fts_text.document_text`` of each ``text``; parse workers make them).
+        so per-file writes would cost a version per file.
         """
         if not files and not records:
             return
-        self.replace_files_rows(files, self._arrow(records, vectors, model_id, search_texts))
+        self.replace_files_rows(files, self._arrow(records, vectors, model_id))
 
     def replace_files_rows(self, files: Sequence[str], rows: pa.Table) -> None:
         """:meth:`replace_files` with the rows already in Arrow (:func:`chunk_schema`): a
@@ -346,11 +339,6 @@ class ChunkStore:
             self.refresh()
             return len(self._records)
 
-    def keyword_search(self, query: str, k: int) -> list[tuple[str, float]]:
-        with self._mutex:
-            self.refresh()
-            return self._table.keyword_search(query, k, None)
-
     def vector_search(self, vector: npt.NDArray[np.float32], k: int) -> list[tuple[str, float]]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         with self._mutex:
@@ -365,4 +353,4 @@ class ChunkStore:
             self._table.close()
 
 
-__all__ = ["ChunkStore", "CodeChunkRecord", "StoreError", "contextual_chunk_text"]
+__all__ = ["ChunkStore", "CodeChunkRecord", "StoreError"]

@@ -30,6 +30,7 @@ apart, each part would need the others' state (the mutex, the stamps, the open t
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -123,7 +124,8 @@ def is_commit_conflict(exc: BaseException) -> bool:
 
 
 class HybridTable:
-    """A LanceDB table ``<location>/<name>.lance`` with BM25 search on ``text_column``.
+    """A LanceDB table ``<location>/<name>.lance`` with BM25 search on ``text_column``
+    (``None``: a table searched by vector and key only, which keeps no FTS index).
 
     ``schema`` must carry ``engram.table_version`` metadata; a table written by a newer
     Engram is refused, an older one is handed to ``migrate(table, old_version)`` (under
@@ -137,7 +139,7 @@ class HybridTable:
         schema: pa.Schema,
         *,
         key_column: str,
-        text_column: str,
+        text_column: str | None,
         lock: WriteLock | None,
         read_only: bool = False,
         migrate: Callable[[Table, int], None] | None = None,
@@ -173,6 +175,8 @@ class HybridTable:
         #: :meth:`compact` after the reply); ``None``: the write optimises itself
         self.upkeep_later: Callable[[], None] | None = None
         self._upkeep_asked = False
+        #: a table with no text column looked for an older layout's FTS index
+        self._fts_checked = False
         self._stamp: tuple[int, int, int] | None = None
         #: ``_versions/`` as our own last write left it, stat'ed under the writer lock
         #: (see ``_maybe_changed``)
@@ -418,12 +422,16 @@ class HybridTable:
         if not terms or k <= 0:
             return []
 
+        column = self.text_column
+        if column is None:
+            return []
+
         def attempt() -> list[tuple[str, float]]:
             table = self.table()
             if table is None or not self._has_fts(table):
                 return []
             builder = (
-                table.search(" ".join(terms), query_type="fts", fts_columns=self.text_column)
+                table.search(" ".join(terms), query_type="fts", fts_columns=column)
                 .limit(k)
                 .select([self.key_column, "_score"])
             )
@@ -437,11 +445,22 @@ class HybridTable:
         return self._with_retry("search", attempt)
 
     def _has_fts(self, table: Table) -> bool:
+        if self.text_column is None:
+            return False
         indices = self.guard("read", table.list_indices)
         return any(
             getattr(ix, "index_type", "") == "FTS" and self.text_column in ix.columns
             for ix in indices
         )
+
+    def _drop_unused_fts(self, table: Table) -> None:
+        """A table with no text column: drop an FTS index an older layout built (the chunk
+        table's over ``search_text``), so that no ``optimize`` brings it up to date again;
+        looked for once a process, at its first write."""
+        self._fts_checked = True
+        for ix in self.guard("read", table.list_indices):
+            if getattr(ix, "index_type", "") == "FTS":
+                self.guard("index", functools.partial(table.drop_index, str(ix.name)))
 
     # ------------------------------------------------------------------ writing
 
@@ -597,19 +616,25 @@ class HybridTable:
     def _after_write(self, table: Table, *, counted: bool = False) -> None:
         if not counted:
             self._writes_since_optimize += 1
+        if self.text_column is None and not self._fts_checked:
+            self._drop_unused_fts(table)
         if self._bulk:
             return
-        rows = int(self.guard("read", table.count_rows))
-        if rows == 0:
+        if self.text_column is None:
+            if counted:
+                # a bulk's end: no FTS index to build, and no compaction either (it would
+                # rewrite the whole table a cold index just wrote, docs/storage.md): the
+                # next write's upkeep is due as after an FTS build
+                return
+        elif int(self.guard("read", table.count_rows)) == 0:
             return
-        if not self._has_fts(table):
+        elif not self._has_fts(table):
             from lancedb.index import FTS
 
+            column = self.text_column
             self.guard(
                 "index",
-                lambda: table.create_index(
-                    self.text_column, config=FTS(with_position=False), replace=True
-                ),
+                lambda: table.create_index(column, config=FTS(with_position=False), replace=True),
             )
             return
         if self._writes_since_optimize >= OPTIMIZE_EVERY_WRITES or (
@@ -646,7 +671,11 @@ class HybridTable:
             table = self.table()
             if table is not None:
                 prev = int(table.version)
-                if not self._has_fts(table) and int(table.count_rows()) > 0:
+                if (
+                    self.text_column is not None
+                    and not self._has_fts(table)
+                    and int(table.count_rows()) > 0
+                ):
                     self._after_write(table)
                 self._optimize(table)
                 end = int(table.version)
