@@ -183,7 +183,9 @@ def import_file(
     if known:  # re-importing our own export: update in place, never duplicate
         prepared = [prepare(engine, m) for m in known]
         entries: list[AuditEntry] = []
-        with engine.write_lock:
+        # read and written under the store's writer lock: each record keeps its state as
+        # it stands (a flag another process made between the read and the write was lost)
+        with engine.write_lock, engine.store.locked():
             current = {m.id: m for m in engine.store.get_many([m.id for m, _ in prepared])}
             updated = []
             for memory, _ in prepared:

@@ -1,20 +1,21 @@
-"""The judges' late links never write over another process's flag (docs/trust.md, "Conflicts").
+"""A write made from records read earlier never undoes another process's flag (docs/storage.md).
 
-In the engine, the contradiction judges read a just-remembered memory's open pairs after
-the reply (``app.remember.judge_remembered``) and link what they find: both sides read
-again, then written back with the link. Until stop 33 the read and the write were under
-the engine's own lock only, so a person's flag of one side made by a command running
-in-process beside the engine between them was written over: the flagged memory was shown
-again. Now both happen under the store's writer lock (``MemoryStore.locked``), as every
-trust move does (f14ba67).
+Each of these read records, worked, and wrote them back whole under the engine's own lock
+only, so a person's flag made between the read and the write by another process (a command
+running in-process beside the engine) was written over and the flagged memory shown again:
+the judges' late links (``app.remember.judge_remembered``), the vectors ``embed_missing``
+adds, and an export imported again (``app.portability.import_file``). Now each reads and
+writes under the store's writer lock (``MemoryStore.locked``), as every trust move does
+(f14ba67); stop 33's review found them.
 
-The interleaving is injected: the other process's flag starts the moment the links are
-being made, and is given time to land before they are written.
+The interleaving is injected: the other process's flag starts the moment the records are
+in hand, and is given time to land before they are written.
 """
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +101,37 @@ def test_a_flag_made_while_memories_embed_is_never_written_over(
     assert [m.id for m in command.store.missing_vectors(hasher.model_id)] == [edited.id]
     changed = engine.store.get(edited.id)
     assert changed is not None and changed.content.endswith("and Mondays."), changed
+
+
+def test_a_flag_made_while_an_export_is_imported_again_is_never_written_over(
+    two: tuple[Engine, Engine], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Importing one's own export again updates each memory in place and keeps its state
+    as the store holds it (``_keep_trust``): read under the engine's lock alone, a flag
+    another process made between the read and the write was written over (stop 33)."""
+    from engram.app import portability
+    from engram.app.portability import export, import_file
+
+    engine, command = two
+    memory = remember(engine, "Uploads go to the staging bucket.", scope="global").memory
+    exported = tmp_path / "export.json"
+    exported.write_text(
+        export(engine).replace("the staging bucket", "the staging bucket first"),
+        encoding="utf-8",
+    )
+    flagged = threading.Thread(target=flag, args=(engine, memory.id, "not_useful"))
+    keep = portability._keep_trust
+
+    def keep_while_another_flags(stored: Memory, imported: Memory) -> Memory:
+        if flagged.ident is None:
+            flagged.start()
+            flagged.join(timeout=1.0)  # blocked by the writer lock: the import goes first
+        return keep(stored, imported)
+
+    monkeypatch.setattr(portability, "_keep_trust", keep_while_another_flags)
+    import_file(command, exported)
+    flagged.join(timeout=30)
+    assert flagged.ident is not None and not flagged.is_alive()
+    stored = engine.store.get(memory.id)
+    assert stored is not None and stored.content.endswith("bucket first."), stored
+    assert rules.state_of(stored) is rules.TrustState.FLAGGED, stored
