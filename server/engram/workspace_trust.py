@@ -127,8 +127,9 @@ Limits = Mapping[tuple[str, str], tuple[str, float | None]]
 def widens(value: object, limit: tuple[str, float | None] | None) -> bool:
     """Whether a workspace's ``value`` is on the wide side of Engram's default: more where
     the limit is ``at_most`` (longer memories, more commits, longer waits), less where it is
-    ``at_least`` (a looser duplicate threshold). A default of ``None`` (every core) is
-    widened by any number; a value that is no number is the range check's (dropped)."""
+    ``at_least`` (a looser duplicate threshold). A default of ``None`` is unset, the widest
+    there is, which any number narrows (``config.workspace_limits`` gives ``embed.threads``
+    the CPU count instead); a value that is no number is the range check's (dropped)."""
     if limit is None or isinstance(value, bool) or not isinstance(value, int | float):
         return False
     direction, default = limit
