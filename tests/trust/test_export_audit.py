@@ -138,3 +138,29 @@ def test_an_imported_file_cannot_pin_or_claim_a_team_origin(
         assert import_file(engine, forged).added == 0
         memory = get(engine, mid)
         assert not memory.pinned and "team" not in memory.extra
+
+
+@pytest.mark.parametrize("text_too", [False, True], ids=["label only", "label and text"])
+def test_an_imported_file_cannot_say_who_stands_behind_a_stored_memory(
+    tmp_workspace: Workspace, tmp_path: Path, text_too: bool
+) -> None:
+    """The source is who stands behind a memory (docs/trust.md): a re-imported file saying
+    ``user_taught`` of an agent's memory in review made it a person's (ranked 1.4, not 1.2,
+    and labelled so on every surface), and since c1f71d9 put the source in the trail's
+    snapshot, a file changing the label alone did it too (stop 33)."""
+    root = _workspace(tmp_workspace.root)
+    with Engine.open(root, NO_MODEL) as engine:
+        said = "run() retries the job twice."
+        mid = remember(engine, said, file="jobs.py", source="agent_explicit").memory.id
+        doc = json.loads(export(engine, "json"))
+        record_ = next(m for m in doc["memories"] if m["id"] == mid)
+        record_["source"] = "user_taught"
+        if text_too:
+            record_["content"] = "run() retries the job twice, then alerts."
+        forged = tmp_path / "forged.json"
+        forged.write_text(json.dumps(doc))
+        report = import_file(engine, forged)
+        assert report.merged == (1 if text_too else 0), report
+        memory = get(engine, mid)
+        assert memory.source.value == "agent_explicit", memory
+        assert rules.state_of(memory) is rules.TrustState.REVIEW

@@ -249,7 +249,9 @@ IMPORTED = "imported "
 
 def _keep_trust(stored: Memory, imported: Memory) -> Memory:
     """A record this store already has keeps its own state and trust: a file never
-    verifies, raises confidence, unflags or pins (docs/trust.md "What may move a memory")."""
+    verifies, raises confidence, unflags or pins (docs/trust.md "What may move a memory"),
+    nor says who stands behind it (its source: an agent's memory relabelled ``user_taught``
+    by a re-imported file was ranked and labelled as a person's)."""
     extra = dict(imported.extra)
     for key in (rules.LIFECYCLE_KEY, TEAM_KEY):  # this store's own record of both
         extra.pop(key, None)
@@ -257,6 +259,7 @@ def _keep_trust(stored: Memory, imported: Memory) -> Memory:
             extra[key] = stored.extra[key]
     return attrs.evolve(
         imported,
+        source=stored.source,
         confidence=stored.confidence,
         user_verified=stored.user_verified,
         needs_review=stored.needs_review,
