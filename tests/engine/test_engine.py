@@ -376,6 +376,41 @@ def test_stats_active_is_the_trust_state_the_report_counts(engine: Engine) -> No
     assert "2 shown: 1 active, 1 in review, 0 stale" in stats_text(counts)
 
 
+def test_the_status_bar_the_memory_view_and_the_report_count_the_same_memories(
+    engine: Engine,
+) -> None:
+    """Stop 33's walk in VS Code: the status bar said "5 memories", the Memory view listed 4
+    and the report's tile said "7 memories" of one store. A flagged memory (outdated,
+    wrong_scope, not_useful) is never shown, yet stats counted it as shown (and stale), and
+    the report counted every retired memory among its memories."""
+    from engram.api.render import stats_text
+    from engram.report.data import MemoryColumns, build_report
+
+    remember(engine, "A person's gotcha about the cache warm-up")
+    remember(engine, "An agent's note about the retry loop", source="agent_explicit")
+    flagged = {
+        kind: remember(engine, f"A note the person then flagged as {kind.value}").memory.id
+        for kind in CorrectionKind
+    }
+    for kind, memory_id in flagged.items():
+        flag(engine, memory_id, kind)
+    counts = stats(engine)
+    listed = list_memories(engine)  # what the Memory view lists
+    assert len(listed) == counts["shown"] == 2
+    assert (counts["active"], counts["needs_review"], counts["stale"]) == (1, 1, 0)
+    assert counts["deprecated"] == 4 and counts["total"] == 6
+    everything = engine.store.list(engine.filter(include_deprecated=True))
+    columns = MemoryColumns.from_memories(everything)
+    report = build_report(workspace="w", memories=columns, cochange_pairs=[], impact=None)
+    assert report.totals["memories"] == counts["shown"]
+    assert report.totals["active"] == counts["active"]
+    assert report.totals["in_review"] == counts["needs_review"]
+    assert report.totals["stale"] == counts["stale"]
+    assert report.totals["deprecated"] == counts["deprecated"]
+    assert "2 shown: 1 active, 1 in review, 0 stale" in stats_text(counts)
+    assert "4 retired" in stats_text(counts)
+
+
 def test_doctor_on_a_full_disk_says_so_and_finishes(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -49,7 +49,7 @@ def test_counts_by_type_module_state_and_backlog() -> None:
     data = build_report(workspace="/ws", memories=cols(a, b, c, d), cochange_pairs=[], impact=None,
                         now=NOW)  # fmt: skip
     assert data.totals == {
-        "memories": 4, "active": 1, "in_review": 1, "stale": 1, "deprecated": 1,
+        "memories": 3, "active": 1, "in_review": 1, "stale": 1, "deprecated": 1,
         "contradictions": 0, "shared": 0,
     }  # fmt: skip
     assert data.by_type.unit == "week"  # 300 days of history: weekly buckets

@@ -47,7 +47,9 @@ def assorted() -> list[Memory]:
     f = Memory("zero half-life means no decay", decay_half_life_days=0.0, confidence=0.3)
     g = Memory("ünïcode ✓ and an author", provenance=Provenance(author="Bo"))
     g.relations.append(MemoryRelation(RelationType.CONFLICTS_WITH, target_memory_id=None))
-    return [a, b, c, d, e, f, g]
+    h = Memory("a person flagged it as not useful", flags=["code_changed", "not_useful"])
+    i = Memory("its code changed: in review, not flagged", flags=["code_changed"])
+    return [a, b, c, d, e, f, g, h, i]
 
 
 def rows(table: pa.Table) -> list[dict[str, Any]]:
@@ -76,8 +78,10 @@ def test_frame_equals_decoding_every_memory(tmp_workspace: Workspace) -> None:
         assert by_id[memories[1].id]["conflicts_with"] == [memories[0].id]
         assert "Ana" in by_id[memories[2].id]["shared_by"]
         assert by_id[memories[2].id]["shared_by"] == shared_by_text(memories[2])
+        assert by_id[memories[3].id]["shared_by"]
         assert by_id[memories[3].id]["shared_by"] == shared_by_text(memories[3])
         assert by_id[memories[3].id]["shared_by"]
+        assert by_id[memories[7].id]["flagged"] and not by_id[memories[8].id]["flagged"]
         assert by_id[memories[4].id]["shared_by"] is None
         assert by_id[memories[1].id]["half_life_days"] is None
         assert by_id[memories[0].id]["files"] == ["src/app/a.py", "src/app/b.py"]

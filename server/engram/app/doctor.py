@@ -51,10 +51,14 @@ def stats(engine: Engine) -> JsonObject:
     """Counts of the store by state, type, source and scope; its size on disk.
 
     ``active`` is the trust state of docs/trust.md (shown, not in review, not stale), the
-    one the report's tile counts; ``shown`` is every memory not retired. A new user's walk
-    (stop 31) read "Active 8" in the Memory view beside "5 active" in the report, because
-    this count then meant "not retired".
+    one the report's tile counts; ``shown`` is every memory an editor or agent may receive
+    (``is_shown``) and ``deprecated`` the rest: retired, forgotten or flagged. A new user's
+    walk (stop 31) read "Active 8" in the Memory view beside "5 active" in the report,
+    because this count then meant "not retired"; stop 33's status bar said 5 memories
+    beside a Memory view that listed 4, because a flagged memory counted as shown.
     """
+    from engram.lifecycle.trust import is_shown
+
     memories = engine.store.list(engine.filter(include_deprecated=True))
     by_type: dict[str, int] = {}
     by_source: dict[str, int] = {}
@@ -63,7 +67,7 @@ def stats(engine: Engine) -> JsonObject:
         by_type[memory.type.value] = by_type.get(memory.type.value, 0) + 1
         by_source[memory.source.value] = by_source.get(memory.source.value, 0) + 1
         by_scope[memory.scope.value] = by_scope.get(memory.scope.value, 0) + 1
-    active = [m for m in memories if not m.deprecated]
+    active = [m for m in memories if is_shown(m)]
     return {
         "workspace": str(engine.workspace.root),
         "total": len(memories),

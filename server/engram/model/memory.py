@@ -93,6 +93,9 @@ class CorrectionKind(enum.StrEnum):
     NOT_USEFUL = "not_useful"  # noise: lower confidence
 
 
+_CORRECTION_VALUES = frozenset(kind.value for kind in CorrectionKind)
+
+
 #: Default decay half-lives in days (docs/storage.md). ``None`` means the type never decays.
 DEFAULT_HALF_LIVES: dict[MemoryType, float | None] = {
     MemoryType.WORK_STATE: 7,
@@ -274,6 +277,14 @@ class Memory:
     @property
     def is_stale(self) -> bool:
         return self.stale_at is not None
+
+    @property
+    def flagged(self) -> bool:
+        """A correction (incorrect, outdated, wrong_scope, not_useful) stands in ``flags``:
+        the trust model keeps a flag there while it is outstanding and such a memory is never
+        shown (``lifecycle.trust.state_of``, docs/trust.md). What a count over columns
+        (``engram report``) reads for it, where decoding each record's lifecycle is too slow."""
+        return any(flag in _CORRECTION_VALUES for flag in self.flags)
 
     def is_valid_at(self, when: datetime) -> bool:
         """Bi-temporal validity: was this fact true in the world at ``when``?"""

@@ -182,6 +182,8 @@ class MemoryColumns:
     needs_review: npt.NDArray[np.bool_]
     deprecated: npt.NDArray[np.bool_]
     stale: npt.NDArray[np.bool_]
+    #: a flag is outstanding (``Memory.flagged``): hidden like a deprecated memory
+    flagged: npt.NDArray[np.bool_]
     pinned: npt.NDArray[np.bool_]
     shared: npt.NDArray[np.bool_]
     confidence: npt.NDArray[np.float64]
@@ -194,6 +196,14 @@ class MemoryColumns:
 
     def __len__(self) -> int:
         return len(self.types)
+
+    @property
+    def shown(self) -> npt.NDArray[np.bool_]:
+        """What an editor or agent may receive: neither deprecated (retired, forgotten)
+        nor flagged (docs/trust.md). The status bar, the Memory view and ``engram stats``
+        count the same memories (a walk's report said 7 memories beside the status bar's
+        5 and a Memory view listing 4)."""
+        return ~self.deprecated & ~self.flagged
 
     @classmethod
     def of(cls, table: pa.Table) -> MemoryColumns:
@@ -233,6 +243,7 @@ class MemoryColumns:
             needs_review=np_of("needs_review", np.bool_),
             deprecated=np_of("deprecated", np.bool_),
             stale=np_of("stale", np.bool_),
+            flagged=np_of("flagged", np.bool_),
             pinned=np_of("pinned", np.bool_),
             shared=np.asarray(table.column("shared_by").is_valid().to_numpy(), np.bool_),
             confidence=np_of("confidence", np.float64),
@@ -364,12 +375,12 @@ STATES = ("active", "in review", "stale", "deprecated")
 
 
 def _states(cols: MemoryColumns) -> npt.NDArray[np.int64]:
-    """Each memory's state as an index into :data:`STATES` (deprecated over stale over in
-    review)."""
+    """Each memory's state as an index into :data:`STATES` (deprecated, or any other state
+    never shown, over stale over in review)."""
     state = np.zeros(len(cols), np.int64)
     state[cols.needs_review] = 1
     state[cols.stale] = 2
-    state[cols.deprecated] = 3
+    state[~cols.shown] = 3
     return state
 
 
@@ -439,7 +450,7 @@ def _contradictions(cols: MemoryColumns) -> tuple[list[Contradiction], int]:
     ids = cols.table.column("id")
     targets = pc.index_in(links.values, value_set=ids.combine_chunks())
     target = np.asarray(targets.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
-    shown = ~cols.deprecated
+    shown = cols.shown
     keep = (target >= 0) & shown[owners] & shown[np.maximum(target, 0)] & (owners != target)
     if not keep.any():
         return [], 0
@@ -553,7 +564,7 @@ def memories_per_file(cols: MemoryColumns) -> Counter[str]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    files = cols.table.column("files").filter(pa.array(~cols.deprecated))
+    files = cols.table.column("files").filter(pa.array(cols.shown))
     counted = pc.value_counts(pc.list_flatten(files))
     return Counter(
         dict(
@@ -580,7 +591,7 @@ def build_report(
     :func:`memories_per_file` when the caller has it already."""
     now = now or datetime.now(UTC)
     cols = memories
-    shown = ~cols.deprecated
+    shown = cols.shown
     states = _states(cols)
 
     module_totals = np.bincount(cols.modules, minlength=len(cols.module_names))
@@ -616,11 +627,12 @@ def build_report(
     ]
     contradictions, contradictions_total = _contradictions(cols)
     totals = {
-        "memories": len(cols),
+        # the memories shown, as the status bar counts them; the rest are "retired"
+        "memories": int(np.count_nonzero(shown)),
         "active": int(np.count_nonzero(shown & ~cols.needs_review & ~cols.stale)),
         "in_review": len(backlog),
         "stale": int(np.count_nonzero(shown & cols.stale)),
-        "deprecated": int(np.count_nonzero(cols.deprecated)),
+        "deprecated": int(np.count_nonzero(~shown)),
         "contradictions": contradictions_total,
         "shared": int(np.count_nonzero(shown & cols.shared)),
     }

@@ -441,8 +441,10 @@ def bundle_from(here: Traversable) -> tuple[str, str]:
 
 
 #: A total's tile label where its key alone misleads: "0 shared" in the report of the person
-#: who had just shared four memories (the count is of teammates' memories read in).
-TILE_LABELS = {"shared": "from teammates"}
+#: who had just shared four memories (the count is of teammates' memories read in);
+#: "deprecated" counts every memory never shown (flagged too), which the Memory view and
+#: ``engram stats`` call retired.
+TILE_LABELS = {"shared": "from teammates", "deprecated": "retired"}
 
 
 def render_html(data: ReportData) -> str:

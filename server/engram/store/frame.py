@@ -25,6 +25,7 @@ import numpy.typing as npt
 from engram.model import (
     DEFAULT_HALF_LIVES,
     SCHEMA_VERSION,
+    CorrectionKind,
     Memory,
     MemoryType,
     RelationType,
@@ -58,6 +59,8 @@ def frame_schema() -> pa.Schema:
             pa.field("needs_review", pa.bool_(), nullable=False),
             pa.field("deprecated", pa.bool_(), nullable=False),
             pa.field("stale", pa.bool_(), nullable=False),
+            #: a person's or an agent's flag is outstanding (``Memory.flagged``): never shown
+            pa.field("flagged", pa.bool_(), nullable=False),
             pa.field("pinned", pa.bool_(), nullable=False),
             pa.field("confidence", pa.float64(), nullable=False),
             #: null: never decays (``Memory.current_confidence``)
@@ -74,7 +77,7 @@ def frame_schema() -> pa.Schema:
 
 
 FRAME_COLUMNS = (
-    "id", "type", "content", "files", "needs_review", "deprecated", "stale", "pinned",
+    "id", "type", "content", "files", "needs_review", "deprecated", "stale", "flagged", "pinned",
     "confidence", "half_life_days", "created_at", "updated_at", "last_accessed_at",
     "conflicts_with", "shared_by",
 )  # fmt: skip
@@ -93,6 +96,7 @@ def frame_from_memories(memories: Sequence[Memory]) -> pa.Table:
             "needs_review": [m.needs_review for m in memories],
             "deprecated": [m.deprecated for m in memories],
             "stale": [m.is_stale for m in memories],
+            "flagged": [m.flagged for m in memories],
             "pinned": [m.pinned for m in memories],
             "confidence": [float(m.confidence) for m in memories],
             "half_life_days": [
@@ -130,6 +134,7 @@ def _record_schema() -> pa.Schema:
             ("created_at", pa.string()),
             ("last_accessed_at", pa.string()),
             ("relations", pa.list_(relation)),
+            ("flags", pa.list_(pa.string())),
         ]
     )
 
@@ -175,7 +180,7 @@ def _stamp(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
 def parse_records(records: pa.Array) -> tuple[pa.Table, npt.NDArray[np.bool_]]:
     """The JSON-only fields of every record, and which rows were read whole.
 
-    Returns columns ``content, confidence, half_life_days, pinned, created_at,
+    Returns columns ``content, confidence, half_life_days, pinned, flagged, created_at,
     last_accessed_at, conflicts_with, shared_by`` and a mask: False where the row must be
     decoded by the codec instead (its chunk was refused, a field is missing or out of range,
     or its schema version needs a migration).
@@ -226,6 +231,14 @@ def parse_records(records: pa.Array) -> tuple[pa.Table, npt.NDArray[np.bool_]]:
     np.cumsum(np.bincount(owners, minlength=n), out=offsets[1:])
     conflicts = pa.ListArray.from_arrays(pa.array(offsets), targets)
 
+    # flagged: a correction kind among the record's flags (``Memory.flagged``)
+    flags = parsed["flags"].fill_null(pa.scalar([], parsed["flags"].type))
+    kinds = pa.array(sorted(kind.value for kind in CorrectionKind))
+    marked = pc.is_in(pc.list_flatten(flags), value_set=kinds).fill_null(False)
+    parents = np.asarray(pc.list_parent_indices(flags).to_numpy(), np.int64)
+    flagged = np.zeros(n, np.bool_)
+    flagged[parents[np.asarray(marked.to_numpy(zero_copy_only=False), np.bool_)]] = True
+
     half_life = parsed["decay_half_life_days"]
     return (
         pa.table(
@@ -234,6 +247,7 @@ def parse_records(records: pa.Array) -> tuple[pa.Table, npt.NDArray[np.bool_]]:
                 "confidence": confidence,
                 "half_life_days": half_life,
                 "pinned": parsed["pinned"].fill_null(False),
+                "flagged": pa.array(flagged),
                 "created_at": created,
                 "last_accessed_at": accessed,
                 "conflicts_with": conflicts,

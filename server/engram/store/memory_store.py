@@ -1057,6 +1057,7 @@ class MemoryStore:
                 "needs_review": pa.array(needs_review),
                 "deprecated": pa.array(deprecated),
                 "stale": pa.array(stale),
+                "flagged": parsed.column("flagged"),
                 "pinned": parsed.column("pinned"),
                 "confidence": parsed.column("confidence"),
                 "half_life_days": parsed.column("half_life_days"),
