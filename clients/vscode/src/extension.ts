@@ -22,6 +22,8 @@ import {
 
 import {
   consolidateText,
+  diagnosticMemoryId,
+  hoverWithout,
   parseMemoryList,
   parseStats,
   plainText,
@@ -317,13 +319,51 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         // a server command run by a quick fix that fails: one message with the server's line.
         // Through vscode-languageclient it was two toasts, "engram.confirm: no memory with
         // id m-…" and "Request workspace/executeCommand failed. Message: … Code: -32602".
+        // One that succeeds (confirm, flag, pin) changes the counts: the Memory view and the
+        // status bar showed the old ones until the next minute's refresh or a save.
         executeCommand: async (command, args) => {
           try {
-            return await client?.sendRequest("workspace/executeCommand", { command, arguments: args });
+            const result = await client?.sendRequest("workspace/executeCommand", { command, arguments: args });
+            void refresh();
+            return result;
           } catch (err) {
             void failure(`Engram: ${commandFailure(err)}`);
             return undefined;
           }
+        },
+        // VS Code shows the diagnostics under the cursor in the hover already: Engram's
+        // hover leaves out the memories they show (docs/vscode.md, "What you see")
+        provideHover: async (document, position, token, next) => {
+          const hover = await next(document, position, token);
+          if (!hover) {
+            return hover;
+          }
+          const shown = new Set(
+            vscode.languages
+              .getDiagnostics(document.uri)
+              .filter((d) => d.source === "engram" && d.range.contains(position))
+              .map((d) => diagnosticMemoryId(d.message))
+              .filter((id): id is string => id !== undefined),
+          );
+          if (shown.size === 0) {
+            return hover;
+          }
+          const contents: (vscode.MarkdownString | vscode.MarkedString)[] = [];
+          for (const part of hover.contents) {
+            if (!(part instanceof vscode.MarkdownString)) {
+              contents.push(part);
+              continue;
+            }
+            const value = hoverWithout(part.value, shown);
+            if (value !== undefined) {
+              const kept = new vscode.MarkdownString(value, part.supportThemeIcons);
+              kept.isTrusted = part.isTrusted;
+              kept.supportHtml = part.supportHtml;
+              kept.baseUri = part.baseUri;
+              contents.push(kept);
+            }
+          }
+          return contents.length > 0 ? new vscode.Hover(contents, hover.range) : undefined;
         },
       },
     };

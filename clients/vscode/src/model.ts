@@ -20,7 +20,7 @@ export interface Stats {
   shown: number;
   /** The trust state "active" (docs/trust.md): shown, not in review, not stale. */
   active: number;
-  /** Deprecated memories, kept for their history; never shown or injected. */
+  /** Memories never shown or injected (flagged, deprecated, retired, forgotten), kept for their history. */
   retired: number;
   total: number;
   needsReview: number;
@@ -192,4 +192,32 @@ export function rememberedText(raw: unknown): string {
  */
 export function plainText(text: string): string {
   return text.replace(/\]\s*\(/g, "] (");
+}
+
+/**
+ * The memory an Engram diagnostic shows: its message ends with the line
+ * `m-… · user_taught · today · …` (server/engram/lsp/diagnostics.py, `diagnostic_message`).
+ */
+export function diagnosticMemoryId(message: string): string | undefined {
+  return /^(m-[0-9a-f]+) · /m.exec(message)?.[1];
+}
+
+/**
+ * Engram's hover markdown without the memories `shown` already names. VS Code draws the
+ * diagnostics under the cursor in the same hover, so each memory read twice there: once as
+ * the Problems text, once as Engram's section (stop 32's and 33's walks). The server's
+ * sections are joined by a rule (`---`, server/engram/lsp/hover.py; a memory's own text is
+ * escaped, so it never holds one) and each memory's ends with its citation
+ * `` `[Memory m-…: …]` ``. Undefined when nothing is left.
+ */
+export function hoverWithout(markdown: string, shown: ReadonlySet<string>): string | undefined {
+  if (shown.size === 0) {
+    return markdown;
+  }
+  const sections = markdown.split("\n\n---\n\n");
+  const kept = sections.filter((section) => {
+    const cited = /`\[Memory (m-[0-9a-f]+):/.exec(section)?.[1];
+    return cited === undefined || !shown.has(cited);
+  });
+  return kept.length > 0 ? kept.join("\n\n---\n\n") : undefined;
 }

@@ -71,7 +71,7 @@ export function buildTree(stats: Stats | undefined, memories: MemorySummary[], r
           { label: "Active", description: String(stats.active), kind: "info" },
           { label: "Needs review", description: String(stats.needsReview), kind: "info" },
           { label: "Stale", description: String(stats.stale), kind: "info" },
-          { label: "Retired", description: String(stats.retired), tooltip: "flagged incorrect or deprecated: never shown", kind: "info" },
+          { label: "Retired", description: String(stats.retired), tooltip: "flagged, deprecated, retired or forgotten: never shown", kind: "info" },
         ]
       : [{ label: "Server not ready", kind: "info" }],
   };

@@ -238,6 +238,56 @@ test("a quick fix whose server command fails says so once, in the server's words
   subscriptions.forEach((d) => d.dispose());
 });
 
+test("a quick fix that succeeds refreshes the Memory view and the status bar at once", async () => {
+  const rec = installMocks({ python: repoPython }, folder(true));
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  const middleware = rec.clients[0].clientOptions.middleware as {
+    executeCommand(command: string, args: unknown[], next: unknown): Promise<unknown>;
+  };
+  const before = rec.requests.length;
+  await middleware.executeCommand("engram.flag", [{ id: "m-0000000000", kind: "outdated" }], () => undefined);
+  await new Promise((resolve) => setImmediate(resolve));
+  // the counts were asked for again: stop 33's walk saw "6 memories" and "Retired 0" after
+  // flagging one incorrect, for up to a minute, while the report said otherwise
+  assert.deepEqual(rec.requests.slice(before), ["engram.flag", "engram.stats", "engram.list", "engram.review"]);
+  await ext.deactivate();
+  subscriptions.forEach((d) => d.dispose());
+});
+
+test("the hover leaves out the memories VS Code shows there as diagnostics", async () => {
+  const rec = installMocks({ python: repoPython }, folder(true));
+  const vscode = require("vscode") as { MarkdownString: new (v: string) => { value: string } }; // eslint-disable-line @typescript-eslint/no-require-imports
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  const middleware = rec.clients[0].clientOptions.middleware as {
+    provideHover(document: unknown, position: unknown, token: unknown, next: unknown): Promise<{ contents: { value: string }[] } | undefined>;
+  };
+  const memory = (id: string, text: string) => `**Gotcha** · user_taught · today\n\n${text}\n\n\`[Memory ${id}: ${text.slice(0, 20)}…]\``;
+  const impact = "**Engram impact** · `Flush`: 13 dependents";
+  const markdown = [impact, memory("m-ee231f583d", "Flush must mark the header"), memory("m-0123456789", "another one")].join("\n\n---\n\n");
+  const under = { contains: () => true };
+  const elsewhere = { contains: () => false };
+  rec.diagnostics = [
+    { source: "engram", range: under, message: "Gotcha: Flush must mark the header\nm-ee231f583d · user_taught · today" },
+    { source: "engram", range: elsewhere, message: "Gotcha: another one\nm-0123456789 · user_taught · today" },
+    { source: "gopls", range: under, message: "m-0123456789 · not Engram's" },
+  ];
+  const next = async () => ({ contents: [new vscode.MarkdownString(markdown)], range: undefined });
+  const hover = await middleware.provideHover({ uri: "file:///ws/wrap_writer.go" }, {}, {}, next);
+  const text = hover?.contents.map((c) => c.value).join("\n") ?? "";
+  assert.doesNotMatch(text, /m-ee231f583d/, "the memory of the diagnostic under the cursor, once");
+  assert.match(text, /Engram impact/);
+  assert.match(text, /m-0123456789/, "a memory with no diagnostic here stays");
+  rec.diagnostics = [{ source: "engram", range: under, message: "Gotcha: x\nm-ee231f583d · user_taught" }];
+  const only = async () => ({ contents: [new vscode.MarkdownString(memory("m-ee231f583d", "Flush"))], range: undefined });
+  assert.equal(await middleware.provideHover({ uri: "file:///ws/a.go" }, {}, {}, only), undefined);
+  await ext.deactivate();
+  subscriptions.forEach((d) => d.dispose());
+});
+
 test("in a multi-root window the server starts when any folder uses Engram, not only the first", async () => {
   const rec = installMocks({ python: repoPython }, folder(false), [folder(true)]);
   const ext = loadExtension();

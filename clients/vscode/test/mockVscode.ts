@@ -28,6 +28,8 @@ export interface Recorder {
   failWith?: string;
   /** Quick pick and input box answers, taken in order (set by a test). */
   answers: unknown[];
+  /** What `vscode.languages.getDiagnostics` returns (set by a test). */
+  diagnostics: unknown[];
   /** The status bar item the extension made (its text, tooltip and command). */
   status?: { text: string; tooltip?: string; command?: string; show(): void; dispose(): void };
   /** Change settings as the user would and tell the extension's configuration listeners. */
@@ -54,6 +56,7 @@ export function installMocks(
     contexts: {},
     window: {},
     answers: [],
+    diagnostics: [],
     changeSettings(changed) {
       Object.assign(rec.settings, changed);
       const keys = Object.keys(changed).map((k) => `engram.${k}`);
@@ -75,8 +78,26 @@ export function installMocks(
   }
   const disposable = { dispose() {} };
   const workspaceFolders = folders.map((f) => ({ uri: { fsPath: f }, name: f.split("/").pop() ?? f }));
+  class MarkdownString {
+    isTrusted?: boolean;
+    supportHtml?: boolean;
+    baseUri?: unknown;
+    constructor(
+      public value = "",
+      public supportThemeIcons?: boolean,
+    ) {}
+  }
+  class Hover {
+    constructor(
+      public contents: unknown[],
+      public range?: unknown,
+    ) {}
+  }
   const vscode = {
     EventEmitter,
+    MarkdownString,
+    Hover,
+    languages: { getDiagnostics: () => rec.diagnostics },
     TreeItem: class {
       constructor(
         public label: string,

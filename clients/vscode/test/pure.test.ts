@@ -10,6 +10,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   consolidateText,
+  diagnosticMemoryId,
+  hoverWithout,
   moduleOf,
   parseMemoryList,
   parseStats,
@@ -260,4 +262,20 @@ test("memory tree of a folder left out: one row that sets it up, not 'Server not
   assert.equal(row.label, "Engram is not set up in notes");
   assert.equal(row.command, "engram.ui.start");
   assert.ok(!JSON.stringify(row).includes("not ready"));
+});
+
+test("hover: the memory of a diagnostic is found by its id line and left out of Engram's hover", () => {
+  assert.equal(diagnosticMemoryId("Gotcha: it bites\nm-ee231f583d · user_taught · today · confidence 0.90"), "m-ee231f583d");
+  assert.equal(
+    diagnosticMemoryId('Gotcha: a\n[CONFLICT with m-0123456789: "b" — both kept; check which holds]\nm-ee231f583d · user_taught'),
+    "m-ee231f583d",
+    "a conflict marker names another memory, not this one",
+  );
+  assert.equal(diagnosticMemoryId("no id here"), undefined);
+  const a = "**Gotcha** · user_taught\n\nFlush\n\n`[Memory m-ee231f583d: Flush…]`";
+  const b = "**Decision** · user_taught\n\nkeep it\n\n`[Memory m-0123456789: keep it…]`";
+  const impact = "**Engram impact** · 3 dependents";
+  assert.equal(hoverWithout([impact, a, b].join("\n\n---\n\n"), new Set(["m-ee231f583d"])), [impact, b].join("\n\n---\n\n"));
+  assert.equal(hoverWithout(a, new Set(["m-ee231f583d"])), undefined);
+  assert.equal(hoverWithout(a, new Set()), a);
 });
