@@ -324,6 +324,42 @@ def test_a_go_method_name_alone_is_ambiguous_between_receivers(go_project: Engin
     assert "Command.Execute (line 9)" in str(typo.value).split("closest: ")[1]
 
 
+def test_a_go_method_anchored_by_its_name_and_a_line_keeps_its_receiver_type(
+    go_project: Engine,
+) -> None:
+    """Stop 33 (go-chi/chi): `--symbol Flush --line 172` stored the symbol `Flush`, which four
+    types define; once the anchored lines changed, the editor put the memory on the first
+    `Flush` of the file. The anchor keeps the qualified name the line settled on."""
+    from engram.anchors import LineSpan
+    from engram.lsp.folder import find_symbol_span, symbols_blocking
+
+    made = remember(go_project, "the value one", file="command.go", symbol="Execute", start_line=12)
+    anchor = made.memory.anchors[0]
+    assert anchor.symbol == "Other.Execute"
+    assert (anchor.start_line, anchor.end_line) == (12, 12)
+    # where the editor puts it once its lines no longer match (relocation by the symbol)
+    symbols = symbols_blocking(go_project, "command.go", True)
+    assert find_symbol_span(symbols, anchor.symbol) == LineSpan(12, 13)
+    alone = remember(go_project, "one Push", file="command.go", symbol="Push")
+    assert alone.memory.anchors[0].symbol == "Stack.Push"
+
+
+@pytest.mark.parametrize(
+    ("written", "method"),
+    [
+        ("(*Command).Execute", "Command.Execute"),
+        ("(Other).Execute", "Other.Execute"),
+        ("(*Stack[T]).Push", "Stack.Push"),
+    ],
+)
+def test_a_go_method_expression_names_the_method(
+    go_project: Engine, written: str, method: str
+) -> None:
+    """`(*Mux).ServeHTTP` is how a Go stack trace names a method: it was "no symbol"."""
+    made = remember(go_project, f"pasted {written}", file="command.go", symbol=written)
+    assert made.memory.anchors[0].symbol == method
+
+
 def test_context_focuses_a_go_method_by_its_receiver_type(go_project: Engine) -> None:
     from engram.api.declare import Surface
     from engram.api.memories import CONTEXT

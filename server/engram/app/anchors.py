@@ -9,7 +9,8 @@ the same rules (issue 12 "Anchors validated"; docs/trust.md "Anchors"):
 * a symbol must be defined in the file. An unknown name is an error naming the closest
   definitions (rapidfuzz); a name defined several times resolves to the one implementation
   when the others are ``typing.overload`` stubs, to the one holding the given line, and
-  otherwise is an error listing the candidates with their lines.
+  otherwise is an error listing the candidates with their lines. Go's ``(*T).M`` is ``T.M``.
+  The anchor keeps the definition's qualified name (``T.M`` for ``M``).
 
 A file whose language has no grammar keeps the symbol as given: nothing can check it (so
 does a code graph that cannot be read, with a warning in the log).
@@ -36,6 +37,9 @@ log = logging.getLogger(__name__)
 _OVERLOAD = re.compile(r"^\s*@\s*(?:[A-Za-z_][\w]*\.)*overload\s*$")
 #: how many candidates an error names
 SHOWN = 5
+#: Go's method expression, as a stack trace or ``go doc`` prints it: ``(*Mux).ServeHTTP``
+#: and ``(Mux).ServeHTTP`` name ``Mux.ServeHTTP`` (a new user pasted one from a panic)
+_GO_METHOD_EXPRESSION = re.compile(r"^\(\s*\*?\s*([A-Za-z_]\w*)(?:\[[^\]]*\])?\s*\)\.")
 
 
 def anchor_for(
@@ -75,8 +79,13 @@ def anchor_for(
         _check_range(rel, start_line, end_line, len(lines))
     if symbol:
         found = resolve_symbol(engine, rel, symbol, line=start_line, lines=lines)
-        if found is not None and start_line is None:
-            start_line, end_line = found.start_line - 1, found.end_line - 1
+        if found is not None:
+            # the definition's qualified name: a short one (`Flush`, which four Go types
+            # define) made the editor's relocation, once the anchored lines changed, put the
+            # memory on the first definition of that name (stop 33, go-chi/chi)
+            symbol = found.qualname
+            if start_line is None:
+                start_line, end_line = found.start_line - 1, found.end_line - 1
     anchored_hash = (
         content_hash("\n".join(lines[start_line : (end_line or start_line) + 1]))
         if start_line is not None and lines
@@ -119,6 +128,7 @@ def resolve_symbol(
         return None
     if lines is None:
         lines = _read_lines(engine, rel)
+    name = _GO_METHOD_EXPRESSION.sub(r"\1.", name.strip())
     named = [s for s in symbols if s.qualname == name] or [s for s in symbols if s.name == name]
     if not named:
         raise InvalidInput(f"no symbol {name!r} in {rel}; {_closest(name, symbols)}")
