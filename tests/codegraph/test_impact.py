@@ -206,3 +206,41 @@ def test_a_python_methods_references_are_not_its_namesake_functions(make_graph) 
     assert {(r.file, r.kind, r.line) for r in method.symbol_references} == {("app.py", "calls", 4)}
     function = ImpactAnalyzer(graph).impact("core.py", "run")
     assert ("app.py", "calls", 3) in {(r.file, r.kind, r.line) for r in function.symbol_references}
+
+
+GO_ROUTER = {
+    "go.mod": "module example.com/chi\n\ngo 1.22\n",
+    # two files of one package each define a ServeHTTP method, as go-chi/chi's chain.go
+    # (ChainHandler) and mux.go (Mux) do; chain.go is indexed first
+    "chain.go": "package chi\ntype ChainHandler struct{}\nfunc (c *ChainHandler) ServeHTTP() {}\n",
+    "mux.go": (
+        "package chi\ntype Mux struct{}\nfunc (mx *Mux) ServeHTTP() {}\n"
+        "func NewRouter() *Mux { return &Mux{} }\n"
+    ),
+    "middleware/sunset_test.go": (
+        "package middleware\n"
+        'import "example.com/chi"\n'
+        "func TestSunset() { r := chi.NewRouter(); r.ServeHTTP() }\n"
+    ),
+    "middleware/typed.go": (
+        "package middleware\n"
+        'import "example.com/chi"\n'
+        "func typed(c *chi.ChainHandler) { chi.ChainHandler.ServeHTTP(c) }\n"
+    ),
+}
+
+
+def test_a_go_method_gets_the_calls_its_name_resolved_to_a_sibling_file(make_graph) -> None:  # type: ignore[no-untyped-def]
+    """Stop 33 on go-chi/chi: a call by the name resolves to one file of the package, the
+    first that defines it, so `impact mux.go:Mux.ServeHTTP` found 1 reference of 125 while
+    chain.go's ChainHandler.ServeHTTP got them all."""
+    graph = make_graph(GO_ROUTER)
+    assert graph.package_files("mux.go") == ["chain.go"]
+    assert graph.package_files("middleware/typed.go") == ["middleware/sunset_test.go"]
+    mux = ImpactAnalyzer(graph).impact("mux.go", "Mux.ServeHTTP")
+    refs = {(r.file, r.line) for r in mux.symbol_references}
+    assert ("middleware/sunset_test.go", 3) in refs
+    assert ("middleware/typed.go", 3) not in refs  # the call names the other type
+    assert any("on a variable or field, matched by the name" in n for n in mux.notes)
+    chain = ImpactAnalyzer(graph).impact("chain.go", "ChainHandler.ServeHTTP")
+    assert ("middleware/sunset_test.go", 3) in {(r.file, r.line) for r in chain.symbol_references}

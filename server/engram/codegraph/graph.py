@@ -2300,6 +2300,20 @@ class CodeGraph:
         }  # fmt: skip
         return sorted(sites, key=lambda s: (s.file, s.line, s.kind, s.obj or ""))
 
+    def package_files(self, rel: str) -> list[str]:
+        """The other files of ``rel``'s package where a package is its folder (Go, Java:
+        ``LanguageSpec.package_is_directory``): same folder, same language; else none."""
+        spec = language_for(rel)
+        if spec is None or not spec.package_is_directory:
+            return []
+        folder = posixpath.dirname(rel)
+        low, high = (f"{folder}/", f"{folder}0") if folder else ("", "\U0010ffff")
+        query = "SELECT path FROM files WHERE language=? AND path >= ? AND path < ?"
+        with self._lock:
+            rows = self._db().execute(query, (spec.name, low, high)).fetchall()
+        paths = sorted(str(r[0]) for r in rows)
+        return [p for p in paths if p != rel and posixpath.dirname(p) == folder]
+
     def importers(self, target: str) -> list[str]:
         """Files with an import edge to ``target``."""
         with self._lock:

@@ -220,14 +220,29 @@ def method_references(graph: CodeGraph, method: Symbol) -> tuple[list[SymbolRefe
     stores", its paragraph "Qualified names"). Those the graph can tell are not the
     method's are left out."""
     owner = _owner(method)
-    others = {
-        _owner(s)
-        for s in graph.symbols_in(method.file)
-        if s.kind == "method" and s.name == method.name and s.qualname != method.qualname
-    }
+    # where a package is a folder (Go), a call by the name resolves to one file of the
+    # package that defines it, the first: go-chi/chi's `r.ServeHTTP` calls all went to
+    # chain.go's ChainHandler.ServeHTTP, and `impact mux.go:Mux.ServeHTTP` found one
+    # reference of 125 (stop 33). The calls resolved to a sibling defining the name are
+    # this method's as much (by the name only), unless the call names the other type.
+    holders = [method.file]
+    others: set[str] = set()
+    for file in [method.file, *graph.package_files(method.file)]:
+        same = [s for s in graph.symbols_in(file) if s.name == method.name]
+        if file != method.file and same:
+            holders.append(file)
+        others.update(
+            _owner(s) for s in same if s.kind == "method" and s.qualname != method.qualname
+        )
     others.discard(owner)
+    sites = [
+        site
+        for holder in holders
+        for site in graph.reference_sites(holder, method.name)
+        if site.file != method.file
+    ]
     kept: dict[tuple[str, str, int], bool] = {}
-    for site in graph.reference_sites(method.file, method.name):
+    for site in sites:
         verdict = _of_method(site, owner, others)
         if verdict is not False:
             key = (site.file, site.kind, site.line)
