@@ -46,6 +46,9 @@ pytest.importorskip("playwright", reason="pip install -e '.[dev]' installs playw
 pytestmark = pytest.mark.timeout(600)
 
 SHARED = "Use the retry helper for every call"
+#: a type no diagnostic shows: its text reaches VS Code only as Engram's hover markdown
+#: (the hover leaves out what a diagnostic under the cursor already shows, stop 33)
+SHARED_PATTERN = "Wrap every handler in the timing decorator"
 #: a value of the clone's settings, quoted by Engram's trust warning: VS Code drew it as a
 #: link in the notification and ran the command on a click (a terminal opened)
 LINK = "[the setup guide](command:workbench.action.terminal.new)"
@@ -123,6 +126,19 @@ def clone(tmp_path_factory: pytest.TempPathFactory, listener: Listener) -> Path:
             }
         )
     )
+    (root / ".engram-team" / "m-00000000ab.json").write_text(
+        json.dumps(
+            {
+                "id": "m-00000000ab",
+                "type": "pattern",
+                "scope": "global",
+                "source": "user_taught",
+                "content": (f"{SHARED_PATTERN}.\n\n![s](https://127.0.0.1:{listener.port}/q.png)"),
+                "anchors": [{"file": "app.py", "symbol": "main"}],
+                "shared": {"format": 1, "by": "Ana"},
+            }
+        )
+    )
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "a stranger's repository")
     # the user takes in the team's memories (engram's own settings only, no editor's)
@@ -178,8 +194,8 @@ def test_the_repositorys_vscode_settings_run_nothing(
 
 def test_a_teammates_hover_fetches_nothing(wb: Workbench, listener: Listener) -> None:
     text = wait_until(
-        "the shared memory in the hover",
-        lambda: SHARED in (t := wb.hover_word("def main", "main")) and t,
+        "the shared memories in the hover",
+        lambda: SHARED in (t := wb.hover_word("def main", "main")) and SHARED_PATTERN in t and t,
         timeout=60,
     )
     time.sleep(2)
