@@ -27,6 +27,25 @@ function loadExtension(): typeof import("../src/extension") {
   return require("../src/extension") as typeof import("../src/extension");
 }
 
+/** The client's middleware, as vscode-languageclient calls it. */
+interface Middleware {
+  executeCommand(command: string, args: unknown[], next: unknown): Promise<unknown>;
+  provideHover(document: unknown, position: unknown, token: unknown, next: unknown): Promise<{ contents: { value: string }[] } | undefined>;
+}
+
+/** The extension activated in a folder set up for Engram; `done` deactivates it. */
+async function activated(): Promise<{ rec: ReturnType<typeof installMocks>; middleware: Middleware; done(): Promise<void> }> {
+  const rec = installMocks({ python: repoPython }, folder(true));
+  const ext = loadExtension();
+  const subscriptions: { dispose(): void }[] = [];
+  await ext.activate({ subscriptions } as never);
+  const done = async () => {
+    await ext.deactivate();
+    subscriptions.forEach((d) => d.dispose());
+  };
+  return { rec, middleware: rec.clients[0].clientOptions.middleware as Middleware, done };
+}
+
 test("in an Engram workspace, activation starts the server with the built command", async () => {
   const ws = folder(true);
   const rec = installMocks({ python: repoPython, serverArgs: [] }, ws);
@@ -220,13 +239,7 @@ test("in a multi-root window a folder nobody set up is left out until Set Up Thi
 });
 
 test("a quick fix whose server command fails says so once, in the server's words", async () => {
-  const rec = installMocks({ python: repoPython }, folder(true));
-  const ext = loadExtension();
-  const subscriptions: { dispose(): void }[] = [];
-  await ext.activate({ subscriptions } as never);
-  const middleware = rec.clients[0].clientOptions.middleware as {
-    executeCommand(command: string, args: unknown[], next: unknown): Promise<unknown>;
-  };
+  const { rec, middleware, done } = await activated();
   rec.failWith = "engram.confirm: no memory with id m-0000000000";
   const result = await middleware.executeCommand("engram.confirm", [{ id: "m-0000000000" }], () => {
     throw new Error("not through vscode-languageclient's own error path");
@@ -234,37 +247,23 @@ test("a quick fix whose server command fails says so once, in the server's words
   assert.equal(result, undefined, "no rethrow: VS Code would show it a second time");
   assert.deepEqual(rec.errors, ["Engram: engram.confirm: no memory with id m-0000000000"]);
   assert.deepEqual(rec.requestArgs.at(-1), { id: "m-0000000000" });
-  await ext.deactivate();
-  subscriptions.forEach((d) => d.dispose());
+  await done();
 });
 
 test("a quick fix that succeeds refreshes the Memory view and the status bar at once", async () => {
-  const rec = installMocks({ python: repoPython }, folder(true));
-  const ext = loadExtension();
-  const subscriptions: { dispose(): void }[] = [];
-  await ext.activate({ subscriptions } as never);
-  const middleware = rec.clients[0].clientOptions.middleware as {
-    executeCommand(command: string, args: unknown[], next: unknown): Promise<unknown>;
-  };
+  const { rec, middleware, done } = await activated();
   const before = rec.requests.length;
   await middleware.executeCommand("engram.flag", [{ id: "m-0000000000", kind: "outdated" }], () => undefined);
   await new Promise((resolve) => setImmediate(resolve));
   // the counts were asked for again: stop 33's walk saw "6 memories" and "Retired 0" after
   // flagging one incorrect, for up to a minute, while the report said otherwise
   assert.deepEqual(rec.requests.slice(before), ["engram.flag", "engram.stats", "engram.list", "engram.review"]);
-  await ext.deactivate();
-  subscriptions.forEach((d) => d.dispose());
+  await done();
 });
 
 test("the hover leaves out the memories VS Code shows there as diagnostics", async () => {
-  const rec = installMocks({ python: repoPython }, folder(true));
+  const { rec, middleware, done } = await activated();
   const vscode = require("vscode") as { MarkdownString: new (v: string) => { value: string } }; // eslint-disable-line @typescript-eslint/no-require-imports
-  const ext = loadExtension();
-  const subscriptions: { dispose(): void }[] = [];
-  await ext.activate({ subscriptions } as never);
-  const middleware = rec.clients[0].clientOptions.middleware as {
-    provideHover(document: unknown, position: unknown, token: unknown, next: unknown): Promise<{ contents: { value: string }[] } | undefined>;
-  };
   const memory = (id: string, text: string) => `**Gotcha** · user_taught · today\n\n${text}\n\n\`[Memory ${id}: ${text.slice(0, 20)}…]\``;
   const impact = "**Engram impact** · `Flush`: 13 dependents";
   const markdown = [impact, memory("m-ee231f583d", "Flush must mark the header"), memory("m-0123456789", "another one")].join("\n\n---\n\n");
@@ -284,8 +283,7 @@ test("the hover leaves out the memories VS Code shows there as diagnostics", asy
   rec.diagnostics = [{ source: "engram", range: under, message: "Gotcha: x\nm-ee231f583d · user_taught" }];
   const only = async () => ({ contents: [new vscode.MarkdownString(memory("m-ee231f583d", "Flush"))], range: undefined });
   assert.equal(await middleware.provideHover({ uri: "file:///ws/a.go" }, {}, {}, only), undefined);
-  await ext.deactivate();
-  subscriptions.forEach((d) => d.dispose());
+  await done();
 });
 
 test("in a multi-root window the server starts when any folder uses Engram, not only the first", async () => {
