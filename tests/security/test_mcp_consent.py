@@ -106,6 +106,10 @@ def _marker_code(path: Path) -> str:
     return f"import pathlib\npathlib.Path({str(path)!r}).touch()\n"
 
 
+def _node_marker_code(path: Path) -> str:
+    return f"require('fs').writeFileSync({json.dumps(str(path))}, '')\n"
+
+
 @pytest.mark.parametrize(
     ("server", "code_file"),
     [
@@ -119,8 +123,19 @@ def _marker_code(path: Path) -> str:
         ),
         # a folder named as the program (stop 32): python3 runs tools/__main__.py
         ({"command": "python3", "args": ["tools"]}, "tools/__main__.py"),
+        # a folder the server's environment puts on its search path (stop 33): no argument
+        # names tools/helper.py, PYTHONPATH does
+        (
+            {"command": "python3", "args": ["-m", "helper"], "env": {"PYTHONPATH": "tools"}},
+            "tools/helper.py",
+        ),
+        # a file the environment has node load before the server (stop 33)
+        (
+            {"command": "node", "args": ["-e", ""], "env": {"NODE_OPTIONS": "-r ./tools/pre.js"}},
+            "tools/pre.js",
+        ),
     ],
-    ids=["imported-helper", "shadowing-module", "folder-as-program"],
+    ids=["imported-helper", "shadowing-module", "folder-as-program", "pythonpath", "node-options"],
 )
 def test_a_pull_that_changes_what_an_approved_server_imports_is_not_run(
     tmp_workspace: Workspace,
@@ -148,6 +163,7 @@ def test_a_pull_that_changes_what_an_approved_server_imports_is_not_run(
     (root / "tools" / "srv.py").write_text("import helper\n")
     (root / "tools" / "helper.py").write_text(_marker_code(tmp_path / "V1-RAN"))
     (root / "tools" / "__main__.py").write_text("import helper\n")
+    (root / "tools" / "pre.js").write_text(_node_marker_code(tmp_path / "V1-RAN"))
     (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"helper": server}}))
     git(root, "add", ".")
     git(root, "commit", "-qm", "a team's server")
@@ -156,7 +172,8 @@ def test_a_pull_that_changes_what_an_approved_server_imports_is_not_run(
     if code_file != "mcp_fake_deps.py":
         assert (tmp_path / "V1-RAN").exists(), "the approved server never ran: proves nothing"
 
-    (root / code_file).write_text(_marker_code(tmp_path / "V2-RAN"))  # what a pull brings
+    code = _node_marker_code if code_file.endswith(".js") else _marker_code
+    (root / code_file).write_text(code(tmp_path / "V2-RAN"))  # what a pull brings
     git(root, "add", ".")
     git(root, "commit", "-qm", "a later pull")
     _runs_only_once_looked_at_again(tmp_workspace, tmp_path / "V2-RAN")

@@ -57,6 +57,7 @@ def _pinned(spec: ServerSpec, workspace_root: Path) -> dict[Path, str]:
     try:
         cwd = Path(ex(spec.cwd)) if spec.cwd else root
         words = [ex(w) for w in [spec.command or "", *spec.args]]
+        env = {key: ex(value) for key, value in spec.env.items()}
     except UnresolvedVariable:
         return {}
     if not cwd.is_absolute():
@@ -64,6 +65,15 @@ def _pinned(spec: ServerSpec, workspace_root: Path) -> dict[Path, str]:
     names: list[str] = []
     folders: list[Path] = []
     importable: list[Path] = []
+    for key, value in env.items():
+        # what the server's environment names runs too (stop 33): ``python3 -m srv`` with
+        # ``PYTHONPATH=src`` runs ``src/srv.py``, which no argument names, and
+        # ``NODE_OPTIONS=--require ./hook.js`` a file of the workspace; each entry of a
+        # search path, and each word of a value, counts as an argument does
+        for entry in value.split(os.pathsep) if key in _SEARCH_PATHS else value.split():
+            names.append(entry.partition("=")[2] if entry.startswith("-") else entry)
+            if key == "PYTHONPATH" and entry:
+                importable.append(cwd / entry)  # the working directory's rule for ``-m``
     for before, word in zip(["", *words], words, strict=False):
         if before == "-m" and re.fullmatch(r"[\w.]+", word):
             module = word.replace(".", "/")
@@ -111,6 +121,9 @@ def _npx_package(words: Sequence[str], cwd: Path) -> list[str]:
         return []
     return [f"node_modules/{name}", f"node_modules/.bin/{name.rpartition('/')[2]}"]
 
+
+#: environment variables whose value is a list of folders a program loads code from
+_SEARCH_PATHS = frozenset({"PYTHONPATH", "NODE_PATH"})
 
 #: what ``import name`` loads from a folder on ``sys.path`` besides packages
 _MODULE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")
