@@ -177,7 +177,7 @@ _BEARER = re.compile(
     r"(?i)\b(bearer|token|basic|digest|apikey|api-key)(\s+)([A-Za-z0-9._~+/\-]{12,}=*)"
 )
 _CONNECTION_STRING = re.compile(
-    r"((?:\b[a-zA-Z][a-zA-Z0-9+.\-]*)?://[^:/\s@\"'<>]+:)([^@\s/\"'<>]+)(@)"
+    r"((?:\b[a-zA-Z][a-zA-Z0-9+.\-]{0,31})?://[^:/\s@\"'<>]+:)([^@\s/\"'<>]+)(@)"
 )
 
 #: words that make a name a secret's name
@@ -186,7 +186,12 @@ _SECRET_WORD = (
     r"|private[_\-]?key|client[_\-]?secret|auth[_\-]?(?:key|token)?|credentials?|creds?|sig|signature"
     r"|salt|session[_\-]?key|encryption[_\-]?key|master[_\-]?key|key)"
 )
-_SECRET_NAME = r"[A-Za-z0-9_\-.]*" + _SECRET_WORD + r"[A-Za-z0-9_\-]*"
+#: A secret's name: the words around it bounded, the tail possessive (what follows a name is
+#: never a name character). Unbounded, each word boundary of a run of name characters was
+#: scanned to the run's end: ``a-a-a-…`` cost the square of its length, 8,000 characters 66 s
+#: at load 12, and a hook redacts whole files an agent read (stop 33; the bounds changed
+#: nothing on 889,135 lines of four public repositories, scripts/bench/redaction_worst_case.py)
+_SECRET_NAME = r"[A-Za-z0-9_\-.]{0,64}" + _SECRET_WORD + r"[A-Za-z0-9_\-]{0,64}+"
 #: NAME = value, NAME: value, "name": "value", NAME => value, NAME := value, in any quoting
 _ASSIGNMENT = re.compile(
     r"(?i)(?P<name>\b" + _SECRET_NAME + r")(?P<nq>[\\\"'`\]]{0,3})"
@@ -195,12 +200,14 @@ _ASSIGNMENT = re.compile(
 )
 #: --password VALUE, --token=VALUE, -p VALUE (mysql), /p:VALUE; and ``aws_secret_access_key VALUE``
 _FLAG = re.compile(
-    r"(?i)(?P<name>(?:--?|/)(?:[a-z0-9]+[\-_])*" + _SECRET_WORD + r"(?:[\-_][a-z0-9]+)*)"
+    r"(?i)(?P<name>(?:--?|/)(?:[a-z0-9]{1,32}[\-_]){0,8}"
+    + _SECRET_WORD
+    + r"(?:[\-_][a-z0-9]{1,32}){0,8}+)"
     r"(?P<sep>=|:|\s+)(?P<q>[\"']?)(?P<val>[^\s\"']{3,})(?P=q)"
 )
 _SPACED = re.compile(
-    r"(?i)(?P<name>\b[A-Za-z0-9_]*(?:secret|password|passwd|token|api_?key|access_?key)"
-    r"[A-Za-z0-9_]*)(?P<sep>\s+(?:is\s+|was\s+|of\s+)?)(?P<val>[A-Za-z0-9+/=_\-.~!@#$%^&*]{8,})"
+    r"(?i)(?P<name>\b[A-Za-z0-9_]{0,64}(?:secret|password|passwd|token|api_?key|access_?key)"
+    r"[A-Za-z0-9_]{0,64}+)(?P<sep>\s+(?:is\s+|was\s+|of\s+)?)(?P<val>[A-Za-z0-9+/=_\-.~!@#$%^&*]{8,})"
 )
 _PLACEHOLDERS = {
     "none",
@@ -329,7 +336,7 @@ _ANY_ASSIGNMENT = re.compile(
 _LAST_NAME = re.compile(r"([A-Za-z_][\w.\-]*)[^\w]*$")
 #: a long token right after a secret's keyword, whatever stands between (up to 20 chars)
 _AFTER_KEYWORD = re.compile(
-    r"(?i)(?P<pre>\b[\w.\-]*" + _SECRET_WORD + r"[\w.\- \t]{0,20}?[\"'`]?[ \t:=>,|(\[]{1,5}"
+    r"(?i)(?P<pre>\b[\w.\-]{0,64}" + _SECRET_WORD + r"[\w.\- \t]{0,20}?[\"'`]?[ \t:=>,|(\[]{1,5}"
     r"[\"'`]?)(?P<val>[A-Za-z0-9+/_\-.~=]{12,})"
 )
 

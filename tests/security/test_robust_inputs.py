@@ -359,3 +359,36 @@ def test_a_repositorys_link_to_a_device_or_fifo_stops_nothing(
             run = _engram_in_process(ws, *command)
             assert run.returncode == 0, (name, command, run.stderr)
         (root / name).unlink()
+
+
+def test_a_huge_file_the_agent_reads_is_queued_in_seconds(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """Every string of a hook's payload is redacted before it is queued, and a Read's payload
+    holds the file. Until stop 33 the secret-name patterns scanned back over a run of name
+    characters from every word boundary in it, so ``a-a-a-…`` cost the square of its
+    length (8,000 characters, a memory's most, took 66 s at load 12), and the hook queued
+    every string whole: a clone's 1 MB file the agent read kept the hook's child busy for
+    days, one child per read (docs/security.md; ``scripts/bench/redaction_worst_case.py``).
+    Redaction is linear now, and a string is queued up to ``MAX_QUEUED_CHARS``."""
+    ws = tmp_workspace
+    ws.ensure_engram_dir()
+    secret = "sk-proj-Zy9x8Wv7Ut6Sr5Qp4On3Ml2Kj1Ih0GfEdCbA9z8Y7x6"
+    content = "a-" * 20_000 + f"\nOPENAI_API_KEY={secret}\n" + "a-" * 500_000 + f" {secret}"
+    payload = {
+        "session_id": "vendored",
+        "hook_event_name": "PostToolUse",
+        "cwd": str(ws.root),
+        "tool_name": "Read",
+        "tool_input": {"file_path": str(ws.root / "vendor.txt")},
+        "tool_response": {"file": {"content": content}},
+    }
+    assert engram(ws, "hook", "claude-code", stdin=json.dumps(payload)).returncode == 0
+    inbox = ws.engram_dir / "agents" / "inbox" / "vendored.jsonl"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not (inbox.is_file() and inbox.read_text()):
+        time.sleep(0.2)
+    assert inbox.is_file() and "REDACTED" in inbox.read_text(), "not queued within 90 s"
+    queued = inbox.read_text()
+    assert secret not in queued and len(queued) < 200_000
+    assert "cut by Engram" in queued

@@ -348,7 +348,29 @@ def _queue_observation(workspace: Workspace, payload: JsonObject) -> None:
     inbox = workspace.engram_dir / "agents" / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
     with (inbox / f"{session}.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(redact_value(payload), default=str) + "\n")
+        fh.write(json.dumps(redact_value(_clipped(payload)), default=str) + "\n")
+
+
+#: The most of one string of a hook's payload that is queued, and so redacted (stop 33): a
+#: Read's payload holds the file the agent read (Claude Code allows 2,000 lines of 2,000
+#: characters), a Write's the file it wrote; what the observer learns from is in far less.
+MAX_QUEUED_CHARS = 100_000
+
+
+def _clipped(value: object) -> object:
+    """``value`` with each string cut to :data:`MAX_QUEUED_CHARS`, at its last white space
+    (a token cut in two could leave a secret's head too short to be recognised)."""
+    if isinstance(value, str):
+        if len(value) <= MAX_QUEUED_CHARS:
+            return value
+        head = value[:MAX_QUEUED_CHARS]
+        cut = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+        return head[: max(cut, 0)] + " [… cut by Engram]"
+    if isinstance(value, dict):
+        return {key: _clipped(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clipped(item) for item in value]
+    return value
 
 
 def run_claude_code_hook(
