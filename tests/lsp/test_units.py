@@ -213,7 +213,9 @@ def test_hover_lists_memories_with_citation_and_impact() -> None:
     assert memories_at([a, b], spans, 20) == []
     text = hover_markdown([a], "2 dependents", NOW, "parse")
     assert text is not None
-    assert a.citation() in text and "Gotcha" in text and "`parse`" in text
+    assert a.citation() in text and "Gotcha" in text
+    # the summary is the file's, and says so: it read as the symbol's (stop 33)
+    assert "**Engram impact** of the file holding `parse`: 2 dependents" in text
     assert hover_markdown([], None, NOW) is None
     from engram.model import MemoryRelation, RelationType
 

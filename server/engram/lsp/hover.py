@@ -77,8 +77,11 @@ def hover_markdown(
         return None
     sections: list[str] = []
     if impact:
-        title = f"{code_span(symbol)}: " if symbol else ""
-        sections.append(f"**Engram impact** · {title}{impact}")
+        # the summary is the file's (computed per file in the background): under a method's
+        # name alone, "`flushHijackWriter.Flush`: 13 dependents" read as that method's
+        # (stop 33 on go-chi/chi, where the method has one caller)
+        title = f" of the file holding {code_span(symbol)}" if symbol else ""
+        sections.append(f"**Engram impact**{title}: {impact}")
     for memory in memories[:MAX_HOVER_MEMORIES]:
         sections.append(memory_block(memory, now, (partners or {}).get(memory.id, ())))
     if len(memories) > MAX_HOVER_MEMORIES:
