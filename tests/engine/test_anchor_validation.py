@@ -319,6 +319,13 @@ def test_a_go_method_name_alone_is_ambiguous_between_receivers(go_project: Engin
     with pytest.raises(InvalidInput, match=r"'Execute' is ambiguous in command\.go") as e:
         remember(go_project, "which one", file="command.go", symbol="Execute")
     assert "Command.Execute (line 9), Other.Execute (line 13)" in str(e.value)
+    assert str(e.value).endswith("give the qualified name or a line")
+    # `engram impact command.go:Execute` takes no line: it said "or a line" (stop 33)
+    from engram.app.impact import impact
+
+    with pytest.raises(InvalidInput, match=r"'Execute' is ambiguous") as asked:
+        impact(go_project, "command.go", "Execute")
+    assert str(asked.value).endswith("; give the qualified name")
     with pytest.raises(InvalidInput, match=r"no symbol 'Command\.Excute'") as typo:
         remember(go_project, "a typo", file="command.go", symbol="Command.Excute")
     assert "Command.Execute (line 9)" in str(typo.value).split("closest: ")[1]

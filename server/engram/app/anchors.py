@@ -107,9 +107,12 @@ def resolve_symbol(
     *,
     line: int | None = None,
     lines: Sequence[str] | None = None,
+    by_line: bool = True,
 ) -> Symbol | None:
     """The one definition ``name`` means in ``rel`` (module docstring), or ``None`` when the
-    file's language has no grammar. ``line``: 0-based, a line the definition must hold.
+    file's language has no grammar. ``line``: 0-based, a line the definition must hold;
+    ``by_line`` False: the caller takes no line (``impact``), so an ambiguity asks only for
+    the qualified name.
 
     The file is re-indexed first (incremental, cheap) so a symbol written a moment ago is
     found; the graph's lines are 1-based.
@@ -144,10 +147,8 @@ def resolve_symbol(
     if len(candidates) > 1 and line is not None:  # nested: the innermost holds the line
         candidates = [min(candidates, key=lambda s: s.end_line - s.start_line)]
     if len(candidates) > 1:
-        raise InvalidInput(
-            f"{name!r} is ambiguous in {rel}: {_listed(candidates)}; "
-            "give the qualified name or a line"
-        )
+        settle = "give the qualified name or a line" if by_line else "give the qualified name"
+        raise InvalidInput(f"{name!r} is ambiguous in {rel}: {_listed(candidates)}; {settle}")
     return candidates[0]
 
 

@@ -35,7 +35,7 @@ def impact(engine: Engine, file: str, symbol: str | None = None) -> ImpactReport
     symbol = validate_symbol(symbol or None)
     found = None
     if symbol:
-        found = resolve_symbol(engine, rel, symbol)
+        found = resolve_symbol(engine, rel, symbol, by_line=False)  # FILE:SYMBOL has no line
         if found is not None:
             symbol = found.qualname
     history = engine.history  # both its partners and its learned ranking
