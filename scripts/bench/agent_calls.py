@@ -7,8 +7,9 @@ On a synthetic git repository (``--files`` Python files, indexed with ``engram i
 
 * **MCP**: ``engram mcp-serve`` started as an agent starts it, driven by the official MCP
   SDK client: ``engram_context`` (a file) and ``engram_search`` (a query) ``--runs`` times
-  each: p50/p95 of the round trip, and the characters each result carries (what the agent
-  pays for: the text blocks and the structured content);
+  each: p50/p95 of the round trip, the characters each result carries (what the agent
+  pays for: the text blocks and the structured content) and the memories table's versions
+  written while they ran, per 100 calls (a use counted is a store write);
 * **hooks**: ``engram hook claude-code`` run as Claude Code runs it (``/bin/sh -c``,
   ``PATH=/usr/bin:/bin``, the JSON payload on stdin, engram found by the plugin's
   ``find-engram`` through ``ENGRAM_PYTHON``) for SessionStart, UserPromptSubmit and
@@ -17,11 +18,13 @@ On a synthetic git repository (``--files`` Python files, indexed with ``engram i
 * **LSP hover**: ``engram serve`` with a pygls client, hovers on anchored lines: p50/p95.
 
 The workspace engine runs as in use (``ENGRAM_RUNTIME_DIR`` a private folder; stopped at the
-end). Figures are wall milliseconds on a shared machine: the load average is printed with
-them; compare only within one run.
+end); ``--engine off`` measures the in-process fallback instead. Figures are wall
+milliseconds on a shared machine: the load average is printed with them; compare only
+within one run. ``records``: the characters of results that carry memory records.
 
 Usage: scripts/bench/agent_calls.py [--memories 1000] [--files 60] [--runs 30]
                                     [--embed-model default|none] [--keep DIR]
+                                    [--server DIR] [--engine auto|off]
 Last stdout line: one JSON object.
 """
 
@@ -115,6 +118,12 @@ def sizes(texts: list[str]) -> dict[str, int]:
     }
 
 
+def table_version(root: Path) -> int:
+    """The memories table's LanceDB version (each store write makes one)."""
+    hint = root / ".engram" / "memories.lance" / "_versions" / "latest_version_hint.json"
+    return int(json.loads(hint.read_text())["version"])
+
+
 def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -186,17 +195,20 @@ def seed(root: Path, files: list[str], count: int, rng: random.Random, model: st
         rebuild_digest(engine)
 
 
-def engram_env(runtime: Path, home: Path, model: str) -> dict[str, str]:
+def engram_env(runtime: Path, home: Path, model: str, engine: str = "auto") -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("ENGRAM_") and k not in ("PYTHONPATH", "VIRTUAL_ENV")
+        # bytecode is written as an install's is: without it every start compiles Engram
+        if not k.startswith("ENGRAM_")
+        and k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
     }
     return env | {
         "PYTHONPATH": str(SERVER),
         "ENGRAM_RUNTIME_DIR": str(runtime),
         "HOME": str(home),
         "ENGRAM_EMBED__MODEL": model,
+        "ENGRAM_ENGINE": engine,
     }
 
 
@@ -232,6 +244,7 @@ async def bench_mcp(root: Path, env: dict[str, str], files: list[str], runs: int
             times: list[float] = []
             chars: list[str] = []
             structured: list[int] = []
+            version = table_version(root)
             for _ in range(runs):
                 args = make()
                 started = time.perf_counter()
@@ -247,8 +260,29 @@ async def bench_mcp(root: Path, env: dict[str, str], files: list[str], runs: int
                 **sizes(chars),
                 **({"budget_tokens": budgets()["context"]} if name == "engram_context" else {}),
                 "structured_chars_max": max(structured),
+                "table_versions_per_100": round((table_version(root) - version) * 100 / runs),
                 "load": load(),
             }
+        out["records"] = await record_sizes(session)
+    return out
+
+
+async def record_sizes(session: Any) -> dict[str, int]:
+    """Characters of the results that carry memory records (the text block; the structured
+    copy is the same object): one memory's ``engram_show`` and ``engram_log``, the review
+    queue. They change nothing, so A and B of a before/after read the same store."""
+    found = await session.call_tool("engram_search", {"query": "job timeout in f1", "k": 1})
+    mid = json.loads(found.content[0].text)["hits"][0]["id"]
+    out: dict[str, int] = {}
+    for name, args in (
+        ("engram_show", {"id": mid}),
+        ("engram_log", {"id": mid}),
+        ("engram_review", {}),
+    ):
+        result = await session.call_tool(name, args)
+        if result.is_error:
+            raise SystemExit(f"{name} failed: {result.content}")
+        out[f"{name}_chars"] = len("".join(getattr(c, "text", "") for c in result.content))
     return out
 
 
@@ -407,6 +441,9 @@ def main() -> None:
         "--keep", help="build the store in this folder and keep it (reused when it is there)"
     )
     parser.add_argument("--server", help="the server/ folder of the Engram code to measure")
+    parser.add_argument(
+        "--engine", choices=("auto", "off"), default="auto", help="off: every front end in-process"
+    )
     args = parser.parse_args()
     global SERVER
     SERVER = Path(args.server).resolve() if args.server else SERVER
@@ -416,7 +453,7 @@ def main() -> None:
         root, runtime, home = base / "repo", base / "run", base / "home"
         runtime.mkdir(parents=True, exist_ok=True)
         home.mkdir(exist_ok=True)
-        env = engram_env(runtime, home, args.embed_model)
+        env = engram_env(runtime, home, args.embed_model, args.engine)
         started = time.perf_counter()
         if (root / ".engram").is_dir():  # --keep: the store an earlier run built
             files = [f"src/pkg{i % 6}/module_{i}.py" for i in range(args.files)]
@@ -431,6 +468,7 @@ def main() -> None:
                 "server": str(SERVER),
                 "memories": args.memories,
                 "runs": args.runs,
+                "engine": args.engine,
                 "build_seconds": built_s,
                 "mcp": asyncio.run(bench_mcp(root, env, files, args.runs)),
                 "hooks": bench_hooks(root, env, files, args.runs),

@@ -24,9 +24,11 @@ def test_agent_calls_bench_prints_figures() -> None:
         timeout=300,
     )
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert set(result["mcp"]) == {"engram_context", "engram_search"}
+    assert set(result["mcp"]) == {"engram_context", "engram_search", "records"}
+    assert all(chars > 0 for chars in result["mcp"]["records"].values())
     assert set(result["hooks"]) == {"SessionStart", "UserPromptSubmit", "PreToolUse"}
-    rows = {**result["mcp"], **result["hooks"], "hover": result["lsp_hover"]}
+    calls = {k: v for k, v in result["mcp"].items() if k != "records"}
+    rows = {**calls, **result["hooks"], "hover": result["lsp_hover"]}
     for name, row in rows.items():
         # every call answered with something: a hook exits 0 with nothing on any failure,
         # and a hover off the anchored lines shows nothing, so a time alone proves neither

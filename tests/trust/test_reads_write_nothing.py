@@ -83,7 +83,11 @@ def engine(tmp_workspace: Workspace, writes: Writes) -> Iterator[Engine]:
 
 
 def _only_usage(engine: Engine, before: dict[str, Memory], writes: Writes, what: str) -> int:
-    """Check the writes of one read (usage only) and return how many uses it counted."""
+    """Check the writes of one read (usage only) and return how many uses it counted.
+    The read itself writes nothing: its uses wait (``app.usage.PendingUses``), and are
+    written here as the engine's timer or its close would."""
+    assert not writes.store, (what, "written on the read's path", writes.store)
+    engine.uses.write()
     assert not writes.audit, (what, [(e.event, e.memory_id) for e in writes.audit])
     uses = 0
     for name, records in writes.store:

@@ -5,6 +5,7 @@ it holds one group of use cases as functions taking the engine first:
 
 * ``remember``: ``remember``, ``remember_many`` (the write path)
 * ``recall``: ``search``, ``search_code``, ``context``, ``record_access``, ``credit_session``
+* ``usage``: ``PendingUses`` (``Engine.uses``: the uses reads count, written later)
 * ``memories``: ``get``, ``list_memories``, ``for_file``, ``confirm``, ``flag``, ``pin``,
   ``forget``, ``restore`` (the moves themselves go through ``trust``)
 * ``trust``: every change of what a memory is trusted to be, through ``lifecycle.trust``

@@ -16,12 +16,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from engram.app.usage import PendingUses, write_uses
 from engram.config import KEYWORD_ONLY_REASON, EngramConfig, load_settings
 from engram.errors import EngramError, InvalidInput
 from engram.model import Memory, MemorySource, MemoryType, utcnow
@@ -120,11 +122,15 @@ class Engine:
         self._code_search: CodeSearch | None = None
         self._author: str | None = None
         self.write_listeners: list[WriteListener] = []
-        #: where reads hand the ids of the memories they returned, to be counted as used
-        #: (``app.recall.record_access``). ``None``: counted at once, in the read's own
-        #: write. The engine process (``engram.daemon``) batches them off the request
-        #: path, so a search answers without a store write.
-        self.access_sink: Callable[[Sequence[str]], None] | None = None
+        #: the uses reads count (``app.recall``), written later in one store write; weak:
+        #: a timer still waiting must not keep alive an engine nobody closed
+        this = weakref.ref(self)
+
+        def count(uses: Mapping[str, int]) -> None:
+            if (engine := this()) is not None:
+                engine.count_uses(uses)
+
+        self.uses = PendingUses(count)
         #: where a use case hands work its reply need not wait for (the contradiction
         #: judges after a ``remember``, ``app.remember.judge_remembered``). ``None``: the
         #: work runs inside the request (a CLI process would exit before it ran). The engine
@@ -536,7 +542,14 @@ class Engine:
             except Exception as exc:  # a listener is bookkeeping: never fail the write
                 log.warning("write listener failed: %s", exc)
 
+    def count_uses(self, uses: Mapping[str, int]) -> None:
+        """Count ``uses[id]`` uses of each memory, in one store write (``app.usage``)."""
+        if uses:
+            self.check_writable()
+            write_uses(self.store, uses, lock=self.write_lock, mirror=self.mirror)
+
     def close(self) -> None:
+        self.uses.close()  # before the write lock: a timer's write takes it
         with self.write_lock:
             components: tuple[Closes | None, ...] = (
                 self._store,

@@ -2,7 +2,8 @@
 
 Reads go through ``engram.retrieval`` (docs/retrieval.md); what a read may change about a
 memory is stated in docs/trust.md. Access bookkeeping after a read is best-effort: it is
-logged, never raised, so a read never fails because of it.
+logged, never raised, so a read never fails because of it, and it is off the read's path:
+a read adds its ids to the engine's ``uses`` (``app.usage.PendingUses``), written later.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import attrs
 
 from engram.app.inputs import parse_phase, parse_type
 from engram.errors import EngramError, InvalidInput
-from engram.lifecycle.trust import count_use
 from engram.model import MemoryType, UniversalPhase
 
 if TYPE_CHECKING:
@@ -117,20 +117,10 @@ def context(
 
 
 def record_access(engine: Engine, ids: Sequence[str]) -> None:
-    """Memories were handed out: count one use each (docs/trust.md: usage may rank within
-    a cap; it is not confidence, never moves the state or the decay clock)."""
-    if not ids:
-        return
-    engine.check_writable()
-    # the records are read and written back under the store's writer lock: read before
-    # it, a use counted by a command running in-process beside the engine wrote the
-    # record as it was back over the engine's confirm made meanwhile (a lost update)
-    with engine.write_lock, engine.store.locked():
-        found = engine.store.get_many(list(dict.fromkeys(ids)))
-        if found:
-            used = [count_use(m) for m in found]
-            engine.store.update(used)
-            engine.mirror(used)
+    """Memories were handed out: count one use each, now (docs/trust.md: usage may rank
+    within a cap; it is not confidence, never moves the state or the decay clock). A
+    read notes its uses instead (``Engine.uses``), written later."""
+    engine.count_uses(dict.fromkeys(ids, 1))
 
 
 def credit_session(engine: Engine, ids: Sequence[str], session_id: str) -> int:
@@ -159,14 +149,7 @@ def credit_session(engine: Engine, ids: Sequence[str], session_id: str) -> int:
 
 
 def _record_access_quietly(engine: Engine, ids: Sequence[str]) -> None:
-    sink = engine.access_sink
-    if sink is not None:  # a long-lived engine counts uses in the background
-        sink(ids)
-        return
-    try:
-        record_access(engine, ids)
-    except Exception as exc:  # bookkeeping must never fail a read
-        log.info("could not record access: %s", exc)
+    engine.uses.add(ids)  # written after the reply (app.usage.PendingUses)
 
 
 __all__ = ["MAX_K", "context", "credit_session", "record_access", "search", "search_code"]

@@ -200,17 +200,20 @@ def run(usecase: UseCase[object, object], args: argparse.Namespace) -> int:
         parsed = usecase.parse(raw_arguments(usecase, args), CLI)
     except InvalidInput as exc:
         raise InvalidInput(cli_spelling(usecase, str(exc))) from exc
+    # the answer is printed before the engine closes: closing writes the uses a read
+    # counted (``app.usage.PendingUses``), after the reply
     with open_engine(args, read_only=usecase.read_only) as engine:
         result = usecase.execute(engine, parsed, CLI)
-    document: JsonObject | None = usecase.to_json(result) if args.json else None
-    for line in usecase.notes(result):
-        note(line)
-    if document is not None:
-        emit_json(document)
-    else:
-        text = usecase.to_text(result)
-        if text:
-            print(terminal_text(text))
+        document: JsonObject | None = usecase.to_json(result) if args.json else None
+        for line in usecase.notes(result):
+            note(line)
+        if document is not None:
+            emit_json(document)
+        else:
+            text = usecase.to_text(result)
+            if text:
+                print(terminal_text(text))
+        sys.stdout.flush()
     return usecase.exit_code(result)
 
 

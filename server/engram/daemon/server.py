@@ -203,54 +203,6 @@ class _DataDirWatch:
             self.last = self.identity()
 
 
-class AccessBatcher:
-    """Uses of memories (reads hand out ids) counted in one write every few seconds.
-
-    ``app.recall`` counts each memory a search or context pack returned; a CLI process
-    writes that at once, inside the read. The engine takes it off the request path: ids
-    collect here and a background thread writes them with ``record_access``. Counts still
-    waiting when the engine is killed are lost: they are bookkeeping, never a memory.
-    """
-
-    def __init__(self, flush: Callable[[list[str]], None], seconds: float = 2.0) -> None:
-        self._flush = flush
-        self._seconds = seconds
-        self._ids: list[str] = []
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = False
-        self._thread = threading.Thread(target=self._run, name="engram-access", daemon=True)
-        self._thread.start()
-
-    def add(self, ids: Sequence[str]) -> None:
-        with self._lock:
-            self._ids.extend(ids)
-
-    def _take(self) -> list[str]:
-        with self._lock:
-            ids, self._ids = self._ids, []
-        return ids
-
-    def _run(self) -> None:
-        while not self._stop:
-            self._wake.wait(self._seconds)
-            self._write()
-
-    def _write(self) -> None:
-        ids = self._take()
-        if ids:
-            try:
-                self._flush(ids)
-            except Exception as exc:  # bookkeeping: never fatal
-                log.info("could not record access: %s", exc)
-
-    def close(self) -> None:
-        self._stop = True
-        self._wake.set()
-        self._thread.join(timeout=DRAIN_SECONDS)
-        self._write()
-
-
 #: The niceness of the deferred-work thread: requests come first.
 DEFERRED_NICE = 19
 
@@ -357,7 +309,6 @@ class EngineSlot:
         self.ready = threading.Event()
         self.error: str | None = None
         self.listeners: list[Callable[[Sequence[Memory], Sequence[str]], None]] = []
-        self.access = AccessBatcher(self._record_access)
         self.deferred = DeferredWork(self.borrow)
         #: the store's index upkeep after writes: at normal priority (it holds the store's
         #: locks while it compacts; at nice 19 a request waiting for them would wait for
@@ -369,7 +320,6 @@ class EngineSlot:
         if self._stopped:  # the stop came while it opened
             engine.stopping.set()
         engine.write_listeners.extend(self.listeners)
-        engine.access_sink = self.access.add
         engine.defer = self.deferred.add
         engine.upkeep_after_requests(self._upkeep_later)
         return engine
@@ -378,12 +328,6 @@ class EngineSlot:
         """The store's upkeep (``MemoryStore.compact``), run after the request that made
         it due; on the store that asked, whichever engine is current then."""
         self.upkeep.add(lambda _engine: job())
-
-    def _record_access(self, ids: list[str]) -> None:
-        from engram.app.recall import record_access
-
-        with self.borrow() as engine:
-            record_access(engine, ids)
 
     def start(self) -> None:
         """Open the engine (in a worker thread, at start-up)."""
@@ -499,7 +443,6 @@ class EngineSlot:
     def close(self) -> None:
         self.deferred.close()  # the job in hand finishes on an open engine
         self.upkeep.close()
-        self.access.close()  # the last counts, while the engine is still open
         with self._lock:
             engines = [e for e in (self._engine, *self._retired) if e is not None]
             self._engine = None
