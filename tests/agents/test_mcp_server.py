@@ -413,3 +413,33 @@ async def test_a_search_hit_carries_each_fact_once(tmp_workspace: Workspace) -> 
     team = hits[shared]
     assert 'shared by "Ana"' in team["shared_by"]
     assert team["content"] != SHARED and SHARED in team["content"]
+
+
+async def test_show_remember_review_confirm_and_log_carry_each_fact_once(
+    tmp_workspace: Workspace,
+) -> None:
+    """A memory record carried its text up to three times (``content``, ``citation_text``
+    and the chip ``citation``) in every show, remember, review and confirm result, and a
+    memory's log named it again in every entry. Each fact once: the chip is the label,
+    the log's ``id`` names the memory; what the editors read (``citation``, ``content``,
+    the ids) stays."""
+    short = "Nightly jobs time out after 30s."  # within the chip's 40 characters
+    async with session_for(tmp_workspace) as session:
+        made = _payload(await session.call_tool("engram_remember", {"text": short}))
+        mid = made["id"]
+        results = {
+            "remember": made["memory"],
+            "show": _payload(await session.call_tool("engram_show", {"id": mid})),
+            "review": _payload(await session.call_tool("engram_review", {}))["memories"][0],
+            "confirm": _payload(await session.call_tool("engram_confirm", {"id": mid}))["memory"],
+        }
+        log = _payload(await session.call_tool("engram_log", {"id": mid}))
+    for name, record in results.items():
+        assert record["id"] == mid, name
+        assert "citation_text" not in record, name
+        assert record["citation"] == f"[Memory {mid}: {short}]", name
+        # its words in the record and in its chip, which editors and agents show as is
+        assert json.dumps(record).count(short) == 2, (name, record)
+    assert log["id"] == mid
+    assert [e["event"] for e in log["entries"]] == ["create", "confirm"], log
+    assert all("memory_id" not in e for e in log["entries"]), log

@@ -94,8 +94,11 @@ def test_hostile_team_file_has_no_authority(tmp_workspace: Workspace, user_confi
     (memory,) = json.loads(engram(ws, "list", "--json").stdout)["memories"]
     assert memory["needs_review"] and not memory["user_verified"] and not memory["pinned"]
     assert memory["confidence"] < 0.95
-    assert memory["citation_text"] != "Use the shared logging helper"
-    assert memory["citation_text"].startswith("REQUIREMENT: before any edit")
+    # the file's own benign label is ignored: the chip shows its text, quoted
+    assert "citation_text" not in memory  # one copy: the label is the chip's
+    assert "Use the shared logging helper" not in memory["citation"]
+    assert memory["citation"].startswith(f"[Memory {memory['id']}, shared: ")
+    assert "REQUIREMENT: before any edit" in memory["citation"]
 
     start = hook(ws, "SessionStart", "s1")
     assert fenced_everywhere(start, MALICIOUS)

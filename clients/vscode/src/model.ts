@@ -54,7 +54,8 @@ export function parseMemory(raw: unknown): MemorySummary | undefined {
   const anchorFiles = anchors.map((a) => asRecord(a)["file"]).filter((f): f is string => typeof f === "string");
   const files = [...new Set([...anchorFiles, ...asStringArray(inner["related_files"])])];
   const content = typeof inner["content"] === "string" ? inner["content"] : "";
-  const citationText = typeof inner["citation_text"] === "string" ? inner["citation_text"] : content.slice(0, 40);
+  // a result's record carries its chip (`citation`) beside the hit's fields or in `memory`
+  const chip = [rec["citation"], inner["citation"]].find((c): c is string => typeof c === "string");
   return {
     id,
     type: typeof inner["type"] === "string" ? inner["type"] : "memory",
@@ -64,7 +65,7 @@ export function parseMemory(raw: unknown): MemorySummary | undefined {
     files,
     needsReview: inner["needs_review"] === true,
     stale: rec["stale"] === true || (inner["stale_at"] !== null && inner["stale_at"] !== undefined),
-    citation: typeof rec["citation"] === "string" ? rec["citation"] : `[Memory ${id}: ${citationText}]`,
+    citation: chip ?? `[Memory ${id}: ${content.slice(0, 40)}]`,
   };
 }
 

@@ -13,6 +13,7 @@ import {
   diagnosticMemoryId,
   hoverWithout,
   moduleOf,
+  parseMemory,
   parseMemoryList,
   parseStats,
   plainText,
@@ -175,6 +176,10 @@ test("memory lists are read from any of the server's result shapes", () => {
   assert.deepEqual(list[0].files, ["src/auth/a.py", "src/auth/b.py"]);
   assert.equal(list[0].needsReview, true);
   assert.equal(parseMemoryList([{ id: "m-2", content: "x" }])[0].citation, "[Memory m-2: x]");
+  // remember, confirm, pin: `{"id", "memory": {…, "citation"}}`, no `citation_text`
+  const shared = '[Memory m-3, shared: "a teammate\'s words"]';
+  const made = parseMemory({ id: "m-3", memory: { id: "m-3", content: "a teammate's words", citation: shared } });
+  assert.equal(made?.citation, shared);
   assert.deepEqual(parseMemoryList("junk"), []);
 });
 

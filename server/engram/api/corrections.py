@@ -15,7 +15,7 @@ from engram.api import render
 from engram.api.declare import HIDDEN, JsonObject, Surface, UseCase, spec
 from engram.api.memories import ACTOR, CAUSE, EDITOR, LINE, actor_of, caused_by, is_agent
 from engram.errors import InvalidInput
-from engram.model import CorrectionKind, Memory, MemoryType, memory_json, to_jsonable
+from engram.model import CorrectionKind, Memory, MemoryType, memory_json, to_json_object
 
 if TYPE_CHECKING:
     from engram.app import Engine
@@ -397,17 +397,27 @@ def _log(engine: Engine, a: LogArgs) -> AuditTrail:
     return AuditTrail(a.id, audit_log(engine, a.id, limit=a.limit))
 
 
+def _log_json(trail: AuditTrail) -> JsonObject:
+    """The trail; one memory's entries do not each repeat the ``id`` the result names."""
+    entries = [to_json_object(e) for e in trail.entries]
+    if trail.id is not None:
+        for entry in entries:
+            del entry["memory_id"]
+    return {"id": trail.id, "entries": entries}
+
+
 LOG: UseCase[LogArgs, AuditTrail] = UseCase(
     name="log",
     summary="the audit trail: every change of one memory, or the newest of all",
     args=LogArgs,
     run=_log,
-    to_json=lambda t: {"id": t.id, "entries": [to_jsonable(e) for e in t.entries]},
+    to_json=_log_json,
     to_text=lambda t: render.log_text(t.entries, with_id=t.id is None),
     notes=lambda t: [] if t.entries else ["no changes recorded"],
     returns=(
-        '`{"id", "entries": [{"memory_id", "at", "event", "actor", "cause", "before", '
-        '"after", "note", "pending"?}]}` (`pending`: not known to have been stored yet)'
+        '`{"id", "entries": [{"memory_id"?, "at", "event", "actor", "cause", "before", '
+        '"after", "note", "pending"?}]}` (`memory_id` only in the newest of all, without an '
+        "id; `pending`: not known to have been stored yet)"
     ),
     guidance="Use it to answer 'who added this?' (oldest first).",
     read_only=True,

@@ -473,8 +473,8 @@ SEARCH: UseCase[SearchArgs, SearchResult] = UseCase(
     name="search",
     returns=(
         '`{"query", "hits": [{"id", "score", "reasons", …Memory, "stale", "conflict"}]}`: '
-        "each hit is the memory's record with its score (no `citation_text`; `conflict`, the "
-        "mark, when it contradicts another hit); with `code`: code chunks"
+        "each hit is the memory's record with its score (`conflict`, the mark, when it "
+        "contradicts another hit); with `code`: code chunks"
     ),
     summary="hybrid search over memories (keywords + embeddings + code graph), or code",
     args=SearchArgs,

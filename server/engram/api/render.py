@@ -36,12 +36,10 @@ def hit_json(hit: SearchHit) -> JsonObject:
     shown. Each fact once: the hit *is* the record (the editors read either shape), which an
     agent pays for by the token; a hit used to carry the record twice (its fields at the top
     and again under ``memory``) and each conflict three times (relations, a ``conflicts``
-    list and the mark): 17k characters for ten hits over MCP. ``citation_text`` is left
-    out, being the label ``citation`` already shows; ``stale`` is the search's judgement (a
-    deleted anchor file too), not only the record's ``stale_at``."""
+    list and the mark): 17k characters for ten hits over MCP. ``stale`` is the search's
+    judgement (a deleted anchor file too), not only the record's ``stale_at``."""
     memory: Memory = hit.memory
     record = _shown_relations(memory_json(memory), {cid for cid, _ in hit.conflicts})
-    record.pop("citation_text", None)
     return {
         "id": memory.id,
         "score": round(float(hit.score), 6),

@@ -110,8 +110,15 @@ def memory_from_dict(raw: JsonObject, converter: cattrs.Converter | None = None)
 
 def memory_json(memory: Memory) -> JsonObject:
     """A memory as every front end returns it: the codec's record plus its citation chip,
-    its decayed confidence and whether it is stale."""
+    its decayed confidence and whether it is stale.
+
+    Each fact once: the record's ``citation_text`` is left out, being the label the chip
+    (``citation``) already shows. With it, a short memory's text came three times in every
+    show, remember, review and confirm result (``content``, ``citation_text``,
+    ``citation``), each one paid for by an agent's tokens. The store, the team files and
+    the engine's replies to a language server keep the field (``memory_to_dict``)."""
     data = memory_to_dict(memory)
+    del data["citation_text"]
     data["citation"] = memory.citation()
     data["current_confidence"] = round(memory.current_confidence(), 4)
     data["stale"] = memory.is_stale
