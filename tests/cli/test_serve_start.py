@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -63,20 +64,25 @@ def _env(home: object) -> dict[str, str]:
     return env
 
 
-def started(argv: list[str], tmp_path: object) -> dict[str, object]:
+def probed(probe: str, tmp_path: object, *args: str, home: object = None) -> dict[str, object]:
+    """Run a probe script in a fresh interpreter; its last line is a JSON object."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(argv)],
+        [sys.executable, "-c", probe, *args],
         cwd=str(tmp_path),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
-        env=_env(tmp_path),
+        env=_env(home or tmp_path),
     )
     assert done.returncode == 0, done.stderr
     found: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
     return found
+
+
+def started(argv: list[str], tmp_path: object) -> dict[str, object]:
+    return probed(PROBE, tmp_path, json.dumps(argv))
 
 
 @pytest.mark.parametrize(
@@ -144,3 +150,74 @@ def test_a_command_line_the_quick_path_leaves_gets_the_parsers_error(tmp_path: o
     )
     assert done.returncode == 2
     assert "invalid choice: 'loud'" in done.stderr
+
+
+#: As ``PROBE``, counting the method sources attrs compiles before ``initialize``.
+COMPILES = """
+import builtins, json, sys
+import engram.lsp
+compiled = []
+real = builtins.compile
+def counting(source, filename, *args, **kwargs):
+    if str(filename).startswith("<attrs generated"):
+        compiled.append(filename)
+    return real(source, filename, *args, **kwargs)
+builtins.compile = counting
+engram.lsp.run_server = lambda *a, **k: None  # imported, not started
+from engram.cli.entry import main
+code = main(["serve", "--stdio"])
+print(json.dumps({"code": code, "compiled": len(compiled)}))
+"""
+
+
+def test_a_second_start_compiles_no_attrs_method_the_first_compiled(tmp_path: Path) -> None:
+    """``lsprotocol.types`` is some 600 attrs classes: compiling their generated methods
+    was a third of the time to ``initialize`` at every start (engram.cli.attrs_code). The
+    first start keeps the code in the user's cache; the next compiles only what is new
+    (a frozen class's ``__hash__`` embeds the process's string hash)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    counts = [int(str(probed(COMPILES, tmp_path, home=home)["compiled"])) for _ in range(2)]
+    first, second = counts
+    assert first > 300, counts  # lsprotocol's classes, and the server's own
+    print("attrs methods compiled before initialize, first and second start:", counts)
+    assert second * 5 < first, counts
+    from engram.cli.attrs_code import cache_file
+
+    kept = cache_file({"HOME": str(home)})
+    assert kept.is_file() and kept.is_relative_to(home / ".cache" / "engram")
+    assert not kept.parent.stat().st_mode & 0o077  # the user's own
+
+
+def test_cached_attrs_code_runs_as_compiled_and_a_foreign_file_is_ignored(
+    tmp_path: Path,
+) -> None:
+    import attrs
+
+    from engram.cli.attrs_code import attrs_code_cache
+
+    where = tmp_path / "cache" / "codes.marshal"
+
+    def define() -> type:
+        @attrs.define
+        class Point:
+            x: int
+            y: int = 0
+
+        return Point
+
+    with attrs_code_cache(where) as fresh:
+        first = define()
+    assert fresh and where.is_file()  # compiled, then kept
+    with attrs_code_cache(where) as fresh:
+        again = define()
+    assert not fresh  # every method came from the file
+    assert again(1, 2) == again(1, 2) != again(2)
+    assert repr(again(3)) == repr(first(3)).replace(first.__qualname__, again.__qualname__)
+    with pytest.raises(TypeError):
+        again()  # the generated __init__'s own checks
+    # a file someone else may write is not run
+    where.chmod(0o666)
+    with attrs_code_cache(where) as fresh:
+        define()
+    assert fresh
