@@ -25,6 +25,7 @@ within one run. ``records``: the characters of results that carry memory records
 Usage: scripts/bench/agent_calls.py [--memories 1000] [--files 60] [--runs 30]
                                     [--embed-model default|none] [--keep DIR]
                                     [--server DIR] [--engine auto|off]
+                                    [--only mcp|hooks|hover]
 Last stdout line: one JSON object.
 """
 
@@ -444,6 +445,7 @@ def main() -> None:
     parser.add_argument(
         "--engine", choices=("auto", "off"), default="auto", help="off: every front end in-process"
     )
+    parser.add_argument("--only", choices=("mcp", "hooks", "hover"), help="measure this alone")
     args = parser.parse_args()
     global SERVER
     SERVER = Path(args.server).resolve() if args.server else SERVER
@@ -470,10 +472,13 @@ def main() -> None:
                 "runs": args.runs,
                 "engine": args.engine,
                 "build_seconds": built_s,
-                "mcp": asyncio.run(bench_mcp(root, env, files, args.runs)),
-                "hooks": bench_hooks(root, env, files, args.runs),
-                "lsp_hover": asyncio.run(bench_hover(root, env, files[0], args.runs)),
             }
+            if args.only in (None, "mcp"):
+                result["mcp"] = asyncio.run(bench_mcp(root, env, files, args.runs))
+            if args.only in (None, "hooks"):
+                result["hooks"] = bench_hooks(root, env, files, args.runs)
+            if args.only in (None, "hover"):
+                result["lsp_hover"] = asyncio.run(bench_hover(root, env, files[0], args.runs))
         finally:
             subprocess.run(
                 [sys.executable, "-m", "engram", "stop", "--workspace", str(root)],
