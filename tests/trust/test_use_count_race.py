@@ -15,6 +15,7 @@ command has the record in hand, and given time to land before the command writes
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -84,3 +85,37 @@ def test_a_session_credited_in_process_never_undoes_the_engines_flag(
     assert stored is not None
     assert rules.state_of(stored) is rules.TrustState.FLAGGED, stored
     assert stored.provenance.confirmed_by_sessions == ["s-1"]
+
+
+def test_a_use_counted_after_another_process_wrote_in_the_same_tick_sees_its_write(
+    two: tuple[Engine, Engine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a file system whose timestamps are coarse (a second on ext3 or HFS+, two on
+    FAT; the store allows 2 s), another process's write in the same tick as ours leaves
+    ``_versions/`` looking as our own write left it. The store took that for "nothing new"
+    whenever the writer lock's record was its own, which it always is inside a hold: so
+    inside ``locked()`` the record read was the one before the other's confirm, and the
+    use counted wrote it back over it (stop 33). Timestamps are cut to the second here,
+    and the three writes start at a second's beginning (on the old code the confirm was
+    lost whenever they ended within it)."""
+    import time
+    import types
+
+    from engram.store import hybrid
+
+    def coarse_stat(path: object) -> object:
+        st = os.stat(path)  # type: ignore[call-overload]
+        second = st.st_mtime_ns // 1_000_000_000 * 1_000_000_000
+        return types.SimpleNamespace(st_ino=st.st_ino, st_mtime_ns=second, st_size=st.st_size)
+
+    monkeypatch.setattr(hybrid, "os", types.SimpleNamespace(stat=coarse_stat))
+    engine, command = two
+    memory = remember(engine, "The job timeout in jobs.py is 30s.", scope="global").memory
+    time.sleep(1 - time.time() % 1 + 0.01)  # the three writes within one second
+    recall.record_access(command, [memory.id])  # the command's own write: its stamp
+    confirm(engine, memory.id)  # the engine's, in the same second
+    recall.record_access(command, [memory.id])
+    stored = engine.store.get(memory.id)
+    assert stored is not None
+    assert rules.state_of(stored) is rules.TrustState.VERIFIED, stored
+    assert stored.access_count == 2, stored

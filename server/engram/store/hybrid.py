@@ -181,6 +181,8 @@ class HybridTable:
         #: ``_versions/`` as our own last write left it, stat'ed under the writer lock
         #: (see ``_maybe_changed``)
         self._own_stamp: tuple[int, int, int] | None = None
+        #: the writer lock's hold that write was made in (``WriteLock.hold_id``)
+        self._own_hold = 0
         #: the version last read from LanceDB, valid while ``_versions/`` has not moved
         self._version: int | None = None
         meta = schema.metadata or {}
@@ -288,9 +290,13 @@ class HybridTable:
         settled = time.time_ns() - st.st_mtime_ns > _SETTLED_NS
         if stamp == self._stamp and settled:
             return False
-        if stamp == self._own_stamp and self._lock is not None and self._lock.still_ours():
-            # our own write moved it last, and nobody has taken the writer lock since
-            # (every local commit is under it): the version we know is the latest
+        lock = self._lock
+        if stamp == self._own_stamp and lock is not None and lock.still_ours(self._own_hold):
+            # our own write moved it last, and nobody has taken the writer lock since that
+            # write (every local commit is under it): the version we know is the latest.
+            # The record alone is ours inside any later hold, though another process may
+            # have written between the two in the same tick of a coarse clock (the stamp
+            # alike): hence the hold the write was made in
             return False
         self._stamp = stamp if settled else None
         return True
@@ -298,6 +304,7 @@ class HybridTable:
     def _note_own_write(self) -> None:
         """After our commit, still under the writer lock: how ``_versions/`` looks now."""
         self._own_stamp = None
+        self._own_hold = self._lock.hold_id if self._lock is not None else 0
         with suppress(OSError):
             if self._local_path is not None:
                 st = os.stat(self._local_path / "_versions")

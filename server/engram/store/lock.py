@@ -322,8 +322,12 @@ class WriteLock:
         finally:
             if ticket is not None:
                 ticket.leave()
-        self._nonce = random.getrandbits(32) or 1  # 0: never held (``still_ours``)
-        self._counter = 0
+        if not self._record_is_ours():
+            # a new hold id, unless this hold follows our own with nobody's between (every
+            # holder writes its record first): then what our last hold wrote is still the
+            # latest, and a store keeps trusting it (``still_ours(hold)``)
+            self._nonce = random.getrandbits(32) or 1  # 0: never held (``still_ours``)
+            self._counter = 0
         self._write_record()
 
     def _try_file(self) -> bool:
@@ -338,13 +342,30 @@ class WriteLock:
             ) from exc
         return True
 
-    def still_ours(self) -> bool:
+    @property
+    def hold_id(self) -> int:
+        """Which hold of this object is the last (0: never held): :meth:`still_ours` of a
+        write made in it."""
+        return self._nonce
+
+    def still_ours(self, hold: int | None = None) -> bool:
         """True when nobody has taken the lock since this object last held it: the holder
         record is still the one our last hold wrote (our pid and that hold's nonce; a beat
         changes only the counter). Another process's hold, or another ``WriteLock`` on the
-        same file in this process, writes its own record first."""
+        same file in this process, writes its own record first.
+
+        ``hold``: the :attr:`hold_id` a write was made in, and nobody may have taken the
+        lock since that write: inside a later hold of ours the record is ours whoever held
+        the lock between the two (stop 33: a store then missed another process's write), so
+        a hold keeps the id of the one before it only when nobody's came between."""
+        if hold is not None and hold != self._nonce:
+            return False  # held again since that write, with another's hold between
+        return self._record_is_ours()
+
+    def _record_is_ours(self) -> bool:
+        """The holder record is the one this object's last hold wrote (0: never held)."""
         if self._nonce == 0:
-            return False  # never held here
+            return False
         parts = self._read_record().split(b" ", 3)
         return (
             len(parts) >= 3
