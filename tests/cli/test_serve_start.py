@@ -221,3 +221,32 @@ def test_cached_attrs_code_runs_as_compiled_and_a_foreign_file_is_ignored(
     with attrs_code_cache(where) as fresh:
         define()
     assert fresh
+
+
+def test_an_attrs_whose_compile_helper_takes_other_arguments_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """attrs is unpinned (``>=24.2``): a release whose private ``_compile_and_eval`` takes
+    other arguments must keep its own, or every ``engram serve`` start would fail."""
+    import attr._make as make
+    import attrs
+
+    from engram.cli.attrs_code import attrs_code_cache
+
+    calls: list[str] = []
+    original = make._compile_and_eval
+
+    def other_shape(script: str, globs: dict[str, object] | None, locs: object, name: str) -> None:
+        calls.append(name)
+        original(script, globs, locs, name)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(make, "_compile_and_eval", other_shape)
+    where = tmp_path / "cache" / "codes.marshal"
+    with attrs_code_cache(where) as fresh:
+        assert make._compile_and_eval is other_shape
+
+        @attrs.define
+        class Point:
+            x: int
+
+    assert Point(1) == Point(1) and calls and not fresh and not where.exists()

@@ -88,6 +88,23 @@ def _save(path: Path, codes: Codes) -> None:
         log.debug("attrs code cache not written: %s", exc)
 
 
+#: the parameters of ``attr._make._compile_and_eval`` this module replaces it for
+_SHAPE = ("script", "globs", "locs", "filename")
+
+
+def _same_shape(function: object) -> bool:
+    """``function`` takes exactly the arguments :func:`attrs_code_cache`'s stand-in does."""
+    if not callable(function):
+        return False
+    import inspect
+
+    try:
+        names = tuple(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return False
+    return names == _SHAPE
+
+
 @contextlib.contextmanager
 def attrs_code_cache(path: Path | None = None) -> Iterator[Codes]:
     """While the block runs, attrs compiles no method source it compiled at an earlier
@@ -99,7 +116,10 @@ def attrs_code_cache(path: Path | None = None) -> Iterator[Codes]:
         yield {}
         return
     original: object = getattr(make, "_compile_and_eval", None)
-    if not callable(original):
+    if not _same_shape(original):
+        # another attrs (the dependency is ``attrs>=24.2``, unpinned): its private helper
+        # may take other arguments, and a replacement called with them would fail the
+        # start of ``engram serve``, so attrs is left as it is
         yield {}
         return
     where = path or cache_file()
