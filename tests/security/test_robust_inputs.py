@@ -392,3 +392,27 @@ def test_a_huge_file_the_agent_reads_is_queued_in_seconds(
     queued = inbox.read_text()
     assert secret not in queued and len(queued) < 200_000
     assert "cut by Engram" in queued
+
+
+def test_a_long_pasted_line_in_a_prompt_leaves_the_hook_its_time(
+    tmp_workspace: Workspace, user_config: Path
+) -> None:
+    """UserPromptSubmit looks for file names in the prompt, and a person pastes logs and
+    files into prompts. Until stop 33 a run of name characters without a dot was scanned to
+    its end from each of its characters: 40,000 of them took 10 s, the hook's whole time in
+    Claude Code (``engram setup``'s ``timeout: 10``), so the prompt got nothing."""
+    ws = tmp_workspace
+    (ws.root / "app.py").write_text("def main():\n    return 0\n")
+    wrote = engram(ws, "remember", "main must stay pure: no I/O here", "--file", "app.py")
+    assert wrote.returncode == 0, wrote.stderr
+    payload = {
+        "session_id": "pasted",
+        "hook_event_name": "UserPromptSubmit",
+        "cwd": str(ws.root),
+        "prompt": "why does this fail in app.py?\n" + "a" * 80_000,
+    }
+    start = time.monotonic()
+    done = engram(ws, "hook", "claude-code", stdin=json.dumps(payload))
+    took = time.monotonic() - start
+    assert done.returncode == 0 and "main must stay pure" in done.stdout, done.stdout[:300]
+    assert took < 10, f"{took:.1f} s: Claude Code stops the hook at 10 s"
