@@ -667,7 +667,7 @@ _IDENT = re.compile(
     r"(?:\(\))?"
 )
 _ASSIGN = re.compile(
-    r"([A-Za-z_][\w.-]*)\s*[=:]\s*`{0,2}(true|false|on|off|yes|no|none|enabled|disabled)\b",
+    r"([A-Za-z_][\w.-]{0,100})\s*[=:]\s*`{0,2}(true|false|on|off|yes|no|none|enabled|disabled)\b",
     re.IGNORECASE,
 )
 _TRUTH = {"true": True, "on": True, "yes": True, "enabled": True,
@@ -814,7 +814,9 @@ _DEFAULT_VALUES = [
 #: default in parentheses belongs to the first code name before it
 _PAREN_DEFAULT = re.compile(r"\((?:the\s+)?defaults?(?:\s+is|\s+to|:)?\s*" + _VALUE, re.I)
 _OPTION = re.compile(r"(?<![\w-])--?[a-z][\w-]+", re.I)
-_ASSIGN_VALUE = re.compile(r"(--?[a-z][\w-]*|\b[A-Za-z_][\w.]*)=" + _VALUE)
+#: names bounded (here and in _ASSIGN): a run of name characters with no ``=`` was scanned to
+#: its end from each of its characters, seconds for a memory's 8,000 (stop 33)
+_ASSIGN_VALUE = re.compile(r"(--?[a-z][\w-]{0,100}|\b[A-Za-z_][\w.]{0,100})=" + _VALUE)
 _NOT_A_VALUE = frozenset({"the", "a", "an", "be", "now", "use", "using", "its", "their"})
 
 
@@ -952,7 +954,7 @@ _REPLACED = [
     re.compile(r"\bfrom\s+(?P<old>[^,;:()]{1,40}?)\s+to\s+(?P<new>[^\s,;:()]{1,40})", re.I),
     # "an error instead of a warning": replaced a warning, by an error
     re.compile(
-        r"(?P<new>[\w.-]+)\s+(?:instead\s+of|rather\s+than)\s+(?P<old>[^,;:()]{1,40}?)"
+        r"(?P<new>[\w.-]{1,100})\s+(?:instead\s+of|rather\s+than)\s+(?P<old>[^,;:()]{1,40}?)"
         r"(?=[,;:()]|\.(?:\s|$)|$)",
         re.I,
     ),

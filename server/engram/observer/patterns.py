@@ -82,7 +82,9 @@ _BUILD_COMMAND = re.compile(
     r"npm\s+run\s+(?:build|lint|typecheck)|gradlew?\s+build|mvn\s+(?:compile|package))\b"
 )
 _INSTALL_COMMAND = re.compile(r"\b(pip|uv|npm|pnpm|yarn|cargo|go)\s+(install|add|get|sync)\b")
-_COMMIT_SHA = re.compile(r"\[[^\]\s]+(?: \([^)]*\))? ([0-9a-f]{7,40})\]")
+#: ``[main 3f2a9c1] message``; the branch bounded: from each ``[`` of a tool's output the
+#: unbounded form scanned to the end, 3 s for 6,000 of them, the square of it (stop 33)
+_COMMIT_SHA = re.compile(r"\[[^\]\s]{1,255}(?: \([^)]{0,100}\))? ([0-9a-f]{7,40})\]")
 _PASSED_COUNT = re.compile(r"\b(\d+) (?:passed|passing)\b")
 _FAILED_COUNT = re.compile(r"\b(\d+) (?:failed|failing|errors?)\b")
 
