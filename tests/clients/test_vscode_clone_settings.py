@@ -30,6 +30,7 @@ import pytest
 from tests.clients.vscode_driver import (
     CodeServer,
     Workbench,
+    free_port,
     open_workbench,
     packaged_vsix,
     wait_until,
@@ -43,12 +44,6 @@ SURE = "Call main only after the config is loaded"
 #: a test run's memory starts at confidence 0.6: shown from trust level 3 on (and not as a
 #: hint, which the Problems panel leaves out, from level 4)
 UNSURE = "Main may be slow on the first call"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _listening(port: int) -> bool:
@@ -70,7 +65,7 @@ def _engram(root: Path, *args: str) -> None:
 
 @pytest.fixture(scope="module")
 def tcp_port() -> int:
-    return _free_port()
+    return free_port()
 
 
 @pytest.fixture(scope="module")
