@@ -35,6 +35,8 @@ from engram.progress import Progress
 from engram.workspace import WorkspaceError, confine
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from engram.app.engine import Engine
     from engram.history import GitHistory, MineReport
     from engram.jsontypes import JsonObject
@@ -304,6 +306,8 @@ def _follow_renames(
             if old in named and old not in clear and (root / old).exists()
         }
         changed = {m.id: m for m in apply_renames(memories, clear)}
+        #: the renames each memory made before its commit follows (the clear ones first)
+        own_renames: dict[str, dict[str, str]] = {}
         since_commit: dict[str, dict[str, str]] = {}
         for memory in memories if ambiguous else []:
             memory = changed.get(memory.id, memory)
@@ -315,35 +319,52 @@ def _follow_renames(
             own = {o: n for o, n in ambiguous.items() if since_commit[sha].get(o) == n}
             for renamed in apply_renames([memory], own):
                 changed[renamed.id] = renamed
-        now = engine.clock()
-        stamped = [attrs.evolve(m, updated_at=now) for m in changed.values()]
-        if stamped:
-            from engram.app import trust as app_trust
-
-            before = {m.id: m for m in memories}
-            system = rules.Actor.system()
-            entries = [
-                rules.transition(
-                    before[m.id],
-                    rules.Moved(
-                        actor=system,
-                        cause="engram index: renamed in git",
-                        anchors=m.anchors,
-                        related_files=m.related_files,
-                    ),
-                    now=now,
-                ).entry
-                for m in stamped
-                if m.id in before
-            ]
-            with engine.write_lock:
-                with app_trust.recorded(engine, entries):
-                    engine.store.update(stamped)
-                engine.mirror(stamped)
-            log.info("%d memories followed renamed files", len(stamped))
-        report.renamed = len(stamped)
+                own_renames[renamed.id] = own
+        if changed:
+            report.renamed = _move(engine, list(changed), clear, own_renames)
+            log.info("%d memories followed renamed files", report.renamed)
     if head:
         state.set("renames_applied_commit", head)
+
+
+def _move(
+    engine: Engine,
+    ids: Sequence[str],
+    clear: Mapping[str, str],
+    own: Mapping[str, Mapping[str, str]],
+) -> int:
+    """Follow the renames on the memories ``ids`` as they stand, under the writer lock:
+    the renames were found and the memories read outside it (git takes seconds on a long
+    history), and a memory another process flagged meanwhile, written from that read,
+    lost its flag. Renames only move paths, so they are made again on each record."""
+    from engram.app import trust as app_trust
+    from engram.history import apply_renames
+
+    system = rules.Actor.system()
+    now = engine.clock()
+    with engine.write_lock, engine.store.locked():
+        moved: list[Memory] = []
+        entries: list[AuditEntry] = []
+        for memory in engine.store.get_many(list(ids)):
+            renamed = memory
+            for step in (clear, own.get(memory.id, {})):
+                renamed = next(iter(apply_renames([renamed], step)), renamed)
+            if renamed is memory:
+                continue
+            stamped = attrs.evolve(renamed, updated_at=now)
+            event = rules.Moved(
+                actor=system,
+                cause="engram index: renamed in git",
+                anchors=stamped.anchors,
+                related_files=stamped.related_files,
+            )
+            entries.append(rules.transition(memory, event, now=now).entry)
+            moved.append(stamped)
+        if moved:
+            with app_trust.recorded(engine, entries):
+                engine.store.update(moved)
+            engine.mirror(moved)
+    return len(moved)
 
 
 def _check_code_changes(
@@ -369,36 +390,25 @@ def _check_code_changes(
         if m.anchors or m.related_files
     ]
     finder = AnchorFinder(root)
-    counted = HistorySyncReport()  # into ``report`` once every memory was looked at
     checks = 0
-    updated: list[Memory] = []
-    entries: list[AuditEntry] = []
+    #: each memory with the events its check found, made once every memory was looked at
+    found: list[tuple[Memory, list[rules.Event]]] = []
     system = rules.Actor.system()
     for memory in memories:
         if cancel is not None and cancel():
             raise StepCancelled
-        current = memory
-
-        def step(event: rules.Event) -> None:
-            nonlocal current
-            moved = rules.transition(current, event, now=now)
-            if not moved.unchanged:
-                current = moved.memory
-                entries.append(moved.entry)
-
+        events: list[rules.Event] = []
         files = memory.files
         missing = [f for f in files if not (root / f).exists()]
         if missing and memory.stale_at is None:
-            step(rules.FileGone(actor=system, cause="engram index", file=missing[0]))
-            counted.stale_marked += 1
+            events.append(rules.FileGone(actor=system, cause="engram index", file=missing[0]))
         elif (
             not missing
             and memory.stale_at is not None
             and memory.valid_until is None
             and CorrectionKind.OUTDATED.value not in memory.flags
         ):
-            step(rules.FileBack(actor=system, cause="engram index"))  # renamed, restored
-            counted.unstaled += 1
+            events.append(rules.FileBack(actor=system, cause="engram index"))  # renamed, restored
         anchors = list(memory.anchors)
         relocated = False
         code_changed = False
@@ -407,12 +417,12 @@ def _check_code_changes(
                 continue
             if finder.lines(anchor.file) is None:
                 continue  # gone or unreadable: the stale_at rule above covers it
-            found = finder.find(anchor)
-            if found == anchor.start_line:
+            where = finder.find(anchor)
+            if where == anchor.start_line:
                 continue
-            if found is not None:
+            if where is not None:
                 length = (anchor.end_line or anchor.start_line) - anchor.start_line
-                anchors[index] = attrs.evolve(anchor, start_line=found, end_line=found + length)
+                anchors[index] = attrs.evolve(anchor, start_line=where, end_line=where + length)
                 relocated = True
                 continue
             if CODE_CHANGED_FLAG in memory.flags or checks >= MAX_STALENESS_CHECKS:
@@ -423,28 +433,61 @@ def _check_code_changes(
             if changed is not False:  # False: an uncommitted edit in progress
                 code_changed = True
         if relocated:
-            step(rules.Moved(actor=system, cause="engram index", anchors=anchors))
-            counted.relocated += 1
+            events.append(rules.Moved(actor=system, cause="engram index", anchors=anchors))
         if code_changed:
-            step(rules.CodeChanged(actor=system, cause="engram index", commit=head))
-            counted.code_changed += 1
-        if current is not memory:
-            updated.append(current)
-    report.stale_marked += counted.stale_marked
-    report.unstaled += counted.unstaled
-    report.relocated += counted.relocated
-    report.code_changed += counted.code_changed
-    if updated:
-        from engram.app import trust as app_trust
+            events.append(rules.CodeChanged(actor=system, cause="engram index", commit=head))
+        if events:
+            found.append((memory, events))
+    if found:
+        _mark(engine, found, now, report)
 
-        with engine.write_lock:
-            # a memory forgotten meanwhile (another thread) must not come back
-            fresh = {m.id: m for m in engine.store.get_many([m.id for m in updated])}
-            kept = [m for m in updated if m.id in fresh and not fresh[m.id].deprecated]
-            ids = {m.id for m in kept}
-            with app_trust.recorded(engine, [e for e in entries if e.memory_id in ids]):
-                engine.store.update(kept)
-            engine.mirror(kept)
+
+def _mark(
+    engine: Engine,
+    found: Sequence[tuple[Memory, Sequence[rules.Event]]],
+    now: datetime,
+    report: HistorySyncReport,
+) -> None:
+    """Make the staleness check's events on the memories as they stand, under the writer
+    lock: the check read files and asked git outside it, and a memory another process
+    flagged meanwhile, written from that read, lost its flag (and a forgotten one came
+    back). A memory whose anchors or files changed meanwhile, or that was forgotten or
+    deprecated, is left (what was found is about the old anchors; the next run looks
+    again); the others take the events as any record would."""
+    from engram.app import trust as app_trust
+
+    counters = {
+        rules.FileGone: "stale_marked",
+        rules.FileBack: "unstaled",
+        rules.Moved: "relocated",
+        rules.CodeChanged: "code_changed",
+    }
+    with engine.write_lock, engine.store.locked():
+        fresh = {m.id: m for m in engine.store.get_many([m.id for m, _ in found])}
+        updated: list[Memory] = []
+        entries: list[AuditEntry] = []
+        for read, events in found:
+            current = fresh.get(read.id)
+            if (
+                current is None
+                or current.deprecated  # forgotten or deprecated meanwhile: not checked
+                or (current.anchors, current.related_files) != (read.anchors, read.related_files)
+            ):
+                continue
+            before = current
+            for event in events:
+                moved = rules.transition(current, event, now=now)
+                if not moved.unchanged:
+                    current = moved.memory
+                    entries.append(moved.entry)
+                    name = counters[type(event)]
+                    setattr(report, name, getattr(report, name) + 1)
+            if current is not before:
+                updated.append(current)
+        if updated:
+            with app_trust.recorded(engine, entries):
+                engine.store.update(updated)
+            engine.mirror(updated)
 
 
 def _seed_coaccess(

@@ -31,9 +31,18 @@ from engram.model import AuditEntry, Memory, team_origin
 from engram.workspace import WorkspaceError
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
+    import numpy as np
+    import numpy.typing as npt
+
     from engram.app.engine import Engine
     from engram.history import TeamFolderFacts
     from engram.jsontypes import JsonObject
+    from engram.lifecycle.team import TeamEntry
+
+    Vector = npt.NDArray[np.float32]
+    Vectors = npt.NDArray[np.float32]
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +162,26 @@ def _a_teammates(memory: Memory, me: str | None) -> bool:
     return isinstance(by, str) and bool(by) and by != clean_name(me or "")
 
 
+@attrs.define
+class _SyncPlan:
+    """What a team sync writes, planned from the local records as one read found them."""
+
+    added: list[Memory] = attrs.field(factory=list)
+    updated: list[Memory] = attrs.field(factory=list)
+    reembed: list[Memory] = attrs.field(factory=list)
+    retired: list[Memory] = attrs.field(factory=list)
+    entries: list[AuditEntry] = attrs.field(factory=list)
+    refused: set[str] = attrs.field(factory=set)
+    skipped: list[str] = attrs.field(factory=list)
+    unchanged: int = 0
+    #: ids no longer followed (your own memory, or retired now)
+    dropped: set[str] = attrs.field(factory=set)
+
+    @property
+    def to_embed(self) -> list[Memory]:
+        return [*self.added, *self.reembed]
+
+
 def sync_team(engine: Engine) -> TeamSyncReport:
     """Read the team folder into the local store, through the trust model.
 
@@ -161,9 +190,14 @@ def sync_team(engine: Engine) -> TeamSyncReport:
     committed deletion retires a memory that came from the folder. Your own memory read
     back from the folder, a file not committed yet, and a file or folder missing from the
     working tree change nothing of what a memory is trusted to be.
+
+    The plan is made and embedded outside the store's writer lock; under it the local
+    records are read again and the plan made again on them (cheap: the trust model's
+    pure moves), so a person's flag or confirm made meanwhile by another process is
+    never written over; a vector the first plan did not need is embedded then.
     """
     from engram.app import trust as app_trust
-    from engram.lifecycle import trust as rules
+    from engram.embed import memory_embedding_text
     from engram.lifecycle.team import read_team_folder
 
     folder, label = team_folder(engine)
@@ -177,124 +211,169 @@ def sync_team(engine: Engine) -> TeamSyncReport:
         return report
     engine.check_writable()
     read = read_team_folder(folder, label=label)
-    report.skipped = list(read.skipped)
     now = engine.clock()
     facts = _team_facts(engine, label)
     me = app_trust.person_name(engine)
     trusted = app_trust.team_folder_trusted()
-    entries: list[AuditEntry] = []
-    with engine.write_lock:
-        ids = list({*known, *(e.memory.id for e in read.entries)})
+    ids = list({*known, *(e.memory.id for e in read.entries)})
+
+    def plan_on(local: dict[str, Memory]) -> _SyncPlan:
+        return _plan_sync(engine, read.entries, local, known, facts, me, trusted, now, label)
+
+    first = plan_on({m.id: m for m in engine.store.get_many(ids)})
+    embedded = embed_memories(engine, first.to_embed, None)
+    vectors = {
+        memory_embedding_text(m): embedded[i]
+        for i, m in enumerate(first.to_embed)
+        if embedded is not None
+    }
+    with engine.write_lock, engine.store.locked():
         local = {m.id: m for m in engine.store.get_many(ids)}
-        added: list[Memory] = []
-        updated: list[Memory] = []
-        reembed: list[Memory] = []
-        refused: set[str] = set()
-        for entry in read.entries:
-            mine = local.get(entry.memory.id)
-            if known.get(entry.memory.id) == entry.digest and mine is not None:
-                named = _named_by_commit(mine, facts, entry.path)
-                if named is not None:  # stored as "the team" before 1e05bf4
-                    updated.append(named)
-                    continue
-                report.unchanged += 1
-                continue
-            try:  # a file's text is checked like anyone's (length, control characters)
-                shared = prepare(engine, entry.memory)[0]
-            except InvalidInput as exc:  # one hostile file never stops the others
-                report.skipped.append(f"{entry.path}: {exc}")
-                refused.add(entry.memory.id)
-                continue
-            change = facts.committed(entry.path) if facts is not None else None
-            if change is not None and change.author:
-                shared = _by_commit_author(shared, change.author)
-            event = rules.TeamShare(
-                actor=rules.Actor(rules.ActorKind.TEAMMATE, change.author if change else None),
-                cause=f"{entry.path} @ {change.commit[:10]}"
-                if change
-                else f"{entry.path} (not committed)",
-                shared=shared,
-                file=entry.path,
-                commit=change.commit if change else None,
-                trusted=trusted and change is not None,
-                me=me,
-            )
-            if mine is None:
-                step = rules.admit_team(event, now=now)
-                added.append(step.memory)
-                entries.append(step.entry)
-                continue
-            try:
-                step = rules.transition(mine, event, now=now)
-            except rules.TrustRefused as exc:  # named, like a malformed file; the rest syncs
-                report.skipped.append(f"{entry.path}: {exc}")
-                refused.add(entry.memory.id)
-                entries.append(app_trust.refusal(engine, mine, event, str(exc)))
-                continue
-            if step.unchanged:
-                named = _named_by_commit(mine, facts, entry.path)
-                if named is not None:
-                    updated.append(named)
-                    continue
-                report.unchanged += 1
-                continue
-            entries.append(step.entry)
-            (reembed if step.memory.content != mine.content else updated).append(step.memory)
-        retired: list[Memory] = []
-        present = {e.memory.id for e in read.entries}  # a refused file is still there
-        for memory_id in [mid for mid in known if mid not in present]:
-            mine = local.get(memory_id)
-            origin = team_origin(mine) if mine is not None else None
-            if mine is None or origin is None:
-                known.pop(memory_id, None)  # your own memory: unshared, never retired
-                continue
-            path = str(origin.get("file") or f"{label}/{memory_id}.json")
-            deletion = facts.deletion(path) if facts is not None else None
-            if deletion is None:
-                continue  # missing from the working tree only: nothing retires
-            delete = rules.TeamDelete(
-                actor=rules.Actor(rules.ActorKind.TEAMMATE, deletion.author),
-                cause=f"{path} deleted @ {deletion.commit[:10]}",
-                file=path,
-                commit=deletion.commit,
-            )
-            try:
-                step = rules.transition(mine, delete, now=now)
-            except rules.TrustRefused:
-                continue
-            known.pop(memory_id, None)
-            if not step.unchanged:
-                retired.append(step.memory)
-                entries.append(step.entry)
-        vectors = embed_memories(engine, [*added, *reembed], None)
+        plan = plan_on(local)
+        added, reembed, updated, retired = plan.added, plan.reembed, plan.updated, plan.retired
+        texts = [memory_embedding_text(m) for m in plan.to_embed]
+        late = [m for m, text in zip(plan.to_embed, texts, strict=True) if text not in vectors]
+        if late and embedded is not None:  # changed meanwhile: rare, and a few memories
+            again = embed_memories(engine, late, None)
+            if again is not None:
+                vectors.update(zip([memory_embedding_text(m) for m in late], again, strict=True))
         model_id = engine.loaded_model_id
         steps: list[app_trust.WriteStep] = []
+        fresh = _stacked([vectors.get(t) for t in texts[: len(added)]])
         if added:
-            fresh = None if vectors is None else vectors[: len(added)]
             steps.append(({m.id for m in added}, lambda: engine.store.add(added, fresh, model_id)))
+        anew = _stacked([vectors.get(t) for t in texts[len(added) :]])
         if reembed:
-            again = None if vectors is None else vectors[len(added) :]
             steps.append(
-                ({m.id for m in reembed}, lambda: engine.store.update(reembed, again, model_id))
+                ({m.id for m in reembed}, lambda: engine.store.update(reembed, anew, model_id))
             )
         if updated or retired:
             moved = [*updated, *retired]
             steps.append(({m.id for m in moved}, lambda: engine.store.update(moved)))
-        app_trust.write(engine, entries, *steps)
+        app_trust.write(engine, plan.entries, *steps)
         engine.mirror([*added, *reembed, *updated, *retired])
-        team_ids = {mid for mid, m in local.items() if team_origin(m) is not None}
-        team_ids |= {m.id for m in added}
-        incoming = [m for m in [*added, *reembed] if team_origin(m) is not None]
-        report.conflicts = _flag_local_conflicts(engine, incoming, team_ids)
+    team_ids = {mid for mid, m in local.items() if team_origin(m) is not None}
+    team_ids |= {m.id for m in added}
+    incoming = [m for m in [*added, *reembed] if team_origin(m) is not None]
+    report.conflicts = _flag_local_conflicts(engine, incoming, team_ids)
+    report.skipped = [*read.skipped, *plan.skipped]
+    report.unchanged = plan.unchanged
     report.added = len(added)
     report.updated = len(updated) + len(reembed)
     report.retired = len(retired)
     report.changed = [m.id for m in [*added, *reembed, *updated, *retired]]
-    known.update({e.memory.id: e.digest for e in read.entries if e.memory.id not in refused})
+    for memory_id in plan.dropped:
+        known.pop(memory_id, None)
+    known.update({e.memory.id: e.digest for e in read.entries if e.memory.id not in plan.refused})
     state.set("team_files", {k: v for k, v in known.items()})
     if report.added or report.updated or report.retired:
         log.info("team sync from %s: %s", label, report.to_dict())
     return report
+
+
+def _stacked(vectors: Sequence[Vector | None]) -> Vectors | None:
+    """One array of ``vectors``, or None when any is missing (no model: none at all)."""
+    import numpy as np
+
+    rows = [v for v in vectors if v is not None]
+    if not rows or len(rows) != len(vectors):
+        return None
+    return np.stack(rows)
+
+
+def _plan_sync(
+    engine: Engine,
+    files: Sequence[TeamEntry],
+    local: dict[str, Memory],
+    known: dict[str, str],
+    facts: TeamFolderFacts | None,
+    me: str,
+    trusted: bool,
+    now: datetime,
+    label: str,
+) -> _SyncPlan:
+    """The trust model's moves for the team folder's ``files`` against ``local`` (the
+    records as one read found them); pure but for ``prepare``'s checks."""
+    from engram.app import trust as app_trust
+    from engram.lifecycle import trust as rules
+
+    plan = _SyncPlan()
+    for entry in files:
+        mine = local.get(entry.memory.id)
+        if known.get(entry.memory.id) == entry.digest and mine is not None:
+            named = _named_by_commit(mine, facts, entry.path)
+            if named is not None:  # stored as "the team" before 1e05bf4
+                plan.updated.append(named)
+                continue
+            plan.unchanged += 1
+            continue
+        try:  # a file's text is checked like anyone's (length, control characters)
+            shared = prepare(engine, entry.memory)[0]
+        except InvalidInput as exc:  # one hostile file never stops the others
+            plan.skipped.append(f"{entry.path}: {exc}")
+            plan.refused.add(entry.memory.id)
+            continue
+        change = facts.committed(entry.path) if facts is not None else None
+        if change is not None and change.author:
+            shared = _by_commit_author(shared, change.author)
+        event = rules.TeamShare(
+            actor=rules.Actor(rules.ActorKind.TEAMMATE, change.author if change else None),
+            cause=f"{entry.path} @ {change.commit[:10]}"
+            if change
+            else f"{entry.path} (not committed)",
+            shared=shared,
+            file=entry.path,
+            commit=change.commit if change else None,
+            trusted=trusted and change is not None,
+            me=me,
+        )
+        if mine is None:
+            step = rules.admit_team(event, now=now)
+            plan.added.append(step.memory)
+            plan.entries.append(step.entry)
+            continue
+        try:
+            step = rules.transition(mine, event, now=now)
+        except rules.TrustRefused as exc:  # named, like a malformed file; the rest syncs
+            plan.skipped.append(f"{entry.path}: {exc}")
+            plan.refused.add(entry.memory.id)
+            plan.entries.append(app_trust.refusal(engine, mine, event, str(exc)))
+            continue
+        if step.unchanged:
+            named = _named_by_commit(mine, facts, entry.path)
+            if named is not None:
+                plan.updated.append(named)
+                continue
+            plan.unchanged += 1
+            continue
+        plan.entries.append(step.entry)
+        (plan.reembed if step.memory.content != mine.content else plan.updated).append(step.memory)
+    present = {e.memory.id for e in files}  # a refused file is still there
+    for memory_id in [mid for mid in known if mid not in present]:
+        mine = local.get(memory_id)
+        origin = team_origin(mine) if mine is not None else None
+        if mine is None or origin is None:
+            plan.dropped.add(memory_id)  # your own memory: unshared, never retired
+            continue
+        path = str(origin.get("file") or f"{label}/{memory_id}.json")
+        deletion = facts.deletion(path) if facts is not None else None
+        if deletion is None:
+            continue  # missing from the working tree only: nothing retires
+        delete = rules.TeamDelete(
+            actor=rules.Actor(rules.ActorKind.TEAMMATE, deletion.author),
+            cause=f"{path} deleted @ {deletion.commit[:10]}",
+            file=path,
+            commit=deletion.commit,
+        )
+        try:
+            step = rules.transition(mine, delete, now=now)
+        except rules.TrustRefused:
+            continue
+        plan.dropped.add(memory_id)
+        if not step.unchanged:
+            plan.retired.append(step.memory)
+            plan.entries.append(step.entry)
+    return plan
 
 
 def _by_commit_author(memory: Memory, author: str) -> Memory:
@@ -374,24 +453,37 @@ def _flag_local_conflicts(
                 again = find_contradictions(found.memory, [(shared_memory, None)])
                 fallback = Contradiction(shared_memory, found.kind, found.reason, found.overlap)
                 pairs.append((found.memory, again[0] if again else fallback))
+    if not pairs:
+        return []
     from engram.app import trust as app_trust
+    from engram.lifecycle import trust as rules
 
+    # found outside the writer lock, linked under it on the records as they stand: a pair
+    # one side of which another process changed meanwhile is left for the next sync
+    read = {m.id: m for mine, found in pairs for m in (mine, found.memory)}
     notes: list[str] = []
     pending: dict[str, Memory] = {}
     entries: list[AuditEntry] = []
-    for mine, found in pairs:
-        current = pending.get(mine.id, mine)
-        if found.memory.id in {r.target_memory_id for r in current.relations}:
-            continue  # already linked (an earlier sync)
-        linked, _ = link_contradictions(
-            engine, current, [found], pending, entries, cause="engram sync"
-        )
-        pending[linked.id] = linked
-        notes.append(f"{linked.id} vs {found.memory.id}: {found.kind}, {found.reason}")
-    if pending:
-        with app_trust.recorded(engine, entries):
-            engine.store.update(list(pending.values()))
-        engine.mirror(list(pending.values()))
+    with engine.write_lock, engine.store.locked():
+        fresh = {m.id: m for m in engine.store.get_many(list(read))}
+        for mine, found in pairs:
+            if not all(
+                m.id in fresh and rules.same_claim(m, fresh[m.id]) for m in (mine, found.memory)
+            ):
+                continue
+            current = pending.get(mine.id, fresh[mine.id])
+            if found.memory.id in {r.target_memory_id for r in current.relations}:
+                continue  # already linked (an earlier sync)
+            other = attrs.evolve(found, memory=pending.get(found.memory.id, fresh[found.memory.id]))
+            linked, _ = link_contradictions(
+                engine, current, [other], pending, entries, cause="engram sync"
+            )
+            pending[linked.id] = linked
+            notes.append(f"{linked.id} vs {found.memory.id}: {found.kind}, {found.reason}")
+        if pending:
+            with app_trust.recorded(engine, entries):
+                engine.store.update(list(pending.values()))
+            engine.mirror(list(pending.values()))
     return notes
 
 

@@ -88,6 +88,7 @@ __all__ = [
     "keeps_own_text",
     "landed",
     "mirror_rules",
+    "same_claim",
     "snapshot",
     "state_of",
     "transition",
@@ -498,6 +499,16 @@ def snapshot(memory: Memory) -> JsonObject:
         "related_files": list(memory.related_files),
         "conflicts_with": conflict_ids(memory),
     }
+
+
+def same_claim(read: Memory, now: Memory) -> bool:
+    """Whether what a decision made on ``read`` rests on still holds for ``now``, the same
+    memory read again: nothing the audit trail tracks changed (its state, source,
+    confidence, pin, text, type, tags, anchors, files, conflict links). A use counted or a
+    session credited meanwhile is no change. The system's slow read-modify-writes
+    (consolidate, a team sync's contradiction check) judge outside the store's writer lock
+    and leave, under it, what another process changed meanwhile (docs/trust.md)."""
+    return read.id == now.id and snapshot(read) == snapshot(now)
 
 
 def _anchor_dict(anchor: CodeAnchor) -> dict[str, Any]:
