@@ -5,8 +5,10 @@ real git repository and a teammate's clone: remember (a person, an agent), searc
 context, hooks, hover/diagnostic inputs, confirm (a person, an agent), flag, pin, share,
 sync, the team folder moved away and back, the teammate committing a share, an edit or a
 deletion, consolidate, prune, index after a rename, and a pull bringing a rules file and a
-manifest that the index reads. After every step the invariants
-are checked; reads are also checked for changing nothing.
+manifest that the index reads; and a person's flag or confirm made by another process on
+the same folder while the system's own work (consolidate, prune, sync, index after a
+rename) has records in hand. After every step the invariants are checked (and that every
+count reads the rule the outputs hide by); reads are also checked for changing nothing.
 
 Profiles (tests/trust/conftest.py): ``ci`` by default; ``HYPOTHESIS_PROFILE=thorough``
 by hand. The example counts and run time are printed with ``-s``.
@@ -20,7 +22,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from engram.agents.hooks import run_claude_code_hook
 from engram.app import Engine, maintenance, memories, recall, team, trust
+from engram.app.doctor import stats
 from engram.app.indexing import IndexOptions, index, run_index
 from engram.app.remember import remember
 from engram.config import EmbedConfig, EngramConfig
@@ -38,6 +43,7 @@ from engram.errors import EngramError
 from engram.lifecycle import trust as rules
 from engram.lsp.hover import hover_markdown
 from engram.model import MemorySource
+from engram.report.data import MemoryColumns
 from engram.workspace import Workspace
 
 pytestmark = [pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")]
@@ -91,6 +97,8 @@ class TrustOnTheEngine(RuleBasedStateMachine):
         config = EngramConfig(embed=EmbedConfig(model="none"))
         self.engine = Engine(Workspace.open(self.ana), config)
         self.mate = Engine(Workspace.open(self.bo), config)
+        #: a process beside the engine on the same folder (a CLI command, another editor)
+        self.beside = Engine(Workspace.open(self.ana), config)
         self.file = "jobs.py"
         self.local: set[str] = set()  # made here: never retired
         self.flagged_by_me: set[str] = set()
@@ -102,6 +110,7 @@ class TrustOnTheEngine(RuleBasedStateMachine):
             return
         self.engine.close()
         self.mate.close()
+        self.beside.close()
         if self.env_before is None:
             os.environ.pop("ENGRAM_TEAM__TRUSTED", None)
         else:
@@ -272,6 +281,74 @@ class TrustOnTheEngine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ reads
 
+    @rule(
+        data=st.data(),
+        work=st.sampled_from(["consolidate", "prune", "sync", "rename_and_index"]),
+        move=st.sampled_from([*KINDS, "confirm"]),
+    )
+    def system_works_while_a_person_acts(self, data: st.DataObject, work: str, move: str) -> None:
+        """A person's flag or confirm, made by another process while the system's own work
+        has records in hand (injected at its first read), is never written over."""
+        mid = self.pick(data)
+        if mid is None:
+            return
+        done: list[bool] = []
+
+        def act() -> None:
+            with contextlib.suppress(EngramError):
+                if move == "confirm":
+                    memories.confirm(self.beside, mid)
+                else:
+                    memories.flag(self.beside, mid, move)
+                done.append(True)
+
+        runs: dict[str, Callable[[], object]] = {
+            "consolidate": lambda: maintenance.consolidate(self.engine),
+            "prune": lambda: maintenance.prune(self.engine),
+            "sync": lambda: team.sync_team(self.engine),
+            "rename_and_index": self.rename_and_index,
+        }
+        thread = threading.Thread(target=act)
+        store = self.engine.store
+        memory_at, get_many = store._memory_at, store.get_many
+
+        lock = store._table._lock
+
+        def meanwhile() -> None:
+            # at a read the work makes outside the writer lock, so that the move always
+            # lands before the work goes on: one outcome, as Hypothesis replays need (a
+            # move blocked by the lock landed before or after the work as timing had it)
+            if thread.ident is None and (lock is None or lock._depth == 0):
+                thread.start()
+                thread.join(timeout=60)
+
+        def read(row: int, keep: bool = True) -> Any:
+            found = memory_at(row, keep)
+            meanwhile()
+            return found
+
+        def look(ids: Any) -> Any:
+            found = get_many(ids)
+            meanwhile()
+            return found
+
+        store._memory_at, store.get_many = read, look  # type: ignore[method-assign]
+        try:
+            runs[work]()
+        finally:
+            del store._memory_at, store.get_many
+            if thread.ident is not None:
+                thread.join(timeout=60)
+        assert not thread.is_alive()
+        if done:
+            if move == "confirm":
+                self.flagged_by_me.discard(mid)
+                now = self.engine.store.get(mid)
+                if now is not None and work != "rename_and_index":  # a code change may
+                    assert now.user_verified, (mid, work, rules.state_of(now).value)
+            else:
+                self.flagged_by_me.add(mid)
+
     @rule(query=st.sampled_from(["job timeout", "retries", "cache warming", "deploy queue"]))
     def search(self, query: str) -> None:
         def produce() -> str:
@@ -385,6 +462,21 @@ class TrustOnTheEngine(RuleBasedStateMachine):
                     memory.id, state.value, memory.content,
                     [(e.event, e.actor, sorted(e.after)) for e in trail],
                 )  # fmt: skip
+
+    @invariant()
+    def every_count_reads_the_one_rule(self) -> None:
+        """``engram stats`` (VS Code's Memory view and status bar) and the report's frame
+        count as shown exactly what the outputs may show."""
+        every = self.all()
+        shown = {m.id for m in every if rules.is_shown(m)}
+        counts = stats(self.engine)
+        assert counts["shown"] == len(shown) == len(memories.list_memories(self.engine))
+        assert counts["deprecated"] == len(every) - len(shown)  # "retired": never shown
+        trusted = (rules.TrustState.ACTIVE, rules.TrustState.VERIFIED)
+        assert counts["active"] == sum(1 for m in every if rules.state_of(m) in trusted)
+        columns = MemoryColumns.of(self.engine.store.frame())
+        ids = columns.table.column("id").to_pylist()
+        assert {i for i, s in zip(ids, columns.shown.tolist(), strict=True) if s} == shown
 
     @invariant()
     def a_local_memory_is_never_retired(self) -> None:
