@@ -662,10 +662,17 @@ WORKSPACE_LIMITS: dict[str, Literal["at_most", "at_least"] | None] = {
 }
 
 
-def workspace_limits() -> dict[tuple[str, str], tuple[str, float | None]]:
-    """``WORKSPACE_LIMITS`` as ``(section, key) -> (direction, Engram's default)``, the form
-    :func:`engram.workspace_trust.split_workspace_settings` gates by."""
-    defaults = EngramConfig()
+def workspace_limits(
+    own: EngramConfig | None = None,
+) -> dict[tuple[str, str], tuple[str, float | None]]:
+    """``WORKSPACE_LIMITS`` as ``(section, key) -> (direction, the value it is measured
+    from)``, the form :func:`engram.workspace_trust.split_workspace_settings` gates by.
+
+    ``own``: the person's own settings (their config file over Engram's defaults); a
+    repository's value is measured from them, so a person who lowered
+    ``safety.max_content_chars`` to 2,000 is asked before a clone's 8,000 applies, though
+    8,000 is under Engram's default (the stop 33 review)."""
+    defaults = EngramConfig() if own is None else own
     out: dict[tuple[str, str], tuple[str, float | None]] = {}
     for dotted, direction in WORKSPACE_LIMITS.items():
         if direction is None:
@@ -732,9 +739,20 @@ def workspace_settings_trust(
 ) -> SettingsTrust:
     """Whether the workspace's gated settings are approved (``engram trust``, ``doctor``)."""
     layer, sources = read_workspace_settings(workspace)
-    _safe, gated, ignored = split_workspace_settings(layer, workspace_limits())
+    limits = workspace_limits(_own_config(_read_toml(user_config_dir(environ) / "config.toml")))
+    _safe, gated, ignored = split_workspace_settings(layer, limits)
     store = approvals or ApprovalStore(user_config_dir(environ))
-    return assess(workspace.root, gated, ignored, sources, store, workspace_limits())
+    return assess(workspace.root, gated, ignored, sources, store, limits)
+
+
+def _own_config(user_layer: Settings) -> EngramConfig:
+    """The person's own settings over Engram's defaults, what a repository's limit is
+    measured from; a user file that does not convert is :func:`load_settings`' error to
+    raise, so here it is Engram's defaults."""
+    try:
+        return config_from_dict(merge_settings(user_layer))
+    except (ConfigError, ValueError, TypeError):
+        return EngramConfig()
 
 
 def held_back(trust: SettingsTrust) -> list[str]:
@@ -764,15 +782,16 @@ def load_settings(
     """Merge every layer; the workspace's gated settings only when the user approved them."""
     notes: list[str] = []
     layer, sources = read_workspace_settings(workspace, notes)
-    safe, gated, ignored = split_workspace_settings(layer, workspace_limits())
     store = approvals or ApprovalStore(user_config_dir(environ))
     user_file = user_config_dir(environ) / "config.toml"
     user_layer = _read_toml(user_file, notes)
     _check_own(user_layer, str(user_file))
     env_layer = env_overrides(environ)
     _check_own(env_layer, "the ENGRAM_* environment")
+    limits = workspace_limits(_own_config(user_layer))
+    safe, gated, ignored = split_workspace_settings(layer, limits)
     trust = attrs.evolve(
-        assess(workspace.root, gated, ignored, sources, store, workspace_limits()),
+        assess(workspace.root, gated, ignored, sources, store, limits),
         notes=tuple(notes),
     )
     for line in held_back(trust):

@@ -120,12 +120,14 @@ class SettingsTrust:
         }
 
 
-#: ``(section, key) -> ("at_most" | "at_least", Engram's default)`` (``config.workspace_limits``)
+#: ``(section, key) -> ("at_most" | "at_least", the person's value)`` (``config.workspace_limits``:
+#: their own setting, else Engram's default)
 Limits = Mapping[tuple[str, str], tuple[str, float | None]]
 
 
 def widens(value: object, limit: tuple[str, float | None] | None) -> bool:
-    """Whether a workspace's ``value`` is on the wide side of Engram's default: more where
+    """Whether a workspace's ``value`` is on the wide side of the person's own value (their
+    setting, else Engram's default; ``config.workspace_limits``): more where
     the limit is ``at_most`` (longer memories, more commits, longer waits), less where it is
     ``at_least`` (a looser duplicate threshold). A default of ``None`` is unset, the widest
     there is, which any number narrows (``config.workspace_limits`` gives ``embed.threads``
@@ -255,7 +257,7 @@ def _effects(root: Path, gated: Mapping[str, object], limits: Limits) -> list[Ga
             if limit is not None and widens(value, limit):
                 more, less = ("raise", "lower") if limit[0] == "at_most" else ("lower", "raise")
                 effect = (
-                    f"{more} it to {value} (Engram's default: {limit[1]}; a repository may "
+                    f"{more} it to {value} (yours: {limit[1]}; a repository may "
                     f"{less} it without asking)"
                 )
                 out.append(GatedSetting(f"{section}.{key}", value, effect))

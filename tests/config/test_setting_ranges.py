@@ -21,6 +21,7 @@ from engram.config import (
     config_from_dict,
     load_settings,
     workspace_limits,
+    workspace_settings_trust,
 )
 from engram.workspace import Workspace
 
@@ -132,3 +133,28 @@ def test_a_repository_may_narrow_a_limit_but_not_widen_it(
     loaded = load_settings(tmp_workspace, environ=environ)
     assert loaded.trust.state == "none", (key, narrow)
     assert getattr(getattr(loaded.config, section), name) == narrow
+
+
+def test_a_repository_limit_is_measured_from_the_persons_own_setting(
+    tmp_workspace: Workspace, tmp_path: Path
+) -> None:
+    """A person who lowered ``max_content_chars`` to 2,000 got a clone's 8,000 back without
+    being asked, because the clone's value was measured from Engram's default (10,000); the
+    stop 33 review. Measured from the person's own setting it waits for ``engram trust``,
+    and a value under theirs still applies."""
+    user = tmp_path / "user"
+    (user / "engram").mkdir(parents=True)
+    (user / "engram" / "config.toml").write_text("[safety]\nmaxContentChars = 2000\n")
+    environ = {"XDG_CONFIG_HOME": str(user)}
+    settings = tmp_workspace.root / ".engram" / "config.toml"
+    settings.parent.mkdir(exist_ok=True)
+    settings.write_text("[safety]\nmax_content_chars = 8000\n")
+    loaded = load_settings(tmp_workspace, environ=environ)
+    assert loaded.trust.state == "untrusted"
+    assert [s.key for s in loaded.trust.settings] == ["safety.max_content_chars"]
+    assert loaded.config.safety.max_content_chars == 2000
+    assert workspace_settings_trust(tmp_workspace, environ=environ).state == "untrusted"
+    settings.write_text("[safety]\nmax_content_chars = 1500\n")
+    loaded = load_settings(tmp_workspace, environ=environ)
+    assert loaded.trust.state == "none"
+    assert loaded.config.safety.max_content_chars == 1500
