@@ -474,7 +474,7 @@ class TrustOnTheEngine(RuleBasedStateMachine):
         assert counts["deprecated"] == len(every) - len(shown)  # "retired": never shown
         trusted = (rules.TrustState.ACTIVE, rules.TrustState.VERIFIED)
         assert counts["active"] == sum(1 for m in every if rules.state_of(m) in trusted)
-        columns = MemoryColumns.of(self.engine.store.frame())
+        columns = MemoryColumns.of(self.engine.store.frame(rules.hiding()))
         ids = columns.table.column("id").to_pylist()
         assert {i for i, s in zip(ids, columns.shown.tolist(), strict=True) if s} == shown
 

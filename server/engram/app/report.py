@@ -29,11 +29,12 @@ def report(engine: Engine, module: str | None = None) -> ReportData:
     """Everything ``engram report`` draws; ``module`` (a workspace file) centres the
     impact graph, by default the indexed source file with the most memories."""
     from engram.app.impact import impact as impact_of
+    from engram.lifecycle.trust import hiding
     from engram.report import ImpactInput, build_report, pick_module
     from engram.report.data import MemoryColumns, memories_per_file
 
     # columns, not Memory objects: see engram.report.data.MemoryColumns
-    memories = MemoryColumns.of(engine.store.frame())
+    memories = MemoryColumns.of(engine.store.frame(hiding()))  # shown as the outputs show
     counts = memories_per_file(memories)
     pairs: list[tuple[str, str, int, float]] = []
     try:

@@ -48,6 +48,7 @@ from engram.model.memory import TEAM_KEY
 
 if TYPE_CHECKING:
     from engram.store.digest import MirrorRules
+    from engram.store.frame import Hiding
 
 __all__ = [
     "CONFIDENCE_CAP",
@@ -84,6 +85,7 @@ __all__ = [
     "admit_team",
     "count_use",
     "flags_of",
+    "hiding",
     "is_shown",
     "keeps_own_text",
     "landed",
@@ -451,6 +453,19 @@ def is_shown(memory: Memory) -> bool:
     """Whether an editor or agent may ever receive this memory (search, context, hover,
     diagnostics, hooks, MCP results)."""
     return state_of(memory) not in HIDDEN_STATES
+
+
+def hiding() -> Hiding:
+    """:func:`is_shown` as a count over the store's columns applies it (``engram
+    report``): a record with no lifecycle and no correction history is hidden exactly when
+    it is deprecated (forgotten and retired set ``deprecated``; only a flag hides without
+    it, and a flag is kept in one of those two), so only records holding one are decoded.
+    ``Memory.flagged`` (a correction kind in ``flags``) is not this rule: an imported
+    record saying ``flags: ["outdated"]`` is shown by every output and was counted
+    retired by the report."""
+    from engram.store.frame import Hiding
+
+    return Hiding(shown=is_shown, marks=(f'"{LIFECYCLE_KEY}":', '"corrections":'))
 
 
 def conflict_ids(memory: Memory) -> list[str]:

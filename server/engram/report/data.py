@@ -256,9 +256,10 @@ class MemoryColumns:
     @classmethod
     def from_memories(cls, memories: Sequence[Memory]) -> MemoryColumns:
         """Columns of decoded memories (tests, small inputs)."""
+        from engram.lifecycle.trust import hiding
         from engram.store.frame import frame_from_memories
 
-        return cls.of(frame_from_memories(memories))
+        return cls.of(frame_from_memories(memories, hiding()))
 
     def rows(self, rows: Sequence[int], *names: str) -> list[MemoryRow]:
         """A few rows as Python values (for the tables that list memories by name)."""

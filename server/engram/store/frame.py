@@ -16,9 +16,10 @@ as ``get`` would, and a row the codec rejects is left out, as ``list`` leaves it
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+import attrs
 import numpy as np
 import numpy.typing as npt
 
@@ -83,9 +84,27 @@ FRAME_COLUMNS = (
 )  # fmt: skip
 
 
-def frame_from_memories(memories: Sequence[Memory]) -> pa.Table:
-    """The frame of ``memories`` (decoded objects): the reference the fast path matches."""
+@attrs.frozen
+class Hiding:
+    """The trust model's rule of which memories no editor or agent is shown
+    (``lifecycle.trust.hiding()``; the store does not import the rules): ``shown`` of a
+    decoded memory, and ``marks``: a record holding none of these strings is hidden
+    exactly when it is deprecated, so a frame decodes only the records holding one."""
+
+    shown: Callable[[Memory], bool]
+    marks: tuple[str, ...]
+
+    def flagged(self, memory: Memory) -> bool:
+        """Hidden, though not deprecated: a flag is outstanding (``state_of``)."""
+        return not memory.deprecated and not self.shown(memory)
+
+
+def frame_from_memories(memories: Sequence[Memory], hiding: Hiding | None = None) -> pa.Table:
+    """The frame of ``memories`` (decoded objects): the reference the fast path matches.
+    ``flagged`` by ``hiding``'s rule when given, else by ``Memory.flagged``."""
     import pyarrow as pa
+
+    flagged = hiding.flagged if hiding is not None else (lambda m: m.flagged)
 
     return pa.table(
         {
@@ -96,7 +115,7 @@ def frame_from_memories(memories: Sequence[Memory]) -> pa.Table:
             "needs_review": [m.needs_review for m in memories],
             "deprecated": [m.deprecated for m in memories],
             "stale": [m.is_stale for m in memories],
-            "flagged": [m.flagged for m in memories],
+            "flagged": [flagged(m) for m in memories],
             "pinned": [m.pinned for m in memories],
             "confidence": [float(m.confidence) for m in memories],
             "half_life_days": [

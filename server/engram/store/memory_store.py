@@ -71,6 +71,8 @@ from engram.workspace import Workspace
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from engram.store.frame import Hiding
+
 
 log = logging.getLogger(__name__)
 
@@ -1012,7 +1014,7 @@ class MemoryStore:
                 "versions_kept": self._table.version_count(),
             }
 
-    def frame(self) -> pa.Table:
+    def frame(self, hiding: Hiding | None = None) -> pa.Table:
         """Every readable memory as Arrow columns (``engram.store.frame.frame_schema``):
         what an aggregate over the whole store reads instead of :meth:`list`, in row order.
 
@@ -1047,6 +1049,22 @@ class MemoryStore:
             records = snap.records.arrow()
         parsed, ok = parse_records(records)
         ok &= alive & (type_code >= 0)
+        flagged = parsed.column("flagged")
+        if hiding is not None:  # the trust model's rule, read where a record may hold a flag
+            import pyarrow.compute as pc
+
+            marked = np.zeros(n, np.bool_)
+            for mark in hiding.marks:
+                found = pc.match_substring(records, mark).fill_null(False)
+                marked |= np.asarray(found.to_numpy(zero_copy_only=False), np.bool_)
+            by_rule = np.zeros(n, np.bool_)
+            for row in np.flatnonzero(marked & ok & ~deprecated).tolist():
+                try:  # as ``_memory_at`` decodes, from the record copied above
+                    memory = memory_from_dict(json.loads(records[row].as_py()), self._converter)
+                except (SchemaError, ValueError, TypeError):
+                    continue  # decoded on the slow path below
+                by_rule[row] = hiding.flagged(memory)
+            flagged = pa.array(by_rule)
         types = np.array([t.value for t in _TYPES], dtype=object)[np.maximum(type_code, 0)]
         fast = pa.table(
             {
@@ -1057,7 +1075,7 @@ class MemoryStore:
                 "needs_review": pa.array(needs_review),
                 "deprecated": pa.array(deprecated),
                 "stale": pa.array(stale),
-                "flagged": parsed.column("flagged"),
+                "flagged": flagged,
                 "pinned": parsed.column("pinned"),
                 "confidence": parsed.column("confidence"),
                 "half_life_days": parsed.column("half_life_days"),
@@ -1088,7 +1106,7 @@ class MemoryStore:
         fast = fast.filter(pa.array(ok[:n])).cast(frame_schema())
         if slow:
             log.info("%d memory records decoded one by one for a frame", len(slow))
-            fast = pa.concat_tables([fast, frame_from_memories(slow)])
+            fast = pa.concat_tables([fast, frame_from_memories(slow, hiding)])
         return fast
 
     def close(self) -> None:
