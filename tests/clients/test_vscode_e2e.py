@@ -55,6 +55,8 @@ SHOP = "from billing import charge\n\n\ndef checkout(total):\n    return charge(
 GOTCHA = "charge() takes euros but the payment API wants cents"
 TAUGHT = "refunds go through the ledger service"
 PALETTE_TAUGHT = "refund amounts are negative on purpose"
+#: flagged not_useful before the editor starts: hidden by every output, so by every count
+NOISE = "invoices are rounded half-up before tax"
 
 #: Where Engram's state is after a first start: the extension activates on it.
 FAST_SETTINGS = {"embed.model": "none", "index.embedInBackground": False}
@@ -91,6 +93,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "billing")
     _cli(root, "remember", "--type", "gotcha", "--file", "billing.py", "--symbol", "charge", GOTCHA)
+    noise = _cli(root, "remember", "--json", NOISE)
+    _cli(root, "flag", "--kind", "not_useful", re.findall(r'"id": "(m-[0-9a-f]+)"', noise)[0])
     return root
 
 
@@ -211,7 +215,9 @@ def test_memory_view_lists_memories(wb: Workbench) -> None:
     # the flagged gotcha is retired, not counted as shown
     def health() -> list[str]:
         rows = [r.replace(" ", "") for r in wb.tree_rows()]
-        return rows if {"Active1", "Retired1"} <= set(rows) else []
+        # the note flagged not_useful is never shown: retired, not active (stop 32 counted
+        # it shown in the status bar and the Memory view)
+        return rows if {"Active1", "Retired2"} <= set(rows) else []
 
     wait_until("the health counts", health)
     wb.expand_tree_row("By type")
@@ -222,6 +228,8 @@ def test_memory_view_lists_memories(wb: Workbench) -> None:
         lambda: [r for r in wb.tree_rows() if TAUGHT in r],
     )
     assert not [r for r in wb.tree_rows() if GOTCHA in r], "a flagged memory is not listed"
+    assert not [r for r in wb.tree_rows() if NOISE in r], "a flagged memory is not listed"
+    assert re.search(r"Engram: 1 memory\b", _status(wb)), _status(wb)
 
 
 def _palette_ok(wb: Workbench, title: str, answer: Any = None) -> None:
