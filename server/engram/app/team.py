@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -216,9 +216,23 @@ def sync_team(engine: Engine) -> TeamSyncReport:
     me = app_trust.person_name(engine)
     trusted = app_trust.team_folder_trusted()
     ids = list({*known, *(e.memory.id for e in read.entries)})
+    checked: dict[str, Memory | InvalidInput] = {}
+
+    def check(memory: Memory) -> Memory:
+        """``prepare``'s check and redaction of a file's memory, once per sync: both plans
+        ask, and it depends on the file alone, not on the local records."""
+        if memory.id not in checked:
+            try:
+                checked[memory.id] = prepare(engine, memory)[0]
+            except InvalidInput as exc:
+                checked[memory.id] = exc
+        found = checked[memory.id]
+        if isinstance(found, InvalidInput):
+            raise found
+        return found
 
     def plan_on(local: dict[str, Memory]) -> _SyncPlan:
-        return _plan_sync(engine, read.entries, local, known, facts, me, trusted, now, label)
+        return _plan_sync(engine, read.entries, local, known, facts, me, trusted, now, label, check)
 
     first = plan_on({m.id: m for m in engine.store.get_many(ids)})
     embedded = embed_memories(engine, first.to_embed, None)
@@ -291,9 +305,10 @@ def _plan_sync(
     trusted: bool,
     now: datetime,
     label: str,
+    check: Callable[[Memory], Memory],
 ) -> _SyncPlan:
     """The trust model's moves for the team folder's ``files`` against ``local`` (the
-    records as one read found them); pure but for ``prepare``'s checks."""
+    records as one read found them); pure but for ``check`` (``prepare``, memoised)."""
     from engram.app import trust as app_trust
     from engram.lifecycle import trust as rules
 
@@ -308,7 +323,7 @@ def _plan_sync(
             plan.unchanged += 1
             continue
         try:  # a file's text is checked like anyone's (length, control characters)
-            shared = prepare(engine, entry.memory)[0]
+            shared = check(entry.memory)
         except InvalidInput as exc:  # one hostile file never stops the others
             plan.skipped.append(f"{entry.path}: {exc}")
             plan.refused.add(entry.memory.id)
